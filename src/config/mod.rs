@@ -1,0 +1,449 @@
+//! Mycat configuration: `server.xml`, `schema.xml`, `rule.xml` and the files they name, read into
+//! a validated model.
+//!
+//! Loading never stops at the first problem: every error is collected with the file, line and
+//! element it concerns, and returned together ([`ConfigErrors`]). Attributes manx accepts but does
+//! not act on yet, and unknown attributes, become [`ConfigWarning`]s that the binary logs once at
+//! start-up. Meanings and defaults follow `shared/mycat-compat/SPEC.md` §1-§3 (Mycat's code
+//! defaults, not its documentation's) and `DECISIONS.md`.
+
+mod expand;
+mod rule;
+mod schema;
+mod server;
+pub mod xml;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use expand::expand_names;
+
+/// Where a configuration item was written: file and 1-based line (0 when the file itself is the
+/// subject, e.g. it cannot be read).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: Arc<Path>,
+    pub line: usize,
+}
+
+impl Origin {
+    pub fn new(file: &Path, line: usize) -> Self {
+        Origin {
+            file: Arc::from(file),
+            line,
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.file.display();
+        if self.line == 0 {
+            write!(f, "{name}")
+        } else {
+            write!(f, "{name}:{}", self.line)
+        }
+    }
+}
+
+/// One configuration error: `file:line: <element>: message`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ConfigError {
+    pub origin: Origin,
+    /// The element concerned, as written (e.g. `table name="travelrecord"`); may be empty.
+    pub element: String,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(origin: &Origin, element: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            origin: origin.clone(),
+            element: element.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.element.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(f, "{}: <{}>: {}", self.origin, self.element, self.message)
+        }
+    }
+}
+
+/// All errors found while loading a configuration directory, in file order.
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something manx accepted but that deserves the operator's attention (logged once at start-up).
+#[derive(Debug, Clone)]
+pub struct ConfigWarning {
+    pub origin: Origin,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.origin, self.message)
+    }
+}
+
+/// The whole validated configuration of one directory.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The configuration directory; map files are resolved relative to it (Mycat: the class path).
+    pub dir: PathBuf,
+    pub system: SystemConfig,
+    /// Users by name (case-sensitive).
+    pub users: BTreeMap<String, UserConfig>,
+    /// Logical schemas by name (case-sensitive, SPEC §1.10).
+    pub schemas: BTreeMap<String, SchemaConfig>,
+    pub data_nodes: BTreeMap<String, DataNodeConfig>,
+    pub data_hosts: BTreeMap<String, DataHostConfig>,
+    pub table_rules: BTreeMap<String, TableRuleConfig>,
+    pub functions: BTreeMap<String, FunctionConfig>,
+    pub warnings: Vec<ConfigWarning>,
+}
+
+/// `server.xml` `<system>` properties that manx acts on, with Mycat's code defaults (SPEC §3.2).
+#[derive(Debug, Clone)]
+pub struct SystemConfig {
+    /// `serverPort`, default 8066.
+    pub server_port: u16,
+    /// `bindIp`, default `0.0.0.0`.
+    pub bind_ip: String,
+    /// `charset`, default `utf8`.
+    pub charset: String,
+    /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
+    pub mycat_version: MycatVersion,
+    /// Every property as written (trimmed, empty ones left out), for the features that read more.
+    pub properties: BTreeMap<String, (String, Origin)>,
+}
+
+/// Mycat release whose data placement manx reproduces (DECISIONS.md items 1-2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MycatVersion {
+    /// 1.6.5 (`master` branch).
+    V1_6_5,
+    /// 1.6.7.5 (the `1.6` branch).
+    V1_6_7_5,
+    /// 1.6.7.6 (`main`), the default.
+    V1_6_7_6,
+}
+
+/// A `server.xml` `<user>`.
+#[derive(Debug, Clone)]
+pub struct UserConfig {
+    pub name: String,
+    /// Plain-text password (an empty one accepts only an empty client password).
+    pub password: String,
+    /// Logical schemas the user may use, in the order written.
+    pub schemas: Vec<String>,
+    /// `readOnly`: writes are refused with errno 1495.
+    pub read_only: bool,
+    /// `defaultSchema` [1.6.7]: used when a statement arrives with no current schema.
+    pub default_schema: Option<String>,
+    pub origin: Origin,
+}
+
+/// A `schema.xml` `<schema>`.
+#[derive(Debug, Clone)]
+pub struct SchemaConfig {
+    pub name: String,
+    /// `checkSQLschema="true"`: strip `schema.` qualifiers (SPEC §5.3).
+    pub check_sql_schema: bool,
+    /// `sqlMaxLimit`; `None` when absent (Mycat's -1).
+    pub sql_max_limit: Option<i64>,
+    /// Default dataNode for undeclared tables and table-less statements.
+    pub data_node: Option<String>,
+    /// Tables by upper-cased name.
+    pub tables: BTreeMap<String, TableConfig>,
+    pub origin: Origin,
+}
+
+/// Whether a table is sharded by a rule, copied to all its nodes (global) or neither.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableKind {
+    /// `rule` set: rows are placed by the tableRule's function on its column.
+    Sharded { rule: String },
+    /// `type="global"`: every node holds every row; reads from one node, writes to all.
+    Global,
+    /// No rule, not global: reads and writes go to all its nodes (SPEC §5.6).
+    Unsharded,
+}
+
+/// A `schema.xml` `<table>` (names upper-cased, SPEC §1.3).
+#[derive(Debug, Clone)]
+pub struct TableConfig {
+    pub name: String,
+    pub kind: TableKind,
+    /// Expanded dataNode list; the position is the partition index.
+    pub data_nodes: Vec<String>,
+    pub primary_key: Option<String>,
+    pub auto_increment: bool,
+    pub need_add_limit: bool,
+    pub rule_required: bool,
+    pub origin: Origin,
+}
+
+/// A `schema.xml` `<dataNode>` after `$` expansion: one physical database on one dataHost.
+#[derive(Debug, Clone)]
+pub struct DataNodeConfig {
+    pub name: String,
+    pub data_host: String,
+    pub database: String,
+    pub origin: Origin,
+}
+
+/// Backend kind of a dataHost (`dbType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbType {
+    Mysql,
+    Postgresql,
+}
+
+/// A `schema.xml` `<dataHost>` with its writeHosts (each with its readHosts).
+#[derive(Debug, Clone)]
+pub struct DataHostConfig {
+    pub name: String,
+    /// Connections per physical host, at most (`maxCon`).
+    pub max_con: usize,
+    /// Connections per physical host opened up front (`minCon`).
+    pub min_con: usize,
+    /// Read balancing mode 0-3 (SPEC §4.3).
+    pub balance: i32,
+    /// `writeType`, default 0.
+    pub write_type: i32,
+    /// `switchType`, default -1 (Mycat's code default, DECISIONS.md item 6).
+    pub switch_type: i32,
+    /// `slaveThreshold`, default -1.
+    pub slave_threshold: i64,
+    pub db_type: DbType,
+    pub db_driver: String,
+    /// The heartbeat statement (may be empty).
+    pub heartbeat: String,
+    pub write_hosts: Vec<WriteHostConfig>,
+    pub origin: Origin,
+}
+
+/// A physical database server: a `<writeHost>` or `<readHost>`.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The `host` attribute: the source's name.
+    pub name: String,
+    /// Network address, from `url` (`ip:port` or `jdbc:mysql://ip:port/...`).
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    /// Load-balancing weight (`weight`), default 0.
+    pub weight: u32,
+    pub origin: Origin,
+}
+
+/// A `<writeHost>` and the `<readHost>`s that replicate from it.
+#[derive(Debug, Clone)]
+pub struct WriteHostConfig {
+    pub host: HostConfig,
+    pub read_hosts: Vec<HostConfig>,
+}
+
+/// A `rule.xml` `<tableRule>`: one column and one function.
+#[derive(Debug, Clone)]
+pub struct TableRuleConfig {
+    pub name: String,
+    /// The sharding column, upper-cased.
+    pub column: String,
+    /// Name of the `<function>`.
+    pub function: String,
+    pub origin: Origin,
+}
+
+/// A `rule.xml` `<function>`: a Mycat class name and its properties as written (trimmed).
+#[derive(Debug, Clone)]
+pub struct FunctionConfig {
+    pub name: String,
+    pub class: String,
+    pub properties: BTreeMap<String, String>,
+    pub origin: Origin,
+}
+
+impl Config {
+    /// Loads `server.xml`, `rule.xml` and `schema.xml` from `dir` and cross-checks them.
+    ///
+    /// Errors: every problem found, each with file, line and element.
+    pub fn load(dir: &Path) -> Result<Config, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        let server = server::load(&dir.join("server.xml"), &mut errors, &mut warnings);
+        let rules = rule::load(&dir.join("rule.xml"), &mut errors, &mut warnings);
+        let schema = schema::load(&dir.join("schema.xml"), &mut errors, &mut warnings);
+
+        let (system, users) = server.unwrap_or_else(|| (SystemConfig::default(), BTreeMap::new()));
+        let (table_rules, functions) = rules.unwrap_or_default();
+        let (schemas, data_nodes, data_hosts) = schema.unwrap_or_default();
+
+        let config = Config {
+            dir: dir.to_path_buf(),
+            system,
+            users,
+            schemas,
+            data_nodes,
+            data_hosts,
+            table_rules,
+            functions,
+            warnings,
+        };
+        config.cross_check(&mut errors);
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    /// Checks references between the files (SPEC §1.11): users' schemas, tables' rules and
+    /// dataNodes, dataNodes' dataHosts.
+    fn cross_check(&self, errors: &mut Vec<ConfigError>) {
+        for user in self.users.values() {
+            for s in &user.schemas {
+                if !self.schemas.contains_key(s) {
+                    errors.push(ConfigError::new(
+                        &user.origin,
+                        format!("user name=\"{}\"", user.name),
+                        format!("schema {s} referred by user {} does not exist", user.name),
+                    ));
+                }
+            }
+            if let Some(d) = &user.default_schema {
+                if !self.schemas.contains_key(d) {
+                    errors.push(ConfigError::new(
+                        &user.origin,
+                        format!("user name=\"{}\"", user.name),
+                        format!("defaultSchema {d} does not exist"),
+                    ));
+                }
+            }
+        }
+        for schema in self.schemas.values() {
+            let element = format!("schema name=\"{}\"", schema.name);
+            if let Some(dn) = &schema.data_node {
+                if !self.data_nodes.contains_key(dn) {
+                    errors.push(ConfigError::new(
+                        &schema.origin,
+                        element.clone(),
+                        format!("dataNode '{dn}' is not found"),
+                    ));
+                }
+            }
+            for table in schema.tables.values() {
+                let element = format!("table name=\"{}\"", table.name);
+                for dn in &table.data_nodes {
+                    if !self.data_nodes.contains_key(dn) {
+                        errors.push(ConfigError::new(
+                            &table.origin,
+                            element.clone(),
+                            format!("dataNode '{dn}' is not found"),
+                        ));
+                    }
+                }
+                if let TableKind::Sharded { rule } = &table.kind {
+                    if !self.table_rules.contains_key(rule) {
+                        errors.push(ConfigError::new(
+                            &table.origin,
+                            element.clone(),
+                            format!("rule {rule} is not found in rule.xml"),
+                        ));
+                    }
+                }
+            }
+        }
+        for node in self.data_nodes.values() {
+            if !self.data_hosts.contains_key(&node.data_host) {
+                errors.push(ConfigError::new(
+                    &node.origin,
+                    format!("dataNode name=\"{}\"", node.name),
+                    format!(
+                        "dataNode {} references dataHost {} which does not exist",
+                        node.name, node.data_host
+                    ),
+                ));
+            }
+        }
+    }
+
+    /// The user's visible schema names, sorted (SHOW DATABASES).
+    pub fn user_schemas(&self, user: &UserConfig) -> Vec<String> {
+        let mut v: Vec<String> = if user.schemas.is_empty() {
+            self.schemas.keys().cloned().collect()
+        } else {
+            user.schemas.clone()
+        };
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig {
+            server_port: 8066,
+            bind_ip: "0.0.0.0".to_string(),
+            charset: "utf8".to_string(),
+            mycat_version: MycatVersion::V1_6_7_6,
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+/// Parses an integer attribute the way Java's `Integer.parseInt` does (no trimming, SPEC §0.3).
+pub(crate) fn java_int(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+/// Checks an element's attributes against what manx knows: unknown ones and ones not acted on
+/// yet become warnings (DECISIONS.md item 8).
+pub(crate) fn check_attrs(
+    e: &xml::Element,
+    acted_on: &[&str],
+    accepted: &[&str],
+    warnings: &mut Vec<ConfigWarning>,
+) {
+    for (k, _) in &e.attrs {
+        if acted_on.contains(&k.as_str()) {
+            continue;
+        }
+        let message = if accepted.contains(&k.as_str()) {
+            format!("<{}> attribute {k} is accepted but not acted on yet", e.name)
+        } else {
+            format!("<{}> attribute {k} is unknown and ignored", e.name)
+        };
+        warnings.push(ConfigWarning {
+            origin: e.origin.clone(),
+            message,
+        });
+    }
+}

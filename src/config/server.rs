@@ -1,0 +1,152 @@
+//! `server.xml`: `<system>` properties and `<user>`s (SPEC §3).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::xml::{self, Element};
+use super::{ConfigError, ConfigWarning, MycatVersion, SystemConfig, UserConfig, check_attrs};
+
+pub(super) fn load(
+    path: &Path,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Option<(SystemConfig, BTreeMap<String, UserConfig>)> {
+    let root = match xml::parse_file(path) {
+        Ok(r) => r,
+        Err(e) => {
+            errors.push(e);
+            return None;
+        }
+    };
+    if root.name != "server" {
+        errors.push(ConfigError::new(
+            &root.origin,
+            &root.name,
+            "root element must be <mycat:server>",
+        ));
+        return None;
+    }
+    let mut system = SystemConfig::default();
+    for sys in root.children_named("system") {
+        for (name, value, origin) in sys.properties() {
+            let element = format!("property name=\"{name}\"");
+            match name.as_str() {
+                "serverPort" => match value.parse::<u16>() {
+                    Ok(p) => system.server_port = p,
+                    Err(_) => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("serverPort '{value}' is not a port number"),
+                    )),
+                },
+                "bindIp" => system.bind_ip = value.clone(),
+                "charset" => system.charset = value.clone(),
+                "mycatVersion" => match value.as_str() {
+                    "1.6.5" => system.mycat_version = MycatVersion::V1_6_5,
+                    "1.6.7.5" => system.mycat_version = MycatVersion::V1_6_7_5,
+                    "1.6.7.6" => system.mycat_version = MycatVersion::V1_6_7_6,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("mycatVersion '{value}' is not one of 1.6.5, 1.6.7.5, 1.6.7.6"),
+                    )),
+                },
+                _ => warnings.push(ConfigWarning {
+                    origin: origin.clone(),
+                    message: format!("system property {name} is accepted but not acted on yet"),
+                }),
+            }
+            system.properties.insert(name, (value, origin));
+        }
+    }
+    let mut users = BTreeMap::new();
+    for u in root.children_named("user") {
+        if let Some(user) = load_user(u, errors, warnings) {
+            if users.contains_key(&user.name) {
+                errors.push(ConfigError::new(
+                    &u.origin,
+                    format!("user name=\"{}\"", user.name),
+                    format!("user {} duplicated", user.name),
+                ));
+            } else {
+                users.insert(user.name.clone(), user);
+            }
+        }
+    }
+    if users.is_empty() {
+        errors.push(ConfigError::new(
+            &root.origin,
+            "server",
+            "no <user> is defined",
+        ));
+    }
+    for other in root.children.iter() {
+        if !matches!(other.name.as_str(), "system" | "user") {
+            warnings.push(ConfigWarning {
+                origin: other.origin.clone(),
+                message: format!("<{}> is accepted but not acted on yet", other.name),
+            });
+        }
+    }
+    Some((system, users))
+}
+
+fn load_user(
+    u: &Element,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<ConfigWarning>,
+) -> Option<UserConfig> {
+    check_attrs(u, &["name"], &["defaultAccount"], warnings);
+    let Some(name) = u.attr("name").filter(|n| !n.is_empty()) else {
+        errors.push(ConfigError::new(&u.origin, "user", "attribute name is required"));
+        return None;
+    };
+    let element = format!("user name=\"{name}\"");
+    let mut user = UserConfig {
+        name: name.to_string(),
+        password: String::new(),
+        schemas: Vec::new(),
+        read_only: false,
+        default_schema: None,
+        origin: u.origin.clone(),
+    };
+    let mut has_schemas = false;
+    for (pname, value, origin) in u.properties() {
+        match pname.as_str() {
+            "password" => user.password = value,
+            "schemas" => {
+                has_schemas = true;
+                user.schemas = value
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+            }
+            // Java Boolean.valueOf: only "true" (any case) is true (SPEC §0.4).
+            "readOnly" => user.read_only = value.eq_ignore_ascii_case("true"),
+            "defaultSchema" => user.default_schema = Some(value),
+            "usingDecrypt" => {
+                if value == "1" || value.eq_ignore_ascii_case("true") {
+                    errors.push(ConfigError::new(
+                        &origin,
+                        element.clone(),
+                        "usingDecrypt (encrypted passwords) is not supported yet",
+                    ));
+                }
+            }
+            other => warnings.push(ConfigWarning {
+                origin,
+                message: format!("user {name}: property {other} is accepted but not acted on yet"),
+            }),
+        }
+    }
+    if !has_schemas {
+        errors.push(ConfigError::new(
+            &u.origin,
+            element,
+            format!("user {name} has no schemas property"),
+        ));
+    }
+    Some(user)
+}

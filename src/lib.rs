@@ -1,0 +1,12 @@
+//! manx: a MySQL-protocol sharding gateway that runs Mycat 1.6 configurations unchanged.
+//!
+//! Modules, lowest first (a module never imports one above it; see `shared/DESIGN.md`):
+//! [`config`] and [`backend`]; [`route`] and [`datahost`]; [`engine`]; [`frontend`].
+#![forbid(unsafe_code)]
+
+pub mod backend;
+pub mod config;
+pub mod datahost;
+pub mod engine;
+pub mod frontend;
+pub mod route;

@@ -1,0 +1,2 @@
+//! Routing: SQL text to a [`Plan`].
+pub mod function;
