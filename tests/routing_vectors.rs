@@ -11,8 +11,13 @@ use manx::route::function::{BuildContext, RangePartitions, build};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/mycat-compat/routing-vectors");
-    assert!(dir.is_dir(), "routing vectors not found at {}", dir.display());
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/mycat-compat/routing-vectors");
+    assert!(
+        dir.is_dir(),
+        "routing vectors not found at {}",
+        dir.display()
+    );
     dir
 }
 
@@ -23,7 +28,9 @@ fn check_expected(
     expected: &Value,
 ) -> Option<String> {
     let ok = match (&got, expected) {
-        (Err((class, _)), Value::Object(e)) => e.get("error").and_then(Value::as_str) == Some(class),
+        (Err((class, _)), Value::Object(e)) => {
+            e.get("error").and_then(Value::as_str) == Some(class)
+        }
         (Ok(v), e) => v == e,
         _ => false,
     };
@@ -63,7 +70,10 @@ fn golden_routing_vectors() {
         } else {
             MycatVersion::V1_6_7_6
         };
-        let ctx = BuildContext { version, read_map_file: &read };
+        let ctx = BuildContext {
+            version,
+            read_map_file: &read,
+        };
         let f = match build(class, &props, &ctx) {
             Ok(f) => f,
             Err(e) => {
@@ -79,7 +89,9 @@ fn golden_routing_vectors() {
         let partition_num = cfg["partition_num"].as_i64().unwrap();
         let got_num = f.partition_num().map_or(-1, |n| n as i64);
         if got_num != partition_num {
-            failures.push(format!("{id}: partition_num expected {partition_num}, got {got_num}"));
+            failures.push(format!(
+                "{id}: partition_num expected {partition_num}, got {got_num}"
+            ));
         }
         for v in cfg["vectors"].as_array().unwrap() {
             let input = v["input"].as_str().unwrap();
@@ -88,7 +100,12 @@ fn golden_routing_vectors() {
                 .map(|p| p.map_or(Value::Null, Value::from))
                 .map_err(|e| (e.exception.class_name().to_string(), e.message));
             checked += 1;
-            failures.extend(check_expected(&id, &format!("calculate({input:?})"), got, &v["expected"]));
+            failures.extend(check_expected(
+                &id,
+                &format!("calculate({input:?})"),
+                got,
+                &v["expected"],
+            ));
         }
         for v in cfg["range_vectors"].as_array().unwrap() {
             let (b, e) = (v["begin"].as_str().unwrap(), v["end"].as_str().unwrap());
@@ -116,6 +133,11 @@ fn golden_routing_vectors() {
         failures.is_empty(),
         "{} mismatches:\n{}",
         failures.len(),
-        failures.iter().take(40).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(40)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

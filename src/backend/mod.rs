@@ -1,1 +1,138 @@
-//! todo
+//! Backends: one connection interface ([`BackendConn`]) over the database drivers, the pooled
+//! [`Backend`] that hands connections out, and the values that travel through them.
+//!
+//! Results stream: [`Response::Rows`] carries the column definitions and an async stream of rows
+//! read from the socket as the consumer asks for them, so a million-row result never sits in
+//! memory. Rows of the text protocol keep the server's text encoding ([`Value::Bytes`]) and pass
+//! through to the client unchanged.
+
+pub mod mysql;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+pub use mysql_async::consts::{ColumnFlags, ColumnType};
+
+/// One column of a result set, as the backend described it (MySQL column definition fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    /// Column label (the alias when there is one).
+    pub name: String,
+    /// Table label (alias) the column comes from, or empty.
+    pub table: String,
+    pub column_type: ColumnType,
+    pub flags: ColumnFlags,
+    /// Collation id.
+    pub charset: u16,
+    /// Maximum display length.
+    pub length: u32,
+    pub decimals: u8,
+}
+
+/// One value of a row. The text protocol yields `Bytes` (the server's text form) or `Null`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bytes(Vec<u8>),
+    Int(i64),
+    UInt(u64),
+    Double(f64),
+}
+
+/// One row: a value per column.
+pub type Row = Vec<Value>;
+
+/// A stream of rows borrowed from a connection (the connection is busy until it ends or drops).
+pub type RowStream<'a> = BoxStream<'a, Result<Row, BackendError>>;
+
+/// What a statement that returns no rows reports (MySQL OK packet fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OkInfo {
+    pub affected_rows: u64,
+    pub last_insert_id: Option<u64>,
+    pub warnings: u16,
+    pub info: String,
+}
+
+/// The answer to one statement.
+pub enum Response<'a> {
+    Ok(OkInfo),
+    Rows {
+        columns: Arc<[Column]>,
+        rows: RowStream<'a>,
+    },
+}
+
+/// A backend failure. Drivers keep their details; callers decide with the predicates (retry,
+/// failover, pass through) and never by matching message text.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BackendError {
+    /// The server answered with an error: passed to the client with its own errno and SQLSTATE.
+    #[error("{message}")]
+    Server {
+        code: u16,
+        state: String,
+        message: String,
+    },
+    /// The connection could not be made or broke (refused, reset, closed).
+    #[error("{0}")]
+    Closed(String),
+    /// No answer in time (connect timeout, pool wait timeout).
+    #[error("{0}")]
+    Timeout(String),
+    /// Anything else the driver reports (protocol errors, unsupported features).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl BackendError {
+    /// The connection is unusable: it failed to open or broke mid-statement.
+    pub fn is_closed(&self) -> bool {
+        matches!(self, BackendError::Closed(_))
+    }
+
+    /// The operation timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, BackendError::Timeout(_))
+    }
+
+    /// The server's own error: (errno, SQLSTATE, message).
+    pub fn server_error(&self) -> Option<(u16, &str, &str)> {
+        match self {
+            BackendError::Server {
+                code,
+                state,
+                message,
+            } => Some((*code, state, message)),
+            _ => None,
+        }
+    }
+}
+
+/// A connection to one physical database server, checked out of its pool. Dropping it returns
+/// it to the pool.
+#[async_trait]
+pub trait BackendConn: Send + Sync {
+    /// Makes `database` the connection's current database (a no-op when it already is).
+    async fn select_database(&mut self, database: &str) -> Result<(), BackendError>;
+
+    /// Runs one statement (text protocol) and returns its first result: an OK or a row stream.
+    async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError>;
+}
+
+/// A pool of connections to one physical database server (a writeHost or readHost).
+#[async_trait]
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// A connection from the pool, opening one when none is idle and the pool has room; waits a
+    /// bounded time when the pool is at `maxCon`.
+    ///
+    /// Errors: `Closed` when the server cannot be reached, `Timeout` when no connection frees up
+    /// or the connect does not finish in time.
+    async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError>;
+
+    /// `host:port`, for messages and logs.
+    fn address(&self) -> &str;
+}

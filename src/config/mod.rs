@@ -437,7 +437,10 @@ pub(crate) fn check_attrs(
             continue;
         }
         let message = if accepted.contains(&k.as_str()) {
-            format!("<{}> attribute {k} is accepted but not acted on yet", e.name)
+            format!(
+                "<{}> attribute {k} is accepted but not acted on yet",
+                e.name
+            )
         } else {
             format!("<{}> attribute {k} is unknown and ignored", e.name)
         };

@@ -7,7 +7,10 @@ use std::path::Path;
 use super::xml;
 use super::{ConfigError, ConfigWarning, FunctionConfig, TableRuleConfig, check_attrs};
 
-type Rules = (BTreeMap<String, TableRuleConfig>, BTreeMap<String, FunctionConfig>);
+type Rules = (
+    BTreeMap<String, TableRuleConfig>,
+    BTreeMap<String, FunctionConfig>,
+);
 
 pub(super) fn load(
     path: &Path,
@@ -68,7 +71,11 @@ pub(super) fn load(
         let name = t.attr("name").unwrap_or("");
         let element = format!("tableRule name=\"{name}\"");
         if name.is_empty() {
-            errors.push(ConfigError::new(&t.origin, element, "attribute name is required"));
+            errors.push(ConfigError::new(
+                &t.origin,
+                element,
+                "attribute name is required",
+            ));
             continue;
         }
         let inner: Vec<_> = t.children_named("rule").collect();
@@ -81,8 +88,14 @@ pub(super) fn load(
             continue;
         }
         let rule = inner[0];
-        let columns = rule.children_named("columns").next().map(|c| c.text.as_str());
-        let algorithm = rule.children_named("algorithm").next().map(|c| c.text.as_str());
+        let columns = rule
+            .children_named("columns")
+            .next()
+            .map(|c| c.text.as_str());
+        let algorithm = rule
+            .children_named("algorithm")
+            .next()
+            .map(|c| c.text.as_str());
         let (Some(columns), Some(algorithm)) = (columns, algorithm) else {
             errors.push(ConfigError::new(
                 &rule.origin,

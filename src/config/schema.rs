@@ -94,7 +94,11 @@ fn load_schema(
     let name = s.attr("name").unwrap_or("");
     let element = format!("schema name=\"{name}\"");
     if name.is_empty() {
-        errors.push(ConfigError::new(&s.origin, element, "attribute name is required"));
+        errors.push(ConfigError::new(
+            &s.origin,
+            element,
+            "attribute name is required",
+        ));
         return None;
     }
     let sql_max_limit = match s.attr("sqlMaxLimit").filter(|v| !v.is_empty()) {
@@ -111,7 +115,10 @@ fn load_schema(
             }
         },
     };
-    let data_node = s.attr("dataNode").filter(|v| !v.is_empty()).map(String::from);
+    let data_node = s
+        .attr("dataNode")
+        .filter(|v| !v.is_empty())
+        .map(String::from);
     let mut tables = BTreeMap::new();
     for t in s.children_named("table") {
         for table in load_tables(t, errors, warnings) {
@@ -152,7 +159,14 @@ fn load_tables(
 ) -> Vec<TableConfig> {
     check_attrs(
         t,
-        &["name", "dataNode", "rule", "type", "primaryKey", "ruleRequired"],
+        &[
+            "name",
+            "dataNode",
+            "rule",
+            "type",
+            "primaryKey",
+            "ruleRequired",
+        ],
         &[
             "autoIncrement",
             "needAddLimit",
@@ -175,7 +189,11 @@ fn load_tables(
     let names = t.attr("name").unwrap_or("");
     let element = format!("table name=\"{names}\"");
     if names.is_empty() {
-        errors.push(ConfigError::new(&t.origin, element, "attribute name is required"));
+        errors.push(ConfigError::new(
+            &t.origin,
+            element,
+            "attribute name is required",
+        ));
         return Vec::new();
     }
     let data_nodes = match expand_names(t.attr("dataNode").unwrap_or("")) {
@@ -193,7 +211,9 @@ fn load_tables(
             return Vec::new();
         }
     };
-    let global = t.attr("type").is_some_and(|v| v.eq_ignore_ascii_case("global"));
+    let global = t
+        .attr("type")
+        .is_some_and(|v| v.eq_ignore_ascii_case("global"));
     let rule = t.attr("rule").filter(|r| !r.is_empty());
     let kind = match (global, rule) {
         (true, Some(_)) => {
@@ -205,10 +225,14 @@ fn load_tables(
             TableKind::Global
         }
         (true, None) => TableKind::Global,
-        (false, Some(r)) => TableKind::Sharded { rule: r.to_string() },
+        (false, Some(r)) => TableKind::Sharded {
+            rule: r.to_string(),
+        },
         (false, None) => TableKind::Unsharded,
     };
-    let rule_required = t.attr("ruleRequired").is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let rule_required = t
+        .attr("ruleRequired")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if rule_required && rule.is_none() {
         errors.push(ConfigError::new(
             &t.origin,
@@ -237,8 +261,12 @@ fn load_tables(
                     .attr("primaryKey")
                     .filter(|v| !v.is_empty())
                     .map(str::to_ascii_uppercase),
-                auto_increment: t.attr("autoIncrement").is_some_and(|v| v.eq_ignore_ascii_case("true")),
-                need_add_limit: !t.attr("needAddLimit").is_some_and(|v| v.eq_ignore_ascii_case("false")),
+                auto_increment: t
+                    .attr("autoIncrement")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+                need_add_limit: !t
+                    .attr("needAddLimit")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("false")),
                 rule_required,
                 origin: t.origin.clone(),
             })
@@ -315,7 +343,16 @@ fn load_data_host(
 ) -> Option<DataHostConfig> {
     check_attrs(
         h,
-        &["name", "maxCon", "minCon", "balance", "dbType", "dbDriver", "writeType", "switchType"],
+        &[
+            "name",
+            "maxCon",
+            "minCon",
+            "balance",
+            "dbType",
+            "dbDriver",
+            "writeType",
+            "switchType",
+        ],
         &[
             "balanceType",
             "slaveThreshold",
@@ -332,7 +369,11 @@ fn load_data_host(
     let element = format!("dataHost name=\"{name}\"");
     let before = errors.len();
     if name.is_empty() {
-        errors.push(ConfigError::new(&h.origin, element.clone(), "attribute name is required"));
+        errors.push(ConfigError::new(
+            &h.origin,
+            element.clone(),
+            "attribute name is required",
+        ));
     }
     let mut int_attr = |attr: &str, default: Option<i64>| -> i64 {
         match (h.attr(attr), default) {
@@ -365,7 +406,9 @@ fn load_data_host(
         errors.push(ConfigError::new(
             &h.origin,
             element.clone(),
-            format!("maxCon {max_con} / minCon {min_con}: need 0 <= minCon <= maxCon and maxCon >= 1"),
+            format!(
+                "maxCon {max_con} / minCon {min_con}: need 0 <= minCon <= maxCon and maxCon >= 1"
+            ),
         ));
     }
     if !(0..=3).contains(&balance) {
@@ -416,7 +459,9 @@ fn load_data_host(
         .unwrap_or_default();
     let mut write_hosts = Vec::new();
     for w in h.children_named("writeHost") {
-        let Some(host) = load_host(w, &name, errors, warnings) else { continue };
+        let Some(host) = load_host(w, &name, errors, warnings) else {
+            continue;
+        };
         let read_hosts = w
             .children_named("readHost")
             .filter_map(|r| load_host(r, &name, errors, warnings))
@@ -470,7 +515,9 @@ fn load_host(
         ));
         return None;
     }
-    if e.attr("usingDecrypt").is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
+    if e.attr("usingDecrypt")
+        .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+    {
         errors.push(ConfigError::new(
             &e.origin,
             element.clone(),
@@ -485,9 +532,16 @@ fn load_host(
         ));
         return None;
     };
-    let weight = e.attr("weight").filter(|w| !w.is_empty()).map_or(Some(0), |w| w.parse().ok());
+    let weight = e
+        .attr("weight")
+        .filter(|w| !w.is_empty())
+        .map_or(Some(0), |w| w.parse().ok());
     let Some(weight) = weight else {
-        errors.push(ConfigError::new(&e.origin, element, "weight is not a non-negative integer"));
+        errors.push(ConfigError::new(
+            &e.origin,
+            element,
+            "weight is not a non-negative integer",
+        ));
         return None;
     };
     Some(HostConfig {
@@ -524,13 +578,22 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert_eq!(parse_url("127.0.0.1:3306"), Some(("127.0.0.1".into(), 3306)));
-        assert_eq!(parse_url(" localhost : 13306"), Some(("localhost".into(), 13306)));
+        assert_eq!(
+            parse_url("127.0.0.1:3306"),
+            Some(("127.0.0.1".into(), 3306))
+        );
+        assert_eq!(
+            parse_url(" localhost : 13306"),
+            Some(("localhost".into(), 13306))
+        );
         assert_eq!(
             parse_url("jdbc:mysql://db.example:3307/x?useSSL=false"),
             Some(("db.example".into(), 3307))
         );
-        assert_eq!(parse_url("jdbc:mysql://db.example"), Some(("db.example".into(), 3306)));
+        assert_eq!(
+            parse_url("jdbc:mysql://db.example"),
+            Some(("db.example".into(), 3306))
+        );
         assert_eq!(parse_url("nope"), None);
         assert_eq!(parse_url("h:notaport"), None);
     }

@@ -98,7 +98,11 @@ fn load_user(
 ) -> Option<UserConfig> {
     check_attrs(u, &["name"], &["defaultAccount"], warnings);
     let Some(name) = u.attr("name").filter(|n| !n.is_empty()) else {
-        errors.push(ConfigError::new(&u.origin, "user", "attribute name is required"));
+        errors.push(ConfigError::new(
+            &u.origin,
+            "user",
+            "attribute name is required",
+        ));
         return None;
     };
     let element = format!("user name=\"{name}\"");

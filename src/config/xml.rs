@@ -24,7 +24,10 @@ pub struct Element {
 impl Element {
     /// The raw value of attribute `name` (not trimmed: Mycat reads attributes raw, SPEC §0.4).
     pub fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Children with local name `name`, in document order.

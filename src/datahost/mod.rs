@@ -1,1 +1,179 @@
-//! todo
+//! The datahost layer: which physical server answers a statement for a dataNode.
+//!
+//! Each dataHost has its writeHosts (each with readHosts), one pool per physical server, and an
+//! active writeHost index. Routing calls [`Cluster::acquire`] with a dataNode and whether the
+//! statement only reads; the connection comes back with the dataNode's database selected.
+//!
+//! Today every statement goes to the active writeHost (Mycat `balance="0"`); read/write
+//! splitting, heartbeats and failover build on this interface.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::backend::mysql::{MysqlBackend, MysqlSettings};
+use crate::backend::{Backend, BackendConn, BackendError};
+use crate::config::{Config, DataHostConfig};
+
+/// Timeouts the datahost layer applies to backend connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// TCP connect + handshake of a new backend connection.
+    pub connect: Duration,
+    /// Waiting for a free connection when a pool is at `maxCon`.
+    pub pool_wait: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(3),
+            pool_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A failure to get a connection for a dataNode, naming the node and the server.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("dataNode {node} (dataHost {data_host}, {host} {address}): {source}")]
+pub struct DatahostError {
+    pub node: String,
+    pub data_host: String,
+    /// The writeHost/readHost name.
+    pub host: String,
+    pub address: String,
+    #[source]
+    pub source: BackendError,
+}
+
+/// One physical server of a dataHost.
+#[derive(Debug)]
+struct Source {
+    name: String,
+    backend: Arc<dyn Backend>,
+}
+
+/// A `<dataHost>`: its writeHosts' pools and which one is active.
+#[derive(Debug)]
+pub struct DataHost {
+    name: String,
+    write_hosts: Vec<Source>,
+    active: AtomicUsize,
+}
+
+impl DataHost {
+    fn new(config: &DataHostConfig, timeouts: Timeouts) -> Self {
+        let write_hosts = config
+            .write_hosts
+            .iter()
+            .map(|w| Source {
+                name: w.host.name.clone(),
+                backend: Arc::new(MysqlBackend::new(MysqlSettings {
+                    host: w.host.address.clone(),
+                    port: w.host.port,
+                    user: w.host.user.clone(),
+                    password: w.host.password.clone(),
+                    max_connections: config.max_con,
+                    connect_timeout: timeouts.connect,
+                    wait_timeout: timeouts.pool_wait,
+                })) as Arc<dyn Backend>,
+            })
+            .collect();
+        if config.balance != 0 {
+            tracing::warn!(
+                data_host = %config.name,
+                balance = config.balance,
+                "read/write splitting is not implemented yet: every statement goes to the active writeHost"
+            );
+        }
+        tracing::info!(
+            data_host = %config.name,
+            balance = config.balance,
+            write_type = config.write_type,
+            switch_type = config.switch_type,
+            "dataHost settings in effect"
+        );
+        DataHost {
+            name: config.name.clone(),
+            write_hosts,
+            active: AtomicUsize::new(0),
+        }
+    }
+
+    fn active(&self) -> &Source {
+        &self.write_hosts[self.active.load(Ordering::Relaxed) % self.write_hosts.len()]
+    }
+}
+
+#[derive(Debug)]
+struct DataNode {
+    host: Arc<DataHost>,
+    database: String,
+}
+
+/// Every dataHost and dataNode of a configuration.
+#[derive(Debug)]
+pub struct Cluster {
+    nodes: BTreeMap<String, DataNode>,
+}
+
+impl Cluster {
+    /// Builds the pools (no connection is opened here: a server that is down at start-up only
+    /// fails the statements that need it).
+    pub fn new(config: &Config, timeouts: Timeouts) -> Cluster {
+        let hosts: BTreeMap<&str, Arc<DataHost>> = config
+            .data_hosts
+            .values()
+            .map(|h| (h.name.as_str(), Arc::new(DataHost::new(h, timeouts))))
+            .collect();
+        let nodes = config
+            .data_nodes
+            .values()
+            .filter_map(|n| {
+                let host = hosts.get(n.data_host.as_str())?.clone();
+                Some((
+                    n.name.clone(),
+                    DataNode {
+                        host,
+                        database: n.database.clone(),
+                    },
+                ))
+            })
+            .collect();
+        Cluster { nodes }
+    }
+
+    /// A connection for `node` with its database selected. `read_only` states the statement's
+    /// intent (used by read/write splitting).
+    ///
+    /// Errors: an unknown node, or the server cannot be reached / the pool has no free
+    /// connection in time / the database cannot be selected — naming node, host and address.
+    pub async fn acquire(
+        &self,
+        node: &str,
+        read_only: bool,
+    ) -> Result<Box<dyn BackendConn>, DatahostError> {
+        let _ = read_only;
+        let Some(n) = self.nodes.get(node) else {
+            return Err(DatahostError {
+                node: node.to_string(),
+                data_host: String::new(),
+                host: String::new(),
+                address: String::new(),
+                source: BackendError::Other(format!("dataNode {node} is not configured")),
+            });
+        };
+        let source = n.host.active();
+        let fail = |source_err: BackendError| DatahostError {
+            node: node.to_string(),
+            data_host: n.host.name.clone(),
+            host: source.name.clone(),
+            address: source.backend.address().to_string(),
+            source: source_err,
+        };
+        let mut conn = source.backend.acquire().await.map_err(fail)?;
+        conn.select_database(&n.database).await.map_err(fail)?;
+        Ok(conn)
+    }
+}

@@ -1,1 +1,148 @@
-//! todo
+//! Executes a routed [`Plan`] over backend connections and combines what the dataNodes return.
+//!
+//! Statements go to every target at once. Row results are streamed: the nodes' streams are
+//! interleaved as rows arrive (SPEC §5.11: without ORDER BY, GROUP BY or aggregates Mycat streams
+//! in arrival order), cut by the plan's `LIMIT` when it has one. OK results are combined by the
+//! plan's [`OkMerge`].
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::join_all;
+
+use crate::backend::{BackendConn, BackendError, Column, OkInfo, Response, RowStream};
+use crate::route::{OkMerge, Plan};
+
+/// A failure on one dataNode.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("dataNode {node}: {source}")]
+pub struct EngineError {
+    pub node: String,
+    #[source]
+    pub source: BackendError,
+}
+
+/// The combined answer of a plan.
+pub enum Output<'a> {
+    Ok(OkInfo),
+    Rows {
+        columns: Arc<[Column]>,
+        rows: RowStream<'a>,
+    },
+}
+
+/// Runs `plan` with one connection per target (same order as `plan.targets`).
+///
+/// Errors: the first failing node's error (in target order). Nodes that succeeded keep their
+/// effects: there is no atomicity across nodes outside a transaction (as in Mycat).
+pub async fn execute<'a>(
+    plan: &'a Plan,
+    conns: Vec<&'a mut (dyn BackendConn + 'static)>,
+) -> Result<Output<'a>, EngineError> {
+    debug_assert_eq!(conns.len(), plan.targets.len());
+    let responses = join_all(
+        conns
+            .into_iter()
+            .zip(&plan.targets)
+            .map(|(conn, t)| async move {
+                conn.query(&t.sql).await.map_err(|source| EngineError {
+                    node: t.node.clone(),
+                    source,
+                })
+            }),
+    )
+    .await;
+    let mut oks = Vec::new();
+    let mut streams = Vec::new();
+    let mut columns = None;
+    for r in responses {
+        match r? {
+            Response::Ok(ok) => oks.push(ok),
+            Response::Rows { columns: c, rows } => {
+                columns.get_or_insert(c);
+                streams.push(rows);
+            }
+        }
+    }
+    if let Some(columns) = columns {
+        if !oks.is_empty() {
+            return Err(EngineError {
+                node: plan.targets[0].node.clone(),
+                source: BackendError::Other(
+                    "dataNodes answered the same statement differently".to_string(),
+                ),
+            });
+        }
+        let rows = if streams.len() == 1 {
+            streams.pop().expect("one stream")
+        } else {
+            futures::stream::select_all(streams).boxed()
+        };
+        let rows = match plan.limit {
+            Some((offset, count)) => rows.skip(offset as usize).take(count as usize).boxed(),
+            None => rows,
+        };
+        return Ok(Output::Rows { columns, rows });
+    }
+    Ok(Output::Ok(merge_ok(oks, plan.ok_merge)))
+}
+
+/// Combines OK packets: affected rows summed (or the first node's for global tables), warnings
+/// summed, and the smallest positive insert id (SPEC §5.15).
+pub fn merge_ok(oks: Vec<OkInfo>, merge: OkMerge) -> OkInfo {
+    match merge {
+        OkMerge::First => oks.into_iter().next().unwrap_or_default(),
+        OkMerge::Sum => {
+            let mut out = OkInfo::default();
+            for ok in oks {
+                out.affected_rows += ok.affected_rows;
+                out.warnings = out.warnings.saturating_add(ok.warnings);
+                out.last_insert_id =
+                    match (out.last_insert_id, ok.last_insert_id.filter(|&id| id > 0)) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                if out.info.is_empty() {
+                    out.info = ok.info;
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_packets_merge() {
+        let a = OkInfo {
+            affected_rows: 2,
+            last_insert_id: Some(7),
+            warnings: 1,
+            info: String::new(),
+        };
+        let b = OkInfo {
+            affected_rows: 3,
+            last_insert_id: Some(5),
+            warnings: 0,
+            info: String::new(),
+        };
+        let c = OkInfo {
+            affected_rows: 1,
+            last_insert_id: Some(0),
+            warnings: 0,
+            info: String::new(),
+        };
+        let sum = merge_ok(vec![a.clone(), b, c], OkMerge::Sum);
+        assert_eq!(
+            (sum.affected_rows, sum.last_insert_id, sum.warnings),
+            (6, Some(5), 1)
+        );
+        assert_eq!(
+            merge_ok(vec![a.clone(), a.clone()], OkMerge::First).affected_rows,
+            2
+        );
+    }
+}

@@ -1,1 +1,79 @@
-//! todo
+//! The MySQL front end: the listener, one [`session::Session`] per client connection (the only
+//! user of `opensrv-mysql`), authentication against `server.xml` users, and the answers given
+//! without a backend (`SHOW DATABASES`, `USE`, ...).
+
+mod auth;
+mod error;
+mod session;
+pub mod tap;
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tokio::net::TcpListener;
+
+use crate::config::{Config, ConfigErrors};
+use crate::datahost::{Cluster, Timeouts};
+use crate::route::Router;
+
+pub use error::MysqlError;
+
+/// Everything a session needs, shared by all sessions.
+#[derive(Debug)]
+pub struct Server {
+    pub config: Arc<Config>,
+    pub router: Router,
+    pub cluster: Cluster,
+    next_connection_id: AtomicU32,
+}
+
+impl Server {
+    /// Validates routing (partition functions, map files) and builds the dataHost pools.
+    ///
+    /// Errors: every routing configuration problem, with file and line.
+    pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
+        let router = Router::new(&config)?;
+        let cluster = Cluster::new(&config, timeouts);
+        Ok(Server {
+            config: Arc::new(config),
+            router,
+            cluster,
+            next_connection_id: AtomicU32::new(1),
+        })
+    }
+
+    /// Accepts clients on `listener` until `shutdown` completes; each client runs in its own
+    /// task. Returns when `shutdown` resolves (sessions in progress keep running until their
+    /// clients leave or the runtime stops).
+    pub async fn serve(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        // Out of file descriptors and similar: keep serving the others.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
+            let server = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = session::run(server, stream, peer, id).await {
+                    tracing::debug!(connection = id, %peer, error = %e, "client connection ended with an error");
+                }
+            });
+        }
+    }
+}

@@ -1,2 +1,277 @@
-//! Routing: SQL text to a [`Plan`].
+//! Routing: one SQL statement and the session's schema in, a [`Routed`] out. Pure: no I/O.
+//!
+//! Statements are classified by a keyword scanner first (session commands and `SHOW`, answered
+//! or forwarded without parsing), then parsed with `sqlparser`'s MySQL dialect. The tables a
+//! statement names decide the dataNodes: a sharded table by its rule's function applied to the
+//! conditions on its column, a global table by one node for reads and all for writes, a rule-less
+//! table by all its nodes (SPEC §5). What manx cannot answer correctly is refused with an error
+//! that names the construct; nothing is sent for a refused statement.
+
+mod analyze;
 pub mod function;
+mod plan;
+mod rewrite;
+mod scan;
+mod statement;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
+use function::{BuildContext, PartitionFunction};
+
+pub use analyze::Partitions;
+pub use plan::{Local, OkMerge, Plan, Routed, Target};
+
+/// A statement manx refuses, as the MySQL error the client gets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct RouteError {
+    pub code: u16,
+    pub state: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for RouteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl RouteError {
+    /// Errno 1064, SQLSTATE 42000: Mycat's code for routing errors, with MySQL's SQLSTATE for it
+    /// (DECISIONS.md item 20).
+    pub fn syntax(message: impl Into<String>) -> Self {
+        RouteError {
+            code: 1064,
+            state: "42000",
+            message: message.into(),
+        }
+    }
+
+    /// 1049 `Unknown database`.
+    pub fn unknown_database(name: &str) -> Self {
+        RouteError {
+            code: 1049,
+            state: "42000",
+            message: format!("Unknown database '{name}'"),
+        }
+    }
+
+    /// 1046 `No database selected`.
+    pub fn no_database() -> Self {
+        RouteError {
+            code: 1046,
+            state: "3D000",
+            message: "No database selected".to_string(),
+        }
+    }
+
+    /// 1065 `Query was empty`.
+    pub fn empty() -> Self {
+        RouteError {
+            code: 1065,
+            state: "42000",
+            message: "Query was empty".to_string(),
+        }
+    }
+}
+
+/// A sharding rule bound to a table: the column and the function.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Upper-cased column name.
+    pub column: String,
+    pub function: Arc<dyn PartitionFunction>,
+}
+
+/// A configured table as routing sees it.
+#[derive(Debug, Clone)]
+pub struct TableRoute {
+    /// Upper-cased logical name.
+    pub name: String,
+    pub kind: TableKind,
+    /// dataNode names; the position is the partition index.
+    pub nodes: Vec<String>,
+    pub rule: Option<Rule>,
+}
+
+impl TableRoute {
+    /// The partition index of one routing value, or Mycat's error for it, naming the table,
+    /// column and value.
+    pub fn partition_of(&self, value: &str) -> Result<usize, RouteError> {
+        let rule = self
+            .rule
+            .as_ref()
+            .expect("only sharded tables are partitioned");
+        let v = analyze::routing_value(value);
+        let index = rule.function.calculate(v).map_err(|e| {
+            RouteError::syntax(format!(
+                "table {} column {} value '{v}' cannot be routed: {e}",
+                self.name, rule.column
+            ))
+        })?;
+        match index {
+            None => Err(RouteError::syntax(format!(
+                "can't find datanode for sharding column:{} val:{v} (table {})",
+                rule.column, self.name
+            ))),
+            Some(i) if i < 0 || i as usize >= self.nodes.len() => Err(RouteError::syntax(format!(
+                "Can't find a valid data node for specified node index :{} -> {} -> {v} -> Index : {i}",
+                self.name, rule.column
+            ))),
+            Some(i) => Ok(i as usize),
+        }
+    }
+
+    /// The partitions a `BETWEEN lo AND hi` on the rule column may touch.
+    pub fn partitions_between(&self, lo: &str, hi: &str) -> Result<Partitions, RouteError> {
+        let rule = self
+            .rule
+            .as_ref()
+            .expect("only sharded tables are partitioned");
+        let r = rule.function.calculate_range(lo, hi).map_err(|e| {
+            RouteError::syntax(format!(
+                "table {} column {} range '{lo}'..'{hi}' cannot be routed: {e}",
+                self.name, rule.column
+            ))
+        })?;
+        Ok(analyze::range_partitions(r, self.nodes.len()))
+    }
+}
+
+/// A logical schema as routing sees it.
+#[derive(Debug, Clone)]
+pub struct SchemaRoute {
+    pub name: String,
+    pub default_node: Option<String>,
+    pub tables: BTreeMap<String, TableRoute>,
+    /// Every dataNode of the schema (tables' and default), sorted.
+    pub nodes: Vec<String>,
+}
+
+/// Routes statements for every schema of one configuration.
+#[derive(Debug, Clone)]
+pub struct Router {
+    schemas: BTreeMap<String, SchemaRoute>,
+    /// dataNode → physical database, for qualifier rewriting.
+    databases: BTreeMap<String, String>,
+}
+
+impl Router {
+    /// Builds every table's partition function (map files read relative to `config.dir`) and
+    /// checks that each sharded table has as many dataNodes as its function has partitions
+    /// (SPEC §2.6).
+    ///
+    /// Errors: functions that cannot be built (unknown class, bad property, unreadable or
+    /// malformed map file), each naming the `<function>` in rule.xml, and tables with too few
+    /// dataNodes.
+    pub fn new(config: &Config) -> Result<Router, ConfigErrors> {
+        let mut errors = Vec::new();
+        let read = |name: &str| -> Result<String, String> {
+            let path = config.dir.join(name);
+            std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read map file {}: {e}", path.display()))
+        };
+        let ctx = BuildContext {
+            version: config.system.mycat_version,
+            read_map_file: &read,
+        };
+        let mut functions: BTreeMap<&str, Arc<dyn PartitionFunction>> = BTreeMap::new();
+        for f in config.functions.values() {
+            match function::build(&f.class, &f.properties, &ctx) {
+                Ok(built) => {
+                    functions.insert(&f.name, built);
+                }
+                Err(m) => errors.push(ConfigError::new(
+                    &f.origin,
+                    format!("function name=\"{}\"", f.name),
+                    m,
+                )),
+            }
+        }
+        let mut schemas = BTreeMap::new();
+        for s in config.schemas.values() {
+            let mut tables = BTreeMap::new();
+            let mut nodes: BTreeSet<String> = s.data_node.iter().cloned().collect();
+            for t in s.tables.values() {
+                nodes.extend(t.data_nodes.iter().cloned());
+                let rule = match &t.kind {
+                    TableKind::Sharded { rule } => {
+                        let Some(tr) = config.table_rules.get(rule) else {
+                            continue;
+                        };
+                        let Some(f) = functions.get(tr.function.as_str()) else {
+                            continue;
+                        };
+                        if let Some(n) = f.partition_num() {
+                            if t.data_nodes.len() < n {
+                                errors.push(ConfigError::new(
+                                    &t.origin,
+                                    format!("table name=\"{}\"", t.name),
+                                    format!(
+                                        "Illegal table conf : table [ {} ] rule function [ {} ] partition size : {n} > table datanode size : {}, please make sure table datanode size = function partition size",
+                                        t.name,
+                                        tr.function,
+                                        t.data_nodes.len()
+                                    ),
+                                ));
+                            }
+                        }
+                        Some(Rule {
+                            column: tr.column.clone(),
+                            function: f.clone(),
+                        })
+                    }
+                    _ => None,
+                };
+                tables.insert(
+                    t.name.clone(),
+                    TableRoute {
+                        name: t.name.clone(),
+                        kind: t.kind.clone(),
+                        nodes: t.data_nodes.clone(),
+                        rule,
+                    },
+                );
+            }
+            schemas.insert(
+                s.name.clone(),
+                SchemaRoute {
+                    name: s.name.clone(),
+                    default_node: s.data_node.clone(),
+                    tables,
+                    nodes: nodes.into_iter().collect(),
+                },
+            );
+        }
+        if !errors.is_empty() {
+            return Err(ConfigErrors(errors));
+        }
+        let databases = config
+            .data_nodes
+            .values()
+            .map(|n| (n.name.clone(), n.database.clone()))
+            .collect();
+        Ok(Router { schemas, databases })
+    }
+
+    /// The schema named `name` (case-sensitive), if configured.
+    pub fn schema(&self, name: &str) -> Option<&SchemaRoute> {
+        self.schemas.get(name)
+    }
+
+    /// The physical database of a dataNode.
+    pub fn database_of(&self, node: &str) -> Option<&str> {
+        self.databases.get(node).map(String::as_str)
+    }
+
+    /// Routes one statement for a session whose current schema is `schema`.
+    ///
+    /// Errors: the statement is empty, does not parse (1064 with the parser's message), needs a
+    /// schema and none is selected (1046), names an unknown table, has a shard value its
+    /// function rejects, or needs a cross-node operation manx does not do yet (1064 naming it).
+    pub fn route(&self, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+        statement::route(self, sql, schema)
+    }
+}

@@ -33,9 +33,13 @@ impl PartitionByFileMap {
         let content = (ctx.read_map_file)(file)?;
         let mut map = HashMap::new();
         for (_, line) in mapfile::lines(&content) {
-            let Some((key, node)) = line.split_once('=') else { continue };
+            let Some((key, node)) = line.split_once('=') else {
+                continue;
+            };
             let key = key.trim();
-            let Some(node) = java::parse_int(node.trim()) else { continue };
+            let Some(node) = java::parse_int(node.trim()) else {
+                continue;
+            };
             let key = if int_keys {
                 match java::parse_int(key) {
                     Some(k) => Key::Int(k),

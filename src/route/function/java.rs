@@ -7,10 +7,10 @@
 /// (full-width) parses as 123 in Mycat. Supplementary-plane digits arrive as surrogate pairs,
 /// which Java rejects, so none are listed. Identical in Unicode 13 (Java 17) and 14.
 const DIGIT_ZEROS: [u32; 37] = [
-    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66,
-    0x0CE6, 0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946,
-    0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0,
-    0xA9F0, 0xAA50, 0xABF0, 0xFF10,
+    0x0030, 0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6,
+    0x0D66, 0x0DE6, 0x0E50, 0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80,
+    0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50, 0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0,
+    0xFF10,
 ];
 
 /// Java `Character.digit(c, 10)`: the decimal value of `c`, or `None`.
@@ -42,7 +42,11 @@ pub fn parse_long(s: &str) -> Option<i64> {
     for d in digits {
         acc = acc.checked_mul(10)?.checked_sub(d as i64)?;
     }
-    if negative { Some(acc) } else { acc.checked_neg() }
+    if negative {
+        Some(acc)
+    } else {
+        acc.checked_neg()
+    }
 }
 
 /// Java `Integer.parseInt(s)` / `Integer.valueOf(s)`.
@@ -55,7 +59,11 @@ pub fn parse_int(s: &str) -> Option<i32> {
 pub fn big_integer_abs_mod(s: &str, m: u64) -> Option<u64> {
     let (_, digits) = sign_and_digits(s)?;
     let m = m as u128;
-    Some(digits.into_iter().fold(0u128, |r, d| (r * 10 + d as u128) % m) as u64)
+    Some(
+        digits
+            .into_iter()
+            .fold(0u128, |r, d| (r * 10 + d as u128) % m) as u64,
+    )
 }
 
 /// Java `String.hashCode()`: `h = 31*h + unit` over UTF-16 code units, wrapping at 32 bits.
@@ -92,9 +100,10 @@ mod tests {
             assert_eq!(parse_long(bad), None, "{bad:?}");
         }
         assert_eq!(parse_int("2147483648"), None);
-        assert_eq!(big_integer_abs_mod("-123456789012345678901234567890", 7), Some(
-            (123456789012345678901234567890u128 % 7) as u64
-        ));
+        assert_eq!(
+            big_integer_abs_mod("-123456789012345678901234567890", 7),
+            Some((123456789012345678901234567890u128 % 7) as u64)
+        );
     }
 
     #[test]

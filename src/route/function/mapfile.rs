@@ -16,7 +16,11 @@ pub fn parse_units(text: &str) -> Option<i64> {
     }
     let head = java::parse_long(&v[..i])?.checked_mul(mult)?;
     let rest = &v[i + 1..];
-    let tail = if rest.is_empty() { 0 } else { java::parse_int(rest)? as i64 };
+    let tail = if rest.is_empty() {
+        0
+    } else {
+        java::parse_int(rest)? as i64
+    };
     head.checked_add(tail)
 }
 
@@ -44,13 +48,17 @@ pub struct LongRange {
 pub fn long_ranges(file: &str, content: &str) -> Result<Vec<LongRange>, String> {
     let mut out = Vec::new();
     for (n, line) in lines(content) {
-        let Some((left, right)) = line.split_once('=') else { continue };
+        let Some((left, right)) = line.split_once('=') else {
+            continue;
+        };
         let bad = |what: &str| format!("map file {file} line {n} '{line}': {what}");
         let mut bounds = left.split('-');
         let start = bounds.next().map(str::trim).and_then(parse_units);
         let end = bounds.next().map(str::trim).and_then(parse_units);
         let (Some(start), Some(end)) = (start, end) else {
-            return Err(bad("range must be START-END with non-negative numbers (K = 1000, M = 10000)"));
+            return Err(bad(
+                "range must be START-END with non-negative numbers (K = 1000, M = 10000)",
+            ));
         };
         let node = java::parse_int(right.trim()).ok_or_else(|| bad("node index is not an int"))?;
         out.push(LongRange { start, end, node });
@@ -78,8 +86,16 @@ mod tests {
         assert_eq!(
             r,
             [
-                LongRange { start: 0, end: 5_000_000, node: 0 },
-                LongRange { start: 10_001, end: 20_500, node: 3 }
+                LongRange {
+                    start: 0,
+                    end: 5_000_000,
+                    node: 0
+                },
+                LongRange {
+                    start: 10_001,
+                    end: 20_500,
+                    node: 3
+                }
             ]
         );
         assert!(long_ranges("f", "-5-0=1").unwrap_err().contains("line 1"));

@@ -53,7 +53,9 @@ impl PartitionError {
     pub fn not_a_number(value: &str) -> Self {
         PartitionError {
             exception: JavaException::IllegalArgument,
-            message: format!("columnValue:{value} Please eliminate any quote and non number within it."),
+            message: format!(
+                "columnValue:{value} Please eliminate any quote and non number within it."
+            ),
         }
     }
 }
@@ -110,7 +112,9 @@ pub fn build(
     properties: &BTreeMap<String, String>,
     ctx: &BuildContext<'_>,
 ) -> Result<Arc<dyn PartitionFunction>, String> {
-    let short = class.strip_prefix("io.mycat.route.function.").unwrap_or(class);
+    let short = class
+        .strip_prefix("io.mycat.route.function.")
+        .unwrap_or(class);
     let props = Props(properties);
     Ok(match short {
         "PartitionByMod" => Arc::new(modulo::PartitionByMod::new(&props, ctx.version)?),
@@ -157,13 +161,15 @@ impl Props<'_> {
     pub fn int(&self, name: &str, default: i32) -> Result<i32, String> {
         match self.0.get(name) {
             None => Ok(default),
-            Some(v) => java::parse_int(v)
-                .ok_or_else(|| format!("property {name}: '{v}' is not an int (NumberFormatException)")),
+            Some(v) => java::parse_int(v).ok_or_else(|| {
+                format!("property {name}: '{v}' is not an int (NumberFormatException)")
+            }),
         }
     }
 
     pub fn required(&self, name: &str) -> Result<&str, String> {
-        self.string(name).ok_or_else(|| format!("property {name} is required"))
+        self.string(name)
+            .ok_or_else(|| format!("property {name} is required"))
     }
 }
 

@@ -1,0 +1,907 @@
+#!/usr/bin/env bash
+#
+# scripts/sandbox.sh — throwaway backend servers for manx development & tests.
+#
+#   scripts/sandbox.sh start     start (initialising on first use) all servers
+#   scripts/sandbox.sh stop      stop them (by their own pid files)
+#   scripts/sandbox.sh status    one line per server; exit 0 only if all are up
+#   scripts/sandbox.sh restart   stop + start
+#   scripts/sandbox.sh reset     stop + delete all sandbox data
+#
+# Servers (all bound to 127.0.0.1 only):
+#   primary  MariaDB, port 13306, server_id=1, binlog on
+#   replica  MariaDB, port 13307, server_id=2, GTID replica of the primary
+#   pg       PostgreSQL, port 15432
+#
+# Credentials:
+#   MariaDB: manx/manx ('manx'@'%', '127.0.0.1', 'localhost'; ALL ... WITH GRANT
+#            OPTION), repl/repl (REPLICATION SLAVE); root only via unix socket.
+#            Databases db1, db2, db3 (with the tables of sandbox-sample.sql)
+#            and manx_ref.
+#   PG:      manx/manx (SUPERUSER, scram-sha-256 over TCP); databases db1, db2,
+#            db3, manx_ref owned by manx; local socket connections are trusted.
+#
+# Everything lives under $MANX_SANDBOX_DIR (default: <repo>/target/sandbox):
+#   <dir>/primary/{my.cnf,data/,mariadbd.sock,mariadbd.pid,error.log}
+#   <dir>/replica/{...same...}
+#   <dir>/pg/                PostgreSQL data dir (+ server.log, unix socket);
+#                            may be a symlink, see pg_prepare_dir()
+#   <dir>/.state/            "initialisation done" marker files
+#   <dir>/.lock              flock serialising start/stop/reset
+# Note: `cargo clean` deletes target/ and with it the sandbox; stop it first
+# (`scripts/sandbox.sh stop`), otherwise the orphaned servers keep the ports.
+#
+# Handy:
+#   mariadb -h127.0.0.1 -P13306 -umanx -pmanx db1
+#   mariadb --defaults-file=target/sandbox/primary/my.cnf   (admin, via socket)
+#   PGPASSWORD=manx psql -h127.0.0.1 -p15432 -Umanx db1
+#
+# Environment overrides:
+#   MANX_SANDBOX_DIR       sandbox directory (default <repo>/target/sandbox)
+#   MANX_SANDBOX_TIMEOUT   readiness timeout in seconds (default 60)
+#
+set -euo pipefail
+
+SCRIPT_PATH=$(readlink -f -- "${BASH_SOURCE[0]}")
+SCRIPT_DIR=$(dirname -- "$SCRIPT_PATH")
+REPO=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
+SB=$(realpath -m -- "${MANX_SANDBOX_DIR:-$REPO/target/sandbox}")
+SAMPLE_SQL=$SCRIPT_DIR/sandbox-sample.sql
+STATE=$SB/.state
+LOCK_FILE=$SB/.lock
+
+PRIMARY_PORT=13306
+REPLICA_PORT=13307
+PG_PORT=15432
+START_TIMEOUT=${MANX_SANDBOX_TIMEOUT:-60}
+STOP_TIMEOUT=30
+REPL_TIMEOUT=30
+MY_DATABASES=(db1 db2 db3 manx_ref)
+SAMPLE_DATABASES=(db1 db2 db3)
+PG_DATABASES=(db1 db2 db3 manx_ref)
+
+if [[ $(id -u) -eq 0 ]]; then IS_ROOT=1; else IS_ROOT=0; fi
+ME=$(id -un)
+# MariaDB admin account: root via unix_socket when we are root, otherwise the
+# socket-authenticated account mariadb-install-db creates for the current user.
+if ((IS_ROOT)); then MY_ADMIN=root; else MY_ADMIN=$ME; fi
+# Short id of this sandbox, used for paths outside of it (long socket paths,
+# relocated PG data dir) so that several clones don't collide.
+SB_HASH=$(printf '%s' "$SB" | sha1sum | cut -c1-12)
+
+log() { printf '[sandbox] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# Print the last lines of a log file (to stderr), for failure diagnostics.
+show_log() {
+    local f=$1
+    if [[ -r $f ]]; then
+        log "---- last lines of $f ----"
+        tail -n 40 -- "$f" >&2 || true
+        log "---- end of $f ----"
+    else
+        log "(no log file at $f)"
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# binaries
+# ---------------------------------------------------------------------------
+
+# find_bin NAME... : first NAME found in PATH or in the usual sbin/bin dirs
+# (/usr/sbin is not in a normal user's PATH, and mariadbd lives there).
+find_bin() {
+    local n d p
+    for n in "$@"; do
+        if p=$(command -v -- "$n" 2>/dev/null) && [[ -x $p ]]; then
+            echo "$p"; return 0
+        fi
+        for d in /usr/sbin /usr/bin /usr/local/sbin /usr/local/bin; do
+            if [[ -x $d/$n ]]; then echo "$d/$n"; return 0; fi
+        done
+    done
+    return 1
+}
+
+pg_bindir_ok() { [[ -x $1/initdb && -x $1/pg_ctl && -x $1/postgres ]]; }
+
+# PostgreSQL server binaries: pg_config --bindir, else the newest
+# /usr/lib/postgresql/*/bin, else wherever `initdb` in PATH points to.
+find_pg_bindir() {
+    local d p
+    if p=$(command -v pg_config 2>/dev/null); then
+        d=$("$p" --bindir 2>/dev/null || true)
+        if [[ -n $d ]] && pg_bindir_ok "$d"; then echo "$d"; return 0; fi
+    fi
+    while read -r d; do
+        if [[ -n $d ]] && pg_bindir_ok "$d"; then echo "$d"; return 0; fi
+    done < <(printf '%s\n' /usr/lib/postgresql/*/bin | sort -t/ -k5,5 -rn)
+    if p=$(command -v initdb 2>/dev/null); then
+        d=$(dirname -- "$(readlink -f -- "$p")")
+        if pg_bindir_ok "$d"; then echo "$d"; return 0; fi
+    fi
+    return 1
+}
+
+locate_binaries() {
+    MARIADBD=$(find_bin mariadbd mysqld || true)
+    INSTALL_DB=$(find_bin mariadb-install-db mysql_install_db || true)
+    MYSQL=$(find_bin mariadb mysql || true)
+    PGBIN=$(find_pg_bindir || true)
+    PSQL=""
+    PG_ISREADY=""
+    if [[ -n $PGBIN ]]; then
+        if [[ -x $PGBIN/psql ]]; then PSQL=$PGBIN/psql; else PSQL=$(find_bin psql || true); fi
+        if [[ -x $PGBIN/pg_isready ]]; then PG_ISREADY=$PGBIN/pg_isready; else PG_ISREADY=$(find_bin pg_isready || true); fi
+    fi
+}
+
+missing_packages() {
+    local pkgs=()
+    [[ -n $MARIADBD && -n $INSTALL_DB ]] || pkgs+=(mariadb-server)
+    [[ -n $MYSQL ]] || pkgs+=(mariadb-client)
+    [[ -n $PGBIN ]] || pkgs+=(postgresql)
+    [[ -n $PSQL && -n $PG_ISREADY ]] || pkgs+=(postgresql-client)
+    echo "${pkgs[*]}"
+}
+
+# Install missing Debian packages (root only). To not leave the machine in a
+# surprising state we
+#   * only install what is missing, with --no-upgrade, so an already installed
+#     system MariaDB/PostgreSQL is never upgraded (= restarted) by us;
+#   * install with a temporary /usr/sbin/policy-rc.d that forbids starting
+#     services (unless one already exists, e.g. in Docker images), so the
+#     packages' postinst doesn't launch system instances on 3306/5432 (and
+#     doesn't fail in containers without an init system). The sandbox only
+#     needs the binaries. The policy file is removed again afterwards.
+apt_install() {
+    local pkgs=("$@")
+    command -v apt-get >/dev/null || die "missing packages (${pkgs[*]}) and no apt-get to install them"
+    log "installing missing packages: ${pkgs[*]}"
+    (
+        policy=/usr/sbin/policy-rc.d
+        if [[ ! -e $policy ]]; then
+            trap 'rm -f "$policy"' EXIT
+            printf '#!/bin/sh\n# temporary, created by manx scripts/sandbox.sh\nexit 101\n' >"$policy"
+            chmod 755 "$policy"
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q || log "warning: apt-get update failed, trying to install anyway"
+        apt-get install -y -q --no-upgrade "${pkgs[@]}"
+    ) 9>&- </dev/null >&2 || die "apt-get install ${pkgs[*]} failed"
+}
+
+ensure_binaries() {
+    locate_binaries
+    local missing
+    missing=$(missing_packages)
+    if [[ -n $missing ]]; then
+        if ((IS_ROOT)); then
+            # shellcheck disable=SC2086
+            apt_install $missing
+            locate_binaries
+            missing=$(missing_packages)
+            [[ -z $missing ]] || die "still missing after installation: $missing"
+        else
+            die "missing server binaries (Debian packages: $missing). Install them with:
+    sudo apt-get install -y $missing
+(or run this script as root, which installs them automatically)"
+        fi
+    fi
+}
+
+# ---------------------------------------------------------------------------
+# generic helpers
+# ---------------------------------------------------------------------------
+
+# Something listening on 127.0.0.1:PORT?
+port_in_use() { timeout 3 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# is_our_proc PID NEEDLE: PID is alive and its command line contains NEEDLE
+# (guards against stale pid files whose pid got reused by something else).
+is_our_proc() {
+    local pid=$1 needle=$2
+    [[ $pid =~ ^[0-9]+$ ]] || return 1
+    kill -0 "$pid" 2>/dev/null || [[ -d /proc/$pid ]] || return 1
+    [[ -r /proc/$pid/cmdline ]] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$needle"
+}
+
+# Close every inherited fd above 2 (call in the subshell that execs a
+# server): long-lived servers must not keep our flock (fd 9) or any pipe of
+# whoever called us (test harnesses wait for EOF on their pipes).
+close_extra_fds() {
+    local fd
+    for fd in "/proc/$BASHPID/fd"/*; do
+        fd=${fd##*/}
+        if [[ $fd =~ ^[0-9]+$ ]] && ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+}
+
+# Unix socket paths are limited to ~107 bytes; fall back to /tmp if needed.
+socket_path() {
+    local want=$1 fallback=$2
+    if ((${#want} <= 100)); then echo "$want"; else echo "$fallback"; fi
+}
+
+# stop_pid LABEL PID SIGNAL: signal, wait up to STOP_TIMEOUT, then escalate.
+stop_pid() {
+    local label=$1 pid=$2 sig=$3 deadline
+    log "stopping $label (pid $pid, SIG$sig)"
+    kill -s "$sig" "$pid" 2>/dev/null || return 0
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        if [[ $sig == INT ]]; then
+            # PostgreSQL: immediate shutdown first, so the postmaster takes its
+            # children down with it (a SIGKILLed postmaster would leave them).
+            log "$label did not stop within ${STOP_TIMEOUT}s, sending SIGQUIT"
+            kill -s QUIT "$pid" 2>/dev/null || true
+            deadline=$((SECONDS + 5))
+            while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+        fi
+    fi
+    if kill -0 "$pid" 2>/dev/null; then
+        log "$label did not stop within ${STOP_TIMEOUT}s, sending SIGKILL"
+        kill -s KILL "$pid" 2>/dev/null || true
+        deadline=$((SECONDS + 10))
+        while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && { log "ERROR: $label (pid $pid) survived SIGKILL"; return 1; }
+    fi
+    return 0
+}
+
+# run_parallel CMD...: run each (function name) in the background, wait for
+# all of them (never a bare `wait`: that would also wait for the servers).
+run_parallel() {
+    local pids=() cmd pid rc=0
+    for cmd in "$@"; do
+        $cmd &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+    return $rc
+}
+
+# ---------------------------------------------------------------------------
+# MariaDB
+# ---------------------------------------------------------------------------
+
+my_port() { case $1 in primary) echo "$PRIMARY_PORT" ;; replica) echo "$REPLICA_PORT" ;; esac; }
+my_server_id() { case $1 in primary) echo 1 ;; replica) echo 2 ;; esac; }
+my_dir() { echo "$SB/$1"; }
+my_cnf() { echo "$SB/$1/my.cnf"; }
+my_pidfile() { echo "$SB/$1/mariadbd.pid"; }
+my_errlog() { echo "$SB/$1/error.log"; }
+my_sock() { socket_path "$SB/$1/mariadbd.sock" "/tmp/manx-sandbox-$SB_HASH-$1.sock"; }
+
+# Admin client over the unix socket (never reads /etc/mysql or ~/.my.cnf).
+my_sql() {
+    local name=$1; shift
+    "$MYSQL" --no-defaults --protocol=socket --socket="$(my_sock "$name")" \
+        -u"$MY_ADMIN" --connect-timeout=5 --batch --skip-column-names "$@"
+}
+
+my_pid() {
+    local f pid
+    f=$(my_pidfile "$1")
+    [[ -s $f ]] || return 1
+    read -r pid <"$f" || return 1
+    is_our_proc "$pid" "$(my_cnf "$1")" || return 1
+    echo "$pid"
+}
+
+my_ping() { my_sql "$1" -e 'SELECT 1' >/dev/null 2>&1; }
+
+write_my_cnf() {
+    local name=$1 dir port sid sock userline=""
+    dir=$(my_dir "$name"); port=$(my_port "$name"); sid=$(my_server_id "$name"); sock=$(my_sock "$name")
+    if ((IS_ROOT)); then userline="user = root"; fi
+    mkdir -p "$dir/tmp"
+    cat >"$dir/my.cnf.tmp" <<EOF
+# Generated by scripts/sandbox.sh on every start; edits will be overwritten.
+[client]
+socket = $sock
+port = $port
+user = $MY_ADMIN
+
+[mysqld]
+$userline
+datadir = $dir/data
+socket = $sock
+pid-file = $dir/mariadbd.pid
+log-error = $dir/error.log
+# Own tmpdir: two mariadb-install-db bootstraps running at the same time with
+# the shared /tmp intermittently fail ("Could not remove temporary table
+# '/tmp/#sql-temptable-...'"), and it keeps the instances isolated anyway.
+tmpdir = $dir/tmp
+port = $port
+bind-address = 127.0.0.1
+skip-name-resolve
+server_id = $sid
+log_bin = $dir/data/$name-bin
+log_bin_index = $dir/data/$name-bin.index
+relay_log = $dir/data/$name-relay-bin
+relay_log_index = $dir/data/$name-relay-bin.index
+binlog_format = ROW
+log_slave_updates = ON
+sync_binlog = 0
+slave_net_timeout = 10
+lower_case_table_names = 1
+character-set-server = utf8mb4
+collation-server = utf8mb4_general_ci
+max_connections = 1000
+max_allowed_packet = 64M
+performance_schema = OFF
+innodb_buffer_pool_size = 64M
+innodb_log_file_size = 32M
+innodb_log_buffer_size = 8M
+innodb_flush_log_at_trx_commit = 2
+innodb_doublewrite = 0
+key_buffer_size = 8M
+thread_cache_size = 32
+EOF
+    mv -f "$dir/my.cnf.tmp" "$dir/my.cnf"
+}
+
+# One-time mariadb-install-db (marker: .state/<name>.installed).
+my_init() {
+    local name=$1 dir
+    dir=$(my_dir "$name")
+    mkdir -p "$dir"
+    write_my_cnf "$name"
+    if [[ -e $STATE/$name.installed ]]; then
+        [[ -d $dir/data/mysql ]] ||
+            die "$name: data directory $dir/data is gone but the sandbox was initialised; run '$0 reset'"
+        return 0
+    fi
+    if my_pid "$name" >/dev/null; then
+        die "$name: server is running but the sandbox was never initialised completely; run '$0 reset'"
+    fi
+    log "$name: initialising data directory"
+    rm -rf "$dir/data"
+    local args=(--defaults-file="$dir/my.cnf" --datadir="$dir/data"
+        --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve)
+    if ((IS_ROOT)); then args+=(--user=root); else args+=(--auth-root-socket-user="$ME"); fi
+    if ! (cd "$dir" && "$INSTALL_DB" "${args[@]}") 9>&- </dev/null >"$dir/install-db.log" 2>&1; then
+        show_log "$dir/install-db.log"
+        show_log "$dir/error.log"
+        die "$name: mariadb-install-db failed"
+    fi
+    touch "$STATE/$name.installed"
+}
+
+my_start() {
+    local name=$1 port pid errlog launched deadline
+    port=$(my_port "$name"); errlog=$(my_errlog "$name")
+    if pid=$(my_pid "$name"); then
+        if my_ping "$name"; then
+            log "$name: already running (pid $pid, port $port)"
+            return 0
+        fi
+        launched=$pid
+        log "$name: process $pid exists but does not answer yet, waiting"
+    else
+        rm -f "$(my_pidfile "$name")"
+        if port_in_use "$port"; then
+            die "$name: port $port is already in use by another process (not this sandbox's pid file).
+    Maybe an orphaned sandbox server whose directory was deleted (cargo clean?); find it with: ss -ltnp 'sport = :$port'"
+        fi
+        log "$name: starting mariadbd on 127.0.0.1:$port"
+        # Own session, stdio to the error log, no inherited fds (see
+        # close_extra_fds); mariadbd writes its pid file itself.
+        (close_extra_fds; cd "$(my_dir "$name")" && exec setsid "$MARIADBD" --defaults-file="$(my_cnf "$name")") \
+            </dev/null >>"$errlog" 2>&1 &
+        launched=$!
+    fi
+    deadline=$((SECONDS + START_TIMEOUT))
+    until my_ping "$name"; do
+        if ! kill -0 "$launched" 2>/dev/null && ! my_pid "$name" >/dev/null; then
+            show_log "$errlog"
+            die "$name: mariadbd exited during startup"
+        fi
+        if ((SECONDS >= deadline)); then
+            show_log "$errlog"
+            die "$name: not ready after ${START_TIMEOUT}s"
+        fi
+        sleep 0.2
+    done
+    log "$name: up (pid $(my_pid "$name" || echo "?"), port $port)"
+}
+
+my_stop() {
+    local name=$1 pid
+    if pid=$(my_pid "$name"); then
+        stop_pid "$name" "$pid" TERM
+        rm -f "$(my_pidfile "$name")"
+    else
+        log "$name: not running"
+    fi
+}
+
+# Accounts and databases, on the primary only (they reach the replica through
+# the binlog). Runs once, before the replica is attached; everything is
+# idempotent (IF NOT EXISTS) because the replica replays the binlog from its
+# very beginning.
+my_setup_primary() {
+    [[ -e $STATE/primary.setup ]] && return 0
+    log "primary: creating accounts and databases"
+    local sql host h db
+    host=$(hostname 2>/dev/null || echo localhost)
+    # (no anonymous accounts are created by 10.11's install-db; just in case)
+    sql="RESET MASTER;
+DROP USER IF EXISTS ''@'localhost';
+DROP USER IF EXISTS ''@'$host';
+"
+    for h in '%' '127.0.0.1' 'localhost'; do
+        sql+="CREATE USER IF NOT EXISTS 'manx'@'$h' IDENTIFIED BY 'manx';
+GRANT ALL PRIVILEGES ON *.* TO 'manx'@'$h' WITH GRANT OPTION;
+"
+    done
+    sql+="CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'repl';
+GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';
+"
+    for db in "${MY_DATABASES[@]}"; do
+        sql+="CREATE DATABASE IF NOT EXISTS \`$db\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
+"
+    done
+    my_sql primary -e "$sql" || die "primary: account/database setup failed"
+    touch "$STATE/primary.setup"
+}
+
+# (Re)load sandbox-sample.sql into db1..db3 whenever the file changed.
+my_load_sample() {
+    [[ -r $SAMPLE_SQL ]] || { log "warning: $SAMPLE_SQL not found, no sample tables"; return 0; }
+    local sum db
+    sum=$(sha1sum <"$SAMPLE_SQL" | cut -d' ' -f1)
+    if [[ -e $STATE/sample.sha1 && $(cat "$STATE/sample.sha1") == "$sum" ]]; then return 0; fi
+    log "primary: loading $(basename -- "$SAMPLE_SQL") into ${SAMPLE_DATABASES[*]}"
+    for db in "${SAMPLE_DATABASES[@]}"; do
+        my_sql primary -D "$db" <"$SAMPLE_SQL" || die "loading $SAMPLE_SQL into $db failed"
+    done
+    echo "$sum" >"$STATE/sample.sha1"
+}
+
+# Attach the replica to the primary (once). With an empty gtid_slave_pos the
+# replica starts at the beginning of the primary's binlog (which was RESET
+# right before the accounts were created), so it receives everything.
+my_setup_replica() {
+    [[ -e $STATE/replica.setup ]] && return 0
+    log "replica: configuring GTID replication from 127.0.0.1:$PRIMARY_PORT"
+    my_sql replica -e "STOP SLAVE;
+RESET SLAVE ALL;
+RESET MASTER;
+SET GLOBAL gtid_slave_pos = '';
+CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT,
+  MASTER_USER='repl', MASTER_PASSWORD='repl',
+  MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+START SLAVE;" || die "replica: CHANGE MASTER failed"
+    touch "$STATE/replica.setup"
+}
+
+# Prints "IO SQL" (e.g. "Yes Yes") of the replica, or "- -".
+my_slave_state() {
+    local out
+    out=$(my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' 2>/dev/null) || { echo "- -"; return 0; }
+    awk -F': ' '
+        $1 ~ /^ *Slave_IO_Running$/  { io = $2 }
+        $1 ~ /^ *Slave_SQL_Running$/ { sq = $2 }
+        END { printf "%s %s\n", (io == "" ? "-" : io), (sq == "" ? "-" : sq) }' <<<"$out"
+}
+
+# Bounded wait until Slave_IO_Running = Slave_SQL_Running = Yes, then until
+# the replica has applied everything the primary has logged so far.
+my_check_replication() {
+    local deadline state kicked=0 pos res
+    deadline=$((SECONDS + REPL_TIMEOUT))
+    while :; do
+        state=$(my_slave_state)
+        [[ $state == "Yes Yes" ]] && break
+        if [[ $state == *" No" ]] && my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_SQL_Error: .+'; then
+            # the applier stopped on an error: waiting won't help
+            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            die "replica: replication SQL thread stopped with an error (see Last_SQL_Error above); '$0 reset' rebuilds the sandbox"
+        fi
+        if [[ $state == "No No" || $state == "No Yes" || $state == "Yes No" ]] && ((!kicked)) &&
+            ! my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_(IO|SQL)_Error: .+'; then
+            # stopped without an error (someone ran STOP SLAVE): restart it
+            log "replica: replication threads stopped ($state), starting them"
+            my_sql replica -e 'START SLAVE' || true
+            kicked=1
+        fi
+        if ((SECONDS >= deadline)); then
+            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            show_log "$(my_errlog replica)"
+            die "replica: replication not running after ${REPL_TIMEOUT}s (IO/SQL: $state)"
+        fi
+        sleep 0.2
+    done
+    pos=$(my_sql primary -e 'SELECT @@GLOBAL.gtid_binlog_pos') || die "primary: cannot read gtid_binlog_pos"
+    if [[ -n $pos ]]; then
+        res=$(my_sql replica -e "SELECT MASTER_GTID_WAIT('$pos', $REPL_TIMEOUT)") || res=error
+        if [[ $res != 0 ]]; then
+            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            die "replica: did not catch up with primary position $pos within ${REPL_TIMEOUT}s"
+        fi
+    fi
+    log "replica: replication running (Slave_IO_Running=Yes, Slave_SQL_Running=Yes, at $pos)"
+}
+
+# ---------------------------------------------------------------------------
+# PostgreSQL
+# ---------------------------------------------------------------------------
+#
+# PostgreSQL refuses to run as root. As root we therefore run initdb/pg_ctl
+# as the `postgres` OS user (runuser), with a data dir owned by postgres.
+# That user must be able to traverse every directory above the data dir,
+# which fails for checkouts under /root (mode 700) or other private homes.
+# Rather than loosening permissions of directories we don't own (chmod o+x
+# on /root etc.), pg_prepare_dir() decides once, when the data dir is
+# created:
+#   * if postgres can reach $SB: the data dir is $SB/pg itself;
+#   * otherwise the data dir is created in postgres' own home
+#     (~postgres/manx-sandbox/<hash of $SB>/pg, or /var/tmp/... if that's not
+#     writable) and $SB/pg becomes a symlink to it. The symlink is only for
+#     humans and for this script: the server is always given the resolved
+#     path. `reset` deletes the relocated directory too.
+# When not root, everything simply runs as the current user.
+
+pg_run() {
+    if ((IS_ROOT)); then
+        (cd / && exec runuser -u postgres -- "$@")
+    else
+        "$@"
+    fi
+}
+
+PGDATA_DIR=""
+PG_SOCKDIR=""
+
+# Sets PGDATA_DIR / PG_SOCKDIR for an existing (or not yet created) data dir.
+pg_resolve_dir() {
+    if [[ -L $SB/pg ]]; then
+        PGDATA_DIR=$(readlink -- "$SB/pg")
+    else
+        PGDATA_DIR=$SB/pg
+    fi
+    PG_SOCKDIR=$PGDATA_DIR
+    if ((${#PGDATA_DIR} + 20 > 100)); then
+        PG_SOCKDIR=/tmp/manx-sandbox-$SB_HASH-pg
+    fi
+}
+
+pg_prepare_dir() {
+    if [[ -e $SB/pg || -L $SB/pg ]]; then
+        pg_resolve_dir
+        [[ -d $PGDATA_DIR ]] || die "pg: $SB/pg points to missing $PGDATA_DIR; run '$0 reset'"
+        return 0
+    fi
+    if ((IS_ROOT)); then
+        getent passwd postgres >/dev/null || die "pg: OS user 'postgres' does not exist (is the postgresql package installed?)"
+        chmod go+rx "$SB" # our own directory; parents are left alone
+        if runuser -u postgres -- test -x "$SB" 2>/dev/null; then
+            mkdir -m 700 "$SB/pg"
+            chown postgres:postgres "$SB/pg"
+        else
+            local home base
+            home=$(getent passwd postgres | cut -d: -f6)
+            if [[ -n $home ]] && (cd / && runuser -u postgres -- test -w "$home" -a -x "$home") 2>/dev/null; then
+                base=$home/manx-sandbox
+            else
+                base=/var/tmp/manx-sandbox
+            fi
+            local real=$base/$SB_HASH/pg
+            log "pg: postgres user cannot reach $SB; using $real (symlinked as $SB/pg)"
+            if [[ -e $real ]]; then
+                # left over from a sandbox at the same path deleted without reset
+                local oldpid=""
+                [[ -r $real/postmaster.pid ]] && read -r oldpid <"$real/postmaster.pid"
+                if [[ -n $oldpid ]] && is_our_proc "$oldpid" "$real"; then
+                    die "pg: a PostgreSQL from a previous sandbox is still running on $real (pid $oldpid)"
+                fi
+                rm -rf -- "${real:?}"
+            fi
+            mkdir -p "$base/$SB_HASH"
+            chown postgres:postgres "$base" "$base/$SB_HASH"
+            chmod 755 "$base" "$base/$SB_HASH"
+            echo "$SB" >"$base/$SB_HASH/ORIGIN"
+            mkdir -m 700 "$real"
+            chown postgres:postgres "$real"
+            ln -s "$real" "$SB/pg"
+        fi
+    else
+        mkdir -m 700 "$SB/pg"
+    fi
+    pg_resolve_dir
+}
+
+# An existing data dir must be run by the major version that created it
+# (pg_config may point to a newer version installed later).
+pg_pin_version() {
+    local v have
+    [[ -r $PGDATA_DIR/PG_VERSION ]] || return 0
+    read -r v <"$PGDATA_DIR/PG_VERSION" || return 0
+    if pg_bindir_ok "/usr/lib/postgresql/$v/bin"; then
+        PGBIN=/usr/lib/postgresql/$v/bin
+        [[ -x $PGBIN/psql ]] && PSQL=$PGBIN/psql
+        [[ -x $PGBIN/pg_isready ]] && PG_ISREADY=$PGBIN/pg_isready
+        return 0
+    fi
+    # "postgres (PostgreSQL) 15.20 (Debian 15.20-0+deb12u1)" -> 15
+    have=$("$PGBIN/postgres" --version | awk '{ split($3, v, "."); print v[1] }')
+    [[ $have == "$v" ]] ||
+        die "pg: $PGDATA_DIR was created by PostgreSQL $v but only $have ($PGBIN) is available; run '$0 reset'"
+}
+
+pg_pid() {
+    local pid
+    [[ -n $PGDATA_DIR && -r $PGDATA_DIR/postmaster.pid ]] || return 1
+    read -r pid <"$PGDATA_DIR/postmaster.pid" || return 1
+    is_our_proc "$pid" "$PGDATA_DIR" || return 1
+    echo "$pid"
+}
+
+pg_ready() { "$PG_ISREADY" -q -h "$PG_SOCKDIR" -p "$PG_PORT" -U postgres -d postgres -t 3 >/dev/null 2>&1; }
+
+pg_psql() { pg_run "$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCKDIR" -p "$PG_PORT" -U postgres "$@"; }
+
+# Write a root-generated file into the data dir, owned by the server user.
+pg_write_file() {
+    local dest=$1
+    cat >"$dest"
+    if ((IS_ROOT)); then chown postgres:postgres "$dest"; fi
+    chmod 600 "$dest"
+}
+
+pg_write_conf() {
+    pg_write_file "$PGDATA_DIR/manx-sandbox.conf" <<EOF
+# Generated by scripts/sandbox.sh on every start; edits will be overwritten.
+port = $PG_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$PG_SOCKDIR'
+max_connections = 300
+shared_buffers = 32MB
+password_encryption = scram-sha-256
+# throwaway data: trade durability for speed
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+}
+
+# One-time initdb (marker: .state/pg.initdb).
+pg_init() {
+    if [[ -e $STATE/pg.initdb ]]; then
+        [[ -e $PGDATA_DIR/PG_VERSION ]] ||
+            die "pg: data directory $PGDATA_DIR is gone but the sandbox was initialised; run '$0 reset'"
+        return 0
+    fi
+    pg_pid >/dev/null && die "pg: server is running but the sandbox was never initialised completely; run '$0 reset'"
+    log "pg: initialising data directory $PGDATA_DIR"
+    find "$PGDATA_DIR" -mindepth 1 -delete
+    if ! pg_run "$PGBIN/initdb" -D "$PGDATA_DIR" -U postgres -E UTF8 --no-locale \
+        --auth-local=trust --auth-host=scram-sha-256 --no-sync --no-instructions \
+        9>&- </dev/null >"$SB/pg-initdb.log" 2>&1; then
+        show_log "$SB/pg-initdb.log"
+        die "pg: initdb failed"
+    fi
+    pg_write_file "$PGDATA_DIR/pg_hba.conf" <<'EOF'
+# Generated by scripts/sandbox.sh
+# TYPE  DATABASE  USER      ADDRESS        METHOD
+local   all       all                      trust
+host    all       postgres  127.0.0.1/32   trust
+host    all       manx      127.0.0.1/32   scram-sha-256
+host    all       all       127.0.0.1/32   scram-sha-256
+EOF
+    printf "\n# added by scripts/sandbox.sh\ninclude_if_exists = 'manx-sandbox.conf'\n" >>"$PGDATA_DIR/postgresql.conf"
+    touch "$STATE/pg.initdb"
+}
+
+pg_start() {
+    local pid
+    pg_write_conf
+    if [[ $PG_SOCKDIR != "$PGDATA_DIR" ]]; then
+        mkdir -p "$PG_SOCKDIR"
+        if ((IS_ROOT)); then chown postgres:postgres "$PG_SOCKDIR"; fi
+    fi
+    if pid=$(pg_pid); then
+        if pg_ready; then
+            log "pg: already running (pid $pid, port $PG_PORT)"
+            return 0
+        fi
+        log "pg: process $pid exists but does not answer yet"
+    else
+        if port_in_use "$PG_PORT"; then
+            die "pg: port $PG_PORT is already in use by another process (not this sandbox's postmaster).
+    Maybe an orphaned sandbox server whose directory was deleted (cargo clean?); find it with: ss -ltnp 'sport = :$PG_PORT'"
+        fi
+        log "pg: starting PostgreSQL on 127.0.0.1:$PG_PORT"
+        # A postmaster that has just died (crash, SIGKILL) can linger for a
+        # moment as a zombie, or leave children attached to its shared
+        # memory; postgres refuses to start until they are gone
+        # ('lock file "postmaster.pid" already exists', 'pre-existing shared
+        # memory block is still in use'). So retry within the timeout.
+        local attempt_deadline=$((SECONDS + START_TIMEOUT)) attempt=1
+        # pg_ctl -w waits for readiness (and detaches the postmaster into its
+        # own session); no inherited fds may leak into the postmaster.
+        until (close_extra_fds; pg_run "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" \
+            -w -t "$START_TIMEOUT" -s start) </dev/null >"$SB/pg-ctl.log" 2>&1; do
+            if ((SECONDS >= attempt_deadline)) || pg_pid >/dev/null ||
+                ! tail -n 5 "$PGDATA_DIR/server.log" 2>/dev/null |
+                grep -qE 'lock file "postmaster.pid" already exists|shared memory block is still in use'; then
+                cat "$SB/pg-ctl.log" >&2 || true
+                show_log "$PGDATA_DIR/server.log"
+                die "pg: failed to start"
+            fi
+            ((attempt++ == 1)) && log "pg: previous postmaster still exiting, retrying"
+            sleep 0.5
+        done
+    fi
+    local deadline=$((SECONDS + START_TIMEOUT))
+    until pg_ready; do
+        if ((SECONDS >= deadline)); then
+            show_log "$PGDATA_DIR/server.log"
+            die "pg: not ready after ${START_TIMEOUT}s"
+        fi
+        sleep 0.2
+    done
+    log "pg: up (pid $(pg_pid || echo "?"), port $PG_PORT)"
+}
+
+pg_stop() {
+    local pid
+    if [[ -n $PGDATA_DIR ]] && pid=$(pg_pid); then
+        # SIGINT = "fast" shutdown (SIGTERM would wait for clients to leave).
+        stop_pid pg "$pid" INT
+    else
+        log "pg: not running"
+    fi
+}
+
+# Role and databases (once; idempotent anyway).
+pg_setup() {
+    [[ -e $STATE/pg.setup ]] && return 0
+    log "pg: creating role manx and databases ${PG_DATABASES[*]}"
+    local dbs
+    dbs=$(printf "'%s'," "${PG_DATABASES[@]}")
+    dbs=${dbs%,}
+    pg_psql -d postgres <<EOF || die "pg: role/database setup failed"
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'manx') THEN
+    CREATE ROLE manx LOGIN SUPERUSER PASSWORD 'manx';
+  ELSE
+    ALTER ROLE manx LOGIN SUPERUSER PASSWORD 'manx';
+  END IF;
+END
+\$\$;
+SELECT format('CREATE DATABASE %I OWNER manx ENCODING ''UTF8''', d)
+  FROM unnest(ARRAY[$dbs]) AS d
+ WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = d)
+\gexec
+EOF
+    touch "$STATE/pg.setup"
+}
+
+# ---------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------
+
+take_lock() {
+    mkdir -p "$SB"
+    exec 9>>"$LOCK_FILE"
+    if ! flock -n 9; then
+        log "waiting for another sandbox.sh to finish (lock $LOCK_FILE)"
+        flock -w 300 9 || die "could not acquire $LOCK_FILE within 300s"
+    fi
+}
+
+start_primary() { my_init primary; my_start primary; }
+start_replica() { my_init replica; my_start replica; }
+start_pg() { pg_init; pg_start; pg_setup; } # PG needs nothing from MariaDB
+
+cmd_start() {
+    local t0=$SECONDS
+    take_lock
+    ensure_binaries
+    mkdir -p "$STATE"
+    pg_prepare_dir
+    pg_pin_version
+    # Initialise (first time) and start the three servers concurrently; each
+    # job waits for its server to answer (bounded by START_TIMEOUT). The PG
+    # job also creates its role/databases; MariaDB setup needs both servers.
+    run_parallel start_primary start_replica start_pg || die "start failed (see messages above)"
+    my_setup_primary
+    my_load_sample
+    my_setup_replica
+    my_check_replication
+    log "sandbox ready in $((SECONDS - t0))s ($SB)"
+    print_status || true
+}
+
+cmd_stop() {
+    take_lock
+    locate_binaries
+    pg_resolve_dir
+    # all three at once (a MariaDB shutdown alone takes ~1.5 s)
+    run_parallel stop_replica stop_primary pg_stop
+}
+
+stop_primary() { my_stop primary; }
+stop_replica() { my_stop replica; }
+
+cmd_reset() {
+    cmd_stop || die "could not stop all servers; not deleting $SB"
+    # keep .lock itself: other processes may be waiting on it right now
+    if [[ -L $SB/pg ]]; then
+        local real parent
+        real=$(readlink -- "$SB/pg")
+        parent=$(dirname -- "$real")
+        if [[ $(basename -- "$real") == pg && $(basename -- "$parent") == "$SB_HASH" &&
+            $(basename -- "$(dirname -- "$parent")") == manx-sandbox ]]; then
+            log "removing relocated PostgreSQL data dir $parent"
+            rm -rf -- "$parent"
+            rmdir -- "$(dirname -- "$parent")" 2>/dev/null || true
+        else
+            log "warning: $SB/pg points to unexpected $real, not deleting that"
+        fi
+    fi
+    rm -rf -- "/tmp/manx-sandbox-$SB_HASH-pg" # socket dir fallback for long paths
+    log "removing $SB"
+    find "$SB" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf -- {} +
+}
+
+# One line per server: name, address, up/down, pid. Returns 0 iff all up.
+print_status() {
+    local all=0 pid state extra name port
+    for name in primary replica; do
+        port=$(my_port "$name"); extra=""
+        if pid=$(my_pid "$name"); then
+            if [[ -n ${MYSQL:-} ]] && my_ping "$name"; then state=up; else state=down; all=1; extra=" (process alive but not answering)"; fi
+            if [[ $name == replica && $state == up ]]; then
+                local io sq
+                read -r io sq <<<"$(my_slave_state)"
+                extra=" (Slave_IO_Running=$io Slave_SQL_Running=$sq)"
+            fi
+        else
+            state=down; pid=-; all=1
+        fi
+        printf '%-8s 127.0.0.1:%-6s %-5s pid=%s%s\n' "$name" "$port" "$state" "$pid" "$extra"
+    done
+    pg_resolve_dir
+    extra=""
+    if pid=$(pg_pid); then
+        if [[ -n ${PG_ISREADY:-} ]] && pg_ready; then state=up; else state=down; all=1; extra=" (process alive but not answering)"; fi
+    else
+        state=down; pid=-; all=1
+    fi
+    printf '%-8s 127.0.0.1:%-6s %-5s pid=%s%s\n' pg "$PG_PORT" "$state" "$pid" "$extra"
+    return $all
+}
+
+cmd_status() {
+    locate_binaries
+    print_status
+}
+
+usage() {
+    cat <<EOF
+usage: $0 start|stop|status|restart|reset
+  start    start (and on first use initialise) the sandbox servers
+  stop     stop them
+  status   print their state; exit 0 only if all are up
+  restart  stop + start
+  reset    stop + delete all sandbox data
+sandbox dir: $SB (override with MANX_SANDBOX_DIR)
+EOF
+}
+
+case ${1:-} in
+    start) cmd_start ;;
+    stop) cmd_stop ;;
+    status) cmd_status ;;
+    restart) cmd_stop && cmd_start ;;
+    reset) cmd_reset ;;
+    -h | --help | help) usage ;;
+    *) usage >&2; exit 2 ;;
+esac

@@ -1,0 +1,57 @@
+//! Every failure a client can see, as a MySQL error: errno, SQLSTATE, message.
+
+use crate::backend::BackendError;
+use crate::datahost::DatahostError;
+use crate::engine::EngineError;
+use crate::route::RouteError;
+
+/// An error for the client (an ERR packet; the session stays open).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ERROR {code} ({state}): {message}")]
+pub struct MysqlError {
+    pub code: u16,
+    pub state: String,
+    pub message: String,
+}
+
+impl MysqlError {
+    pub fn new(code: u16, state: &str, message: impl Into<String>) -> Self {
+        MysqlError {
+            code,
+            state: state.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A backend error, with `context` (the dataNode) in front of anything but the server's own
+    /// errors, which pass through with their errno, SQLSTATE and message.
+    fn backend(context: String, e: &BackendError) -> Self {
+        match e.server_error() {
+            Some((code, state, message)) => MysqlError::new(code, state, message),
+            // 1105 ER_UNKNOWN_ERROR: the backend could not be used (refused, timed out, broke).
+            None => MysqlError::new(1105, "HY000", format!("{context}: {e}")),
+        }
+    }
+}
+
+impl From<RouteError> for MysqlError {
+    fn from(e: RouteError) -> Self {
+        MysqlError::new(e.code, e.state, e.message)
+    }
+}
+
+impl From<DatahostError> for MysqlError {
+    fn from(e: DatahostError) -> Self {
+        let context = format!(
+            "dataNode {} (dataHost {}, {} {})",
+            e.node, e.data_host, e.host, e.address
+        );
+        MysqlError::backend(context, &e.source)
+    }
+}
+
+impl From<EngineError> for MysqlError {
+    fn from(e: EngineError) -> Self {
+        MysqlError::backend(format!("dataNode {}", e.node), &e.source)
+    }
+}

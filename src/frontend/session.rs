@@ -1,0 +1,592 @@
+//! One client connection.
+//!
+//! State machine of a session: connected → authenticated (user set, optional schema) → serving
+//! commands until the client quits. Transactions: from `BEGIN` / `START TRANSACTION`, or any
+//! statement while `autocommit=0`, until `COMMIT` / `ROLLBACK`, each dataNode the session touches
+//! gets one backend connection that stays pinned to the session, with a transaction started on it;
+//! reads inside the transaction therefore see its writes. Outside a transaction every statement
+//! takes pooled connections and gives them back. A client that leaves mid-transaction has every
+//! pinned connection rolled back before it returns to its pool.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use opensrv_mysql::{
+    AsyncMysqlIntermediary, AsyncMysqlShim, Column as WireColumn, ColumnFlags, ColumnType,
+    ErrorKind, InitWriter, OkResponse, ParamParser, QueryResultWriter, StatementMetaWriter,
+    StatusFlags,
+};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedWriteHalf;
+
+use super::Server;
+use super::auth;
+use super::error::MysqlError;
+use super::tap::{ErrPacket, ErrorSlot, Tap};
+use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
+use crate::engine::{self, Output};
+use crate::route::{Local, Plan, Routed};
+
+type Writer = Tap<OwnedWriteHalf>;
+
+/// Serves one client until it quits or the connection fails.
+pub async fn run(
+    server: Arc<Server>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    id: u32,
+) -> io::Result<()> {
+    let (read, write) = stream.into_split();
+    let slot = ErrorSlot::default();
+    let session = Session {
+        server,
+        id,
+        peer,
+        salt: scramble(),
+        slot: slot.clone(),
+        user: OnceLock::new(),
+        schema: None,
+        autocommit: true,
+        in_transaction: false,
+        pinned: HashMap::new(),
+    };
+    AsyncMysqlIntermediary::run_on(session, read, Tap::new(write, slot)).await
+}
+
+/// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).
+fn scramble() -> [u8; 20] {
+    let mut s: [u8; 20] = rand::random();
+    for b in &mut s {
+        *b = (*b % 0x7E).max(1);
+        if *b == b'$' {
+            *b += 1;
+        }
+    }
+    s
+}
+
+struct Session {
+    server: Arc<Server>,
+    id: u32,
+    peer: SocketAddr,
+    salt: [u8; 20],
+    slot: ErrorSlot,
+    /// Set once authentication succeeds.
+    user: OnceLock<String>,
+    schema: Option<String>,
+    autocommit: bool,
+    /// `BEGIN` was issued and not yet ended.
+    in_transaction: bool,
+    /// Connections pinned to the open transaction, by dataNode.
+    pinned: HashMap<String, Box<dyn BackendConn>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.pinned.is_empty() {
+            return;
+        }
+        let pinned: Vec<_> = self.pinned.drain().collect();
+        let id = self.id;
+        // A client that left mid-transaction: roll back before the connections are reused.
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                for (node, mut conn) in pinned {
+                    if let Err(e) = run_simple(conn.as_mut(), "ROLLBACK").await {
+                        tracing::warn!(connection = id, %node, error = %e, "rollback after client disconnect failed");
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// Runs a statement whose result is not needed.
+async fn run_simple(
+    conn: &mut dyn BackendConn,
+    sql: &str,
+) -> Result<(), crate::backend::BackendError> {
+    match conn.query(sql).await? {
+        Response::Ok(_) => Ok(()),
+        Response::Rows { mut rows, .. } => {
+            while let Some(r) = rows.next().await {
+                r?;
+            }
+            Ok(())
+        }
+    }
+}
+
+impl Session {
+    fn user_name(&self) -> &str {
+        self.user.get().map(String::as_str).unwrap_or("")
+    }
+
+    fn status(&self) -> StatusFlags {
+        let mut s = StatusFlags::empty();
+        if self.autocommit {
+            s |= StatusFlags::SERVER_STATUS_AUTOCOMMIT;
+        }
+        if self.in_transaction || !self.pinned.is_empty() {
+            s |= StatusFlags::SERVER_STATUS_IN_TRANS;
+        }
+        s
+    }
+
+    async fn error(&self, w: QueryResultWriter<'_, Writer>, e: MysqlError) -> io::Result<()> {
+        tracing::debug!(connection = self.id, code = e.code, message = %e.message, "statement refused");
+        self.slot.set(ErrPacket {
+            code: e.code,
+            state: e.state,
+            message: e.message.clone(),
+        });
+        w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
+            .await
+    }
+
+    async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
+        w.completed(OkResponse {
+            affected_rows: ok.affected_rows,
+            last_insert_id: ok.last_insert_id.unwrap_or(0),
+            status_flags: self.status(),
+            warnings: ok.warnings,
+            info: ok.info,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
+    fn check_schema(&self, schema: &str) -> Result<(), MysqlError> {
+        let config = &self.server.config;
+        if !config.schemas.contains_key(schema) {
+            return Err(MysqlError::new(
+                1049,
+                "42000",
+                format!("Unknown database '{schema}'"),
+            ));
+        }
+        let user = config.users.get(self.user_name());
+        if user.is_some_and(|u| !config.user_schemas(u).iter().any(|s| s == schema)) {
+            return Err(MysqlError::new(
+                1044,
+                "42000",
+                format!(
+                    "Access denied for user '{}'@'%' to database '{schema}'",
+                    self.user_name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        match l {
+            Local::Use(db) => match self.check_schema(&db) {
+                Ok(()) => {
+                    self.schema = Some(db);
+                    self.ok(w, OkInfo::default()).await
+                }
+                Err(e) => self.error(w, e).await,
+            },
+            Local::ShowDatabases => {
+                let config = self.server.config.clone();
+                let names = config
+                    .users
+                    .get(self.user_name())
+                    .map(|u| config.user_schemas(u))
+                    .unwrap_or_default();
+                write_text_rows(w, &["Database"], names.into_iter().map(|n| vec![Some(n)])).await
+            }
+            Local::ShowTables {
+                schema,
+                full,
+                tables,
+            } => {
+                if let Err(e) = self.check_schema(&schema) {
+                    return self.error(w, e).await;
+                }
+                let header = format!("Tables_in_{schema}");
+                if full {
+                    let rows = tables
+                        .into_iter()
+                        .map(|t| vec![Some(t), Some("BASE TABLE".to_string())]);
+                    write_text_rows(w, &[&header, "Table_type"], rows).await
+                } else {
+                    write_text_rows(w, &[&header], tables.into_iter().map(|t| vec![Some(t)])).await
+                }
+            }
+            Local::SetAutocommit(on) => {
+                if on && !self.autocommit {
+                    // MySQL commits the open transaction when autocommit is switched on.
+                    if let Err(e) = self.end_transaction("COMMIT").await {
+                        self.autocommit = true;
+                        return self.error(w, e).await;
+                    }
+                }
+                self.autocommit = on;
+                self.ok(w, OkInfo::default()).await
+            }
+            Local::SetNames(_) | Local::SetOther(_) | Local::Ok => {
+                self.ok(w, OkInfo::default()).await
+            }
+            Local::Begin => {
+                // BEGIN inside a transaction commits it first, as MySQL does.
+                if let Err(e) = self.end_transaction("COMMIT").await {
+                    return self.error(w, e).await;
+                }
+                self.in_transaction = true;
+                self.ok(w, OkInfo::default()).await
+            }
+            Local::Commit | Local::Rollback => {
+                let sql = if l == Local::Commit {
+                    "COMMIT"
+                } else {
+                    "ROLLBACK"
+                };
+                let result = self.end_transaction(sql).await;
+                match result {
+                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Err(e) => self.error(w, e).await,
+                }
+            }
+            Local::VersionComment => {
+                let comment = format!(
+                    "manx {} (Mycat-compatible MySQL gateway)",
+                    env!("CARGO_PKG_VERSION")
+                );
+                write_text_rows(
+                    w,
+                    &["@@version_comment"],
+                    std::iter::once(vec![Some(comment)]),
+                )
+                .await
+            }
+            Local::Database => {
+                write_text_rows(
+                    w,
+                    &["DATABASE()"],
+                    std::iter::once(vec![self.schema.clone()]),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Sends `sql` (COMMIT or ROLLBACK) on every pinned connection and releases them.
+    ///
+    /// Errors: names the dataNodes where it failed and those where it succeeded (DECISIONS.md
+    /// item 16); the event is logged at error level.
+    async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
+        self.in_transaction = false;
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        let mut pinned: Vec<_> = self.pinned.drain().collect();
+        pinned.sort_by(|a, b| a.0.cmp(&b.0));
+        for (node, mut conn) in pinned {
+            match run_simple(conn.as_mut(), sql).await {
+                Ok(()) => done.push(node),
+                Err(e) => failed.push(format!("{node} ({e})")),
+            }
+        }
+        if failed.is_empty() {
+            return Ok(());
+        }
+        let message = format!(
+            "{sql} failed on dataNode {}; it succeeded on [{}]",
+            failed.join(", "),
+            done.join(", ")
+        );
+        tracing::error!(connection = self.id, "{message}");
+        Err(MysqlError::new(1180, "HY000", message))
+    }
+
+    async fn execute(&mut self, plan: Plan, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        let read_only_user = self
+            .server
+            .config
+            .users
+            .get(self.user_name())
+            .is_some_and(|u| u.read_only);
+        if read_only_user && !plan.read_only {
+            return self
+                .error(w, MysqlError::new(1495, "HY000", "User readonly"))
+                .await;
+        }
+        let transactional = self.in_transaction || !self.autocommit;
+        let server = self.server.clone();
+        let mut fresh: Vec<Box<dyn BackendConn>> = Vec::new();
+        if transactional {
+            for t in &plan.targets {
+                if self.pinned.contains_key(&t.node) {
+                    continue;
+                }
+                let mut conn = match server.cluster.acquire(&t.node, false).await {
+                    Ok(c) => c,
+                    Err(e) => return self.error(w, e.into()).await,
+                };
+                if let Err(e) = run_simple(conn.as_mut(), "START TRANSACTION").await {
+                    let e = MysqlError::from(crate::engine::EngineError {
+                        node: t.node.clone(),
+                        source: e,
+                    });
+                    return self.error(w, e).await;
+                }
+                self.pinned.insert(t.node.clone(), conn);
+            }
+        } else {
+            let acquired = futures::future::join_all(
+                plan.targets
+                    .iter()
+                    .map(|t| server.cluster.acquire(&t.node, plan.read_only)),
+            )
+            .await;
+            for a in acquired {
+                match a {
+                    Ok(c) => fresh.push(c),
+                    Err(e) => return self.error(w, e.into()).await,
+                }
+            }
+        }
+        let slot = self.slot.clone();
+        let status = self.status();
+        let conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
+            let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
+                .pinned
+                .iter_mut()
+                .map(|(k, v)| (k.as_str(), v))
+                .collect();
+            plan.targets
+                .iter()
+                .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+                .collect()
+        } else {
+            fresh.iter_mut().map(|b| b.as_mut()).collect()
+        };
+        let output = engine::execute(&plan, conns).await;
+        match output {
+            Err(e) => send_error(&slot, w, e.into()).await,
+            Ok(Output::Ok(ok)) => {
+                w.completed(OkResponse {
+                    affected_rows: ok.affected_rows,
+                    last_insert_id: ok.last_insert_id.unwrap_or(0),
+                    status_flags: status,
+                    warnings: ok.warnings,
+                    info: ok.info,
+                    ..Default::default()
+                })
+                .await
+            }
+            Ok(Output::Rows { columns, mut rows }) => {
+                let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+                let mut rw = w.start(&wire).await?;
+                while let Some(row) = rows.next().await {
+                    match row {
+                        Ok(row) => {
+                            for v in &row {
+                                match v {
+                                    Value::Null => rw.write_col(None::<i8>)?,
+                                    Value::Bytes(b) => rw.write_col(b.as_slice())?,
+                                    Value::Int(i) => rw.write_col(*i)?,
+                                    Value::UInt(u) => rw.write_col(*u)?,
+                                    Value::Double(d) => rw.write_col(*d)?,
+                                }
+                            }
+                            rw.end_row().await?;
+                        }
+                        Err(e) => {
+                            let e = MysqlError::new(
+                                1105,
+                                "HY000",
+                                format!("a dataNode failed while sending rows: {e}"),
+                            );
+                            slot.set(ErrPacket {
+                                code: e.code,
+                                state: e.state.clone(),
+                                message: e.message.clone(),
+                            });
+                            return rw
+                                .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &e.message.into_bytes())
+                                .await;
+                        }
+                    }
+                }
+                rw.finish().await
+            }
+        }
+    }
+}
+
+async fn send_error(
+    slot: &ErrorSlot,
+    w: QueryResultWriter<'_, Writer>,
+    e: MysqlError,
+) -> io::Result<()> {
+    slot.set(ErrPacket {
+        code: e.code,
+        state: e.state,
+        message: e.message.clone(),
+    });
+    w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
+        .await
+}
+
+/// The backend's column definition in opensrv's terms (it carries type and flags; opensrv writes
+/// its own charset, length and decimals).
+fn wire_column(c: &Column) -> WireColumn {
+    WireColumn {
+        table: c.table.clone(),
+        column: c.name.clone(),
+        coltype: ColumnType::try_from(c.column_type as u8)
+            .unwrap_or(ColumnType::MYSQL_TYPE_VAR_STRING),
+        colflags: ColumnFlags::from_bits_truncate(c.flags.bits()),
+    }
+}
+
+/// A result set of text columns answered by the gateway itself.
+async fn write_text_rows(
+    w: QueryResultWriter<'_, Writer>,
+    names: &[&str],
+    rows: impl IntoIterator<Item = Vec<Option<String>>>,
+) -> io::Result<()> {
+    let cols: Vec<WireColumn> = names
+        .iter()
+        .map(|n| WireColumn {
+            table: String::new(),
+            column: n.to_string(),
+            coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+            colflags: ColumnFlags::empty(),
+        })
+        .collect();
+    let mut rw = w.start(&cols).await?;
+    for row in rows {
+        for v in row {
+            rw.write_col(v)?;
+        }
+        rw.end_row().await?;
+    }
+    rw.finish().await
+}
+
+#[async_trait]
+impl AsyncMysqlShim<Writer> for Session {
+    type Error = io::Error;
+
+    fn version(&self) -> String {
+        format!("5.7.25-manx-{}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn connect_id(&self) -> u32 {
+        self.id
+    }
+
+    fn salt(&self) -> [u8; 20] {
+        self.salt
+    }
+
+    async fn authenticate(
+        &self,
+        _plugin: &str,
+        username: &[u8],
+        salt: &[u8],
+        auth_data: &[u8],
+    ) -> bool {
+        let name = String::from_utf8_lossy(username).into_owned();
+        let ok = self
+            .server
+            .config
+            .users
+            .get(&name)
+            .is_some_and(|u| auth::verify_native_password(&u.password, salt, auth_data));
+        if ok {
+            let _ = self.user.set(name);
+        } else {
+            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "authentication failed");
+            // MySQL's own answer to a wrong user or password: 1045 / 28000.
+            self.slot.set(ErrPacket {
+                code: 1045,
+                state: "28000".to_string(),
+                message: format!(
+                    "Access denied for user '{name}'@'{}' (using password: {})",
+                    self.peer.ip(),
+                    if auth_data.is_empty() { "NO" } else { "YES" }
+                ),
+            });
+        }
+        ok
+    }
+
+    async fn on_init<'a>(
+        &'a mut self,
+        schema: &'a str,
+        w: InitWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        match self.check_schema(schema) {
+            Ok(()) => {
+                self.schema = Some(schema.to_string());
+                w.ok().await
+            }
+            Err(e) => {
+                self.slot.set(ErrPacket {
+                    code: e.code,
+                    state: e.state,
+                    message: e.message.clone(),
+                });
+                w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
+                    .await
+            }
+        }
+    }
+
+    async fn on_prepare<'a>(
+        &'a mut self,
+        _query: &'a str,
+        info: StatementMetaWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        let message = "prepared statements are not supported yet; use the text protocol";
+        self.slot.set(ErrPacket {
+            code: 1295,
+            state: "HY000".to_string(),
+            message: message.to_string(),
+        });
+        info.error(ErrorKind::ER_UNSUPPORTED_PS, message.as_bytes())
+            .await
+    }
+
+    async fn on_execute<'a>(
+        &'a mut self,
+        _id: u32,
+        _params: ParamParser<'a>,
+        w: QueryResultWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        self.error(
+            w,
+            MysqlError::new(
+                1243,
+                "HY000",
+                "Unknown prepared statement handler given to EXECUTE",
+            ),
+        )
+        .await
+    }
+
+    async fn on_close<'a>(&'a mut self, _stmt: u32) {}
+
+    async fn on_query<'a>(
+        &'a mut self,
+        query: &'a str,
+        w: QueryResultWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        let routed = self.server.router.route(query, self.schema.as_deref());
+        tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
+        match routed {
+            Err(e) => self.error(w, e.into()).await,
+            Ok(Routed::Local(l)) => self.local(l, w).await,
+            Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The client socket's write side: a buffer that also fixes ERR packets.
+//!
+//! opensrv-mysql 0.7 can only send errnos it has in its table (1000-1885) and derives the
+//! SQLSTATE from them, so a backend's own errno (say MariaDB's 1927 or 4025) or a failed login's
+//! 1045/28000 cannot be sent through it. The session therefore asks for the exact error here
+//! ([`ErrorSlot::set`]) and lets opensrv write a placeholder ERR packet; this writer parses the
+//! outgoing packet framing and replaces the next ERR packet with the exact one, keeping its
+//! sequence id.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use tokio::io::AsyncWrite;
+
+/// Bytes buffered before the writer pushes them to the socket on its own.
+const HIGH_WATER: usize = 64 * 1024;
+
+/// The error the next ERR packet must carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrPacket {
+    pub code: u16,
+    /// Five characters.
+    pub state: String,
+    pub message: String,
+}
+
+/// Shared between the session (which sets it) and the [`Tap`] (which applies it).
+#[derive(Debug, Clone, Default)]
+pub struct ErrorSlot(Arc<Mutex<Option<ErrPacket>>>);
+
+impl ErrorSlot {
+    /// The next ERR packet written becomes `err`.
+    pub fn set(&self, err: ErrPacket) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
+    }
+
+    fn take(&self) -> Option<ErrPacket> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Buffered writer over the client socket that rewrites ERR packets (see the module docs).
+pub struct Tap<W> {
+    inner: W,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already written to `inner`.
+    written: usize,
+    /// Where in `buf` the packet being parsed starts, and how much of it has been seen.
+    packet_start: usize,
+    slot: ErrorSlot,
+}
+
+impl<W: AsyncWrite + Unpin> Tap<W> {
+    pub fn new(inner: W, slot: ErrorSlot) -> Self {
+        Tap {
+            inner,
+            buf: Vec::with_capacity(16 * 1024),
+            written: 0,
+            packet_start: 0,
+            slot,
+        }
+    }
+
+    /// Parses complete packets appended since the last call and rewrites ERR packets.
+    fn scan(&mut self) {
+        loop {
+            let start = self.packet_start;
+            if self.buf.len() < start + 4 {
+                return;
+            }
+            let len =
+                u32::from_le_bytes([self.buf[start], self.buf[start + 1], self.buf[start + 2], 0])
+                    as usize;
+            if self.buf.len() < start + 4 + len {
+                return;
+            }
+            let is_err = len > 0 && self.buf[start + 4] == 0xFF;
+            if is_err {
+                if let Some(err) = self.slot.take() {
+                    let seq = self.buf[start + 3];
+                    let mut payload = Vec::with_capacity(9 + err.message.len());
+                    payload.push(0xFF);
+                    payload.extend_from_slice(&err.code.to_le_bytes());
+                    payload.push(b'#');
+                    let mut state = err.state.into_bytes();
+                    state.resize(5, b'0');
+                    payload.extend_from_slice(&state);
+                    payload.extend_from_slice(err.message.as_bytes());
+                    payload.truncate(0xFF_FFFF);
+                    let mut packet = (payload.len() as u32).to_le_bytes();
+                    packet[3] = seq;
+                    let tail = self.buf.split_off(start + 4 + len);
+                    self.buf.truncate(start);
+                    self.buf.extend_from_slice(&packet);
+                    self.buf.extend_from_slice(&payload);
+                    self.buf.extend_from_slice(&tail);
+                    self.packet_start = start + 4 + payload.len();
+                    continue;
+                }
+            }
+            self.packet_start = start + 4 + len;
+        }
+    }
+
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Only whole packets leave, so an ERR packet is never half sent when it is rewritten.
+        let end = self.packet_start;
+        while self.written < end {
+            let n = match Pin::new(&mut self.inner).poll_write(cx, &self.buf[self.written..end]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            self.written += n;
+        }
+        self.buf.drain(..self.written);
+        self.packet_start -= self.written;
+        self.written = 0;
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Tap<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[io::IoSlice::new(data)])
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        if self.buf.len() >= HIGH_WATER {
+            match self.poll_drain(cx) {
+                Poll::Ready(Ok(())) => {}
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                // Still full: apply back-pressure to the writer (and so to the backend stream).
+                Poll::Pending if self.buf.len() >= HIGH_WATER => return Poll::Pending,
+                Poll::Pending => {}
+            }
+        }
+        let mut n = 0;
+        for b in bufs {
+            self.buf.extend_from_slice(b);
+            n += b.len();
+        }
+        self.scan();
+        Poll::Ready(Ok(n))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.poll_drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.poll_drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_shutdown(cx),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = (payload.len() as u32).to_le_bytes().to_vec();
+        p[3] = seq;
+        p.extend_from_slice(payload);
+        p
+    }
+
+    #[tokio::test]
+    async fn rewrites_only_the_next_err_packet() {
+        let slot = ErrorSlot::default();
+        let mut out = Vec::new();
+        {
+            let mut tap = Tap::new(&mut out, slot.clone());
+            tap.write_all(&packet(1, b"\x00\x00\x00\x02\x00\x00\x00"))
+                .await
+                .unwrap();
+            slot.set(ErrPacket {
+                code: 1927,
+                state: "70100".into(),
+                message: "Connection was killed".into(),
+            });
+            let mut err = vec![0xFF, 0x51, 0x04, b'#'];
+            err.extend_from_slice(b"HY000placeholder");
+            tap.write_all(&packet(2, &err)).await.unwrap();
+            tap.write_all(&packet(3, &err)).await.unwrap();
+            tap.flush().await.unwrap();
+        }
+        let mut expected = packet(1, b"\x00\x00\x00\x02\x00\x00\x00");
+        let mut fixed = vec![0xFF];
+        fixed.extend_from_slice(&1927u16.to_le_bytes());
+        fixed.extend_from_slice(b"#70100Connection was killed");
+        expected.extend(packet(2, &fixed));
+        let mut err = vec![0xFF, 0x51, 0x04, b'#'];
+        err.extend_from_slice(b"HY000placeholder");
+        expected.extend(packet(3, &err));
+        assert_eq!(out, expected);
+    }
+}

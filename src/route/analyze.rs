@@ -1,0 +1,210 @@
+//! Shard conditions in a WHERE clause (SPEC §5.5, DECISIONS.md item 14).
+//!
+//! The result is a set of partition indexes, or "all". `=` and `IN` on the rule column give the
+//! partitions of their values; `BETWEEN` asks the function's range; `AND` intersects, `OR` unites;
+//! anything else (other columns, functions of the column, `<`, `LIKE`, `NOT`, sub-queries) does
+//! not narrow the route. Routing may therefore reach more nodes than needed, never fewer.
+
+use std::collections::BTreeSet;
+
+use sqlparser::ast::{BinaryOperator, Expr, InTarget, UnaryOperator, Value};
+
+use super::RouteError;
+use super::TableRoute;
+use super::function::{RangePartitions, java};
+
+/// Partition indexes a condition allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Partitions {
+    All,
+    Some(BTreeSet<usize>),
+}
+
+impl Partitions {
+    fn and(self, other: Partitions) -> Partitions {
+        match (self, other) {
+            (Partitions::All, p) | (p, Partitions::All) => p,
+            (Partitions::Some(a), Partitions::Some(b)) => Partitions::Some(&a & &b),
+        }
+    }
+
+    fn or(self, other: Partitions) -> Partitions {
+        match (self, other) {
+            (Partitions::All, _) | (_, Partitions::All) => Partitions::All,
+            (Partitions::Some(a), Partitions::Some(b)) => Partitions::Some(&a | &b),
+        }
+    }
+}
+
+/// Decides whether a column reference names the table's rule column.
+pub struct ColumnMatcher<'a> {
+    pub column: &'a str,
+    /// Names the table may be qualified with (its name and alias), upper-cased.
+    pub qualifiers: Vec<String>,
+    /// Whether an unqualified column may belong to this table.
+    pub unqualified: bool,
+}
+
+impl ColumnMatcher<'_> {
+    fn matches(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Identifier(i) => self.unqualified && i.value.eq_ignore_ascii_case(self.column),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let col = &parts[parts.len() - 1];
+                let table = &parts[parts.len() - 2];
+                col.value.eq_ignore_ascii_case(self.column)
+                    && self
+                        .qualifiers
+                        .iter()
+                        .any(|q| q.eq_ignore_ascii_case(&table.value))
+            }
+            Expr::Nested(inner) => self.matches(inner),
+            _ => false,
+        }
+    }
+}
+
+/// The routing text of a literal (SPEC §2.2): integers as their decimal value (`007` → `7`),
+/// strings as their text, other numbers as written; `None` for anything else (NULL included),
+/// which does not narrow the route.
+pub fn literal_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => Some(canonical_number(n)),
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match &**expr {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => Some(canonical_number(&format!("-{n}"))),
+                _ => None,
+            },
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Plus,
+            expr,
+        } => literal_text(expr),
+        Expr::Nested(inner) => literal_text(inner),
+        _ => None,
+    }
+}
+
+/// Druid evaluates an integer literal to a number, so leading zeros go (`-007` → `-7`).
+fn canonical_number(n: &str) -> String {
+    let (sign, digits) = match n.strip_prefix('-') {
+        Some(d) => ("-", d),
+        None => ("", n),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return n.to_string();
+    }
+    let trimmed = digits.trim_start_matches('0');
+    match trimmed {
+        "" => "0".to_string(),
+        t => format!("{sign}{t}"),
+    }
+}
+
+/// The partitions `expr` (a WHERE clause) allows for `table`.
+pub fn partitions(
+    expr: &Expr,
+    table: &TableRoute,
+    m: &ColumnMatcher<'_>,
+) -> Result<Partitions, RouteError> {
+    Ok(match expr {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => partitions(left, table, m)?.and(partitions(right, table, m)?),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Or,
+            right,
+        } => partitions(left, table, m)?.or(partitions(right, table, m)?),
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
+            let value = if m.matches(left) {
+                literal_text(right)
+            } else if m.matches(right) {
+                literal_text(left)
+            } else {
+                None
+            };
+            match value {
+                Some(v) => Partitions::Some(BTreeSet::from([table.partition_of(&v)?])),
+                None => Partitions::All,
+            }
+        }
+        Expr::In {
+            expr,
+            target: InTarget::List(list),
+            negated: false,
+            ..
+        } if m.matches(expr) => {
+            let values: Option<Vec<String>> = list.iter().map(literal_text).collect();
+            match values {
+                Some(values) => {
+                    let mut set = BTreeSet::new();
+                    for v in values {
+                        set.insert(table.partition_of(&v)?);
+                    }
+                    Partitions::Some(set)
+                }
+                None => Partitions::All,
+            }
+        }
+        Expr::Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        } if m.matches(expr) => match (literal_text(low), literal_text(high)) {
+            (Some(lo), Some(hi)) => table.partitions_between(&lo, &hi)?,
+            _ => Partitions::All,
+        },
+        Expr::Nested(inner) => partitions(inner, table, m)?,
+        _ => Partitions::All,
+    })
+}
+
+/// Turns a function's range answer into partition indexes of `table`.
+pub fn range_partitions(r: RangePartitions, node_count: usize) -> Partitions {
+    match r {
+        RangePartitions::All => Partitions::All,
+        RangePartitions::None => Partitions::Some(BTreeSet::new()),
+        RangePartitions::Some(v) => {
+            // An index outside the table means Mycat would fail or miss rows: read everything.
+            if v.iter().any(|&i| i < 0 || i as usize >= node_count) {
+                Partitions::All
+            } else {
+                Partitions::Some(v.into_iter().map(|i| i as usize).collect())
+            }
+        }
+    }
+}
+
+/// Mycat strips one pair of quotes after trimming before calling a function (SPEC §2.2).
+pub fn routing_value(text: &str) -> &str {
+    java::remove_backquote(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_number;
+
+    #[test]
+    fn numbers_route_by_value() {
+        assert_eq!(canonical_number("007"), "7");
+        assert_eq!(canonical_number("-007"), "-7");
+        assert_eq!(canonical_number("000"), "0");
+        assert_eq!(canonical_number("1.50"), "1.50");
+    }
+}

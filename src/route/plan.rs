@@ -1,0 +1,73 @@
+//! The routing result: data, not behaviour. The engine executes it; `EXPLAIN` will print it.
+
+use std::sync::Arc;
+
+/// One statement to run on one dataNode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The dataNode name (`dn1`).
+    pub node: String,
+    /// The SQL exactly as it will be sent.
+    pub sql: Arc<str>,
+}
+
+/// How the OK packets of several nodes combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OkMerge {
+    /// Affected rows are summed (sharded and rule-less tables).
+    Sum,
+    /// Every node did the same work (global-table writes): report one node's counts, as one
+    /// MySQL server holding the table would.
+    First,
+}
+
+/// A routed statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Statements per dataNode, sorted by dataNode name.
+    pub targets: Vec<Target>,
+    /// `true` when the statement only reads (read/write splitting and retries may use it).
+    pub read_only: bool,
+    pub ok_merge: OkMerge,
+    /// Rows to skip and to return after concatenating the nodes' rows (`LIMIT` without
+    /// `ORDER BY` over several nodes; each node was sent `LIMIT offset + count`).
+    pub limit: Option<(u64, u64)>,
+}
+
+/// What the session does itself, without a dataNode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Local {
+    /// `USE db` (the name unquoted).
+    Use(String),
+    /// `SHOW DATABASES` / `SHOW SCHEMAS`.
+    ShowDatabases,
+    /// `SHOW [FULL] TABLES [LIKE 'p']` of a schema without a default dataNode: the configured
+    /// tables, lower-cased (SPEC §5.16).
+    ShowTables {
+        schema: String,
+        full: bool,
+        tables: Vec<String>,
+    },
+    /// `SET autocommit = 0|1` (with other harmless assignments).
+    SetAutocommit(bool),
+    /// `SET NAMES cs [COLLATE c]`.
+    SetNames(String),
+    /// A `SET` of session variables manx acknowledges (the text is kept for the session).
+    SetOther(String),
+    Begin,
+    Commit,
+    Rollback,
+    /// `SELECT @@version_comment [LIMIT 1]`.
+    VersionComment,
+    /// `SELECT DATABASE()` / `SELECT SCHEMA()`.
+    Database,
+    /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
+    Ok,
+}
+
+/// The router's answer for one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Routed {
+    Plan(Plan),
+    Local(Local),
+}

@@ -1,0 +1,103 @@
+//! A keyword scanner for the statements answered without the SQL parser: session commands
+//! (`SET`, `USE`, `BEGIN`, `COMMIT`, ...) and `SHOW`/`DESC`, whose MySQL forms the parser does not
+//! all know. Like Mycat's `ServerParse` it skips leading white space and comments.
+
+/// The statement after leading white space, `-- `/`#` line comments and `/* */` comments (but not
+/// `/*!` version comments, which carry SQL), with one trailing `;` and white space removed.
+pub fn strip(sql: &str) -> &str {
+    let mut s = sql.trim_start();
+    loop {
+        if s.starts_with("/*") && !s.starts_with("/*!") {
+            match s.find("*/") {
+                Some(end) => s = s[end + 2..].trim_start(),
+                None => return "",
+            }
+        } else if s.starts_with("-- ")
+            || s.starts_with("--\t")
+            || s.starts_with("--\n")
+            || s.starts_with('#')
+        {
+            match s.find('\n') {
+                Some(end) => s = s[end + 1..].trim_start(),
+                None => return "",
+            }
+        } else {
+            break;
+        }
+    }
+    let s = s.trim_end();
+    s.strip_suffix(';').map(str::trim_end).unwrap_or(s)
+}
+
+/// The words of a statement, split on white space (quotes are not understood: callers use this
+/// only to recognise leading keywords).
+pub fn words(s: &str) -> Vec<&str> {
+    s.split_whitespace().collect()
+}
+
+/// `true` when `word` equals `keyword` ignoring ASCII case.
+pub fn is(word: Option<&&str>, keyword: &str) -> bool {
+    word.is_some_and(|w| w.eq_ignore_ascii_case(keyword))
+}
+
+/// Removes one pair of backquotes or quotes around an identifier or string.
+pub fn unquote(s: &str) -> &str {
+    for q in ['`', '\'', '"'] {
+        if s.len() >= 2 && s.starts_with(q) && s.ends_with(q) {
+            return &s[1..s.len() - 1];
+        }
+    }
+    s
+}
+
+/// Splits `a=1, b='x,y'` at top-level commas (outside quotes and parentheses).
+pub fn split_assignments(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
+    let mut chars = s.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match quote {
+            Some(_) if c == '\\' => {
+                chars.next();
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '\'' | '"' | '`' => quote = Some(c),
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(s[start..i].trim());
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+    }
+    out.push(s[start..].trim());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_comments_and_semicolon() {
+        assert_eq!(strip("  /* a */ -- b\n SELECT 1 ; "), "SELECT 1");
+        assert_eq!(strip("# x\nshow tables;"), "show tables");
+        assert_eq!(
+            strip("/*!40101 SET NAMES utf8 */;"),
+            "/*!40101 SET NAMES utf8 */"
+        );
+        assert_eq!(strip("/* unterminated"), "");
+    }
+
+    #[test]
+    fn splits_assignments() {
+        assert_eq!(
+            split_assignments("autocommit=1, sql_mode='A,B', x=f(1,2)"),
+            ["autocommit=1", "sql_mode='A,B'", "x=f(1,2)"]
+        );
+    }
+}

@@ -1,0 +1,1152 @@
+//! Routing of one statement: classification, table resolution, dataNode choice, per-node SQL.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use sqlparser::ast::{
+    Expr, FromTable, GroupByExpr, LimitClause, ObjectName, ObjectType, OnInsert, Query, SetExpr,
+    Statement, TableFactor, TableObject, Visit, Visitor,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Span;
+
+use super::analyze::{self, ColumnMatcher, Partitions};
+use super::rewrite::Qualifiers;
+use super::scan::{self, is};
+use super::{Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, TableRoute, Target};
+use crate::config::TableKind;
+
+/// Schemas whose tables are the server's own; never routed by configuration (SPEC §5.3).
+const SYSTEM_SCHEMAS: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
+
+pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+    let stmt = scan::strip(sql);
+    if stmt.is_empty() {
+        return Err(RouteError::empty());
+    }
+    if stmt.starts_with("/*!") && stmt.ends_with("*/") {
+        return Ok(Routed::Local(Local::Ok));
+    }
+    if let Some(local) = canned_select(stmt) {
+        return Ok(Routed::Local(local));
+    }
+    let words = scan::words(stmt);
+    let first = words[0].to_ascii_uppercase();
+    match first.as_str() {
+        "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
+            scan::unquote(words[1]).to_string(),
+        ))),
+        "SET" => set(stmt).map(Routed::Local),
+        "BEGIN" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
+            Ok(Routed::Local(Local::Begin))
+        }
+        "START" if is(words.get(1), "TRANSACTION") => Ok(Routed::Local(Local::Begin)),
+        "COMMIT" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
+            Ok(Routed::Local(Local::Commit))
+        }
+        "ROLLBACK" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
+            Ok(Routed::Local(Local::Rollback))
+        }
+        "SAVEPOINT" | "RELEASE" | "ROLLBACK" => {
+            Err(RouteError::syntax("savepoints are not supported"))
+        }
+        "SHOW" => show(r, stmt, &words, schema),
+        "DESC" | "DESCRIBE" if words.len() >= 2 => {
+            let (node, table_text) = table_node(r, words[1], schema)?;
+            let rest = &stmt[stmt
+                .find(words[1])
+                .map_or(stmt.len(), |i| i + words[1].len())..];
+            Ok(single(
+                node,
+                format!("{} {table_text}{rest}", words[0]),
+                true,
+            ))
+        }
+        _ => parsed(r, stmt, schema),
+    }
+}
+
+/// The SELECTs clients send on connect that the gateway answers itself (SPEC §5.16).
+fn canned_select(stmt: &str) -> Option<Local> {
+    let normalized: String = scan::words(stmt).join(" ").to_ascii_lowercase();
+    match normalized.as_str() {
+        "select @@version_comment limit 1" | "select @@version_comment" => {
+            Some(Local::VersionComment)
+        }
+        "select database()" | "select schema()" => Some(Local::Database),
+        _ => None,
+    }
+}
+
+fn single(node: String, sql: String, read_only: bool) -> Routed {
+    Routed::Plan(Plan {
+        targets: vec![Target {
+            node,
+            sql: Arc::from(sql),
+        }],
+        read_only,
+        ok_merge: OkMerge::Sum,
+        limit: None,
+    })
+}
+
+/// `SET ...` handled by the session (SPEC §5.16): autocommit and names are tracked, other
+/// session variables acknowledged; `SET GLOBAL` is refused.
+fn set(stmt: &str) -> Result<Local, RouteError> {
+    let rest = stmt[3..].trim_start();
+    let words = scan::words(rest);
+    if is(words.first(), "NAMES") {
+        let cs = words.get(1).map(|w| scan::unquote(w)).unwrap_or("");
+        return Ok(Local::SetNames(cs.to_string()));
+    }
+    if is(words.first(), "GLOBAL") || rest.to_ascii_lowercase().starts_with("@@global.") {
+        return Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: "Access denied; SET GLOBAL is not allowed through the gateway".to_string(),
+        });
+    }
+    let mut autocommit = None;
+    for a in scan::split_assignments(rest) {
+        let Some((name, value)) = a.split_once(":=").or_else(|| a.split_once('=')) else {
+            continue;
+        };
+        let name = name.trim().to_ascii_lowercase();
+        let name = name
+            .trim_start_matches("session ")
+            .trim_start_matches("local ")
+            .trim_start_matches("@@session.")
+            .trim_start_matches("@@local.")
+            .trim_start_matches("@@")
+            .trim();
+        if name == "autocommit" {
+            let v = scan::unquote(value.trim()).to_ascii_lowercase();
+            autocommit = Some(match v.as_str() {
+                "1" | "on" | "true" => true,
+                "0" | "off" | "false" => false,
+                _ => {
+                    return Err(RouteError::syntax(format!(
+                        "Variable 'autocommit' can't be set to the value of '{v}'"
+                    )));
+                }
+            });
+        }
+    }
+    Ok(match autocommit {
+        Some(v) => Local::SetAutocommit(v),
+        None => Local::SetOther(stmt.to_string()),
+    })
+}
+
+fn require_schema<'r>(r: &'r Router, schema: Option<&str>) -> Result<&'r SchemaRoute, RouteError> {
+    let name = schema.ok_or_else(RouteError::no_database)?;
+    r.schema(name)
+        .ok_or_else(|| RouteError::unknown_database(name))
+}
+
+fn random_node(nodes: &[String]) -> String {
+    nodes[rand::random_range(0..nodes.len())].clone()
+}
+
+/// `SHOW ...` (SPEC §5.16).
+fn show(
+    r: &Router,
+    stmt: &str,
+    words: &[&str],
+    schema: Option<&str>,
+) -> Result<Routed, RouteError> {
+    let mut i = 1;
+    let full = is(words.get(i), "FULL");
+    if full {
+        i += 1;
+    }
+    let what = words
+        .get(i)
+        .map(|w| w.to_ascii_uppercase())
+        .unwrap_or_default();
+    match what.as_str() {
+        "DATABASES" | "SCHEMAS" if i == 1 => Ok(Routed::Local(Local::ShowDatabases)),
+        "TABLES" => {
+            let mut j = i + 1;
+            let mut schema = schema.map(str::to_string);
+            if is(words.get(j), "FROM") || is(words.get(j), "IN") {
+                schema = words.get(j + 1).map(|w| scan::unquote(w).to_string());
+                j += 2;
+            }
+            let s = require_schema(r, schema.as_deref())?;
+            if let Some(node) = &s.default_node {
+                // Forwarded, as Mycat does, so the default node's own tables are listed too.
+                let rest = words[j..].join(" ");
+                let sql = format!("SHOW {}TABLES {rest}", if full { "FULL " } else { "" });
+                return Ok(single(node.clone(), sql.trim_end().to_string(), true));
+            }
+            let pattern = match (words.get(j), words.get(j + 1)) {
+                (None, _) => None,
+                (Some(w), Some(p)) if w.eq_ignore_ascii_case("LIKE") => {
+                    let start = stmt.find(p).unwrap_or(0);
+                    Some(scan::unquote(stmt[start..].trim()).to_string())
+                }
+                _ => {
+                    return Err(RouteError::syntax(
+                        "SHOW TABLES supports only FROM and LIKE here",
+                    ));
+                }
+            };
+            let tables = s
+                .tables
+                .keys()
+                .map(|t| t.to_ascii_lowercase())
+                .filter(|t| pattern.as_deref().is_none_or(|p| like(t, p)))
+                .collect();
+            Ok(Routed::Local(Local::ShowTables {
+                schema: s.name.clone(),
+                full,
+                tables,
+            }))
+        }
+        "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
+            let j = i + 1;
+            if !(is(words.get(j), "FROM") || is(words.get(j), "IN")) || words.len() <= j + 1 {
+                return Err(RouteError::syntax(format!("SHOW {what} needs FROM table")));
+            }
+            let mut table = words[j + 1].to_string();
+            let mut k = j + 2;
+            if is(words.get(k), "FROM") || is(words.get(k), "IN") {
+                table = format!("{}.{}", words.get(k + 1).copied().unwrap_or(""), table);
+                k += 2;
+            }
+            let (node, table_text) = table_node(r, &table, schema)?;
+            let sql = format!(
+                "{} FROM {table_text} {}",
+                words[..=i].join(" "),
+                words[k..].join(" ")
+            );
+            Ok(single(node, sql.trim_end().to_string(), true))
+        }
+        "CREATE" if is(words.get(i + 1), "TABLE") && words.len() >= i + 3 => {
+            let (node, table_text) = table_node(r, words[i + 2], schema)?;
+            Ok(single(
+                node,
+                format!("SHOW CREATE TABLE {table_text}"),
+                true,
+            ))
+        }
+        _ => {
+            // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema.
+            let s = match schema {
+                Some(_) => require_schema(r, schema)?,
+                None => r
+                    .schemas
+                    .values()
+                    .next()
+                    .ok_or_else(RouteError::no_database)?,
+            };
+            Ok(single(random_node(&s.nodes), stmt.to_string(), true))
+        }
+    }
+}
+
+/// MySQL `LIKE` with `%` and `_`, case-insensitive (table names are).
+fn like(s: &str, pattern: &str) -> bool {
+    fn go(s: &[char], p: &[char]) -> bool {
+        match p.split_first() {
+            None => s.is_empty(),
+            Some(('%', rest)) => (0..=s.len()).any(|i| go(&s[i..], rest)),
+            Some(('_', rest)) => !s.is_empty() && go(&s[1..], rest),
+            Some(('\\', rest)) if !rest.is_empty() => {
+                !s.is_empty() && s[0].eq_ignore_ascii_case(&rest[0]) && go(&s[1..], &rest[1..])
+            }
+            Some((c, rest)) => !s.is_empty() && s[0].eq_ignore_ascii_case(c) && go(&s[1..], rest),
+        }
+    }
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    go(&s, &p)
+}
+
+/// The node that answers a metadata statement about `token` (`t`, `` `t` ``, `db.t`), and the
+/// table name to send there (unqualified).
+fn table_node(
+    r: &Router,
+    token: &str,
+    schema: Option<&str>,
+) -> Result<(String, String), RouteError> {
+    let (qualifier, name) = match token.split_once('.') {
+        Some((q, n)) => (Some(scan::unquote(q)), scan::unquote(n)),
+        None => (None, scan::unquote(token)),
+    };
+    let s = require_schema(r, qualifier.or(schema))?;
+    let upper = name.to_ascii_uppercase();
+    let node = match (s.tables.get(&upper), &s.default_node) {
+        (Some(t), _) => t.nodes[0].clone(),
+        (None, Some(d)) => d.clone(),
+        (None, None) => return Err(unknown_table(&upper, &s.name)),
+    };
+    Ok((node, format!("`{}`", name.replace('`', "``"))))
+}
+
+fn unknown_table(table: &str, schema: &str) -> RouteError {
+    RouteError::syntax(format!(
+        "table {table} is not defined in schema {schema} (and the schema has no default dataNode)"
+    ))
+}
+
+/// A table named in the statement, where it stands, and how it may be qualified.
+#[derive(Debug)]
+struct Occurrence {
+    /// Upper-cased table name.
+    name: String,
+    /// Schema qualifier as written, if any.
+    qualifier: Option<String>,
+    alias: Option<String>,
+    /// Query nesting depth (0 for DML targets, 1 for a top-level SELECT's FROM).
+    depth: usize,
+}
+
+/// Collects table occurrences, CTE names and the spans of logical-schema qualifiers.
+struct Collector<'a> {
+    schema_names: &'a dyn Fn(&str) -> bool,
+    occurrences: Vec<Occurrence>,
+    ctes: BTreeSet<String>,
+    qualifier_spans: Vec<Span>,
+    /// Logical schemas named as qualifiers.
+    qualifiers: BTreeSet<String>,
+    depth: usize,
+}
+
+impl Collector<'_> {
+    fn qualifier_of(&mut self, name: &ObjectName) -> (Option<String>, String) {
+        let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
+        let table = parts.last().map(|i| i.value.clone()).unwrap_or_default();
+        let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2]);
+        if let Some(q) = qualifier {
+            if (self.schema_names)(&q.value) {
+                self.qualifier_spans.push(q.span);
+                self.qualifiers.insert(q.value.clone());
+            }
+        }
+        (qualifier.map(|q| q.value.clone()), table)
+    }
+}
+
+impl Visitor for Collector<'_> {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        self.depth += 1;
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.ctes.insert(cte.alias.name.value.to_ascii_uppercase());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, .. } = f {
+            let (qualifier, table) = self.qualifier_of(name);
+            self.occurrences.push(Occurrence {
+                name: table.to_ascii_uppercase(),
+                qualifier,
+                alias: alias.as_ref().map(|a| a.name.value.clone()),
+                depth: self.depth,
+            });
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        // `schema.table.column` in expressions.
+        if let Expr::CompoundIdentifier(parts) = e {
+            if parts.len() >= 3 && (self.schema_names)(&parts[parts.len() - 3].value) {
+                self.qualifier_spans.push(parts[parts.len() - 3].span);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Statements that go through the SQL parser.
+fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+    let mut statements =
+        Parser::parse_sql(&MySqlDialect {}, stmt).map_err(|e| RouteError::syntax(e.to_string()))?;
+    if statements.len() != 1 {
+        return Err(RouteError::syntax(
+            "Multi statements is not supported, use single statement instead",
+        ));
+    }
+    let statement = statements.remove(0);
+    let is_schema = |n: &str| r.schemas.contains_key(n);
+    let mut c = Collector {
+        schema_names: &is_schema,
+        occurrences: Vec::new(),
+        ctes: BTreeSet::new(),
+        qualifier_spans: Vec::new(),
+        qualifiers: BTreeSet::new(),
+        depth: 0,
+    };
+    let _ = statement.visit(&mut c);
+    // Names written as `schema.table` where schema is configured decide the schema when the
+    // session has none; naming another schema than the session's is not supported yet.
+    let schema = match (schema, c.qualifiers.iter().next()) {
+        (Some(s), _) => {
+            if let Some(other) = c.qualifiers.iter().find(|q| *q != s) {
+                return Err(RouteError::syntax(format!(
+                    "statements over several schemas are not supported yet (current schema {s}, statement names {other})"
+                )));
+            }
+            s
+        }
+        (None, Some(q)) if c.qualifiers.len() == 1 => q.as_str(),
+        _ => return Err(RouteError::no_database()),
+    };
+    let s = r
+        .schema(schema)
+        .ok_or_else(|| RouteError::unknown_database(schema))?;
+    let ctx = Ctx {
+        r,
+        s,
+        stmt,
+        qualifiers: Qualifiers::from_spans(stmt, &c.qualifier_spans),
+    };
+    // Occurrences that name configured-or-unknown tables of this schema (not CTEs, not system
+    // tables, not other schemas).
+    let occurrences: Vec<Occurrence> = c
+        .occurrences
+        .into_iter()
+        .filter(|o| !(o.qualifier.is_none() && c.ctes.contains(&o.name)))
+        .filter(|o| {
+            !o.qualifier
+                .as_deref()
+                .is_some_and(|q| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q)))
+        })
+        .collect();
+    match &statement {
+        Statement::Query(q) => select(&ctx, q, &occurrences),
+        Statement::Insert(insert) => match &insert.table {
+            TableObject::TableName(name) => {
+                let table = name
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.to_ascii_uppercase());
+                insert_route(&ctx, &statement, table.unwrap_or_default())
+            }
+            _ => Err(RouteError::syntax(
+                "INSERT INTO a table function is not supported",
+            )),
+        },
+        Statement::Update(u) => write(
+            &ctx,
+            &occurrences,
+            u.selection.as_ref(),
+            Some(&u.assignments),
+            u.from.is_some() || !u.table.joins.is_empty(),
+        ),
+        Statement::Delete(d) => {
+            let from = match &d.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            let multi = !d.tables.is_empty()
+                || d.using.is_some()
+                || from.len() != 1
+                || !from[0].joins.is_empty();
+            write(&ctx, &occurrences, d.selection.as_ref(), None, multi)
+        }
+        Statement::CreateTable(ct) => ddl(&ctx, &[&ct.name]),
+        Statement::AlterTable(at) => ddl(&ctx, &[&at.name]),
+        Statement::CreateIndex(ci) => ddl(&ctx, &[&ci.table_name]),
+        Statement::Truncate(t) => ddl(
+            &ctx,
+            &t.table_names.iter().map(|t| &t.name).collect::<Vec<_>>(),
+        ),
+        Statement::Drop {
+            object_type: ObjectType::Table,
+            names,
+            ..
+        } => ddl(&ctx, &names.iter().collect::<Vec<_>>()),
+        Statement::Drop {
+            object_type: ObjectType::Index,
+            table: Some(t),
+            ..
+        } => ddl(&ctx, &[t]),
+        other => match &s.default_node {
+            Some(node) => Ok(single(node.clone(), ctx.sql_for(node), false)),
+            None => Err(RouteError::syntax(format!(
+                "this statement is not supported by manx in sharded schema {}: {}",
+                s.name,
+                statement_kind(other)
+            ))),
+        },
+    }
+}
+
+fn statement_kind(s: &Statement) -> String {
+    let text = s.to_string();
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+struct Ctx<'a> {
+    r: &'a Router,
+    s: &'a SchemaRoute,
+    stmt: &'a str,
+    qualifiers: Qualifiers,
+}
+
+impl Ctx<'_> {
+    /// The statement text for `node`: logical schema qualifiers replaced by its database.
+    fn sql_for(&self, node: &str) -> String {
+        if self.qualifiers.is_empty() {
+            return self.stmt.to_string();
+        }
+        let db = self.r.database_of(node).unwrap_or(node);
+        self.qualifiers.apply(self.stmt, db)
+    }
+
+    fn plan(&self, nodes: BTreeSet<String>, read_only: bool, ok_merge: OkMerge) -> Routed {
+        let shared: Arc<str> = Arc::from(self.stmt);
+        let targets = nodes
+            .into_iter()
+            .map(|node| {
+                let sql = if self.qualifiers.is_empty() {
+                    shared.clone()
+                } else {
+                    Arc::from(self.sql_for(&node))
+                };
+                Target { node, sql }
+            })
+            .collect();
+        Routed::Plan(Plan {
+            targets,
+            read_only,
+            ok_merge,
+            limit: None,
+        })
+    }
+
+    fn table(&self, name: &str) -> Option<&TableRoute> {
+        self.s.tables.get(name)
+    }
+}
+
+/// Where one table occurrence may be read or written.
+#[derive(Debug)]
+enum Placement<'a> {
+    /// A global table: any one of these nodes for reads, all for writes.
+    Global(&'a TableRoute),
+    /// Exactly these nodes.
+    Nodes(String, BTreeSet<String>),
+}
+
+fn nodes_of(t: &TableRoute, p: Partitions) -> BTreeSet<String> {
+    match p {
+        Partitions::All => t.nodes.iter().cloned().collect(),
+        // A contradictory condition (`id = 1 AND id = 2`) matches no row anywhere: any one node
+        // gives the right (empty) answer.
+        Partitions::Some(set) if set.is_empty() => BTreeSet::from([t.nodes[0].clone()]),
+        Partitions::Some(set) => set.into_iter().map(|i| t.nodes[i].clone()).collect(),
+    }
+}
+
+/// Places every occurrence: configured tables by kind and conditions, undeclared ones on the
+/// default node. `top_depth` is where the statement's own FROM stands.
+fn placements<'a>(
+    ctx: &'a Ctx<'a>,
+    occurrences: &[Occurrence],
+    selection: Option<&Expr>,
+    top_depth: usize,
+) -> Result<Vec<Placement<'a>>, RouteError> {
+    let top_non_global = occurrences
+        .iter()
+        .filter(|o| {
+            o.depth == top_depth
+                && ctx
+                    .table(&o.name)
+                    .is_some_and(|t| t.kind != TableKind::Global)
+        })
+        .count();
+    let mut out = Vec::new();
+    for o in occurrences {
+        let Some(t) = ctx.table(&o.name) else {
+            match &ctx.s.default_node {
+                Some(d) => out.push(Placement::Nodes(
+                    o.name.clone(),
+                    BTreeSet::from([d.clone()]),
+                )),
+                None => return Err(unknown_table(&o.name, &ctx.s.name)),
+            }
+            continue;
+        };
+        match (&t.kind, &t.rule) {
+            (TableKind::Global, _) => out.push(Placement::Global(t)),
+            (TableKind::Sharded { .. }, Some(rule)) if o.depth == top_depth => {
+                let p = match selection {
+                    Some(w) => {
+                        let mut qualifiers =
+                            vec![o.alias.clone().unwrap_or_else(|| o.name.clone())];
+                        if o.alias.is_none() {
+                            qualifiers.push(o.name.clone());
+                        }
+                        let m = ColumnMatcher {
+                            column: &rule.column,
+                            qualifiers,
+                            unqualified: top_non_global == 1,
+                        };
+                        analyze::partitions(w, t, &m)?
+                    }
+                    None => Partitions::All,
+                };
+                out.push(Placement::Nodes(t.name.clone(), nodes_of(t, p)));
+            }
+            _ => out.push(Placement::Nodes(
+                t.name.clone(),
+                t.nodes.iter().cloned().collect(),
+            )),
+        }
+    }
+    Ok(out)
+}
+
+/// Combines placements for a read: one node set that answers the whole statement correctly.
+fn read_nodes(ctx: &Ctx<'_>, placements: &[Placement<'_>]) -> Result<BTreeSet<String>, RouteError> {
+    let globals: Vec<&TableRoute> = placements
+        .iter()
+        .filter_map(|p| match p {
+            Placement::Global(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    let fixed: Vec<(&String, &BTreeSet<String>)> = placements
+        .iter()
+        .filter_map(|p| match p {
+            Placement::Nodes(n, s) => Some((n, s)),
+            _ => None,
+        })
+        .collect();
+    let nodes = match fixed.as_slice() {
+        [] => {
+            let mut common: BTreeSet<String> = globals[0].nodes.iter().cloned().collect();
+            for g in &globals[1..] {
+                common = &common & &g.nodes.iter().cloned().collect();
+            }
+            let common: Vec<String> = common.into_iter().collect();
+            if common.is_empty() {
+                return Err(RouteError::syntax(
+                    "the global tables of this statement share no dataNode",
+                ));
+            }
+            return Ok(BTreeSet::from([random_node(&common)]));
+        }
+        [(_, nodes)] => (*nodes).clone(),
+        [(first_name, first), rest @ ..] => {
+            for (name, nodes) in rest {
+                if !(first.len() == 1 && nodes == first) {
+                    return Err(RouteError::syntax(format!(
+                        "cross-node join of {first_name} and {name} is not supported: their rows may be on different dataNodes (route both to one node with conditions on their sharding columns)"
+                    )));
+                }
+            }
+            (*first).clone()
+        }
+    };
+    for g in globals {
+        if let Some(missing) = nodes.iter().find(|n| !g.nodes.contains(n)) {
+            return Err(RouteError::syntax(format!(
+                "global table {} is not on dataNode {missing}",
+                g.name
+            )));
+        }
+    }
+    let _ = ctx;
+    Ok(nodes)
+}
+
+/// Aggregate functions whose per-node results cannot simply be concatenated.
+const AGGREGATES: &[&str] = &[
+    "COUNT",
+    "SUM",
+    "MIN",
+    "MAX",
+    "AVG",
+    "GROUP_CONCAT",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+    "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG",
+];
+
+struct AggregateFinder(bool);
+
+impl Visitor for AggregateFinder {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = e {
+            let name = f.name.to_string().to_ascii_uppercase();
+            if AGGREGATES.contains(&name.as_str()) {
+                self.0 = true;
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// What a multi-node SELECT would need merged; `None` when concatenation is already correct.
+fn merge_needed(q: &Query) -> Option<&'static str> {
+    if q.order_by.is_some() {
+        return Some("ORDER BY");
+    }
+    let SetExpr::Select(select) = &*q.body else {
+        return Some("UNION / set operations");
+    };
+    if select.distinct.is_some() {
+        return Some("DISTINCT");
+    }
+    match &select.group_by {
+        GroupByExpr::All(_) => return Some("GROUP BY"),
+        GroupByExpr::Expressions(e, _) if !e.is_empty() => return Some("GROUP BY"),
+        _ => {}
+    }
+    if select.having.is_some() {
+        return Some("HAVING");
+    }
+    let mut f = AggregateFinder(false);
+    let _ = select.projection.visit(&mut f);
+    f.0.then_some("aggregate functions")
+}
+
+fn literal_u64(e: &Expr) -> Option<u64> {
+    analyze::literal_text(e)?.parse().ok()
+}
+
+fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed, RouteError> {
+    if occurrences.is_empty() {
+        // No table: any node of the schema (SPEC §5.4).
+        return Ok(ctx.plan(
+            BTreeSet::from([random_node(&ctx.s.nodes)]),
+            true,
+            OkMerge::Sum,
+        ));
+    }
+    // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4).
+    if let (Some(d), None) = (&ctx.s.default_node, ctx.table(&occurrences[0].name)) {
+        return Ok(ctx.plan(BTreeSet::from([d.clone()]), true, OkMerge::Sum));
+    }
+    let selection = match &*q.body {
+        SetExpr::Select(s) => s.selection.as_ref(),
+        _ => None,
+    };
+    let placements = placements(ctx, occurrences, selection, 1)?;
+    let nodes = read_nodes(ctx, &placements)?;
+    if nodes.len() == 1 {
+        return Ok(ctx.plan(nodes, true, OkMerge::Sum));
+    }
+    if let Some(what) = merge_needed(q) {
+        return Err(RouteError::syntax(format!(
+            "{what} over several dataNodes ({}) is not supported yet",
+            nodes.iter().cloned().collect::<Vec<_>>().join(",")
+        )));
+    }
+    // LIMIT without ORDER BY: any rows will do, so concatenate and cut. With an offset each
+    // node is asked for offset + count rows.
+    let limit = match &q.limit_clause {
+        None => None,
+        Some(LimitClause::LimitOffset {
+            limit: Some(l),
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => Some((
+            0,
+            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
+        )),
+        Some(LimitClause::LimitOffset {
+            limit: Some(l),
+            offset: Some(o),
+            limit_by,
+        }) if limit_by.is_empty() => Some((
+            literal_u64(&o.value).ok_or_else(|| RouteError::syntax("OFFSET must be a number"))?,
+            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
+        )),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => Some((
+            literal_u64(offset)
+                .ok_or_else(|| RouteError::syntax("LIMIT offset must be a number"))?,
+            literal_u64(limit).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
+        )),
+        Some(_) => {
+            return Err(RouteError::syntax(
+                "this LIMIT form over several dataNodes is not supported",
+            ));
+        }
+    };
+    if let Some((offset, count)) = limit {
+        if offset > 0 {
+            let mut rewritten = q.clone();
+            rewritten.limit_clause = Some(LimitClause::LimitOffset {
+                limit: Some(Expr::value(sqlparser::ast::Value::Number(
+                    (offset + count).to_string(),
+                    false,
+                ))),
+                offset: None,
+                limit_by: vec![],
+            });
+            let targets = nodes
+                .into_iter()
+                .map(|node| {
+                    let mut q = rewritten.clone();
+                    requalify(&mut q, ctx, &node);
+                    Target {
+                        sql: Arc::from(q.to_string()),
+                        node,
+                    }
+                })
+                .collect();
+            return Ok(Routed::Plan(Plan {
+                targets,
+                read_only: true,
+                ok_merge: OkMerge::Sum,
+                limit,
+            }));
+        }
+    }
+    match ctx.plan(nodes, true, OkMerge::Sum) {
+        Routed::Plan(mut p) => {
+            p.limit = limit;
+            Ok(Routed::Plan(p))
+        }
+        local => Ok(local),
+    }
+}
+
+/// Replaces logical schema qualifiers in an AST (for statements that are re-printed).
+fn requalify<V: sqlparser::ast::VisitMut>(node: &mut V, ctx: &Ctx<'_>, data_node: &str) {
+    struct Requalify<'a> {
+        schema: &'a str,
+        database: &'a str,
+    }
+    impl sqlparser::ast::VisitorMut for Requalify<'_> {
+        type Break = ();
+        fn pre_visit_relation(&mut self, name: &mut ObjectName) -> ControlFlow<()> {
+            let n = name.0.len();
+            if n >= 2 {
+                if let Some(sqlparser::ast::ObjectNamePart::Identifier(q)) = name.0.get_mut(n - 2) {
+                    if q.value == self.schema {
+                        *q = sqlparser::ast::Ident::with_quote('`', self.database);
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            if let Expr::CompoundIdentifier(parts) = e {
+                let n = parts.len();
+                if n >= 3 && parts[n - 3].value == self.schema {
+                    parts[n - 3] = sqlparser::ast::Ident::with_quote('`', self.database);
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let database = ctx.r.database_of(data_node).unwrap_or(data_node);
+    let _ = node.visit(&mut Requalify {
+        schema: &ctx.s.name,
+        database,
+    });
+}
+
+/// UPDATE and DELETE (SPEC §5.9).
+fn write(
+    ctx: &Ctx<'_>,
+    occurrences: &[Occurrence],
+    selection: Option<&Expr>,
+    assignments: Option<&Vec<sqlparser::ast::Assignment>>,
+    multi_table: bool,
+) -> Result<Routed, RouteError> {
+    let top: Vec<&Occurrence> = occurrences.iter().filter(|o| o.depth == 0).collect();
+    let Some(target) = top.first() else {
+        return Err(RouteError::syntax("no table to write"));
+    };
+    if let Some(t) = ctx.table(&target.name) {
+        if let (Some(rule), Some(assignments)) = (&t.rule, assignments) {
+            for a in assignments {
+                let cols: Vec<String> = match &a.target {
+                    sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
+                    sqlparser::ast::AssignmentTarget::Tuple(v) => {
+                        v.iter().map(|n| n.to_string()).collect()
+                    }
+                };
+                let hits = cols.iter().any(|c| {
+                    c.rsplit('.')
+                        .next()
+                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
+                });
+                if hits && !same_value_condition(selection, &rule.column, &a.value) {
+                    return Err(RouteError::syntax(format!(
+                        "Sharding column can't be updated {}->{}",
+                        t.name, rule.column
+                    )));
+                }
+            }
+        }
+    }
+    let placements = placements(ctx, occurrences, selection, 0)?;
+    if multi_table {
+        let mut nodes = BTreeSet::new();
+        for p in &placements {
+            match p {
+                Placement::Global(t) => {
+                    return Err(RouteError::syntax(format!(
+                        "multi-table UPDATE/DELETE involving global table {} is not supported",
+                        t.name
+                    )));
+                }
+                Placement::Nodes(_, n) => nodes.extend(n.iter().cloned()),
+            }
+        }
+        if nodes.len() != 1 {
+            return Err(RouteError::syntax(
+                "multi-table UPDATE/DELETE over several dataNodes is not supported (route every table to one node)",
+            ));
+        }
+        return Ok(ctx.plan(nodes, false, OkMerge::Sum));
+    }
+    match placements.first() {
+        Some(Placement::Global(t)) => {
+            Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First))
+        }
+        Some(Placement::Nodes(_, nodes)) => Ok(ctx.plan(nodes.clone(), false, OkMerge::Sum)),
+        None => Err(RouteError::syntax("no table to write")),
+    }
+}
+
+/// Mycat allows `SET col = v` on the sharding column when the WHERE pins `col = v` with the same
+/// literal through ANDs only (SPEC §5.9): the row stays where it is.
+fn same_value_condition(selection: Option<&Expr>, column: &str, value: &Expr) -> bool {
+    fn go(e: &Expr, column: &str, value: &str) -> bool {
+        match e {
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::And,
+                right,
+            } => go(left, column, value) || go(right, column, value),
+            Expr::Nested(inner) => go(inner, column, value),
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::Eq,
+                right,
+            } => {
+                let is_col = |x: &Expr| match x {
+                    Expr::Identifier(i) => i.value.eq_ignore_ascii_case(column),
+                    Expr::CompoundIdentifier(p) => p
+                        .last()
+                        .is_some_and(|i| i.value.eq_ignore_ascii_case(column)),
+                    _ => false,
+                };
+                (is_col(left) && right.to_string() == value)
+                    || (is_col(right) && left.to_string() == value)
+            }
+            _ => false,
+        }
+    }
+    selection.is_some_and(|s| go(s, column, &value.to_string()))
+}
+
+/// INSERT and REPLACE (SPEC §5.8): rows grouped by dataNode, one statement per node.
+fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<Routed, RouteError> {
+    let Statement::Insert(insert) = statement else {
+        unreachable!("called for INSERT only")
+    };
+    let Some(t) = ctx.table(&table) else {
+        return match &ctx.s.default_node {
+            Some(d) => Ok(ctx.plan(BTreeSet::from([d.clone()]), false, OkMerge::Sum)),
+            None => Err(unknown_table(&table, &ctx.s.name)),
+        };
+    };
+    let rule = match (&t.kind, &t.rule) {
+        (TableKind::Global, _) => {
+            return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First));
+        }
+        (_, None) => return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::Sum)),
+        (_, Some(rule)) => rule,
+    };
+    let column = &rule.column;
+    if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &insert.on {
+        for a in assignments {
+            if let sqlparser::ast::AssignmentTarget::ColumnName(n) = &a.target {
+                if n.0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(column))
+                {
+                    return Err(RouteError::syntax(format!(
+                        "Sharding column can't be updated: {} -> {column}",
+                        t.name
+                    )));
+                }
+            }
+        }
+    }
+    // INSERT ... SET col = v, ...
+    if insert.source.is_none() {
+        let value = insert.assignments.iter().find_map(|a| match &a.target {
+            sqlparser::ast::AssignmentTarget::ColumnName(n)
+                if n.0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .is_some_and(|i| i.value.eq_ignore_ascii_case(column)) =>
+            {
+                Some(&a.value)
+            }
+            _ => None,
+        });
+        let Some(value) = value else {
+            return Err(RouteError::syntax(format!(
+                "bad insert sql (sharding column:{column} not provided) for table {}",
+                t.name
+            )));
+        };
+        let index = t.partition_of(&insert_value(value))?;
+        return Ok(ctx.plan(
+            BTreeSet::from([t.nodes[index].clone()]),
+            false,
+            OkMerge::Sum,
+        ));
+    }
+    if insert.columns.is_empty() {
+        return Err(RouteError::syntax(format!(
+            "partition table {}, insert must provide ColumnList",
+            t.name
+        )));
+    }
+    let Some(position) = insert.columns.iter().position(|c| {
+        c.0.last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(column))
+    }) else {
+        return Err(RouteError::syntax(format!(
+            "bad insert sql (sharding column:{column} not provided) for table {}",
+            t.name
+        )));
+    };
+    let source = insert.source.as_ref().expect("checked above");
+    let SetExpr::Values(values) = &*source.body else {
+        return Err(RouteError::syntax(format!(
+            "INSERT ... SELECT into sharded table {} is not supported yet",
+            t.name
+        )));
+    };
+    let mut by_node: std::collections::BTreeMap<String, Vec<usize>> =
+        std::collections::BTreeMap::new();
+    for (i, row) in values.rows.iter().enumerate() {
+        if row.len() != insert.columns.len() {
+            return Err(RouteError::syntax(format!(
+                "Column count doesn't match value count at row {} (table {})",
+                i + 1,
+                t.name
+            )));
+        }
+        let index = t.partition_of(&insert_value(&row[position]))?;
+        by_node.entry(t.nodes[index].clone()).or_default().push(i);
+    }
+    if by_node.len() <= 1 {
+        return Ok(ctx.plan(by_node.into_keys().collect(), false, OkMerge::Sum));
+    }
+    let targets = by_node
+        .into_iter()
+        .map(|(node, rows)| {
+            let mut one = statement.clone();
+            if let Statement::Insert(i) = &mut one {
+                if let Some(src) = &mut i.source {
+                    if let SetExpr::Values(v) = &mut *src.body {
+                        v.rows = rows.iter().map(|&r| v.rows[r].clone()).collect();
+                    }
+                }
+            }
+            requalify(&mut one, ctx, &node);
+            Target {
+                sql: Arc::from(one.to_string()),
+                node,
+            }
+        })
+        .collect();
+    Ok(Routed::Plan(Plan {
+        targets,
+        read_only: false,
+        ok_merge: OkMerge::Sum,
+        limit: None,
+    }))
+}
+
+/// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the
+/// expression's SQL text (so `NULL` is the text `NULL`, as in Mycat).
+fn insert_value(e: &Expr) -> String {
+    analyze::literal_text(e).unwrap_or_else(|| e.to_string())
+}
+
+/// DDL on tables: every dataNode of the table; undeclared tables on the default node (SPEC §5.10).
+/// The text is sent as written (DECISIONS.md item 17).
+fn ddl(ctx: &Ctx<'_>, names: &[&ObjectName]) -> Result<Routed, RouteError> {
+    let mut chosen: Option<(BTreeSet<String>, OkMerge)> = None;
+    for name in names {
+        let table = name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .map(|i| i.value.to_ascii_uppercase())
+            .unwrap_or_default();
+        let (nodes, merge) = match (ctx.table(&table), &ctx.s.default_node) {
+            (Some(t), _) => (
+                t.nodes.iter().cloned().collect::<BTreeSet<_>>(),
+                if t.kind == TableKind::Global {
+                    OkMerge::First
+                } else {
+                    OkMerge::Sum
+                },
+            ),
+            (None, Some(d)) => (BTreeSet::from([d.clone()]), OkMerge::Sum),
+            (None, None) => return Err(unknown_table(&table, &ctx.s.name)),
+        };
+        match &chosen {
+            Some((n, _)) if *n != nodes => {
+                return Err(RouteError::syntax(
+                    "DDL on several tables with different dataNodes is not supported; run it per table",
+                ));
+            }
+            _ => chosen = Some((nodes, merge)),
+        }
+    }
+    let (nodes, merge) = chosen.ok_or_else(|| RouteError::syntax("no table in DDL"))?;
+    Ok(ctx.plan(nodes, false, merge))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like;
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("travelrecord", "travel%"));
+        assert!(like("travelrecord", "TRAVEL%"));
+        assert!(like("goods", "g_ods"));
+        assert!(!like("goods", "g_od"));
+        assert!(like("a_b", "a\\_b"));
+        assert!(!like("axb", "a\\_b"));
+    }
+}
