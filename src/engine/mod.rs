@@ -84,6 +84,7 @@ pub async fn execute<'a>(
         };
         return Ok(Output::Rows { columns, rows });
     }
+    tracing::debug!(?oks, "node OK packets");
     Ok(Output::Ok(merge_ok(oks, plan.ok_merge)))
 }
 

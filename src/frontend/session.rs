@@ -149,15 +149,7 @@ impl Session {
     }
 
     async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
-        w.completed(OkResponse {
-            affected_rows: ok.affected_rows,
-            last_insert_id: ok.last_insert_id.unwrap_or(0),
-            status_flags: self.status(),
-            warnings: ok.warnings,
-            info: ok.info,
-            ..Default::default()
-        })
-        .await
+        write_ok(w, ok, self.status()).await
     }
 
     /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
@@ -305,7 +297,11 @@ impl Session {
         Err(MysqlError::new(1180, "HY000", message))
     }
 
-    async fn execute(&mut self, plan: Plan, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+    async fn execute(
+        &mut self,
+        mut plan: Plan,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
         let read_only_user = self
             .server
             .config
@@ -320,12 +316,36 @@ impl Session {
         let transactional = self.in_transaction || !self.autocommit;
         let server = self.server.clone();
         let mut fresh: Vec<Box<dyn BackendConn>> = Vec::new();
+        // A read any node can answer: when the chosen node's server cannot be reached, the next.
+        if !plan.fallback.is_empty() && !self.pinned.contains_key(&plan.targets[0].node) {
+            let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
+            loop {
+                match server.cluster.acquire(&plan.targets[0].node, true).await {
+                    Ok(c) => {
+                        fresh.push(c);
+                        break;
+                    }
+                    Err(e) if e.source.server_error().is_none() => match candidates.next() {
+                        Some(next) => {
+                            tracing::warn!(connection = self.id, error = %e, next = %next.node, "trying another dataNode");
+                            plan.targets[0] = next;
+                        }
+                        None => return self.error(w, e.into()).await,
+                    },
+                    Err(e) => return self.error(w, e.into()).await,
+                }
+            }
+        }
         if transactional {
             for t in &plan.targets {
                 if self.pinned.contains_key(&t.node) {
                     continue;
                 }
-                let mut conn = match server.cluster.acquire(&t.node, false).await {
+                let acquired = match fresh.pop() {
+                    Some(c) => Ok(c),
+                    None => server.cluster.acquire(&t.node, false).await,
+                };
+                let mut conn = match acquired {
                     Ok(c) => c,
                     Err(e) => return self.error(w, e.into()).await,
                 };
@@ -338,7 +358,7 @@ impl Session {
                 }
                 self.pinned.insert(t.node.clone(), conn);
             }
-        } else {
+        } else if fresh.is_empty() {
             let acquired = futures::future::join_all(
                 plan.targets
                     .iter()
@@ -370,17 +390,7 @@ impl Session {
         let output = engine::execute(&plan, conns).await;
         match output {
             Err(e) => send_error(&slot, w, e.into()).await,
-            Ok(Output::Ok(ok)) => {
-                w.completed(OkResponse {
-                    affected_rows: ok.affected_rows,
-                    last_insert_id: ok.last_insert_id.unwrap_or(0),
-                    status_flags: status,
-                    warnings: ok.warnings,
-                    info: ok.info,
-                    ..Default::default()
-                })
-                .await
-            }
+            Ok(Output::Ok(ok)) => write_ok(w, ok, status).await,
             Ok(Output::Rows { columns, mut rows }) => {
                 let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
                 let mut rw = w.start(&wire).await?;
@@ -419,6 +429,25 @@ impl Session {
             }
         }
     }
+}
+
+/// An OK packet. The server's `info` text ("Records: 2  Duplicates: 0 ...") is left out:
+/// opensrv-mysql 0.7 writes it as a raw string unless the client negotiated session tracking,
+/// while MySQL sends it length-encoded and clients (mysql_common) parse it so; a raw text there
+/// makes them misread the whole packet. For merged results it would be one node's counts anyway.
+async fn write_ok(
+    w: QueryResultWriter<'_, Writer>,
+    ok: OkInfo,
+    status: StatusFlags,
+) -> io::Result<()> {
+    w.completed(OkResponse {
+        affected_rows: ok.affected_rows,
+        last_insert_id: ok.last_insert_id.unwrap_or(0),
+        status_flags: status,
+        warnings: ok.warnings,
+        ..Default::default()
+    })
+    .await
 }
 
 async fn send_error(

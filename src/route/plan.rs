@@ -32,6 +32,9 @@ pub struct Plan {
     /// Rows to skip and to return after concatenating the nodes' rows (`LIMIT` without
     /// `ORDER BY` over several nodes; each node was sent `LIMIT offset + count`).
     pub limit: Option<(u64, u64)>,
+    /// For a read any of several nodes can answer (no table, or only global tables): the
+    /// statements for the other nodes, to use when the target's server cannot be reached.
+    pub fallback: Vec<Target>,
 }
 
 /// What the session does itself, without a dataNode.

@@ -89,6 +89,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         read_only,
         ok_merge: OkMerge::Sum,
         limit: None,
+        fallback: Vec::new(),
     })
 }
 
@@ -144,10 +145,6 @@ fn require_schema<'r>(r: &'r Router, schema: Option<&str>) -> Result<&'r SchemaR
     let name = schema.ok_or_else(RouteError::no_database)?;
     r.schema(name)
         .ok_or_else(|| RouteError::unknown_database(name))
-}
-
-fn random_node(nodes: &[String]) -> String {
-    nodes[rand::random_range(0..nodes.len())].clone()
 }
 
 /// `SHOW ...` (SPEC §5.16).
@@ -243,7 +240,13 @@ fn show(
                     .next()
                     .ok_or_else(RouteError::no_database)?,
             };
-            Ok(single(random_node(&s.nodes), stmt.to_string(), true))
+            let ctx = Ctx {
+                r,
+                s,
+                stmt,
+                qualifiers: Qualifiers::default(),
+            };
+            Ok(ctx.plan_any(&s.nodes))
         }
     }
 }
@@ -317,18 +320,25 @@ struct Collector<'a> {
 }
 
 impl Collector<'_> {
-    fn qualifier_of(&mut self, name: &ObjectName) -> (Option<String>, String) {
+    /// Records the span of a logical-schema qualifier of `name` (replaced per dataNode later).
+    fn relation(&mut self, name: &ObjectName) {
         let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
-        let table = parts.last().map(|i| i.value.clone()).unwrap_or_default();
-        let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2]);
-        if let Some(q) = qualifier {
+        if parts.len() >= 2 {
+            let q = parts[parts.len() - 2];
             if (self.schema_names)(&q.value) {
                 self.qualifier_spans.push(q.span);
                 self.qualifiers.insert(q.value.clone());
             }
         }
-        (qualifier.map(|q| q.value.clone()), table)
     }
+}
+
+/// `(qualifier, table)` of a possibly schema-qualified name.
+fn split_name(name: &ObjectName) -> (Option<String>, String) {
+    let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
+    let table = parts.last().map(|i| i.value.clone()).unwrap_or_default();
+    let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2].value.clone());
+    (qualifier, table)
 }
 
 impl Visitor for Collector<'_> {
@@ -351,7 +361,7 @@ impl Visitor for Collector<'_> {
 
     fn pre_visit_table_factor(&mut self, f: &TableFactor) -> ControlFlow<()> {
         if let TableFactor::Table { name, alias, .. } = f {
-            let (qualifier, table) = self.qualifier_of(name);
+            let (qualifier, table) = split_name(name);
             self.occurrences.push(Occurrence {
                 name: table.to_ascii_uppercase(),
                 qualifier,
@@ -359,6 +369,11 @@ impl Visitor for Collector<'_> {
                 depth: self.depth,
             });
         }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, name: &ObjectName) -> ControlFlow<()> {
+        self.relation(name);
         ControlFlow::Continue(())
     }
 
@@ -393,6 +408,15 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         depth: 0,
     };
     let _ = statement.visit(&mut c);
+    // DDL names the visitor does not report as relations.
+    match &statement {
+        Statement::CreateTable(ct) => c.relation(&ct.name),
+        Statement::Drop { names, table, .. } => {
+            names.iter().chain(table.iter()).for_each(|n| c.relation(n));
+        }
+        Statement::Truncate(t) => t.table_names.iter().for_each(|t| c.relation(&t.name)),
+        _ => {}
+    }
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
     let schema = match (schema, c.qualifiers.iter().next()) {
@@ -405,6 +429,12 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
             s
         }
         (None, Some(q)) if c.qualifiers.len() == 1 => q.as_str(),
+        // No schema and no table (`SELECT @@max_allowed_packet` on connect): any schema's node
+        // answers it the same (SPEC §5.2 uses an arbitrary schema).
+        (None, None) if c.occurrences.is_empty() => match r.schemas.keys().next() {
+            Some(first) => first.as_str(),
+            None => return Err(RouteError::no_database()),
+        },
         _ => return Err(RouteError::no_database()),
     };
     let s = r
@@ -531,7 +561,29 @@ impl Ctx<'_> {
             read_only,
             ok_merge,
             limit: None,
+            fallback: Vec::new(),
         })
+    }
+
+    /// A read that any of `nodes` answers the same: one chosen at random, the others kept as
+    /// fallbacks for when its server cannot be reached.
+    fn plan_any(&self, nodes: &[String]) -> Routed {
+        let mut order: Vec<String> = nodes.to_vec();
+        let first = rand::random_range(0..order.len());
+        order.rotate_left(first);
+        match self.plan(BTreeSet::from([order[0].clone()]), true, OkMerge::Sum) {
+            Routed::Plan(mut p) => {
+                p.fallback = order[1..]
+                    .iter()
+                    .map(|node| Target {
+                        node: node.clone(),
+                        sql: Arc::from(self.sql_for(node)),
+                    })
+                    .collect();
+                Routed::Plan(p)
+            }
+            local => local,
+        }
     }
 
     fn table(&self, name: &str) -> Option<&TableRoute> {
@@ -618,7 +670,7 @@ fn placements<'a>(
 }
 
 /// Combines placements for a read: one node set that answers the whole statement correctly.
-fn read_nodes(ctx: &Ctx<'_>, placements: &[Placement<'_>]) -> Result<BTreeSet<String>, RouteError> {
+fn read_nodes(placements: &[Placement<'_>]) -> Result<ReadNodes, RouteError> {
     let globals: Vec<&TableRoute> = placements
         .iter()
         .filter_map(|p| match p {
@@ -645,7 +697,7 @@ fn read_nodes(ctx: &Ctx<'_>, placements: &[Placement<'_>]) -> Result<BTreeSet<St
                     "the global tables of this statement share no dataNode",
                 ));
             }
-            return Ok(BTreeSet::from([random_node(&common)]));
+            return Ok(ReadNodes::AnyOf(common));
         }
         [(_, nodes)] => (*nodes).clone(),
         [(first_name, first), rest @ ..] => {
@@ -667,8 +719,15 @@ fn read_nodes(ctx: &Ctx<'_>, placements: &[Placement<'_>]) -> Result<BTreeSet<St
             )));
         }
     }
-    let _ = ctx;
-    Ok(nodes)
+    Ok(ReadNodes::All(nodes))
+}
+
+/// Where a read must go.
+enum ReadNodes {
+    /// Any one of these nodes answers it (only global tables).
+    AnyOf(Vec<String>),
+    /// All of these nodes, results concatenated.
+    All(BTreeSet<String>),
 }
 
 /// Aggregate functions whose per-node results cannot simply be concatenated.
@@ -740,11 +799,7 @@ fn literal_u64(e: &Expr) -> Option<u64> {
 fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed, RouteError> {
     if occurrences.is_empty() {
         // No table: any node of the schema (SPEC §5.4).
-        return Ok(ctx.plan(
-            BTreeSet::from([random_node(&ctx.s.nodes)]),
-            true,
-            OkMerge::Sum,
-        ));
+        return Ok(ctx.plan_any(&ctx.s.nodes));
     }
     // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4).
     if let (Some(d), None) = (&ctx.s.default_node, ctx.table(&occurrences[0].name)) {
@@ -755,7 +810,10 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         _ => None,
     };
     let placements = placements(ctx, occurrences, selection, 1)?;
-    let nodes = read_nodes(ctx, &placements)?;
+    let nodes = match read_nodes(&placements)? {
+        ReadNodes::AnyOf(nodes) => return Ok(ctx.plan_any(&nodes)),
+        ReadNodes::All(nodes) => nodes,
+    };
     if nodes.len() == 1 {
         return Ok(ctx.plan(nodes, true, OkMerge::Sum));
     }
@@ -823,6 +881,7 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
                 read_only: true,
                 ok_merge: OkMerge::Sum,
                 limit,
+                fallback: Vec::new(),
             }));
         }
     }
@@ -1091,6 +1150,7 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
         read_only: false,
         ok_merge: OkMerge::Sum,
         limit: None,
+        fallback: Vec::new(),
     }))
 }
 

@@ -1,0 +1,197 @@
+//! Test harness: real MariaDB servers from `scripts/sandbox.sh`, a gateway started in-process on
+//! a free port over a configuration written for the test, and real client connections.
+#![allow(dead_code)]
+
+use std::net::TcpListener as StdListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use manx::config::Config;
+use manx::datahost::Timeouts;
+use manx::frontend::Server;
+use mysql_async::prelude::Queryable;
+
+pub const PRIMARY_PORT: u16 = 13306;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Starts the sandbox servers once per test process (the script itself is idempotent and
+/// serialises concurrent callers).
+pub fn ensure_sandbox() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(repo().join("scripts/sandbox.sh"))
+            .arg("start")
+            .output()
+            .expect("run scripts/sandbox.sh");
+        assert!(
+            out.status.success(),
+            "scripts/sandbox.sh start failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+/// A port nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    let l = StdListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+pub fn opts(port: u16, user: &str, password: &str, db: Option<&str>) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some(user))
+        .pass(Some(password))
+        .db_name(db)
+        .prefer_socket(false)
+        .into()
+}
+
+/// A direct connection to the sandbox primary.
+pub async fn primary(db: Option<&str>) -> mysql_async::Conn {
+    mysql_async::Conn::new(opts(PRIMARY_PORT, "manx", "manx", db))
+        .await
+        .expect("connect to the sandbox primary")
+}
+
+/// The sample tables of the bundled config, created on each physical database of a fixture.
+pub const SAMPLE_TABLES: &str = include_str!("../../scripts/sandbox-sample.sql");
+
+/// The CREATE TABLE statements of [`SAMPLE_TABLES`], comments removed.
+pub fn sample_statements() -> Vec<String> {
+    let text: String = SAMPLE_TABLES
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+/// One test's world: three physical databases `<prefix>_db1..3` on the primary, a config
+/// directory pointing TESTDB's dn1..dn3 at them, and a gateway serving it.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub databases: Vec<String>,
+    pub port: u16,
+}
+
+/// Options for [`Fixture::start`].
+#[derive(Default)]
+pub struct Extra {
+    /// More `<schema>`, `<dataNode>` and `<dataHost>` XML inserted into schema.xml.
+    pub schema_xml: String,
+    /// More `<user>` XML inserted into server.xml.
+    pub users_xml: String,
+}
+
+impl Fixture {
+    /// Creates the databases (dropping leftovers of an earlier run) with the sample tables and
+    /// starts a gateway.
+    pub async fn start(prefix: &str, extra: Extra) -> Fixture {
+        ensure_sandbox();
+        let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
+        let mut c = primary(None).await;
+        for db in &databases {
+            c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+                .await
+                .unwrap();
+            c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+            c.query_drop(format!("USE {db}")).await.unwrap();
+            for stmt in sample_statements() {
+                c.query_drop(stmt).await.unwrap();
+            }
+        }
+        drop(c);
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &databases, &extra);
+        let port = start_gateway(dir.path()).await;
+        Fixture {
+            dir,
+            databases,
+            port,
+        }
+    }
+
+    pub async fn client(&self) -> mysql_async::Conn {
+        mysql_async::Conn::new(opts(self.port, "root", "123456", Some("TESTDB")))
+            .await
+            .expect("connect to the gateway")
+    }
+
+    /// A direct connection to physical database `n` (1-based) of this fixture.
+    pub async fn backend(&self, n: usize) -> mysql_async::Conn {
+        primary(Some(&self.databases[n - 1])).await
+    }
+
+    /// The ids in `table` of physical database `n`, sorted.
+    pub async fn ids_on(&self, n: usize, table: &str) -> Vec<i64> {
+        let mut c = self.backend(n).await;
+        c.query(format!("SELECT id FROM {table} ORDER BY id"))
+            .await
+            .unwrap()
+    }
+}
+
+/// Writes server.xml, schema.xml, rule.xml and the map files of the bundled config, with the
+/// dataNodes pointed at `databases`.
+pub fn write_config(dir: &Path, databases: &[String], extra: &Extra) {
+    let repo = repo();
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo.join(f), dir.join(f)).unwrap();
+    }
+    let schema = std::fs::read_to_string(repo.join("schema.xml")).unwrap();
+    let schema = schema
+        .replace(
+            r#"<dataNode name="dn$1-3" dataHost="localhost1" database="db$1-3" />"#,
+            &format!(
+                "<dataNode name=\"dn1\" dataHost=\"localhost1\" database=\"{}\" />\n\t<dataNode name=\"dn2\" dataHost=\"localhost1\" database=\"{}\" />\n\t<dataNode name=\"dn3\" dataHost=\"localhost1\" database=\"{}\" />\n{}",
+                databases[0], databases[1], databases[2], extra.schema_xml
+            ),
+        );
+    assert!(
+        schema.contains(&databases[0]),
+        "bundled schema.xml changed shape"
+    );
+    std::fs::write(dir.join("schema.xml"), schema).unwrap();
+    let server = std::fs::read_to_string(repo.join("server.xml")).unwrap();
+    let server = server.replace(
+        "</mycat:server>",
+        &format!("{}\n</mycat:server>", extra.users_xml),
+    );
+    std::fs::write(dir.join("server.xml"), server).unwrap();
+}
+
+/// Starts a gateway for the config in `dir` on a free port of 127.0.0.1 and returns the port.
+pub async fn start_gateway(dir: &Path) -> u16 {
+    let config = Config::load(dir).unwrap_or_else(|e| panic!("test config does not load:\n{e}"));
+    let server =
+        Arc::new(Server::new(config, Timeouts::default()).unwrap_or_else(|e| panic!("{e}")));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    port
+}
+
+/// The server error of a failed client call: (errno, SQLSTATE, message).
+pub fn server_error(e: mysql_async::Error) -> (u16, String, String) {
+    match e {
+        mysql_async::Error::Server(s) => (s.code, s.state, s.message),
+        other => panic!("expected a server error, got {other:?}"),
+    }
+}

@@ -1,0 +1,573 @@
+//! The gateway end to end: real MariaDB sandbox, gateway in-process, real client library.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Extra, Fixture, closed_port, opts, server_error};
+use mysql_async::Row;
+use mysql_async::prelude::Queryable;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authentication_and_schema_visibility() {
+    let f = Fixture::start(
+        "auth",
+        Extra {
+            schema_xml: r#"<schema name="OTHER" dataNode="dn1"></schema>"#.to_string(),
+            users_xml: r#"<user name="other"><property name="password">pw</property><property name="schemas">OTHER</property></user>"#.to_string(),
+        },
+    )
+    .await;
+    // Right password.
+    let mut c = f.client().await;
+    let dbs: Vec<String> = c.query("SHOW DATABASES").await.unwrap();
+    assert_eq!(dbs, ["TESTDB"]);
+    let db: Option<String> = c.query_first("SELECT DATABASE()").await.unwrap().unwrap();
+    assert_eq!(db.as_deref(), Some("TESTDB"));
+    // A schema the user may not use, and one that does not exist.
+    let (code, state, msg) = server_error(c.query_drop("USE OTHER").await.unwrap_err());
+    assert_eq!((code, state.as_str()), (1044, "42000"), "{msg}");
+    let (code, _, msg) = server_error(c.query_drop("USE nosuch").await.unwrap_err());
+    assert_eq!(code, 1049, "{msg}");
+    // Schema names are case-sensitive, as in Mycat.
+    let (code, _, _) = server_error(c.query_drop("USE testdb").await.unwrap_err());
+    assert_eq!(code, 1049);
+    c.query_drop("USE TESTDB").await.unwrap();
+
+    // The other user sees only its schema, and cannot log in to TESTDB.
+    let mut o = mysql_async::Conn::new(opts(f.port, "other", "pw", None))
+        .await
+        .unwrap();
+    let dbs: Vec<String> = o.query("SHOW DATABASES").await.unwrap();
+    assert_eq!(dbs, ["OTHER"]);
+    let e = mysql_async::Conn::new(opts(f.port, "other", "pw", Some("TESTDB")))
+        .await
+        .unwrap_err();
+    assert_eq!(server_error(e).0, 1044);
+
+    // Wrong password and unknown user: MySQL's 1045 / 28000.
+    for (user, pass) in [("root", "wrong"), ("nobody", "123456"), ("root", "")] {
+        let e = mysql_async::Conn::new(opts(f.port, user, pass, Some("TESTDB")))
+            .await
+            .unwrap_err();
+        let (code, state, msg) = server_error(e);
+        assert_eq!(
+            (code, state.as_str()),
+            (1045, "28000"),
+            "{user}/{pass}: {msg}"
+        );
+        assert!(
+            msg.contains(&format!("Access denied for user '{user}'")),
+            "{msg}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_tables_lists_the_schema_tables() {
+    let f = Fixture::start("show", Extra::default()).await;
+    let mut c = f.client().await;
+    let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
+    assert_eq!(
+        tables,
+        ["company", "employee", "goods", "hotnews", "travelrecord"]
+    );
+    let tables: Vec<String> = c.query("show tables like 'h%'").await.unwrap();
+    assert_eq!(tables, ["hotnews"]);
+    let full: Vec<(String, String)> = c
+        .query("SHOW FULL TABLES FROM TESTDB LIKE '%s'")
+        .await
+        .unwrap();
+    assert_eq!(full.len(), 2);
+    assert!(full.iter().all(|(_, t)| t == "BASE TABLE"));
+    // Column metadata of a table comes from its first dataNode.
+    let cols: Vec<Row> = c.query("SHOW COLUMNS FROM travelrecord").await.unwrap();
+    assert_eq!(cols.len(), 5);
+    let cols: Vec<Row> = c.query("DESC TESTDB.hotnews").await.unwrap();
+    assert_eq!(cols.len(), 3);
+    let create: Vec<(String, String)> = c.query("SHOW CREATE TABLE employee").await.unwrap();
+    assert!(create[0].1.contains("sharding_id"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_land_on_the_nodes_mycat_puts_them() {
+    let f = Fixture::start("place", Extra::default()).await;
+    let mut c = f.client().await;
+    // auto-sharding-long: 0..=5M on dn1, ..10M on dn2, ..15M on dn3 (first matching line wins).
+    for id in [
+        0i64, 1, 5_000_000, 5_000_001, 10_000_000, 10_000_001, 15_000_000,
+    ] {
+        c.exec_drop(
+            "INSERT INTO travelrecord (id, user_id, fee) VALUES (?, 'u', 1.25)",
+            (id,),
+        )
+        .await
+        .unwrap_err();
+        c.query_drop(format!(
+            "INSERT INTO travelrecord (id, user_id, fee) VALUES ({id}, 'u', 1.25)"
+        ))
+        .await
+        .unwrap();
+    }
+    assert_eq!(f.ids_on(1, "travelrecord").await, [0, 1, 5_000_000]);
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5_000_001, 10_000_000]);
+    assert_eq!(f.ids_on(3, "travelrecord").await, [10_000_001, 15_000_000]);
+    // A multi-row INSERT is split by node.
+    c.query_drop(
+        "INSERT INTO hotnews (id, title) VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(-5,'e'),('6','f')",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 6);
+    assert_eq!(f.ids_on(1, "hotnews").await, [3, 6]);
+    assert_eq!(f.ids_on(2, "hotnews").await, [1, 4]);
+    assert_eq!(f.ids_on(3, "hotnews").await, [-5, 2]);
+    // sharding-by-intfile on sharding_id; the column order does not matter.
+    c.query_drop(
+        "INSERT INTO employee (name, sharding_id, id) VALUES ('x', 10000, 1), ('y', 10010, 2)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(f.ids_on(1, "employee").await, [1]);
+    assert_eq!(f.ids_on(2, "employee").await, [2]);
+    // Schema-qualified names reach the node's physical database.
+    c.query_drop("INSERT INTO TESTDB.travelrecord (id, user_id) VALUES (7, 'q')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(1, "travelrecord").await, [0, 1, 7, 5_000_000]);
+    // What the gateway reads back is what was written, from every node.
+    let mut all: Vec<i64> = c.query("SELECT id FROM travelrecord").await.unwrap();
+    all.sort();
+    assert_eq!(
+        all,
+        [
+            0, 1, 7, 5_000_000, 5_000_001, 10_000_000, 10_000_001, 15_000_000
+        ]
+    );
+    let row: Option<(i64, String, String)> = c
+        .query_first("SELECT id, user_id, fee FROM TESTDB.travelrecord WHERE id = 10000001")
+        .await
+        .unwrap();
+    assert_eq!(row, Some((10_000_001, "u".to_string(), "1.25".to_string())));
+}
+
+/// Plants a copy of each id on every physical database, marked with the database it is on
+/// (`on1`, `on2`, `on3`): which markers a query returns tells which dataNodes it was sent to.
+async fn plant_markers(f: &Fixture, table: &str, column: &str, ids: &[i64]) {
+    for n in 1..=3 {
+        let mut b = f.backend(n).await;
+        for id in ids {
+            b.query_drop(format!(
+                "INSERT INTO {table} (id, {column}) VALUES ({id}, 'on{n}')"
+            ))
+            .await
+            .unwrap();
+        }
+    }
+}
+
+/// The distinct markers (see [`plant_markers`]) a query returns, sorted.
+async fn nodes_hit(c: &mut mysql_async::Conn, sql: &str) -> Vec<String> {
+    let rows: Vec<String> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut v: Vec<String> = rows;
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditions_pick_the_nodes() {
+    let f = Fixture::start("route", Extra::default()).await;
+    plant_markers(
+        &f,
+        "travelrecord",
+        "user_id",
+        &[1, 901, 5_000_001, 10_000_001],
+    )
+    .await;
+    plant_markers(&f, "hotnews", "title", &[901, 902]).await;
+    let mut c = f.client().await;
+    let cases: &[(&str, &[&str])] = &[
+        // No condition on the rule column: every node.
+        ("SELECT user_id FROM travelrecord", &["on1", "on2", "on3"]),
+        (
+            "SELECT user_id FROM travelrecord WHERE id > 900",
+            &["on1", "on2", "on3"],
+        ),
+        (
+            "SELECT user_id FROM travelrecord WHERE id + 0 = 1",
+            &["on1", "on2", "on3"],
+        ),
+        // = and IN pick the nodes of their values.
+        ("SELECT user_id FROM travelrecord WHERE id = 1", &["on1"]),
+        (
+            "SELECT user_id FROM travelrecord WHERE id IN (1, 10000001)",
+            &["on1", "on3"],
+        ),
+        (
+            "SELECT user_id FROM `travelrecord` WHERE `id` IN ('1', \"10000001\")",
+            &["on1", "on3"],
+        ),
+        (
+            "SELECT t.user_id FROM travelrecord t WHERE t.id = '5000001'",
+            &["on2"],
+        ),
+        (
+            "SELECT user_id FROM TESTDB.TravelRecord WHERE 5000001 = ID",
+            &["on2"],
+        ),
+        (
+            "/* comment */ select user_id from travelrecord where id = 0001;",
+            &["on1"],
+        ),
+        // OR unites, AND intersects; other conditions do not narrow.
+        (
+            "SELECT user_id FROM travelrecord WHERE id = 1 OR id = 10000001",
+            &["on1", "on3"],
+        ),
+        (
+            "SELECT user_id FROM travelrecord WHERE id IN (1, 10000001) OR user_id = 'x'",
+            &["on1", "on2", "on3"],
+        ),
+        (
+            "SELECT user_id FROM travelrecord WHERE (id = 1 OR id = 10000001) AND user_id LIKE 'on%'",
+            &["on1", "on3"],
+        ),
+        (
+            "SELECT user_id FROM travelrecord WHERE id IN (1, 5000001) AND id IN (5000001, 10000001)",
+            &["on2"],
+        ),
+        // BETWEEN asks the function for its range.
+        (
+            "SELECT user_id FROM travelrecord WHERE id BETWEEN 0 AND 1000",
+            &["on1"],
+        ),
+        (
+            "SELECT user_id FROM travelrecord WHERE id BETWEEN 1 AND 5000001",
+            &["on1", "on2"],
+        ),
+        // PartitionByMod: 901 mod 3 = 1 (dn2), 902 mod 3 = 2 (dn3).
+        ("SELECT title FROM hotnews WHERE id = 901", &["on2"]),
+        (
+            "SELECT title FROM hotnews WHERE id IN (901, 902)",
+            &["on2", "on3"],
+        ),
+    ];
+    for (sql, expected) in cases {
+        assert_eq!(nodes_hit(&mut c, sql).await, *expected, "{sql}");
+    }
+    // LIMIT without ORDER BY over several nodes: the right number of rows.
+    let rows: Vec<String> = c
+        .query("SELECT user_id FROM travelrecord LIMIT 5")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 5);
+    let rows: Vec<String> = c
+        .query("SELECT user_id FROM travelrecord LIMIT 10, 5")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "12 rows in all, 10 skipped");
+    let rows: Vec<String> = c
+        .query("SELECT user_id FROM travelrecord LIMIT 5 OFFSET 11")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    // UPDATE and DELETE are routed the same way; affected rows are summed.
+    c.query_drop("UPDATE travelrecord SET days = 3")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 12);
+    c.query_drop("UPDATE travelrecord SET days = 4 WHERE id IN (1, 901)")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2, "1 and 901 route to dn1 only");
+    c.query_drop("DELETE FROM hotnews WHERE id = 902")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    c.query_drop("DELETE FROM hotnews").await.unwrap();
+    assert_eq!(c.affected_rows(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn global_tables_write_everywhere_and_read_once() {
+    let f = Fixture::start("global", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'acme'), (2, 'initech')")
+        .await
+        .unwrap();
+    assert_eq!(
+        c.affected_rows(),
+        2,
+        "a global write reports one copy's rows"
+    );
+    for n in 1..=3 {
+        assert_eq!(f.ids_on(n, "company").await, [1, 2]);
+    }
+    for _ in 0..5 {
+        let mut rows: Vec<(i64, String)> = c.query("SELECT id, name FROM company").await.unwrap();
+        rows.sort();
+        assert_eq!(rows, [(1, "acme".to_string()), (2, "initech".to_string())]);
+    }
+    c.query_drop("UPDATE company SET name = 'ACME' WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    for n in 1..=3 {
+        let mut b = f.backend(n).await;
+        let name: Option<String> = b
+            .query_first("SELECT name FROM company WHERE id = 1")
+            .await
+            .unwrap();
+        assert_eq!(name.as_deref(), Some("ACME"));
+    }
+    // A join of a sharded table with a global table runs where the sharded rows are.
+    c.query_drop(
+        "INSERT INTO employee (id, name, sharding_id) VALUES (1, 'e1', 10000), (2, 'e2', 10010)",
+    )
+    .await
+    .unwrap();
+    let mut rows: Vec<(String, String)> = c
+        .query("SELECT e.name, c.name FROM employee e JOIN company c ON c.id = e.id")
+        .await
+        .unwrap();
+    rows.sort();
+    assert_eq!(
+        rows,
+        [
+            ("e1".to_string(), "ACME".to_string()),
+            ("e2".to_string(), "initech".to_string())
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_statements_get_clear_errors_and_nothing_is_sent() {
+    let f = Fixture::start("errors", Extra::default()).await;
+    let mut c = f.client().await;
+    let cases = [
+        (
+            "INSERT INTO travelrecord (user_id) VALUES ('x')",
+            1064,
+            "sharding column:ID not provided",
+        ),
+        (
+            "INSERT INTO travelrecord VALUES (1, 'x', NULL, NULL, NULL)",
+            1064,
+            "must provide ColumnList",
+        ),
+        (
+            "SELECT * FROM nosuchtable",
+            1064,
+            "NOSUCHTABLE is not defined in schema TESTDB",
+        ),
+        ("SELEC 1", 1064, "Expected"),
+        (
+            "INSERT INTO travelrecord (id) VALUES (-1)",
+            1064,
+            "can't find datanode for sharding column:ID val:-1",
+        ),
+        (
+            "SELECT * FROM travelrecord WHERE id = 'abc'",
+            1064,
+            "columnValue:abc Please eliminate any quote",
+        ),
+        (
+            "UPDATE travelrecord SET id = 2 WHERE id = 1",
+            1064,
+            "Sharding column can't be updated TRAVELRECORD->ID",
+        ),
+        (
+            "SELECT COUNT(*) FROM travelrecord",
+            1064,
+            "aggregate functions over several dataNodes",
+        ),
+        (
+            "SELECT * FROM travelrecord ORDER BY id",
+            1064,
+            "ORDER BY over several dataNodes",
+        ),
+        (
+            "SELECT * FROM travelrecord a JOIN hotnews b ON a.id = b.id",
+            1064,
+            "cross-node join of TRAVELRECORD and HOTNEWS",
+        ),
+        ("", 1065, "Query was empty"),
+    ];
+    for (sql, code, text) in cases {
+        let (got, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(got, code, "{sql}: {msg}");
+        assert_eq!(state, "42000", "{sql}");
+        assert!(msg.contains(text), "{sql}: {msg}");
+    }
+    // Nothing was written by the refused statements, and the session still works.
+    for n in 1..=3 {
+        assert_eq!(f.ids_on(n, "travelrecord").await, Vec::<i64>::new());
+    }
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    // A statement needing a schema without one: 1046.
+    let mut n = mysql_async::Conn::new(opts(f.port, "root", "123456", None))
+        .await
+        .unwrap();
+    let (code, state, _) = server_error(
+        n.query_drop("SELECT * FROM travelrecord")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1046, "3D000"));
+    // The backend's own errors pass through with its errno and SQLSTATE.
+    let (code, state, msg) = server_error(
+        c.query_drop("INSERT INTO hotnews (id, title, nosuch) VALUES (1, 'x', 2)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1054, "42S22"), "{msg}");
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'x')")
+        .await
+        .unwrap();
+    let (code, state, _) = server_error(
+        c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'x')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1062, "23000"));
+    // A read-only user may read but not write.
+    let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))
+        .await
+        .unwrap();
+    let _: Vec<Row> = ro.query("SELECT * FROM hotnews").await.unwrap();
+    let (code, _, _) = server_error(ro.query_drop("DELETE FROM hotnews").await.unwrap_err());
+    assert_eq!(code, 1495);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_goes_to_every_node_of_the_table() {
+    let f = Fixture::start("ddl", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("DROP TABLE hotnews").await.unwrap();
+    for n in 1..=3 {
+        let mut b = f.backend(n).await;
+        let t: Vec<String> = b.query("SHOW TABLES LIKE 'hotnews'").await.unwrap();
+        assert!(t.is_empty(), "hotnews still on node {n}");
+    }
+    c.query_drop("CREATE TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(20), Extra INT)")
+        .await
+        .unwrap();
+    c.query_drop("ALTER TABLE hotnews ADD COLUMN more INT")
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        let mut b = f.backend(n).await;
+        let cols: Vec<Row> = b.query("SHOW COLUMNS FROM hotnews").await.unwrap();
+        assert_eq!(cols.len(), 4, "node {n}");
+    }
+    // employee lives on dn1 and dn2 only.
+    c.query_drop("TRUNCATE TABLE employee").await.unwrap();
+    let (code, _, msg) = server_error(
+        c.query_drop("CREATE TABLE unknown_t (id INT)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_pin_connections_and_roll_back() {
+    let f = Fixture::start("tx", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    let mut seen: Vec<i64> = c.query("SELECT id FROM hotnews").await.unwrap();
+    seen.sort();
+    assert_eq!(seen, [1, 2, 3], "the transaction sees its own writes");
+    assert_eq!(
+        f.ids_on(1, "hotnews").await,
+        Vec::<i64>::new(),
+        "others do not"
+    );
+    c.query_drop("ROLLBACK").await.unwrap();
+    let seen: Vec<i64> = c.query("SELECT id FROM hotnews").await.unwrap();
+    assert!(seen.is_empty());
+    // autocommit=0: a transaction until COMMIT.
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (4, 'd'), (5, 'e')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "hotnews").await, Vec::<i64>::new());
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(f.ids_on(2, "hotnews").await, [4]);
+    assert_eq!(f.ids_on(3, "hotnews").await, [5]);
+    // A client that disconnects mid-transaction loses its writes.
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (6, 'f')")
+        .await
+        .unwrap();
+    drop(c);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut d = f.client().await;
+    let seen: Vec<i64> = d
+        .query("SELECT id FROM hotnews WHERE id = 6")
+        .await
+        .unwrap();
+    assert!(seen.is_empty());
+    assert_eq!(f.ids_on(1, "hotnews").await, Vec::<i64>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_is_down_fails_fast_and_others_still_serve() {
+    // dn4 on a port nothing listens on; dn5 on a server that accepts but never answers.
+    let blackhole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = blackhole.local_addr().unwrap().port();
+    let extra = format!(
+        r#"<schema name="DOWN" checkSQLschema="false">
+            <table name="refused" dataNode="dn4" />
+            <table name="silent" dataNode="dn5" />
+            <table name="mixed" dataNode="dn1,dn4" />
+        </schema>
+        <dataNode name="dn4" dataHost="down" database="db1" />
+        <dataNode name="dn5" dataHost="silent" database="db1" />
+        <dataHost name="down" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+            <heartbeat>select 1</heartbeat>
+            <writeHost host="deadM1" url="127.0.0.1:{}" user="manx" password="manx" />
+        </dataHost>
+        <dataHost name="silent" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+            <heartbeat>select 1</heartbeat>
+            <writeHost host="silentM1" url="127.0.0.1:{silent_port}" user="manx" password="manx" />
+        </dataHost>"#,
+        closed_port()
+    );
+    let f = Fixture::start(
+        "down",
+        Extra {
+            schema_xml: extra,
+            users_xml: r#"<user name="d"><property name="password">d</property><property name="schemas">DOWN,TESTDB</property></user>"#
+                .to_string(),
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(opts(f.port, "d", "d", Some("DOWN")))
+        .await
+        .unwrap();
+    for (sql, node) in [
+        ("SELECT * FROM refused", "dn4"),
+        ("SELECT * FROM silent", "dn5"),
+        ("SELECT * FROM mixed", "dn4"),
+    ] {
+        let started = Instant::now();
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        let took = started.elapsed();
+        assert_eq!((code, state.as_str()), (1105, "HY000"), "{sql}: {msg}");
+        assert!(msg.contains(&format!("dataNode {node}")), "{sql}: {msg}");
+        assert!(took < Duration::from_secs(5), "{sql} took {took:?}");
+    }
+    // The healthy nodes keep serving, on the same session and on new ones.
+    c.query_drop("USE TESTDB").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1)")
+        .await
+        .unwrap();
+    let ids: Vec<i64> = c.query("SELECT id FROM travelrecord").await.unwrap();
+    assert_eq!(ids, [1]);
+    drop(blackhole);
+}
