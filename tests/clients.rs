@@ -1,0 +1,158 @@
+//! Real client programs against the gateway: the `mariadb` command-line client, and the `manx`
+//! binary itself started as a process on a configuration directory.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Extra, Fixture, closed_port};
+
+fn mariadb(port: u16, args: &[&str], sql: &str) -> (bool, String, String) {
+    let out = Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{port}"),
+            "-uroot",
+            "-p123456",
+            "--batch",
+            "--skip-ssl",
+        ])
+        .args(args)
+        .args(["-e", sql])
+        .output()
+        .expect("the mariadb client is installed (scripts/sandbox.sh installs it)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mariadb_command_line_client_works() {
+    let f = Fixture::start("cli", Extra::default()).await;
+    let port = f.port;
+    let (ok, out, err) = tokio::task::spawn_blocking(move || {
+        mariadb(
+            port,
+            &["TESTDB"],
+            "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b'), (10000001, 'c');
+             SELECT id, user_id FROM travelrecord WHERE id IN (1, 10000001);
+             SHOW TABLES; SELECT DATABASE(); SHOW DATABASES;",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{err}");
+    let mut lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.remove(0), "id\tuser_id");
+    let mut rows: Vec<&str> = lines.drain(..2).collect();
+    rows.sort();
+    assert_eq!(rows, ["1\ta", "10000001\tc"]);
+    assert_eq!(
+        lines,
+        [
+            "Tables_in_TESTDB",
+            "company",
+            "employee",
+            "goods",
+            "hotnews",
+            "travelrecord",
+            "DATABASE()",
+            "TESTDB",
+            "Database",
+            "TESTDB"
+        ]
+    );
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5_000_001]);
+    // Errors are printed with MySQL's errno and SQLSTATE, and the client exits non-zero.
+    let (ok, _, err) =
+        tokio::task::spawn_blocking(move || mariadb(port, &["TESTDB"], "SELECT * FROM nosuch"))
+            .await
+            .unwrap();
+    assert!(!ok);
+    assert!(
+        err.contains("ERROR 1064 (42000)") && err.contains("NOSUCH"),
+        "{err}"
+    );
+    let (ok, _, err) =
+        tokio::task::spawn_blocking(move || mariadb(port, &["-pwrong", "TESTDB"], "SELECT 1"))
+            .await
+            .unwrap();
+    assert!(!ok);
+    assert!(err.contains("ERROR 1045 (28000)"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_a_config_directory_and_rejects_a_bad_one() {
+    let f = Fixture::start("binary", Extra::default()).await;
+    let port = closed_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args([
+            "--conf",
+            f.dir.path().to_str().unwrap(),
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) for the start-up log line, read on a thread so a silent child cannot hang us.
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("manx did not log that it is serving within 30 s");
+        if line.contains("manx is serving MySQL clients") {
+            break;
+        }
+    }
+    let (ok, out, err) = tokio::task::spawn_blocking(move || {
+        mariadb(port, &["TESTDB"], "SELECT COUNT(*) FROM company")
+    })
+    .await
+    .unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(ok, "{err}");
+    assert_eq!(out, "COUNT(*)\n0\n");
+
+    // A bad configuration stops start-up with the file and line, exit code 1.
+    let bad = tempfile::tempdir().unwrap();
+    for file in [
+        "server.xml",
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(f.dir.path().join(file), bad.path().join(file)).unwrap();
+    }
+    let schema = std::fs::read_to_string(f.dir.path().join("schema.xml"))
+        .unwrap()
+        .replace("dataNode=\"dn1,dn2\"", "dataNode=\"dn1,dn7\"");
+    std::fs::write(bad.path().join("schema.xml"), schema).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(["--conf", bad.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("schema.xml:") && err.contains("dataNode 'dn7' is not found"),
+        "{err}"
+    );
+}

@@ -1,0 +1,277 @@
+//! Loading Mycat configuration directories: the bundled config, Mycat's own sample sets, and
+//! every kind of bad input, each with the exact message (file, line, element).
+
+use std::path::{Path, PathBuf};
+
+use manx::config::{Config, MycatVersion, TableKind};
+use manx::route::Router;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A copy of the bundled config in a temporary directory, with `edit` applied to one file.
+fn bundled_with(file: &str, edit: impl FnOnce(String) -> String) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "server.xml",
+        "schema.xml",
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo().join(f), dir.path().join(f)).unwrap();
+    }
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, edit(text)).unwrap();
+    dir
+}
+
+/// Loads `dir` through everything start-up does (config, then routing) and returns the errors.
+fn errors(dir: &Path) -> String {
+    match Config::load(dir) {
+        Err(e) => e.to_string(),
+        Ok(c) => match Router::new(&c) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!(
+                "the configuration in {} loaded without error",
+                dir.display()
+            ),
+        },
+    }
+}
+
+/// 1-based line of the first occurrence of `needle` in `file` of `dir`.
+fn line_of(dir: &Path, file: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    let offset = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} not in {file}"));
+    text[..offset].matches('\n').count() + 1
+}
+
+#[test]
+fn the_bundled_config_loads() {
+    let c = Config::load(&repo()).unwrap();
+    assert_eq!(c.system.server_port, 8066);
+    assert_eq!(c.system.mycat_version, MycatVersion::V1_6_7_6);
+    let s = &c.schemas["TESTDB"];
+    assert_eq!(s.tables["TRAVELRECORD"].data_nodes, ["dn1", "dn2", "dn3"]);
+    assert_eq!(s.tables["EMPLOYEE"].data_nodes, ["dn1", "dn2"]);
+    assert_eq!(s.tables["COMPANY"].kind, TableKind::Global);
+    assert_eq!(c.data_nodes["dn2"].database, "db2");
+    let host = &c.data_hosts["localhost1"];
+    assert_eq!((host.max_con, host.min_con, host.balance), (100, 2, 0));
+    assert_eq!(host.write_hosts[0].host.port, 13306);
+    assert_eq!(host.write_hosts[0].read_hosts[0].port, 13307);
+    assert_eq!(c.table_rules["sharding-by-intfile"].column, "SHARDING_ID");
+    assert!(c.users["user"].read_only);
+    assert_eq!(c.users["root"].schemas, ["TESTDB"]);
+    Router::new(&c).unwrap();
+}
+
+#[test]
+fn malformed_xml_names_file_and_line() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace("<table name=\"hotnews\"", "<table name=\"hotnews\"\" ")
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "schema.xml", "<table name=\"hotnews\"");
+    assert!(e.contains(&format!("schema.xml:{line}")), "{e}");
+    assert!(e.contains("malformed XML"), "{e}");
+}
+
+#[test]
+fn unknown_data_node_is_refused_with_the_table() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            "dataNode=\"dn1,dn2\" rule=\"sharding-by-intfile\"",
+            "dataNode=\"dn1,dn9\" rule=\"sharding-by-intfile\"",
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "schema.xml", "name=\"employee\"");
+    assert!(
+        e.contains(&format!(
+            "schema.xml:{line}: <table name=\"EMPLOYEE\">: dataNode 'dn9' is not found"
+        )),
+        "{e}"
+    );
+}
+
+#[test]
+fn missing_function_is_refused_in_rule_xml() {
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            "<algorithm>mod-long</algorithm>",
+            "<algorithm>mod-lung</algorithm>",
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(
+        dir.path(),
+        "rule.xml",
+        "<rule>\n\t\t\t<columns>id</columns>\n\t\t\t<algorithm>mod-lung",
+    );
+    assert!(
+        e.contains(&format!(
+            "rule.xml:{line}: <tableRule name=\"mod-long\">: can't find function of name: mod-lung"
+        )),
+        "{e}"
+    );
+    // And the table that uses the rule is refused too.
+    assert!(e.contains("rule mod-long is not found in rule.xml"), "{e}");
+}
+
+#[test]
+fn unknown_rule_on_a_table_is_refused() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace("rule=\"mod-long\"", "rule=\"nope\"")
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("<table name=\"HOTNEWS\">: rule nope is not found in rule.xml"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_map_file_line_is_refused_with_its_line() {
+    let dir = bundled_with("autopartition-long.txt", |s| format!("{s}\n1500M-x=3\n"));
+    let e = errors(dir.path());
+    assert!(e.contains("<function name=\"rang-long\">"), "{e}");
+    assert!(
+        e.contains("map file autopartition-long.txt line 7 '1500M-x=3'"),
+        "{e}"
+    );
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace("partition-hash-int.txt", "no-such-file.txt")
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("cannot read map file") && e.contains("no-such-file.txt"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unimplemented_and_unknown_function_classes_are_named() {
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            "io.mycat.route.function.PartitionByMod",
+            "io.mycat.route.function.PartitionByMurmurHash",
+        )
+    });
+    let e = errors(dir.path());
+    assert!(e.contains("io.mycat.route.function.PartitionByMurmurHash is a Mycat built-in that manx does not implement yet"), "{e}");
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            "io.mycat.route.function.PartitionByMod",
+            "com.example.MyFunction",
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("unknown partition function class com.example.MyFunction"),
+        "{e}"
+    );
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            "<property name=\"count\">3</property>",
+            "<property name=\"count\">three</property>",
+        )
+    });
+    let e = errors(dir.path());
+    assert!(e.contains("property count: 'three' is not an int"), "{e}");
+}
+
+#[test]
+fn too_few_data_nodes_for_the_function() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            "dataNode=\"dn1,dn2,dn3\" rule=\"mod-long\"",
+            "dataNode=\"dn1,dn2\" rule=\"mod-long\"",
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("partition size : 3 > table datanode size : 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn data_node_ranges_must_pair_up() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            "<dataNode name=\"dn$1-3\" dataHost=\"localhost1\" database=\"db$1-3\" />",
+            "<dataNode name=\"dn$1-3\" dataHost=\"localhost1\" database=\"db$1-2\" />",
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("3 names must equal 1 dataHosts x 2 databases"),
+        "{e}"
+    );
+}
+
+#[test]
+fn users_must_name_existing_schemas_and_hosts_need_their_attributes() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replace(
+            "<property name=\"schemas\">TESTDB</property>\n\t\t<property name=\"readOnly\">",
+            "<property name=\"schemas\">TESTDB,NOPE</property>\n\t\t<property name=\"readOnly\">",
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "server.xml", "<user name=\"user\">");
+    assert!(e.contains(&format!("server.xml:{line}: <user name=\"user\">: schema NOPE referred by user user does not exist")), "{e}");
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace("maxCon=\"100\"", "maxCon=\"many\"")
+            .replace("writeType=\"0\"", "writeType=\"2\"")
+    });
+    let e = errors(dir.path());
+    assert!(e.contains("maxCon 'many' is not an integer"), "{e}");
+    assert!(
+        e.contains("writeType=\"2\" fails every write in Mycat and is refused"),
+        "{e}"
+    );
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace("dataNode=\"dn1,dn2\"", "dataNode=\"dn1,dn8\"")
+            .replace("rule=\"mod-long\"", "rule=\"nope\"")
+    });
+    let e = errors(dir.path());
+    assert!(e.contains("dn8") && e.contains("nope"), "{e}");
+}
+
+#[test]
+fn mycat_shipped_configs_load_or_name_what_is_unsupported() {
+    let configs = repo().join("../shared/mycat-compat/configs");
+    for entry in std::fs::read_dir(&configs).unwrap() {
+        let dir = entry.unwrap().path();
+        match Config::load(&dir) {
+            Ok(c) => {
+                if let Err(e) = Router::new(&c) {
+                    let text = e.to_string();
+                    assert!(
+                        text.contains("does not implement yet")
+                            || text.contains("cannot read map file"),
+                        "{}: {text}",
+                        dir.display()
+                    );
+                }
+            }
+            Err(e) => {
+                // Every error names a file and line, and says what it is.
+                for err in &e.0 {
+                    assert!(err.origin.line > 0, "{}: {err}", dir.display());
+                }
+            }
+        }
+    }
+}
