@@ -333,26 +333,26 @@ impl Config {
                     ));
                 }
             }
-            if let Some(d) = &user.default_schema {
-                if !self.schemas.contains_key(d) {
-                    errors.push(ConfigError::new(
-                        &user.origin,
-                        format!("user name=\"{}\"", user.name),
-                        format!("defaultSchema {d} does not exist"),
-                    ));
-                }
+            if let Some(d) = &user.default_schema
+                && !self.schemas.contains_key(d)
+            {
+                errors.push(ConfigError::new(
+                    &user.origin,
+                    format!("user name=\"{}\"", user.name),
+                    format!("defaultSchema {d} does not exist"),
+                ));
             }
         }
         for schema in self.schemas.values() {
             let element = format!("schema name=\"{}\"", schema.name);
-            if let Some(dn) = &schema.data_node {
-                if !self.data_nodes.contains_key(dn) {
-                    errors.push(ConfigError::new(
-                        &schema.origin,
-                        element.clone(),
-                        format!("dataNode '{dn}' is not found"),
-                    ));
-                }
+            if let Some(dn) = &schema.data_node
+                && !self.data_nodes.contains_key(dn)
+            {
+                errors.push(ConfigError::new(
+                    &schema.origin,
+                    element.clone(),
+                    format!("dataNode '{dn}' is not found"),
+                ));
             }
             for table in schema.tables.values() {
                 let element = format!("table name=\"{}\"", table.name);
@@ -365,14 +365,14 @@ impl Config {
                         ));
                     }
                 }
-                if let TableKind::Sharded { rule } = &table.kind {
-                    if !self.table_rules.contains_key(rule) {
-                        errors.push(ConfigError::new(
-                            &table.origin,
-                            element.clone(),
-                            format!("rule {rule} is not found in rule.xml"),
-                        ));
-                    }
+                if let TableKind::Sharded { rule } = &table.kind
+                    && !self.table_rules.contains_key(rule)
+                {
+                    errors.push(ConfigError::new(
+                        &table.origin,
+                        element.clone(),
+                        format!("rule {rule} is not found in rule.xml"),
+                    ));
                 }
             }
         }

@@ -77,28 +77,26 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 return;
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
-            if is_err {
-                if let Some(err) = self.slot.take() {
-                    let seq = self.buf[start + 3];
-                    let mut payload = Vec::with_capacity(9 + err.message.len());
-                    payload.push(0xFF);
-                    payload.extend_from_slice(&err.code.to_le_bytes());
-                    payload.push(b'#');
-                    let mut state = err.state.into_bytes();
-                    state.resize(5, b'0');
-                    payload.extend_from_slice(&state);
-                    payload.extend_from_slice(err.message.as_bytes());
-                    payload.truncate(0xFF_FFFF);
-                    let mut packet = (payload.len() as u32).to_le_bytes();
-                    packet[3] = seq;
-                    let tail = self.buf.split_off(start + 4 + len);
-                    self.buf.truncate(start);
-                    self.buf.extend_from_slice(&packet);
-                    self.buf.extend_from_slice(&payload);
-                    self.buf.extend_from_slice(&tail);
-                    self.packet_start = start + 4 + payload.len();
-                    continue;
-                }
+            if is_err && let Some(err) = self.slot.take() {
+                let seq = self.buf[start + 3];
+                let mut payload = Vec::with_capacity(9 + err.message.len());
+                payload.push(0xFF);
+                payload.extend_from_slice(&err.code.to_le_bytes());
+                payload.push(b'#');
+                let mut state = err.state.into_bytes();
+                state.resize(5, b'0');
+                payload.extend_from_slice(&state);
+                payload.extend_from_slice(err.message.as_bytes());
+                payload.truncate(0xFF_FFFF);
+                let mut packet = (payload.len() as u32).to_le_bytes();
+                packet[3] = seq;
+                let tail = self.buf.split_off(start + 4 + len);
+                self.buf.truncate(start);
+                self.buf.extend_from_slice(&packet);
+                self.buf.extend_from_slice(&payload);
+                self.buf.extend_from_slice(&tail);
+                self.packet_start = start + 4 + payload.len();
+                continue;
             }
             self.packet_start = start + 4 + len;
         }

@@ -204,9 +204,10 @@ impl Router {
                         let Some(f) = functions.get(tr.function.as_str()) else {
                             continue;
                         };
-                        if let Some(n) = f.partition_num() {
-                            if t.data_nodes.len() < n {
-                                errors.push(ConfigError::new(
+                        if let Some(n) = f.partition_num()
+                            && t.data_nodes.len() < n
+                        {
+                            errors.push(ConfigError::new(
                                     &t.origin,
                                     format!("table name=\"{}\"", t.name),
                                     format!(
@@ -216,7 +217,6 @@ impl Router {
                                         t.data_nodes.len()
                                     ),
                                 ));
-                            }
                         }
                         Some(Rule {
                             column: tr.column.clone(),

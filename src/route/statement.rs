@@ -379,10 +379,11 @@ impl Visitor for Collector<'_> {
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         // `schema.table.column` in expressions.
-        if let Expr::CompoundIdentifier(parts) = e {
-            if parts.len() >= 3 && (self.schema_names)(&parts[parts.len() - 3].value) {
-                self.qualifier_spans.push(parts[parts.len() - 3].span);
-            }
+        if let Expr::CompoundIdentifier(parts) = e
+            && parts.len() >= 3
+            && (self.schema_names)(&parts[parts.len() - 3].value)
+        {
+            self.qualifier_spans.push(parts[parts.len() - 3].span);
         }
         ControlFlow::Continue(())
     }
@@ -854,36 +855,36 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
             ));
         }
     };
-    if let Some((offset, count)) = limit {
-        if offset > 0 {
-            let mut rewritten = q.clone();
-            rewritten.limit_clause = Some(LimitClause::LimitOffset {
-                limit: Some(Expr::value(sqlparser::ast::Value::Number(
-                    (offset + count).to_string(),
-                    false,
-                ))),
-                offset: None,
-                limit_by: vec![],
-            });
-            let targets = nodes
-                .into_iter()
-                .map(|node| {
-                    let mut q = rewritten.clone();
-                    requalify(&mut q, ctx, &node);
-                    Target {
-                        sql: Arc::from(q.to_string()),
-                        node,
-                    }
-                })
-                .collect();
-            return Ok(Routed::Plan(Plan {
-                targets,
-                read_only: true,
-                ok_merge: OkMerge::Sum,
-                limit,
-                fallback: Vec::new(),
-            }));
-        }
+    if let Some((offset, count)) = limit
+        && offset > 0
+    {
+        let mut rewritten = q.clone();
+        rewritten.limit_clause = Some(LimitClause::LimitOffset {
+            limit: Some(Expr::value(sqlparser::ast::Value::Number(
+                (offset + count).to_string(),
+                false,
+            ))),
+            offset: None,
+            limit_by: vec![],
+        });
+        let targets = nodes
+            .into_iter()
+            .map(|node| {
+                let mut q = rewritten.clone();
+                requalify(&mut q, ctx, &node);
+                Target {
+                    sql: Arc::from(q.to_string()),
+                    node,
+                }
+            })
+            .collect();
+        return Ok(Routed::Plan(Plan {
+            targets,
+            read_only: true,
+            ok_merge: OkMerge::Sum,
+            limit,
+            fallback: Vec::new(),
+        }));
     }
     match ctx.plan(nodes, true, OkMerge::Sum) {
         Routed::Plan(mut p) => {
@@ -904,12 +905,11 @@ fn requalify<V: sqlparser::ast::VisitMut>(node: &mut V, ctx: &Ctx<'_>, data_node
         type Break = ();
         fn pre_visit_relation(&mut self, name: &mut ObjectName) -> ControlFlow<()> {
             let n = name.0.len();
-            if n >= 2 {
-                if let Some(sqlparser::ast::ObjectNamePart::Identifier(q)) = name.0.get_mut(n - 2) {
-                    if q.value == self.schema {
-                        *q = sqlparser::ast::Ident::with_quote('`', self.database);
-                    }
-                }
+            if n >= 2
+                && let Some(sqlparser::ast::ObjectNamePart::Identifier(q)) = name.0.get_mut(n - 2)
+                && q.value == self.schema
+            {
+                *q = sqlparser::ast::Ident::with_quote('`', self.database);
             }
             ControlFlow::Continue(())
         }
@@ -942,26 +942,26 @@ fn write(
     let Some(target) = top.first() else {
         return Err(RouteError::syntax("no table to write"));
     };
-    if let Some(t) = ctx.table(&target.name) {
-        if let (Some(rule), Some(assignments)) = (&t.rule, assignments) {
-            for a in assignments {
-                let cols: Vec<String> = match &a.target {
-                    sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
-                    sqlparser::ast::AssignmentTarget::Tuple(v) => {
-                        v.iter().map(|n| n.to_string()).collect()
-                    }
-                };
-                let hits = cols.iter().any(|c| {
-                    c.rsplit('.')
-                        .next()
-                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
-                });
-                if hits && !same_value_condition(selection, &rule.column, &a.value) {
-                    return Err(RouteError::syntax(format!(
-                        "Sharding column can't be updated {}->{}",
-                        t.name, rule.column
-                    )));
+    if let Some(t) = ctx.table(&target.name)
+        && let (Some(rule), Some(assignments)) = (&t.rule, assignments)
+    {
+        for a in assignments {
+            let cols: Vec<String> = match &a.target {
+                sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
+                sqlparser::ast::AssignmentTarget::Tuple(v) => {
+                    v.iter().map(|n| n.to_string()).collect()
                 }
+            };
+            let hits = cols.iter().any(|c| {
+                c.rsplit('.')
+                    .next()
+                    .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
+            });
+            if hits && !same_value_condition(selection, &rule.column, &a.value) {
+                return Err(RouteError::syntax(format!(
+                    "Sharding column can't be updated {}->{}",
+                    t.name, rule.column
+                )));
             }
         }
     }
@@ -1048,17 +1048,16 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
     let column = &rule.column;
     if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &insert.on {
         for a in assignments {
-            if let sqlparser::ast::AssignmentTarget::ColumnName(n) = &a.target {
-                if n.0
+            if let sqlparser::ast::AssignmentTarget::ColumnName(n) = &a.target
+                && n.0
                     .last()
                     .and_then(|p| p.as_ident())
                     .is_some_and(|i| i.value.eq_ignore_ascii_case(column))
-                {
-                    return Err(RouteError::syntax(format!(
-                        "Sharding column can't be updated: {} -> {column}",
-                        t.name
-                    )));
-                }
+            {
+                return Err(RouteError::syntax(format!(
+                    "Sharding column can't be updated: {} -> {column}",
+                    t.name
+                )));
             }
         }
     }
@@ -1131,12 +1130,11 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
         .into_iter()
         .map(|(node, rows)| {
             let mut one = statement.clone();
-            if let Statement::Insert(i) = &mut one {
-                if let Some(src) = &mut i.source {
-                    if let SetExpr::Values(v) = &mut *src.body {
-                        v.rows = rows.iter().map(|&r| v.rows[r].clone()).collect();
-                    }
-                }
+            if let Statement::Insert(i) = &mut one
+                && let Some(src) = &mut i.source
+                && let SetExpr::Values(v) = &mut *src.body
+            {
+                v.rows = rows.iter().map(|&r| v.rows[r].clone()).collect();
             }
             requalify(&mut one, ctx, &node);
             Target {

@@ -1,0 +1,50 @@
+//! The one-way module rule of `shared/DESIGN.md`: a lower module never names a higher one.
+
+use std::path::Path;
+
+const MODULES: &[&str] = &["config", "backend", "route", "datahost", "engine", "frontend"];
+
+/// What each module may use from the crate.
+fn allowed(module: &str) -> &'static [&'static str] {
+    match module {
+        "config" | "backend" => &[],
+        "route" => &["config"],
+        "datahost" => &["config", "backend"],
+        "engine" => &["route", "backend"],
+        "frontend" => &["config", "backend", "route", "datahost", "engine"],
+        _ => unreachable!(),
+    }
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn lower_modules_never_import_higher_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut violations = Vec::new();
+    for module in MODULES {
+        let mut files = Vec::new();
+        rust_files(&src.join(module), &mut files);
+        assert!(!files.is_empty(), "src/{module} has no files");
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                for other in MODULES.iter().filter(|o| *o != module) {
+                    if line.contains(&format!("crate::{other}")) && !allowed(module).contains(other) {
+                        violations.push(format!("{}:{}: {module} uses {other}: {}", f.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
