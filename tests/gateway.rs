@@ -571,3 +571,47 @@ async fn a_backend_that_is_down_fails_fast_and_others_still_serve() {
     assert_eq!(ids, [1]);
     drop(blackhole);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn min_con_connections_are_opened_at_start() {
+    // A backend user of its own, so its connections can be counted on the shared server.
+    let mut p = common::primary(None).await;
+    p.query_drop("CREATE USER IF NOT EXISTS 'warmup'@'%' IDENTIFIED BY 'w'")
+        .await
+        .unwrap();
+    p.query_drop("GRANT ALL ON *.* TO 'warmup'@'%'")
+        .await
+        .unwrap();
+    let extra = r#"<schema name="WARM" dataNode="dn6"></schema>
+        <dataNode name="dn6" dataHost="warm" database="mysql" />
+        <dataHost name="warm" maxCon="10" minCon="3" balance="0" dbType="mysql" dbDriver="native">
+            <heartbeat>select 1</heartbeat>
+            <writeHost host="warmM1" url="127.0.0.1:13306" user="warmup" password="w" />
+        </dataHost>"#;
+    let _f = Fixture::start(
+        "warm",
+        Extra {
+            schema_xml: extra.to_string(),
+            users_xml: String::new(),
+        },
+    )
+    .await;
+    let started = Instant::now();
+    let count = loop {
+        let n: Option<i64> = p
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.processlist WHERE user = 'warmup'",
+            )
+            .await
+            .unwrap();
+        let n = n.unwrap_or(0);
+        if n >= 3 || started.elapsed() > Duration::from_secs(10) {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        count >= 3,
+        "minCon=3 connections opened without any client, found {count}"
+    );
+}

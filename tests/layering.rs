@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-const MODULES: &[&str] = &["config", "backend", "route", "datahost", "engine", "frontend"];
+const MODULES: &[&str] = &[
+    "config", "backend", "route", "datahost", "engine", "frontend",
+];
 
 /// What each module may use from the crate.
 fn allowed(module: &str) -> &'static [&'static str] {
@@ -39,8 +41,14 @@ fn lower_modules_never_import_higher_ones() {
             let text = std::fs::read_to_string(&f).unwrap();
             for (n, line) in text.lines().enumerate() {
                 for other in MODULES.iter().filter(|o| *o != module) {
-                    if line.contains(&format!("crate::{other}")) && !allowed(module).contains(other) {
-                        violations.push(format!("{}:{}: {module} uses {other}: {}", f.display(), n + 1, line.trim()));
+                    if line.contains(&format!("crate::{other}")) && !allowed(module).contains(other)
+                    {
+                        violations.push(format!(
+                            "{}:{}: {module} uses {other}: {}",
+                            f.display(),
+                            n + 1,
+                            line.trim()
+                        ));
                     }
                 }
             }

@@ -133,6 +133,10 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// or the connect does not finish in time.
     async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError>;
 
+    /// Opens connections until `connections` are in the pool (Mycat's `minCon`: connections
+    /// opened per source at start-up). Errors: the first connection that could not be opened.
+    async fn warm_up(&self, connections: usize) -> Result<(), BackendError>;
+
     /// `host:port`, for messages and logs.
     fn address(&self) -> &str;
 }

@@ -90,6 +90,21 @@ impl Backend for MysqlBackend {
         }
     }
 
+    async fn warm_up(&self, connections: usize) -> Result<(), BackendError> {
+        let missing = connections.saturating_sub(self.pool.status().size);
+        let opened = futures::future::join_all((0..missing).map(|_| self.pool.get())).await;
+        // Dropping the objects returns them to the pool, where they stay idle.
+        for o in opened {
+            if let Err(e) = o {
+                return Err(match e {
+                    PoolError::Backend(e) => e,
+                    other => BackendError::Other(format!("pool of {}: {other}", self.address)),
+                });
+            }
+        }
+        Ok(())
+    }
+
     fn address(&self) -> &str {
         &self.address
     }

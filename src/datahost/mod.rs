@@ -60,6 +60,7 @@ pub struct DataHost {
     name: String,
     write_hosts: Vec<Source>,
     active: AtomicUsize,
+    min_con: usize,
 }
 
 impl DataHost {
@@ -98,6 +99,7 @@ impl DataHost {
             name: config.name.clone(),
             write_hosts,
             active: AtomicUsize::new(0),
+            min_con: config.min_con,
         }
     }
 
@@ -115,6 +117,7 @@ struct DataNode {
 /// Every dataHost and dataNode of a configuration.
 #[derive(Debug)]
 pub struct Cluster {
+    hosts: Vec<Arc<DataHost>>,
     nodes: BTreeMap<String, DataNode>,
 }
 
@@ -141,7 +144,29 @@ impl Cluster {
                 ))
             })
             .collect();
-        Cluster { nodes }
+        Cluster {
+            hosts: hosts.into_values().collect(),
+            nodes,
+        }
+    }
+
+    /// Opens `minCon` connections to every active writeHost (Mycat does this at pool init).
+    /// A server that cannot be reached is logged, not fatal: it fails only the statements that
+    /// need it.
+    pub async fn warm_up(&self) {
+        let tasks = self.hosts.iter().map(|h| async move {
+            let source = h.active();
+            if let Err(e) = source.backend.warm_up(h.min_con).await {
+                tracing::warn!(
+                    data_host = %h.name,
+                    host = %source.name,
+                    address = %source.backend.address(),
+                    error = %e,
+                    "cannot open minCon connections"
+                );
+            }
+        });
+        futures::future::join_all(tasks).await;
     }
 
     /// A connection for `node` with its database selected. `read_only` states the statement's

@@ -53,6 +53,8 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
+        let warm = self.clone();
+        tokio::spawn(async move { warm.cluster.warm_up().await });
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
