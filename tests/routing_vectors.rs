@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use manx::config::MycatVersion;
-use manx::route::function::{BuildContext, RangePartitions, build};
+use manx::route::function::{BuildContext, RangePartitions, TableContext, build};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -54,7 +54,11 @@ fn golden_routing_vectors() {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), v.as_str().unwrap().trim().to_string()))
+            .map(|(k, v)| {
+                // Mycat's ConfigUtil trims with Java's String.trim (characters <= U+0020).
+                let v = v.as_str().unwrap().trim_matches(|c: char| c <= '\u{20}');
+                (k.clone(), v.to_string())
+            })
             .filter(|(_, v)| !v.is_empty())
             .collect();
         let map_files = cfg["map_files"].clone();
@@ -70,9 +74,17 @@ fn golden_routing_vectors() {
         } else {
             MycatVersion::V1_6_7_6
         };
+        let env = &cfg["environment"];
+        let table = cfg.get("table").filter(|t| !t.is_null());
         let ctx = BuildContext {
             version,
             read_map_file: &read,
+            time_zone: env["timezone"].as_str(),
+            now_ms: env["now_epoch_ms"].as_i64(),
+            table: table.map(|t| TableContext {
+                data_node_count: t["data_node_count"].as_u64().unwrap() as usize,
+                rule_data: t["ruledata_file"].as_str(),
+            }),
         };
         let f = match build(class, &props, &ctx) {
             Ok(f) => f,
@@ -140,4 +152,52 @@ fn golden_routing_vectors() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// `config-errors.json`: configurations whose setup fails in Mycat (a setter or `init()`
+/// throws) must be refused by manx too, with a message, never built.
+#[test]
+fn configurations_mycat_refuses_are_refused() {
+    let dir = vectors_dir();
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config-errors.json")).unwrap())
+            .unwrap();
+    let mut checked = 0;
+    for cfg in doc["configs"].as_array().unwrap() {
+        let id = cfg["id"].as_str().unwrap();
+        let class = cfg["function_class"].as_str().unwrap();
+        let props: BTreeMap<String, String> = cfg["properties"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let v = v.as_str().unwrap().trim_matches(|c: char| c <= '\u{20}');
+                (k.clone(), v.to_string())
+            })
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let map_files = cfg["map_files"].clone();
+        let read = |name: &str| -> Result<String, String> {
+            map_files
+                .get(name)
+                .and_then(|f| f["content"].as_str())
+                .map(String::from)
+                .ok_or_else(|| format!("map file {name} not found"))
+        };
+        let ctx = BuildContext {
+            version: MycatVersion::V1_6_7_6,
+            read_map_file: &read,
+            time_zone: Some("UTC"),
+            now_ms: Some(1_718_452_800_000),
+            table: None,
+        };
+        match build(class, &props, &ctx) {
+            Ok(f) => panic!("{id}: Mycat refuses this configuration, manx built {f:?}"),
+            Err(e) => {
+                assert!(!e.is_empty(), "{id}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 0);
 }

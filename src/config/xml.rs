@@ -41,7 +41,8 @@ impl Element {
         self.children_named("property")
             .filter_map(|p| {
                 let name = p.attr("name")?.to_string();
-                let value = p.text.trim().to_string();
+                // Java String.trim(): characters up to U+0020 only (SPEC §0.4).
+                let value = p.text.trim_matches(|c: char| c <= '\u{20}').to_string();
                 (!value.is_empty()).then(|| (name, value, p.origin.clone()))
             })
             .collect()

@@ -176,6 +176,14 @@ impl Router {
         let ctx = BuildContext {
             version: config.system.mycat_version,
             read_map_file: &read,
+            // manx-only system property (DECISIONS.md item 3); otherwise the process's zone.
+            time_zone: config
+                .system
+                .properties
+                .get("timezone")
+                .map(|(v, _)| v.as_str()),
+            now_ms: None,
+            table: None,
         };
         let mut functions: BTreeMap<&str, Arc<dyn PartitionFunction>> = BTreeMap::new();
         for f in config.functions.values() {

@@ -36,8 +36,8 @@ impl PartitionByFileMap {
             let Some((key, node)) = line.split_once('=') else {
                 continue;
             };
-            let key = key.trim();
-            let Some(node) = java::parse_int(node.trim()) else {
+            let key = java::trim(key);
+            let Some(node) = java::parse_int(java::trim(node)) else {
                 continue;
             };
             let key = if int_keys {

@@ -72,11 +72,17 @@ pub fn string_hash(s: &str) -> i32 {
         .fold(0i32, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
 }
 
+/// Java `String.trim()`: removes characters up to U+0020 from both ends (not Unicode spaces
+/// such as U+3000, which Rust's `trim` would remove).
+pub fn trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c <= '\u{20}')
+}
+
 /// Mycat `StringUtil.removeBackquote`: trim, then strip one pair of surrounding `` ` `` or `'`.
 /// (A `"104"` literal reaches the functions unquoted because the SQL parser reads it as a string,
 /// so `'104'`, `104` and `"104"` route the same, DECISIONS.md item 5.)
 pub fn remove_backquote(s: &str) -> &str {
-    let t = s.trim();
+    let t = trim(s);
     for q in ['`', '\''] {
         if t.len() >= 2 && t.starts_with(q) && t.ends_with(q) {
             return &t[1..t.len() - 1];
@@ -115,5 +121,6 @@ mod tests {
         assert_eq!(remove_backquote(" '104' "), "104");
         assert_eq!(remove_backquote("`104`"), "104");
         assert_eq!(remove_backquote("'"), "'");
+        assert_eq!(remove_backquote("\u{3000}1\t"), "\u{3000}1");
     }
 }

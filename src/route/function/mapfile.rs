@@ -29,7 +29,7 @@ pub fn lines(content: &str) -> impl Iterator<Item = (usize, &str)> {
     content
         .lines()
         .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
+        .map(|(i, l)| (i + 1, java::trim(l)))
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#') && !l.starts_with("//"))
 }
 
@@ -53,14 +53,15 @@ pub fn long_ranges(file: &str, content: &str) -> Result<Vec<LongRange>, String> 
         };
         let bad = |what: &str| format!("map file {file} line {n} '{line}': {what}");
         let mut bounds = left.split('-');
-        let start = bounds.next().map(str::trim).and_then(parse_units);
-        let end = bounds.next().map(str::trim).and_then(parse_units);
+        let start = bounds.next().map(java::trim).and_then(parse_units);
+        let end = bounds.next().map(java::trim).and_then(parse_units);
         let (Some(start), Some(end)) = (start, end) else {
             return Err(bad(
                 "range must be START-END with non-negative numbers (K = 1000, M = 10000)",
             ));
         };
-        let node = java::parse_int(right.trim()).ok_or_else(|| bad("node index is not an int"))?;
+        let node =
+            java::parse_int(java::trim(right)).ok_or_else(|| bad("node index is not an int"))?;
         out.push(LongRange { start, end, node });
     }
     Ok(out)

@@ -7,10 +7,13 @@
 //! them (SPEC §2.2).
 
 mod auto_long;
+mod date;
 mod file_map;
+mod hash;
 pub mod java;
 mod mapfile;
 mod modulo;
+mod pattern;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -98,8 +101,26 @@ pub trait PartitionFunction: Send + Sync + fmt::Debug {
 pub struct BuildContext<'a> {
     /// Which Mycat's placement rules to follow (DECISIONS.md item 2).
     pub version: MycatVersion,
-    /// Reads a map file named by a property (`mapFile`), relative to the config directory.
+    /// Reads a map file named by a property (`mapFile`, `weightMapFile`), relative to the
+    /// config directory.
     pub read_map_file: &'a dyn Fn(&str) -> Result<String, String>,
+    /// IANA time zone date functions parse in (Mycat uses the JVM default zone); `None` means
+    /// the process's local zone (`TZ`), DECISIONS.md item 3.
+    pub time_zone: Option<&'a str>,
+    /// Fixed "now" in epoch milliseconds for functions that read the clock
+    /// (PartitionByHotDate); `None` means the system clock.
+    pub now_ms: Option<i64>,
+    /// For functions built once per table (PartitionByCRC32PreSlot): the table's dataNode count
+    /// and the content of its existing ruledata file, if any.
+    pub table: Option<TableContext<'a>>,
+}
+
+/// The table a per-table function is built for.
+#[derive(Debug, Clone, Copy)]
+pub struct TableContext<'a> {
+    pub data_node_count: usize,
+    /// Content of `ruledata/<rule>.properties` when it exists (Mycat keeps the slot table there).
+    pub rule_data: Option<&'a str>,
 }
 
 /// Builds the function Mycat's class `class` would be, from `properties` (trimmed values; empty
@@ -116,17 +137,25 @@ pub fn build(
         .strip_prefix("io.mycat.route.function.")
         .unwrap_or(class);
     let props = Props(properties);
-    Ok(match short {
-        "PartitionByMod" => Arc::new(modulo::PartitionByMod::new(&props, ctx.version)?),
-        "AutoPartitionByLong" => Arc::new(auto_long::AutoPartitionByLong::new(&props, ctx)?),
-        "PartitionByFileMap" => Arc::new(file_map::PartitionByFileMap::new(&props, ctx)?),
-        _ if KNOWN_NOT_YET.contains(&short) => {
-            return Err(format!(
-                "partition function class {class} is a Mycat built-in that manx does not implement yet"
-            ));
-        }
-        _ => return Err(format!("unknown partition function class {class}")),
-    })
+    let built = match short {
+        "PartitionByMod" => Some(modulo::PartitionByMod::new(&props, ctx.version).map(to_arc)),
+        "AutoPartitionByLong" => Some(auto_long::AutoPartitionByLong::new(&props, ctx).map(to_arc)),
+        "PartitionByFileMap" => Some(file_map::PartitionByFileMap::new(&props, ctx).map(to_arc)),
+        _ => hash::build(short, &props, ctx)
+            .or_else(|| date::build(short, &props, ctx))
+            .or_else(|| pattern::build(short, &props, ctx)),
+    };
+    match built {
+        Some(result) => result,
+        None if KNOWN_NOT_YET.contains(&short) => Err(format!(
+            "partition function class {class} is a Mycat built-in that manx does not implement yet"
+        )),
+        None => Err(format!("unknown partition function class {class}")),
+    }
+}
+
+fn to_arc<F: PartitionFunction + 'static>(f: F) -> Arc<dyn PartitionFunction> {
+    Arc::new(f)
 }
 
 /// Mycat built-ins still to be implemented (they are refused at start-up, by name).
