@@ -1,20 +1,22 @@
-//! The `manx` binary: loads a Mycat configuration directory and serves MySQL clients.
+//! The `manx` binary: serves MySQL clients on a Mycat configuration directory, checks one, or
+//! tells where a value is routed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use manx::config::Config;
 use manx::datahost::Timeouts;
 use manx::frontend::Server;
+use manx::route::Router;
 
 /// A MySQL-protocol sharding gateway that runs Mycat 1.6 configurations unchanged.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
     /// Directory holding server.xml, schema.xml and rule.xml (and the map files they name).
-    #[arg(long, default_value = ".")]
+    #[arg(long, default_value = ".", global = true)]
     conf: PathBuf,
     /// Listen on this port instead of server.xml's serverPort (0 picks a free port).
     #[arg(long)]
@@ -22,6 +24,36 @@ struct Args {
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate the configuration without connecting anywhere: print a summary and exit 0, or
+    /// every error with file:line and exit 1.
+    Check,
+    /// Print the dataNode a sharding-column value of TABLE goes to (TABLE or SCHEMA.TABLE).
+    Route {
+        table: String,
+        /// The value as it would appear in SQL (negative numbers allowed).
+        #[arg(allow_hyphen_values = true)]
+        value: String,
+    },
+}
+
+/// Loads and validates the configuration, or prints every error and exits 1.
+fn load(dir: &std::path::Path) -> (Config, Router) {
+    let fail = |errors: &dyn std::fmt::Display| -> ! {
+        eprintln!(
+            "manx: the configuration in {} has errors:\n{errors}",
+            dir.display()
+        );
+        std::process::exit(1);
+    };
+    let config = Config::load(dir).unwrap_or_else(|e| fail(&e));
+    let router = Router::new(&config).unwrap_or_else(|e| fail(&e));
+    (config, router)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -33,16 +65,82 @@ fn main() -> anyhow::Result<()> {
         )
         .init();
     let args = Args::parse();
-    let config = match Config::load(&args.conf) {
-        Ok(c) => c,
-        Err(errors) => {
-            eprintln!(
-                "manx: the configuration in {} has errors:\n{errors}",
-                args.conf.display()
-            );
-            std::process::exit(1);
+    match &args.command {
+        Some(Command::Check) => {
+            let (config, _) = load(&args.conf);
+            print!("{}", config.summary());
+            for w in &config.warnings {
+                println!("warning: {w}");
+            }
+            println!("configuration OK: {}", args.conf.display());
+            Ok(())
+        }
+        Some(Command::Route { table, value }) => {
+            let (config, router) = load(&args.conf);
+            match route_value(&config, &router, table, value) {
+                Ok(line) => {
+                    println!("{line}");
+                    Ok(())
+                }
+                Err(e) => {
+                    eprintln!("manx: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        None => serve(args),
+    }
+}
+
+/// `manx route`: the dataNode (and its physical database) of `value` in `table`.
+fn route_value(
+    config: &Config,
+    router: &Router,
+    table: &str,
+    value: &str,
+) -> Result<String, String> {
+    let (schema, name) = match table.split_once('.') {
+        Some((s, t)) => (Some(s), t),
+        None => (None, table),
+    };
+    let upper = name.to_ascii_uppercase();
+    let candidates: Vec<_> = config
+        .schemas
+        .keys()
+        .filter(|s| schema.is_none_or(|want| want == s.as_str()))
+        .filter_map(|s| router.schema(s)?.tables.get(&upper).map(|t| (s, t)))
+        .collect();
+    let (s, t) = match candidates.as_slice() {
+        [] => return Err(format!("table {name} is not configured in any schema")),
+        [one] => *one,
+        _ => {
+            return Err(format!(
+                "table {name} is in several schemas; write SCHEMA.{name}"
+            ));
         }
     };
+    let node = match &t.rule {
+        Some(rule) => {
+            let i = t.partition_of(value).map_err(|e| e.message)?;
+            let node = &t.nodes[i];
+            return Ok(format!(
+                "{s}.{} {}={value} -> {node} (database {})",
+                t.name,
+                rule.column,
+                router.database_of(node).unwrap_or("?")
+            ));
+        }
+        None => t.nodes.join(","),
+    };
+    let kind = match t.kind {
+        manx::config::TableKind::Global => "is a global table",
+        _ => "has no sharding rule",
+    };
+    Ok(format!("{s}.{} {kind}: every row is on {node}", t.name))
+}
+
+fn serve(args: Args) -> anyhow::Result<()> {
+    let (config, _) = load(&args.conf);
     for w in &config.warnings {
         tracing::warn!("{w}");
     }

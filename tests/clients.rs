@@ -156,3 +156,98 @@ async fn the_binary_serves_a_config_directory_and_rejects_a_bad_one() {
         "{err}"
     );
 }
+
+#[test]
+fn check_and_route_commands() {
+    let repo = common::repo();
+    let out = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(["check", "--conf"])
+        .arg(&repo)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("schema TESTDB"), "{text}");
+    assert!(
+        text.contains("table TRAVELRECORD rule auto-sharding-long: column ID function rang-long (io.mycat.route.function.AutoPartitionByLong) dataNodes dn1,dn2,dn3"),
+        "{text}"
+    );
+    assert!(text.contains("dataHost localhost1 balance=0"), "{text}");
+    assert!(text.contains("readHost hostS1 127.0.0.1:13307"), "{text}");
+    assert!(
+        text.trim_end().ends_with("configuration OK: ") || text.contains("configuration OK"),
+        "{text}"
+    );
+
+    let route = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_manx"))
+            .arg("route")
+            .args(args)
+            .arg("--conf")
+            .arg(&repo)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(
+        route(&["travelrecord", "5000001"]).1,
+        "TESTDB.TRAVELRECORD ID=5000001 -> dn2 (database db2)\n"
+    );
+    assert_eq!(
+        route(&["TESTDB.hotnews", "-7"]).1,
+        "TESTDB.HOTNEWS ID=-7 -> dn2 (database db2)\n"
+    );
+    assert_eq!(
+        route(&["employee", "10010"]).1,
+        "TESTDB.EMPLOYEE SHARDING_ID=10010 -> dn2 (database db2)\n"
+    );
+    assert_eq!(
+        route(&["company", "1"]).1,
+        "TESTDB.COMPANY is a global table: every row is on dn1,dn2,dn3\n"
+    );
+    let (ok, _, err) = route(&["employee", "123"]);
+    assert!(
+        !ok && err.contains("can't find datanode for sharding column:SHARDING_ID val:123"),
+        "{err}"
+    );
+    let (ok, _, err) = route(&["nosuch", "1"]);
+    assert!(
+        !ok && err.contains("table nosuch is not configured"),
+        "{err}"
+    );
+
+    // A broken directory: every error, exit 1.
+    let bad = tempfile::tempdir().unwrap();
+    std::fs::write(bad.path().join("server.xml"), "<mycat:server><user name=\"u\"><property name=\"password\">p</property><property name=\"schemas\">X</property></user></mycat:server>").unwrap();
+    std::fs::write(bad.path().join("rule.xml"), "<mycat:rule></mycat:rule>").unwrap();
+    std::fs::write(
+        bad.path().join("schema.xml"),
+        "<mycat:schema>\n<schema name=\"Y\" />\n</mycat:schema>",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(["check", "--conf"])
+        .arg(bad.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("server.xml:1: <user name=\"u\">: schema X referred by user u does not exist"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "schema.xml:2: <schema name=\"Y\">: schema Y has no tables, so it must set dataNode"
+        ),
+        "{err}"
+    );
+}

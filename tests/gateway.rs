@@ -615,3 +615,55 @@ async fn min_con_connections_are_opened_at_start() {
         "minCon=3 connections opened without any client, found {count}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_shows_the_statement_per_data_node() {
+    let f = Fixture::start("explain", Extra::default()).await;
+    let mut c = f.client().await;
+    let rows: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT * FROM travelrecord WHERE id IN (1, 10000001)")
+        .await
+        .unwrap();
+    let sql = "SELECT * FROM travelrecord WHERE id IN (1, 10000001)".to_string();
+    assert_eq!(
+        rows,
+        [("dn1".to_string(), sql.clone()), ("dn3".to_string(), sql)]
+    );
+    let rows: Vec<(String, String)> = c
+        .query("explain INSERT INTO TESTDB.hotnews (id, title) VALUES (1, 'a'), (2, 'b')")
+        .await
+        .unwrap();
+    let db2 = &f.databases[1];
+    let db3 = &f.databases[2];
+    assert_eq!(
+        rows,
+        [
+            (
+                "dn2".to_string(),
+                format!("INSERT INTO `{db2}`.hotnews (id, title) VALUES (1, 'a')")
+            ),
+            (
+                "dn3".to_string(),
+                format!("INSERT INTO `{db3}`.hotnews (id, title) VALUES (2, 'b')")
+            ),
+        ]
+    );
+    let rows: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT * FROM travelrecord LIMIT 2, 3")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter()
+            .all(|(_, sql)| sql == "SELECT * FROM travelrecord LIMIT 5"),
+        "{rows:?}"
+    );
+    // Nothing was executed.
+    assert!(f.ids_on(2, "hotnews").await.is_empty());
+    let (code, _, msg) = server_error(
+        c.query_drop("EXPLAIN SELECT * FROM travelrecord ORDER BY id")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+}

@@ -11,6 +11,7 @@ mod expand;
 mod rule;
 mod schema;
 mod server;
+mod summary;
 pub mod xml;
 
 use std::collections::BTreeMap;

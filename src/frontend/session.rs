@@ -246,6 +246,14 @@ impl Session {
                     Err(e) => self.error(w, e).await,
                 }
             }
+            Local::Explain(plan) => {
+                let rows: Vec<Vec<Option<String>>> = plan
+                    .targets
+                    .into_iter()
+                    .map(|t| vec![Some(t.node), Some(t.sql.to_string())])
+                    .collect();
+                write_text_rows(w, &["DATA_NODE", "SQL"], rows).await
+            }
             Local::VersionComment => {
                 let comment = format!(
                     "manx {} (Mycat-compatible MySQL gateway)",

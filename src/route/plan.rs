@@ -66,6 +66,9 @@ pub enum Local {
     Database,
     /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
     Ok,
+    /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
+    /// dataNode with columns `DATA_NODE` and `SQL`.
+    Explain(Plan),
 }
 
 /// The router's answer for one statement.

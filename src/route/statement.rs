@@ -53,6 +53,16 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
             Err(RouteError::syntax("savepoints are not supported"))
         }
         "SHOW" => show(r, stmt, &words, schema),
+        "EXPLAIN" if words.len() > 1 => {
+            // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
+            let inner = stmt[words[0].len()..].trim_start();
+            match route(r, inner, schema)? {
+                Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
+                Routed::Local(_) => Err(RouteError::syntax(format!(
+                    "EXPLAIN of a statement the gateway answers itself: {inner}"
+                ))),
+            }
+        }
         "DESC" | "DESCRIBE" if words.len() >= 2 => {
             let (node, table_text) = table_node(r, words[1], schema)?;
             let rest = &stmt[stmt
