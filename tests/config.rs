@@ -156,15 +156,7 @@ fn bad_map_file_line_is_refused_with_its_line() {
 }
 
 #[test]
-fn unimplemented_and_unknown_function_classes_are_named() {
-    let dir = bundled_with("rule.xml", |s| {
-        s.replace(
-            "io.mycat.route.function.PartitionByMod",
-            "io.mycat.route.function.PartitionByMurmurHash",
-        )
-    });
-    let e = errors(dir.path());
-    assert!(e.contains("io.mycat.route.function.PartitionByMurmurHash is a Mycat built-in that manx does not implement yet"), "{e}");
+fn unknown_function_classes_and_bad_properties_are_named() {
     let dir = bundled_with("rule.xml", |s| {
         s.replace(
             "io.mycat.route.function.PartitionByMod",
@@ -184,6 +176,21 @@ fn unimplemented_and_unknown_function_classes_are_named() {
     });
     let e = errors(dir.path());
     assert!(e.contains("property count: 'three' is not an int"), "{e}");
+}
+
+#[test]
+fn other_built_in_functions_load_from_rule_xml() {
+    // PartitionByMurmurHash with count 3 on hotnews' three dataNodes.
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            "io.mycat.route.function.PartitionByMod",
+            "io.mycat.route.function.PartitionByMurmurHash",
+        )
+    });
+    let c = Config::load(dir.path()).unwrap();
+    let r = Router::new(&c).unwrap();
+    let hotnews = &r.schema("TESTDB").unwrap().tables["HOTNEWS"];
+    assert!(hotnews.partition_of("1").unwrap() < 3);
 }
 
 #[test]

@@ -15,6 +15,7 @@ async fn authentication_and_schema_visibility() {
         Extra {
             schema_xml: r#"<schema name="OTHER" dataNode="dn1"></schema>"#.to_string(),
             users_xml: r#"<user name="other"><property name="password">pw</property><property name="schemas">OTHER</property></user>"#.to_string(),
+            ..Extra::default()
         },
     )
     .await;
@@ -544,6 +545,7 @@ async fn a_backend_that_is_down_fails_fast_and_others_still_serve() {
             schema_xml: extra,
             users_xml: r#"<user name="d"><property name="password">d</property><property name="schemas">DOWN,TESTDB</property></user>"#
                 .to_string(),
+            ..Extra::default()
         },
     )
     .await;
@@ -592,7 +594,7 @@ async fn min_con_connections_are_opened_at_start() {
         "warm",
         Extra {
             schema_xml: extra.to_string(),
-            users_xml: String::new(),
+            ..Extra::default()
         },
     )
     .await;
@@ -666,4 +668,103 @@ async fn explain_shows_the_statement_per_data_node() {
             .unwrap_err(),
     );
     assert_eq!(code, 1064, "{msg}");
+}
+
+/// A dataHost whose first writeHost is dead and whose second is the sandbox primary. The schema
+/// also has a node on the live sandbox, so clients can always connect (their connect-time
+/// `SELECT @@...` may go to any node).
+fn pair_xml(prefix: &str, switch_type: i32) -> String {
+    format!(
+        r#"<schema name="PAIR" dataNode="dn7"><table name="company" type="global" dataNode="dn1" /></schema>
+        <dataNode name="dn7" dataHost="pair" database="t_{prefix}_db1" />
+        <dataHost name="pair" maxCon="5" minCon="0" balance="0" switchType="{switch_type}" dbType="mysql" dbDriver="native">
+            <heartbeat>select 1</heartbeat>
+            <writeHost host="hostA" url="127.0.0.1:{}" user="manx" password="manx" />
+            <writeHost host="hostB" url="127.0.0.1:13306" user="manx" password="manx" />
+        </dataHost>"#,
+        closed_port()
+    )
+}
+
+fn pair_user() -> String {
+    r#"<user name="p"><property name="password">p</property><property name="schemas">PAIR</property></user>"#.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dnindex_properties_choose_the_active_write_host() {
+    // Stored index 1: the live second writeHost serves.
+    let f = Fixture::start(
+        "dnidx1",
+        Extra {
+            schema_xml: pair_xml("dnidx1", 1),
+            users_xml: pair_user(),
+            files: vec![(
+                "dnindex.properties".into(),
+                "#update\n#Tue Mar 10 10:00:00 CST 2020\npair=1\n".into(),
+            )],
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(opts(f.port, "p", "p", Some("PAIR")))
+        .await
+        .unwrap();
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM travelrecord")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+    let text = std::fs::read_to_string(f.dir.path().join("dnindex.properties")).unwrap();
+    assert!(
+        text.contains("pair=1\n") && text.contains("localhost1=0\n"),
+        "the file gains the missing dataHost: {text}"
+    );
+
+    // No file: index 0, the dead writeHost; the file is created with every dataHost at 0.
+    let g = Fixture::start(
+        "dnidx0",
+        Extra {
+            schema_xml: pair_xml("dnidx0", 1),
+            users_xml: pair_user(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let text = std::fs::read_to_string(g.dir.path().join("dnindex.properties")).unwrap();
+    assert!(
+        text.starts_with("#update\n")
+            && text.contains("pair=0\n")
+            && text.contains("localhost1=0\n"),
+        "{text}"
+    );
+    let mut c = mysql_async::Conn::new(opts(g.port, "p", "p", Some("PAIR")))
+        .await
+        .unwrap();
+    let (code, _, msg) = server_error(
+        c.query_drop("SELECT COUNT(*) FROM travelrecord")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1105, "{msg}");
+    assert!(msg.contains("hostA"), "{msg}");
+
+    // switchType=-1 with a stored index other than 0: start-up refuses, naming why.
+    let dir = tempfile::tempdir().unwrap();
+    common::write_config(
+        dir.path(),
+        &g.databases,
+        &Extra {
+            schema_xml: pair_xml("dnidx0", -1),
+            users_xml: pair_user(),
+            ..Extra::default()
+        },
+    );
+    std::fs::write(dir.path().join("dnindex.properties"), "pair=1\n").unwrap();
+    let config = manx::config::Config::load(dir.path()).unwrap();
+    let e = manx::frontend::Server::new(config, manx::datahost::Timeouts::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dnindex.properties") && e.contains("switchType=-1 only allows writeHost 0"),
+        "{e}"
+    );
 }

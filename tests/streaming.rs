@@ -28,6 +28,7 @@ async fn a_million_row_select_is_streamed_not_buffered() {
         Extra {
             schema_xml: r#"<schema name="BIG" dataNode="dn1"></schema>"#.to_string(),
             users_xml: r#"<user name="big"><property name="password">big</property><property name="schemas">BIG</property></user>"#.to_string(),
+            ..Extra::default()
         },
     )
     .await;

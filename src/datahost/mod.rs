@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::{Backend, BackendConn, BackendError};
-use crate::config::{Config, DataHostConfig};
+use crate::config::{Config, DataHostConfig, dnindex};
 
 /// Timeouts the datahost layer applies to backend connections.
 #[derive(Debug, Clone, Copy)]
@@ -123,13 +123,53 @@ pub struct Cluster {
 
 impl Cluster {
     /// Builds the pools (no connection is opened here: a server that is down at start-up only
-    /// fails the statements that need it).
-    pub fn new(config: &Config, timeouts: Timeouts) -> Cluster {
-        let hosts: BTreeMap<&str, Arc<DataHost>> = config
-            .data_hosts
-            .values()
-            .map(|h| (h.name.as_str(), Arc::new(DataHost::new(h, timeouts))))
-            .collect();
+    /// fails the statements that need it). Each dataHost starts on the writeHost that
+    /// `dnindex.properties` names (0 when absent); the file is written when it is missing or
+    /// lacks a dataHost.
+    ///
+    /// Errors: the file cannot be read or written, or names an index the dataHost cannot use.
+    pub fn new(config: &Config, timeouts: Timeouts) -> Result<Cluster, String> {
+        let stored = dnindex::load(&config.dir).map_err(|e| {
+            format!(
+                "cannot read {}: {e}",
+                config.dir.join(dnindex::FILE).display()
+            )
+        })?;
+        let mut hosts: BTreeMap<&str, Arc<DataHost>> = BTreeMap::new();
+        let mut indexes = BTreeMap::new();
+        for h in config.data_hosts.values() {
+            let index = stored.get(&h.name).copied().unwrap_or(0);
+            if index >= h.write_hosts.len() {
+                return Err(format!(
+                    "{}: dataHost {} has active writeHost index {index}, but only {} writeHost(s)",
+                    dnindex::FILE,
+                    h.name,
+                    h.write_hosts.len()
+                ));
+            }
+            // Mycat refuses to start a dataHost on any writeHost but the first when automatic
+            // switching is off (SPEC §4.2); manx says so instead of leaving the host dead.
+            if index != 0 && h.switch_type == -1 {
+                return Err(format!(
+                    "{}: dataHost {} has active writeHost index {index}, but switchType=-1 only allows writeHost 0",
+                    dnindex::FILE,
+                    h.name
+                ));
+            }
+            let host = DataHost::new(h, timeouts);
+            host.active.store(index, Ordering::Relaxed);
+            tracing::info!(data_host = %h.name, index, write_host = %h.write_hosts[index].host.name, "active writeHost");
+            indexes.insert(h.name.clone(), index);
+            hosts.insert(h.name.as_str(), Arc::new(host));
+        }
+        if indexes != stored {
+            dnindex::save(&config.dir, &indexes).map_err(|e| {
+                format!(
+                    "cannot write {}: {e}",
+                    config.dir.join(dnindex::FILE).display()
+                )
+            })?;
+        }
         let nodes = config
             .data_nodes
             .values()
@@ -144,10 +184,10 @@ impl Cluster {
                 ))
             })
             .collect();
-        Cluster {
+        Ok(Cluster {
             hosts: hosts.into_values().collect(),
             nodes,
-        }
+        })
     }
 
     /// Opens `minCon` connections to every active writeHost (Mycat does this at pool init).

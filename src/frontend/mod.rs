@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio::net::TcpListener;
 
-use crate::config::{Config, ConfigErrors};
+use crate::config::{Config, ConfigError, ConfigErrors, Origin};
 use crate::datahost::{Cluster, Timeouts};
 use crate::route::Router;
 
@@ -35,7 +35,13 @@ impl Server {
     /// Errors: every routing configuration problem, with file and line.
     pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
         let router = Router::new(&config)?;
-        let cluster = Cluster::new(&config, timeouts);
+        let cluster = Cluster::new(&config, timeouts).map_err(|message| {
+            ConfigErrors(vec![ConfigError {
+                origin: Origin::new(&config.dir.join(crate::config::dnindex::FILE), 0),
+                element: String::new(),
+                message,
+            }])
+        })?;
         Ok(Server {
             config: Arc::new(config),
             router,

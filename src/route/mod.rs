@@ -130,7 +130,7 @@ impl TableRoute {
             .rule
             .as_ref()
             .expect("only sharded tables are partitioned");
-        let r = rule.function.calculate_range(lo, hi).map_err(|e| {
+        let r = rule.function.route_range(lo, hi).map_err(|e| {
             RouteError::syntax(format!(
                 "table {} column {} range '{lo}'..'{hi}' cannot be routed: {e}",
                 self.name, rule.column

@@ -94,6 +94,8 @@ pub struct Extra {
     pub schema_xml: String,
     /// More `<user>` XML inserted into server.xml.
     pub users_xml: String,
+    /// Other files to put in the config directory before the gateway starts (name, content).
+    pub files: Vec<(String, String)>,
 }
 
 impl Fixture {
@@ -116,6 +118,9 @@ impl Fixture {
         drop(c);
         let dir = tempfile::tempdir().unwrap();
         write_config(dir.path(), &databases, &extra);
+        for (name, content) in &extra.files {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
         let port = start_gateway(dir.path()).await;
         Fixture {
             dir,

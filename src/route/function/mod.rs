@@ -29,6 +29,7 @@ pub enum JavaException {
     NumberFormat,
     Arithmetic,
     Runtime,
+    StringIndexOutOfBounds,
 }
 
 impl JavaException {
@@ -39,6 +40,7 @@ impl JavaException {
             JavaException::NumberFormat => "java.lang.NumberFormatException",
             JavaException::Arithmetic => "java.lang.ArithmeticException",
             JavaException::Runtime => "java.lang.RuntimeException",
+            JavaException::StringIndexOutOfBounds => "java.lang.StringIndexOutOfBoundsException",
         }
     }
 }
@@ -92,6 +94,14 @@ pub trait PartitionFunction: Send + Sync + fmt::Debug {
         Ok(RangePartitions::All)
     }
 
+    /// The partitions that can hold any value between `begin` and `end` (inclusive), for the
+    /// router. Unlike Mycat's `calculate_range`, which several functions answer too narrowly
+    /// (a sequence range over a non-monotone map misses nodes, SPEC §2.3), this may answer more
+    /// partitions than needed but never fewer (DECISIONS.md item 14). The default is all.
+    fn route_range(&self, _begin: &str, _end: &str) -> Result<RangePartitions, PartitionError> {
+        Ok(RangePartitions::All)
+    }
+
     /// Mycat `getPartitionNum()`: how many partitions the function can produce, if it knows.
     /// Used for the start-up check that a table has enough dataNodes (SPEC §2.6).
     fn partition_num(&self) -> Option<usize>;
@@ -126,7 +136,7 @@ pub struct TableContext<'a> {
 /// Builds the function Mycat's class `class` would be, from `properties` (trimmed values; empty
 /// ones absent, SPEC §0.4). Unknown property names are ignored, as Mycat's setters ignore them.
 ///
-/// Errors: an unknown or not yet implemented class (naming it), a property of the wrong type, or
+/// Errors: a class that is not one of Mycat's built-ins (naming it), a property of the wrong type, or
 /// a map file that cannot be read or parsed — each as Mycat's `init()` would fail.
 pub fn build(
     class: &str,
@@ -145,38 +155,13 @@ pub fn build(
             .or_else(|| date::build(short, &props, ctx))
             .or_else(|| pattern::build(short, &props, ctx)),
     };
-    match built {
-        Some(result) => result,
-        None if KNOWN_NOT_YET.contains(&short) => Err(format!(
-            "partition function class {class} is a Mycat built-in that manx does not implement yet"
-        )),
-        None => Err(format!("unknown partition function class {class}")),
-    }
+    // Custom classes of a Mycat deployment cannot run here: refuse them by name.
+    built.unwrap_or_else(|| Err(format!("unknown partition function class {class}")))
 }
 
 fn to_arc<F: PartitionFunction + 'static>(f: F) -> Arc<dyn PartitionFunction> {
     Arc::new(f)
 }
-
-/// Mycat built-ins still to be implemented (they are refused at start-up, by name).
-const KNOWN_NOT_YET: &[&str] = &[
-    "PartitionByLong",
-    "PartitionByString",
-    "PartitionByDate",
-    "PartitionByMonth",
-    "PartitionByMonthAndHistory",
-    "PartitionByRangeMod",
-    "PartitionByMurmurHash",
-    "PartitionByJumpConsistentHash",
-    "PartitionByHashMod",
-    "PartitionByCRC32PreSlot",
-    "PartitionByHotDate",
-    "LatestMonthPartion",
-    "PartitionByRangeDateHash",
-    "PartitionByPattern",
-    "PartitionByPrefixPattern",
-    "PartitionDirectBySubString",
-];
 
 /// Typed access to a function's properties, converting like Mycat's `ParameterMapping`.
 pub(crate) struct Props<'a>(&'a BTreeMap<String, String>);
