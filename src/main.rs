@@ -159,7 +159,12 @@ fn serve(args: Args) -> anyhow::Result<()> {
             std::process::exit(1);
         }
     };
-    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    // Generous worker stacks: the SQL parser and its visitors recurse over expression trees.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(16 * 1024 * 1024)
+        .build()
+        .context("starting the tokio runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind((bind.as_str(), port))
             .await

@@ -157,12 +157,20 @@ impl managed::Manager for Manager {
     }
 
     async fn recycle(&self, conn: &mut Conn, _: &Metrics) -> RecycleResult<BackendError> {
-        // A connection dropped mid-result still has rows pending; reading them out (or finding
-        // the connection broken) happens in the ping, which mysql_async runs after cleaning up.
-        conn.conn
-            .ping()
-            .await
-            .map_err(|e| RecycleError::Backend(convert_error(e)))
+        // COM_RESET_CONNECTION clears what the previous session left on the connection (user
+        // variables, GET_LOCK locks, temporary tables, session variables) so nothing leaks to
+        // the next client; it keeps the selected database and doubles as the liveness check.
+        // A connection dropped mid-result has its remaining rows read out first by mysql_async.
+        match conn.conn.reset().await {
+            Ok(true) => Ok(()),
+            // Servers before MySQL 5.7.3 / MariaDB 10.2.4: only check that it is alive.
+            Ok(false) => conn
+                .conn
+                .ping()
+                .await
+                .map_err(|e| RecycleError::Backend(convert_error(e))),
+            Err(e) => Err(RecycleError::Backend(convert_error(e))),
+        }
     }
 }
 

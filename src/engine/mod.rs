@@ -59,7 +59,17 @@ pub async fn execute<'a>(
         match r? {
             Response::Ok(ok) => oks.push(ok),
             Response::Rows { columns: c, rows } => {
-                columns.get_or_insert(c);
+                let first = columns.get_or_insert_with(|| c.clone());
+                if first.len() != c.len() {
+                    return Err(EngineError {
+                        node: t_node(plan, streams.len()),
+                        source: BackendError::Other(format!(
+                            "dataNodes returned {} and {} columns for the same statement: their tables differ",
+                            first.len(),
+                            c.len()
+                        )),
+                    });
+                }
                 streams.push(rows);
             }
         }
@@ -86,6 +96,14 @@ pub async fn execute<'a>(
     }
     tracing::debug!(?oks, "node OK packets");
     Ok(Output::Ok(merge_ok(oks, plan.ok_merge)))
+}
+
+/// The node of the `i`-th row stream (streams are pushed in target order).
+fn t_node(plan: &Plan, i: usize) -> String {
+    plan.targets
+        .get(i)
+        .map(|t| t.node.clone())
+        .unwrap_or_default()
 }
 
 /// Combines OK packets: affected rows summed (or the first node's for global tables), warnings

@@ -52,6 +52,7 @@ pub async fn run(
         schema: None,
         autocommit: true,
         in_transaction: false,
+        interrupted: None,
         pinned: HashMap::new(),
     };
     AsyncMysqlIntermediary::run_on(session, read, Tap::new(write, slot)).await
@@ -81,6 +82,9 @@ struct Session {
     autocommit: bool,
     /// `BEGIN` was issued and not yet ended.
     in_transaction: bool,
+    /// Why the open transaction can only be rolled back: a statement failed on some dataNodes
+    /// after others had applied it (Mycat's "interrupted" transaction, SPEC §7.3).
+    interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
 }
@@ -178,6 +182,20 @@ impl Session {
 
     async fn local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         match l {
+            Local::Commit | Local::Begin | Local::SetAutocommit(true)
+                if self.interrupted.is_some() =>
+            {
+                // The transaction can only be rolled back: do it and say so (DECISIONS.md 16).
+                let reason = self.interrupted.take().unwrap_or_default();
+                let _ = self.end_transaction("ROLLBACK").await;
+                if l == Local::SetAutocommit(true) {
+                    self.autocommit = true;
+                }
+                let message = format!(
+                    "Transaction error, need to rollback: {reason}; the transaction was rolled back"
+                );
+                self.error(w, MysqlError::new(1003, "HY000", message)).await
+            }
             Local::Use(db) => match self.check_schema(&db) {
                 Ok(()) => {
                     self.schema = Some(db);
@@ -185,14 +203,30 @@ impl Session {
                 }
                 Err(e) => self.error(w, e).await,
             },
-            Local::ShowDatabases => {
+            Local::ShowDatabases(pattern) => {
                 let config = self.server.config.clone();
-                let names = config
+                let names: Vec<Vec<Option<String>>> = config
                     .users
                     .get(self.user_name())
                     .map(|u| config.user_schemas(u))
-                    .unwrap_or_default();
-                write_text_rows(w, &["Database"], names.into_iter().map(|n| vec![Some(n)])).await
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|n| pattern.as_deref().is_none_or(|p| crate::route::like(n, p)))
+                    .map(|n| vec![Some(n)])
+                    .collect();
+                write_text_rows(w, &["Database"], names).await
+            }
+            Local::ShowCreateDatabase(name) => {
+                if let Err(e) = self.check_schema(&name) {
+                    return self.error(w, e).await;
+                }
+                let create = format!("CREATE DATABASE `{name}`");
+                write_text_rows(
+                    w,
+                    &["Database", "Create Database"],
+                    vec![vec![Some(name), Some(create)]],
+                )
+                .await
             }
             Local::ShowTables {
                 schema,
@@ -235,6 +269,7 @@ impl Session {
                 self.ok(w, OkInfo::default()).await
             }
             Local::Commit | Local::Rollback => {
+                self.interrupted = None;
                 let sql = if l == Local::Commit {
                     "COMMIT"
                 } else {
@@ -321,7 +356,21 @@ impl Session {
                 .error(w, MysqlError::new(1495, "HY000", "User readonly"))
                 .await;
         }
-        let transactional = self.in_transaction || !self.autocommit;
+        if let Some(reason) = &self.interrupted {
+            let message = format!("Transaction error, need to rollback: {reason}");
+            return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+        }
+        // DDL commits the open transaction first, as in MySQL, and runs outside it.
+        if plan.ddl
+            && (self.in_transaction || !self.pinned.is_empty())
+            && let Err(e) = self.end_transaction("COMMIT").await
+        {
+            return self.error(w, e).await;
+        }
+        let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
+        // A write to several dataNodes outside a transaction runs in one on each node and is
+        // committed only where all succeeded, so a failure leaves nothing half applied.
+        let implicit = !transactional && !plan.read_only && !plan.ddl && plan.targets.len() > 1;
         let server = self.server.clone();
         let mut fresh: Vec<Box<dyn BackendConn>> = Vec::new();
         // A read any node can answer: when the chosen node's server cannot be reached, the next.
@@ -380,8 +429,20 @@ impl Session {
                 }
             }
         }
+        if implicit {
+            for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                if let Err(e) = run_simple(conn.as_mut(), "START TRANSACTION").await {
+                    let e = MysqlError::from(crate::engine::EngineError {
+                        node: t.node.clone(),
+                        source: e,
+                    });
+                    return self.error(w, e).await;
+                }
+            }
+        }
         let slot = self.slot.clone();
         let status = self.status();
+        let id = self.id;
         let conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
             let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
                 .pinned
@@ -395,45 +456,31 @@ impl Session {
         } else {
             fresh.iter_mut().map(|b| b.as_mut()).collect()
         };
-        let output = engine::execute(&plan, conns).await;
-        match output {
-            Err(e) => send_error(&slot, w, e.into()).await,
-            Ok(Output::Ok(ok)) => write_ok(w, ok, status).await,
-            Ok(Output::Rows { columns, mut rows }) => {
-                let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
-                let mut rw = w.start(&wire).await?;
-                while let Some(row) = rows.next().await {
-                    match row {
-                        Ok(row) => {
-                            for v in &row {
-                                match v {
-                                    Value::Null => rw.write_col(None::<i8>)?,
-                                    Value::Bytes(b) => rw.write_col(b.as_slice())?,
-                                    Value::Int(i) => rw.write_col(*i)?,
-                                    Value::UInt(u) => rw.write_col(*u)?,
-                                    Value::Double(d) => rw.write_col(*d)?,
-                                }
-                            }
-                            rw.end_row().await?;
-                        }
-                        Err(e) => {
-                            let e = MysqlError::new(
-                                1105,
-                                "HY000",
-                                format!("a dataNode failed while sending rows: {e}"),
-                            );
-                            slot.set(ErrPacket {
-                                code: e.code,
-                                state: e.state.clone(),
-                                message: e.message.clone(),
-                            });
-                            return rw
-                                .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &e.message.into_bytes())
-                                .await;
-                        }
-                    }
+        let finished = {
+            // Scoped so the connections' borrow ends before they are used again below.
+            let output = engine::execute(&plan, conns).await;
+            match output {
+                Ok(Output::Rows { columns, rows }) => {
+                    return stream_rows(w, &columns, rows, &slot).await;
                 }
-                rw.finish().await
+                Ok(Output::Ok(ok)) => Ok(ok),
+                Err(e) => Err(e),
+            }
+        };
+        match finished {
+            Err(e) => {
+                if implicit {
+                    let _ = finish_implicit(&mut fresh, &plan, "ROLLBACK", id).await;
+                } else if transactional && plan.targets.len() > 1 && !plan.read_only {
+                    self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
+                }
+                send_error(&slot, w, e.into()).await
+            }
+            Ok(ok) => {
+                if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
+                    return send_error(&slot, w, e).await;
+                }
+                write_ok(w, ok, status).await
             }
         }
     }
@@ -456,6 +503,93 @@ async fn write_ok(
         ..Default::default()
     })
     .await
+}
+
+/// Streams a result set to the client as the dataNodes deliver it.
+async fn stream_rows(
+    w: QueryResultWriter<'_, Writer>,
+    columns: &[Column],
+    mut rows: crate::backend::RowStream<'_>,
+    slot: &ErrorSlot,
+) -> io::Result<()> {
+    let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+    let mut rw = w.start(&wire).await?;
+    while let Some(row) = rows.next().await {
+        match row {
+            Ok(row) if row.len() != wire.len() => {
+                let message = format!(
+                    "dataNodes returned different columns for the same statement ({} and {}): their tables differ",
+                    wire.len(),
+                    row.len()
+                );
+                slot.set(ErrPacket {
+                    code: 1105,
+                    state: "HY000".to_string(),
+                    message: message.clone(),
+                });
+                return rw
+                    .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &message.into_bytes())
+                    .await;
+            }
+            Ok(row) => {
+                for v in &row {
+                    match v {
+                        Value::Null => rw.write_col(None::<i8>)?,
+                        Value::Bytes(b) => rw.write_col(b.as_slice())?,
+                        Value::Int(i) => rw.write_col(*i)?,
+                        Value::UInt(u) => rw.write_col(*u)?,
+                        Value::Double(d) => rw.write_col(*d)?,
+                    }
+                }
+                rw.end_row().await?;
+            }
+            Err(e) => {
+                let e = MysqlError::new(
+                    1105,
+                    "HY000",
+                    format!("a dataNode failed while sending rows: {e}"),
+                );
+                slot.set(ErrPacket {
+                    code: e.code,
+                    state: e.state.clone(),
+                    message: e.message.clone(),
+                });
+                return rw
+                    .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &e.message.into_bytes())
+                    .await;
+            }
+        }
+    }
+    rw.finish().await
+}
+
+/// Ends the implicit per-node transactions of a multi-node write (`COMMIT` or `ROLLBACK`).
+///
+/// Errors: a COMMIT that failed on some nodes, naming those that committed (DECISIONS.md 16).
+async fn finish_implicit(
+    conns: &mut [Box<dyn BackendConn>],
+    plan: &Plan,
+    sql: &str,
+    id: u32,
+) -> Result<(), MysqlError> {
+    let mut done = Vec::new();
+    let mut failed = Vec::new();
+    for (conn, t) in conns.iter_mut().zip(&plan.targets) {
+        match run_simple(conn.as_mut(), sql).await {
+            Ok(()) => done.push(t.node.clone()),
+            Err(e) => failed.push(format!("{} ({e})", t.node)),
+        }
+    }
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "{sql} failed on dataNode {}; it succeeded on [{}]",
+        failed.join(", "),
+        done.join(", ")
+    );
+    tracing::error!(connection = id, "{message}");
+    Err(MysqlError::new(1180, "HY000", message))
 }
 
 async fn send_error(

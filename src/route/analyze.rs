@@ -93,19 +93,50 @@ pub fn literal_text(e: &Expr) -> Option<String> {
     }
 }
 
-/// Druid evaluates an integer literal to a number, so leading zeros go (`-007` → `-7`).
+/// The routing text of a numeric literal: its integer value when it has one (`007` → `7`,
+/// `-007` → `-7`, as Druid evaluates integers; also `7.0` and `1e2` → `7`, `100`, which MySQL
+/// stores in an integer column as those integers — Mycat would hash or reject the text and
+/// place such a row where its own key never finds it). Other numbers keep their text (`1.50`).
 fn canonical_number(n: &str) -> String {
-    let (sign, digits) = match n.strip_prefix('-') {
-        Some(d) => ("-", d),
-        None => ("", n),
+    let (negative, body) = match n.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, n),
     };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => match e.parse::<i32>() {
+            Ok(e) => (m, e),
+            Err(_) => return n.to_string(),
+        },
+        None => (body, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty()
+        || !int_part
+            .bytes()
+            .chain(frac_part.bytes())
+            .all(|b| b.is_ascii_digit())
+    {
         return n.to_string();
     }
-    let trimmed = digits.trim_start_matches('0');
-    match trimmed {
+    // digits × 10^scale
+    let mut digits = format!("{int_part}{frac_part}");
+    let scale = exponent as i64 - frac_part.len() as i64;
+    if scale >= 0 {
+        if scale > 40 {
+            return n.to_string();
+        }
+        digits.push_str(&"0".repeat(scale as usize));
+    } else {
+        let cut = (-scale) as usize;
+        if cut > digits.len() || !digits[digits.len() - cut..].bytes().all(|b| b == b'0') {
+            return n.to_string(); // not an integer
+        }
+        digits.truncate(digits.len() - cut);
+    }
+    match digits.trim_start_matches('0') {
         "" => "0".to_string(),
-        t => format!("{sign}{t}"),
+        t if negative => format!("-{t}"),
+        t => t.to_string(),
     }
 }
 
@@ -116,16 +147,36 @@ pub fn partitions(
     m: &ColumnMatcher<'_>,
 ) -> Result<Partitions, RouteError> {
     Ok(match expr {
+        // A chain `a OR b OR c ...` is a left-deep tree as deep as it is long: walk it with an
+        // explicit stack, so a long chain cannot exhaust the thread's stack.
         Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => partitions(left, table, m)?.and(partitions(right, table, m)?),
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Or,
-            right,
-        } => partitions(left, table, m)?.or(partitions(right, table, m)?),
+            op: op @ (BinaryOperator::And | BinaryOperator::Or),
+            ..
+        } => {
+            let mut acc: Option<Partitions> = None;
+            let mut stack = vec![expr];
+            while let Some(e) = stack.pop() {
+                match e {
+                    Expr::BinaryOp { left, op: o, right } if o == op => {
+                        stack.push(right);
+                        stack.push(left);
+                    }
+                    Expr::Nested(inner) if matches!(&**inner, Expr::BinaryOp { op: o, .. } if o == op) =>
+                    {
+                        stack.push(inner);
+                    }
+                    leaf => {
+                        let p = partitions(leaf, table, m)?;
+                        acc = Some(match (acc, op) {
+                            (None, _) => p,
+                            (Some(a), BinaryOperator::And) => a.and(p),
+                            (Some(a), _) => a.or(p),
+                        });
+                    }
+                }
+            }
+            acc.unwrap_or(Partitions::All)
+        }
         Expr::BinaryOp {
             left,
             op: BinaryOperator::Eq,
@@ -206,5 +257,11 @@ mod tests {
         assert_eq!(canonical_number("-007"), "-7");
         assert_eq!(canonical_number("000"), "0");
         assert_eq!(canonical_number("1.50"), "1.50");
+        assert_eq!(canonical_number("7.0"), "7");
+        assert_eq!(canonical_number("-7.00"), "-7");
+        assert_eq!(canonical_number("1e2"), "100");
+        assert_eq!(canonical_number("1.5E1"), "15");
+        assert_eq!(canonical_number("1.25e1"), "1.25e1");
+        assert_eq!(canonical_number("0.0"), "0");
     }
 }

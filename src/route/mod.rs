@@ -23,6 +23,7 @@ use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
 pub use plan::{Local, OkMerge, Plan, Routed, Target};
+pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

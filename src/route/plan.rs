@@ -35,6 +35,8 @@ pub struct Plan {
     /// For a read any of several nodes can answer (no table, or only global tables): the
     /// statements for the other nodes, to use when the target's server cannot be reached.
     pub fallback: Vec<Target>,
+    /// DDL: commits an open transaction first, as MySQL does, and never runs inside one.
+    pub ddl: bool,
 }
 
 /// What the session does itself, without a dataNode.
@@ -42,8 +44,10 @@ pub struct Plan {
 pub enum Local {
     /// `USE db` (the name unquoted).
     Use(String),
-    /// `SHOW DATABASES` / `SHOW SCHEMAS`.
-    ShowDatabases,
+    /// `SHOW DATABASES` / `SHOW SCHEMAS` [`LIKE 'pattern'`].
+    ShowDatabases(Option<String>),
+    /// `SHOW CREATE DATABASE name` of a logical schema.
+    ShowCreateDatabase(String),
     /// `SHOW [FULL] TABLES [LIKE 'p']` of a schema without a default dataNode: the configured
     /// tables, lower-cased (SPEC §5.16).
     ShowTables {

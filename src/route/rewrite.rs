@@ -1,50 +1,86 @@
 //! Text rewrites of a statement for one dataNode. The client's SQL is sent as written; only the
-//! logical schema qualifiers (`TESTDB.t`) are replaced by the dataNode's physical database, found
-//! by the parser's source spans so nothing else in the text moves.
+//! pieces that must change are replaced, found by the parser's and tokenizer's source spans, so
+//! nothing else in the text moves (string literals keep their escapes byte for byte, which a
+//! re-printed AST would not: sqlparser's MySQL dialect unescapes `\\` and does not escape it
+//! again).
 
 use std::ops::Range;
 
-use sqlparser::tokenizer::{Location, Span};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::{Location, Span, Token, TokenWithSpan, Tokenizer};
 
-/// Byte ranges of `sql` to replace by a dataNode's database name.
+/// What replaces a piece of the statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replacement {
+    /// The dataNode's physical database, backquoted (for logical schema qualifiers).
+    Database,
+    /// Fixed text.
+    Text(String),
+}
+
+/// Byte ranges of a statement to replace, per dataNode.
 #[derive(Debug, Clone, Default)]
-pub struct Qualifiers(Vec<Range<usize>>);
+pub struct Edits(Vec<(Range<usize>, Replacement)>);
 
-impl Qualifiers {
-    /// Collects the byte ranges of the given source spans (1-based line/column, columns in
-    /// characters, as sqlparser reports them).
-    pub fn from_spans(sql: &str, spans: &[Span]) -> Self {
-        let mut ranges: Vec<Range<usize>> = spans
-            .iter()
-            .filter_map(|s| Some(offset(sql, s.start)?..offset(sql, s.end)?))
-            .filter(|r| r.start < r.end)
-            .collect();
-        ranges.sort_by_key(|r| r.start);
-        ranges.dedup();
-        Qualifiers(ranges)
+impl Edits {
+    /// Schema-qualifier edits at the given source spans (1-based line/column in characters, as
+    /// sqlparser reports them).
+    pub fn qualifiers(sql: &str, spans: &[Span]) -> Self {
+        let mut e = Edits::default();
+        for s in spans {
+            if let (Some(a), Some(b)) = (offset(sql, s.start), offset(sql, s.end))
+                && a < b
+            {
+                e.0.push((a..b, Replacement::Database));
+            }
+        }
+        e.normalize();
+        e
+    }
+
+    pub fn push(&mut self, range: Range<usize>, replacement: Replacement) {
+        self.0.push((range, replacement));
+        self.normalize();
+    }
+
+    fn normalize(&mut self) {
+        self.0.sort_by_key(|(r, _)| (r.start, r.end));
+        self.0.dedup_by(|a, b| a.0 == b.0);
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// `sql` with every qualifier replaced by `` `database` ``.
+    /// `sql` with every edit applied for a node whose database is `database`.
     pub fn apply(&self, sql: &str, database: &str) -> String {
+        self.apply_in(sql, 0..sql.len(), database)
+    }
+
+    /// The text of `range` of `sql`, with the edits inside it applied.
+    pub fn apply_in(&self, sql: &str, range: Range<usize>, database: &str) -> String {
         let quoted = format!("`{}`", database.replace('`', "``"));
-        let mut out = String::with_capacity(sql.len() + self.0.len() * quoted.len());
-        let mut at = 0;
-        for r in &self.0 {
+        let mut out = String::with_capacity(range.len() + 16);
+        let mut at = range.start;
+        for (r, rep) in &self.0 {
+            if r.start < range.start || r.end > range.end || r.start < at {
+                continue;
+            }
             out.push_str(&sql[at..r.start]);
-            out.push_str(&quoted);
+            match rep {
+                Replacement::Database => out.push_str(&quoted),
+                Replacement::Text(t) => out.push_str(t),
+            }
             at = r.end;
         }
-        out.push_str(&sql[at..]);
+        out.push_str(&sql[at..range.end]);
         out
     }
 }
 
 /// Byte offset of a 1-based (line, column-in-characters) location.
-fn offset(sql: &str, loc: Location) -> Option<usize> {
+pub fn offset(sql: &str, loc: Location) -> Option<usize> {
     if loc.line == 0 || loc.column == 0 {
         return None;
     }
@@ -61,15 +97,176 @@ fn offset(sql: &str, loc: Location) -> Option<usize> {
     }
 }
 
+/// The statement's tokens with byte ranges, white space and comments dropped, each with its
+/// parenthesis depth. `None` when the tokenizer fails (the parser then failed too).
+pub fn tokens(sql: &str) -> Option<Vec<(Token, Range<usize>, usize)>> {
+    let toks: Vec<TokenWithSpan> = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let mut out = Vec::with_capacity(toks.len());
+    let mut depth = 0usize;
+    let mut at = Cursor::default();
+    for t in toks {
+        if matches!(t.token, Token::Whitespace(_)) {
+            continue;
+        }
+        let range = at.seek(sql, t.span.start)?..at.clone().seek(sql, t.span.end)?;
+        match t.token {
+            Token::LParen => {
+                out.push((t.token, range, depth));
+                depth += 1;
+            }
+            Token::RParen => {
+                depth = depth.saturating_sub(1);
+                out.push((t.token, range, depth));
+            }
+            _ => out.push((t.token, range, depth)),
+        }
+    }
+    Some(out)
+}
+
+/// Converts locations that only move forward to byte offsets in one pass over the text (the
+/// tokens of a long statement would otherwise cost a scan each).
+#[derive(Debug, Clone)]
+struct Cursor {
+    line: u64,
+    column: u64,
+    byte: usize,
+}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor {
+            line: 1,
+            column: 1,
+            byte: 0,
+        }
+    }
+}
+
+impl Cursor {
+    fn seek(&mut self, sql: &str, to: Location) -> Option<usize> {
+        if (to.line, to.column) < (self.line, self.column) {
+            *self = Cursor::default();
+        }
+        let mut chars = sql[self.byte..].chars();
+        while (self.line, self.column) < (to.line, to.column) {
+            let c = chars.next()?;
+            self.byte += c.len_utf8();
+            if c == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        Some(self.byte)
+    }
+}
+
+/// Whether a token is the keyword `k`.
+pub fn is_keyword(t: &Token, k: Keyword) -> bool {
+    matches!(t, Token::Word(w) if w.keyword == k)
+}
+
+/// Byte ranges of the rows of an `INSERT ... VALUES (..), (..)` (each from its `(` to its `)`).
+pub fn insert_rows(sql: &str) -> Option<Vec<Range<usize>>> {
+    let toks = tokens(sql)?;
+    let start = toks.iter().position(|(t, _, d)| {
+        *d == 0 && (is_keyword(t, Keyword::VALUES) || is_keyword(t, Keyword::VALUE))
+    })?;
+    let mut rows = Vec::new();
+    let mut i = start + 1;
+    loop {
+        let (t, r, d) = toks.get(i)?;
+        if !(matches!(t, Token::LParen) && *d == 0) {
+            return None;
+        }
+        let close = toks[i + 1..]
+            .iter()
+            .position(|(t, _, d)| matches!(t, Token::RParen) && *d == 0)?
+            + i
+            + 1;
+        rows.push(r.start..toks[close].1.end);
+        match toks.get(close + 1) {
+            Some((Token::Comma, _, 0)) => i = close + 2,
+            _ => return Some(rows),
+        }
+    }
+}
+
+/// The byte range of a top-level `LIMIT n`, `LIMIT m, n` or `LIMIT n OFFSET m` clause (the last
+/// one at parenthesis depth 0).
+pub fn limit_clause(sql: &str) -> Option<Range<usize>> {
+    let toks = tokens(sql)?;
+    let at = toks
+        .iter()
+        .rposition(|(t, _, d)| *d == 0 && is_keyword(t, Keyword::LIMIT))?;
+    let number = |i: usize| matches!(toks.get(i), Some((Token::Number(..), _, 0)));
+    if !number(at + 1) {
+        return None;
+    }
+    let end = match toks.get(at + 2) {
+        Some((Token::Comma, _, 0)) if number(at + 3) => at + 3,
+        Some((t, _, 0)) if is_keyword(t, Keyword::OFFSET) && number(at + 3) => at + 3,
+        _ => at + 1,
+    };
+    Some(toks[at].1.start..toks[end].1.end)
+}
+
+/// Byte ranges of `DATABASE()` and `SCHEMA()` calls, which must answer the logical schema, not
+/// the dataNode's database.
+pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
+    let lower = sql.to_ascii_lowercase();
+    if !lower.contains("database") && !lower.contains("schema") {
+        return Vec::new();
+    }
+    let Some(toks) = tokens(sql) else {
+        return Vec::new();
+    };
+    toks.windows(3)
+        .filter(|w| {
+            (is_keyword(&w[0].0, Keyword::DATABASE) || is_keyword(&w[0].0, Keyword::SCHEMA))
+                && matches!(w[1].0, Token::LParen)
+                && matches!(w[2].0, Token::RParen)
+        })
+        .map(|w| w[0].1.start..w[2].1.end)
+        .collect()
+}
+
+/// How many operator tokens (`AND`, `OR`, `XOR`, `+`, `=`, ...) a statement has: a bound on how
+/// deep its expression trees can be, which the parser's visitors walk recursively.
+pub fn operator_count(sql: &str) -> usize {
+    let Some(toks) = tokens(sql) else { return 0 };
+    toks.iter()
+        .filter(|(t, _, _)| match t {
+            Token::Word(w) => matches!(w.keyword, Keyword::AND | Keyword::OR | Keyword::XOR),
+            Token::Comma
+            | Token::LParen
+            | Token::RParen
+            | Token::Period
+            | Token::SemiColon
+            | Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::HexStringLiteral(_)
+            | Token::NationalStringLiteral(_)
+            | Token::Placeholder(_)
+            | Token::Whitespace(_) => false,
+            _ => true,
+        })
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Qualifiers;
+    use super::*;
     use sqlparser::ast::{ObjectName, Visit, Visitor};
-    use sqlparser::dialect::MySqlDialect;
     use sqlparser::parser::Parser;
     use std::ops::ControlFlow;
 
-    struct Spans(Vec<sqlparser::tokenizer::Span>);
+    struct Spans(Vec<Span>);
     impl Visitor for Spans {
         type Break = ();
         fn pre_visit_relation(&mut self, r: &ObjectName) -> ControlFlow<()> {
@@ -84,7 +281,7 @@ mod tests {
         let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
         let mut s = Spans(vec![]);
         let _ = stmts.visit(&mut s);
-        Qualifiers::from_spans(sql, &s.0).apply(sql, "db1")
+        Edits::qualifiers(sql, &s.0).apply(sql, "db1")
     }
 
     #[test]
@@ -100,6 +297,28 @@ mod tests {
         assert_eq!(
             rewrite("insert into TESTDB.t (id) values (1)"),
             "insert into `db1`.t (id) values (1)"
+        );
+    }
+
+    #[test]
+    fn insert_rows_and_limit_keep_the_text() {
+        let sql = r"INSERT INTO t (id, s) VALUES (1, 'a\\b'), (2,'c,(d)'),(3, f(1, 2)) ON DUPLICATE KEY UPDATE s = 'x'";
+        let rows: Vec<&str> = insert_rows(sql)
+            .unwrap()
+            .into_iter()
+            .map(|r| &sql[r])
+            .collect();
+        assert_eq!(rows, [r"(1, 'a\\b')", "(2,'c,(d)')", "(3, f(1, 2))"]);
+        let sql = "SELECT a FROM t WHERE x IN (SELECT y FROM u LIMIT 1) LIMIT 10, 5";
+        assert_eq!(&sql[limit_clause(sql).unwrap()], "LIMIT 10, 5");
+        let sql = "select a from t limit 5 offset 7 for update";
+        assert_eq!(&sql[limit_clause(sql).unwrap()], "limit 5 offset 7");
+        let sql = "SELECT database(), DATABASE ( ) FROM t";
+        let calls: Vec<&str> = database_calls(sql).into_iter().map(|r| &sql[r]).collect();
+        assert_eq!(calls, ["database()", "DATABASE ( )"]);
+        assert_eq!(
+            operator_count("SELECT a FROM t WHERE a = 1 OR a = 2 AND b IN (1, 2)"),
+            4
         );
     }
 }

@@ -101,3 +101,103 @@ mod tests {
         );
     }
 }
+
+/// A Mycat annotation at the start of the statement (`/*!mycat:...*/`, `/*#mycat:...*/`), which
+/// the gateway does not act on yet; `None` for other comments. `/*balance*/` is not reported:
+/// it asks for the writeHost, which serves every statement today.
+pub fn mycat_hint(sql: &str) -> Option<&str> {
+    let s = sql.trim_start();
+    let body = s.strip_prefix("/*")?;
+    let compact: String = body
+        .chars()
+        .take(12)
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if compact.starts_with("!mycat:") || compact.starts_with("#mycat:") {
+        let end = s.find("*/").map_or(s.len(), |i| i + 2);
+        return Some(&s[..end]);
+    }
+    None
+}
+
+/// Whether `;` separates statements in `s` (outside quotes and comments).
+pub fn has_statement_separator(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        match quote {
+            Some(q) => {
+                if c == b'\\' && q != b'`' {
+                    i += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                b'\'' | b'"' | b'`' => quote = Some(c),
+                b';' => return true,
+                b'#' => match s[i..].find('\n') {
+                    Some(n) => i += n,
+                    None => return false,
+                },
+                b'-' if s[i..].starts_with("-- ") || s[i..].starts_with("--\t") => {
+                    match s[i..].find('\n') {
+                        Some(n) => i += n,
+                        None => return false,
+                    }
+                }
+                b'/' if s[i..].starts_with("/*") && !s[i..].starts_with("/*!") => {
+                    match s[i + 2..].find("*/") {
+                        Some(n) => i += n + 3,
+                        None => return false,
+                    }
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    false
+}
+
+/// The words of a statement up to the first comment (for keyword-only statements such as
+/// `COMMIT /* done */`).
+pub fn words_before_comment(s: &str) -> Vec<String> {
+    s.split_whitespace()
+        .take_while(|w| !w.starts_with("/*") && !w.starts_with("--") && !w.starts_with('#'))
+        .map(|w| w.to_ascii_uppercase())
+        .collect()
+}
+
+#[cfg(test)]
+mod more_tests {
+    use super::*;
+
+    #[test]
+    fn separators_hints_and_words() {
+        assert!(has_statement_separator("SHOW TABLES; DELETE FROM t"));
+        assert!(has_statement_separator("DESC t ;DELETE FROM t"));
+        assert!(!has_statement_separator(
+            "SELECT ';' FROM t WHERE a = 'x\\';' -- ;\n"
+        ));
+        assert!(!has_statement_separator("SELECT 1 /* ; */ FROM t"));
+        assert!(!has_statement_separator("SELECT `a;b` FROM t"));
+        assert_eq!(
+            mycat_hint("/*!mycat:dataNode=dn1*/ select 1"),
+            Some("/*!mycat:dataNode=dn1*/")
+        );
+        assert_eq!(
+            mycat_hint("/* #mycat:db_type=master */ select 1"),
+            Some("/* #mycat:db_type=master */")
+        );
+        assert_eq!(mycat_hint("/*balance*/ select 1"), None);
+        assert_eq!(words_before_comment("COMMIT /* done */"), ["COMMIT"]);
+        assert_eq!(
+            words_before_comment("rollback work -- undo"),
+            ["ROLLBACK", "WORK"]
+        );
+    }
+}

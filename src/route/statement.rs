@@ -13,21 +13,54 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Span;
 
 use super::analyze::{self, ColumnMatcher, Partitions};
-use super::rewrite::Qualifiers;
+use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::{Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, TableRoute, Target};
 use crate::config::TableKind;
 
-/// Schemas whose tables are the server's own; never routed by configuration (SPEC §5.3).
+/// Schemas of the backend server itself. `information_schema` may be read (tools do); the
+/// others hold the backend's users, grants and sessions and are not reachable through the
+/// gateway.
 const SYSTEM_SCHEMAS: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
 
+/// Most operator tokens a long statement may carry. Expression trees are as deep as their
+/// operator chains, and the parser's visitors (and drop) walk them recursively: a 100 KB
+/// `id = 1 OR id = 2 OR ...` must get an error, not overflow the stack.
+const MAX_OPERATORS: usize = 4_000;
+
 pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+    // Mycat annotations change where a statement goes; running it elsewhere silently would be
+    // wrong, so an annotation manx does not act on yet is refused (DECISIONS.md item 13).
+    if let Some(hint) = scan::mycat_hint(sql) {
+        return Err(RouteError::syntax(format!(
+            "Mycat annotation {hint} is not supported yet"
+        )));
+    }
     let stmt = scan::strip(sql);
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
-    if stmt.starts_with("/*!") && stmt.ends_with("*/") {
-        return Ok(Routed::Local(Local::Ok));
+    if scan::has_statement_separator(stmt) {
+        return Err(RouteError::syntax(
+            "Multi statements is not supported, use single statement instead",
+        ));
+    }
+    if stmt.len() > 8 * 1024 && rewrite::operator_count(stmt) > MAX_OPERATORS {
+        return Err(RouteError::syntax(format!(
+            "statement too complex: more than {MAX_OPERATORS} operators (use IN lists)"
+        )));
+    }
+    if let Some(body) = stmt.strip_prefix("/*!").and_then(|b| b.strip_suffix("*/")) {
+        // A MySQL version comment (mysqldump): `SET ...` session settings are acknowledged as
+        // Mycat does; anything else is routed like the statement it carries.
+        let body = body.trim_start_matches(|c: char| c.is_ascii_digit()).trim();
+        if scan::words(body)
+            .first()
+            .is_some_and(|w| w.eq_ignore_ascii_case("SET"))
+        {
+            return Ok(Routed::Local(Local::Ok));
+        }
+        return route(r, body, schema);
     }
     if let Some(local) = canned_select(stmt) {
         return Ok(Routed::Local(local));
@@ -39,18 +72,8 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
             scan::unquote(words[1]).to_string(),
         ))),
         "SET" => set(stmt).map(Routed::Local),
-        "BEGIN" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
-            Ok(Routed::Local(Local::Begin))
-        }
-        "START" if is(words.get(1), "TRANSACTION") => Ok(Routed::Local(Local::Begin)),
-        "COMMIT" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
-            Ok(Routed::Local(Local::Commit))
-        }
-        "ROLLBACK" if words.len() == 1 || (words.len() == 2 && is(words.get(1), "WORK")) => {
-            Ok(Routed::Local(Local::Rollback))
-        }
-        "SAVEPOINT" | "RELEASE" | "ROLLBACK" => {
-            Err(RouteError::syntax("savepoints are not supported"))
+        "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
+            transaction(stmt).map(Routed::Local)
         }
         "SHOW" => show(r, stmt, &words, schema),
         "EXPLAIN" if words.len() > 1 => {
@@ -100,7 +123,40 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         ok_merge: OkMerge::Sum,
         limit: None,
         fallback: Vec::new(),
+        ddl: false,
     })
+}
+
+/// `BEGIN`, `START TRANSACTION`, `COMMIT`, `ROLLBACK` with their optional words; chains,
+/// releases and savepoints are refused.
+fn transaction(stmt: &str) -> Result<Local, RouteError> {
+    let w = scan::words_before_comment(stmt);
+    let rest: Vec<&str> = w
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .filter(|x| *x != "WORK")
+        .collect();
+    let unsupported = || RouteError::syntax(format!("transaction statement not supported: {stmt}"));
+    match w[0].as_str() {
+        "BEGIN" if rest.is_empty() => Ok(Local::Begin),
+        "START" if w.get(1).map(String::as_str) == Some("TRANSACTION") => Ok(Local::Begin),
+        "COMMIT" | "ROLLBACK" => {
+            // Only the defaults may be spelled out: AND NO CHAIN, NO RELEASE.
+            let ok = matches!(
+                rest.as_slice(),
+                [] | ["AND", "NO", "CHAIN"]
+                    | ["NO", "RELEASE"]
+                    | ["AND", "NO", "CHAIN", "NO", "RELEASE"]
+            );
+            match (ok, w[0].as_str()) {
+                (true, "COMMIT") => Ok(Local::Commit),
+                (true, _) => Ok(Local::Rollback),
+                (false, _) => Err(unsupported()),
+            }
+        }
+        _ => Err(unsupported()),
+    }
 }
 
 /// `SET ...` handled by the session (SPEC §5.16): autocommit and names are tracked, other
@@ -174,7 +230,28 @@ fn show(
         .map(|w| w.to_ascii_uppercase())
         .unwrap_or_default();
     match what.as_str() {
-        "DATABASES" | "SCHEMAS" if i == 1 => Ok(Routed::Local(Local::ShowDatabases)),
+        "DATABASES" | "SCHEMAS" if i == 1 => {
+            let pattern = match (words.get(2), words.get(3)) {
+                (None, _) => None,
+                (Some(w), Some(p)) if w.eq_ignore_ascii_case("LIKE") => {
+                    Some(scan::unquote(p).to_string())
+                }
+                _ => return Err(RouteError::syntax("SHOW DATABASES supports only LIKE here")),
+            };
+            Ok(Routed::Local(Local::ShowDatabases(pattern)))
+        }
+        "GRANTS" | "PROCESSLIST" => Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: format!(
+                "Access denied; SHOW {what} of the backend servers is not available through the gateway"
+            ),
+        }),
+        "CREATE" if is(words.get(i + 1), "DATABASE") || is(words.get(i + 1), "SCHEMA") => {
+            let name = words.get(i + 2).map(|w| scan::unquote(w)).unwrap_or("");
+            let s = require_schema(r, Some(name))?;
+            Ok(Routed::Local(Local::ShowCreateDatabase(s.name.clone())))
+        }
         "TABLES" => {
             let mut j = i + 1;
             let mut schema = schema.map(str::to_string);
@@ -254,15 +331,15 @@ fn show(
                 r,
                 s,
                 stmt,
-                qualifiers: Qualifiers::default(),
+                edits: Edits::default(),
             };
             Ok(ctx.plan_any(&s.nodes))
         }
     }
 }
 
-/// MySQL `LIKE` with `%` and `_`, case-insensitive (table names are).
-fn like(s: &str, pattern: &str) -> bool {
+/// MySQL `LIKE` with `%` and `_` (and `\\` escapes), case-insensitive.
+pub fn like(s: &str, pattern: &str) -> bool {
     fn go(s: &[char], p: &[char]) -> bool {
         match p.split_first() {
             None => s.is_empty(),
@@ -326,6 +403,8 @@ struct Collector<'a> {
     qualifier_spans: Vec<Span>,
     /// Logical schemas named as qualifiers.
     qualifiers: BTreeSet<String>,
+    /// Qualifiers that name no logical schema (physical or system databases).
+    foreign: BTreeSet<String>,
     depth: usize,
 }
 
@@ -338,6 +417,8 @@ impl Collector<'_> {
             if (self.schema_names)(&q.value) {
                 self.qualifier_spans.push(q.span);
                 self.qualifiers.insert(q.value.clone());
+            } else {
+                self.foreign.insert(q.value.clone());
             }
         }
     }
@@ -416,6 +497,7 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         ctes: BTreeSet::new(),
         qualifier_spans: Vec::new(),
         qualifiers: BTreeSet::new(),
+        foreign: BTreeSet::new(),
         depth: 0,
     };
     let _ = statement.visit(&mut c);
@@ -427,6 +509,24 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         }
         Statement::Truncate(t) => t.table_names.iter().for_each(|t| c.relation(&t.name)),
         _ => {}
+    }
+    // Only logical schemas are reachable: physical databases of the dataNodes and the backend's
+    // own schemas are not (information_schema may be read).
+    for q in &c.foreign {
+        let lower = q.to_ascii_lowercase();
+        if lower == "information_schema" && matches!(statement, Statement::Query(_)) {
+            continue;
+        }
+        if SYSTEM_SCHEMAS.contains(&lower.as_str()) {
+            return Err(RouteError {
+                code: 1044,
+                state: "42000",
+                message: format!(
+                    "Access denied to database '{q}': the backend servers' own schemas are not reachable through the gateway"
+                ),
+            });
+        }
+        return Err(RouteError::unknown_database(q));
     }
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
@@ -451,18 +551,21 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
     let s = r
         .schema(schema)
         .ok_or_else(|| RouteError::unknown_database(schema))?;
-    let ctx = Ctx {
-        r,
-        s,
-        stmt,
-        qualifiers: Qualifiers::from_spans(stmt, &c.qualifier_spans),
-    };
+    let mut edits = Edits::qualifiers(stmt, &c.qualifier_spans);
+    if !is_ddl(&statement) {
+        // DATABASE() answers the logical schema, not the dataNode's database.
+        let literal = format!("'{}'", s.name.replace('\\', "\\\\").replace('\'', "''"));
+        for call in rewrite::database_calls(stmt) {
+            edits.push(call, Replacement::Text(literal.clone()));
+        }
+    }
+    let ctx = Ctx { r, s, stmt, edits };
     // Occurrences that name configured-or-unknown tables of this schema (not CTEs, not system
     // tables, not other schemas).
     let occurrences: Vec<Occurrence> = c
         .occurrences
         .into_iter()
-        .filter(|o| !(o.qualifier.is_none() && c.ctes.contains(&o.name)))
+        .filter(|o| !(o.qualifier.is_none() && (c.ctes.contains(&o.name) || o.name == "DUAL")))
         .filter(|o| {
             !o.qualifier
                 .as_deref()
@@ -478,7 +581,7 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
                     .last()
                     .and_then(|p| p.as_ident())
                     .map(|i| i.value.to_ascii_uppercase());
-                insert_route(&ctx, &statement, table.unwrap_or_default())
+                insert_route(&ctx, &statement, &occurrences, table.unwrap_or_default())
             }
             _ => Err(RouteError::syntax(
                 "INSERT INTO a table function is not supported",
@@ -486,10 +589,12 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         },
         Statement::Update(u) => write(
             &ctx,
+            &statement,
             &occurrences,
             u.selection.as_ref(),
             Some(&u.assignments),
             u.from.is_some() || !u.table.joins.is_empty(),
+            u.limit.is_some(),
         ),
         Statement::Delete(d) => {
             let from = match &d.from {
@@ -499,7 +604,15 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
                 || d.using.is_some()
                 || from.len() != 1
                 || !from[0].joins.is_empty();
-            write(&ctx, &occurrences, d.selection.as_ref(), None, multi)
+            write(
+                &ctx,
+                &statement,
+                &occurrences,
+                d.selection.as_ref(),
+                None,
+                multi,
+                d.limit.is_some(),
+            )
         }
         Statement::CreateTable(ct) => ddl(&ctx, &[&ct.name]),
         Statement::AlterTable(at) => ddl(&ctx, &[&at.name]),
@@ -529,6 +642,17 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
     }
 }
 
+fn is_ddl(s: &Statement) -> bool {
+    matches!(
+        s,
+        Statement::CreateTable(_)
+            | Statement::AlterTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::Truncate(_)
+            | Statement::Drop { .. }
+    )
+}
+
 fn statement_kind(s: &Statement) -> String {
     let text = s.to_string();
     text.split_whitespace()
@@ -541,17 +665,21 @@ struct Ctx<'a> {
     r: &'a Router,
     s: &'a SchemaRoute,
     stmt: &'a str,
-    qualifiers: Qualifiers,
+    /// Per-node replacements (schema qualifiers, DATABASE()).
+    edits: Edits,
 }
 
 impl Ctx<'_> {
     /// The statement text for `node`: logical schema qualifiers replaced by its database.
     fn sql_for(&self, node: &str) -> String {
-        if self.qualifiers.is_empty() {
+        if self.edits.is_empty() {
             return self.stmt.to_string();
         }
-        let db = self.r.database_of(node).unwrap_or(node);
-        self.qualifiers.apply(self.stmt, db)
+        self.edits.apply(self.stmt, self.database(node))
+    }
+
+    fn database<'n>(&'n self, node: &'n str) -> &'n str {
+        self.r.database_of(node).unwrap_or(node)
     }
 
     fn plan(&self, nodes: BTreeSet<String>, read_only: bool, ok_merge: OkMerge) -> Routed {
@@ -559,7 +687,7 @@ impl Ctx<'_> {
         let targets = nodes
             .into_iter()
             .map(|node| {
-                let sql = if self.qualifiers.is_empty() {
+                let sql = if self.edits.is_empty() {
                     shared.clone()
                 } else {
                     Arc::from(self.sql_for(&node))
@@ -573,6 +701,7 @@ impl Ctx<'_> {
             ok_merge,
             limit: None,
             fallback: Vec::new(),
+            ddl: false,
         })
     }
 
@@ -828,6 +957,30 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
     if nodes.len() == 1 {
         return Ok(ctx.plan(nodes, true, OkMerge::Sum));
     }
+    // Over several nodes each node answers for its own rows only. That is the whole answer when
+    // every non-global table stands in the top-level FROM and global tables are only inner-joined
+    // there; a sharded table in a subquery or derived table, or a global table on the preserved
+    // side of an outer join, would give per-node answers that concatenate wrongly.
+    if let Some(o) = occurrences.iter().find(|o| {
+        o.depth != 1
+            && ctx
+                .table(&o.name)
+                .is_none_or(|t| t.kind != TableKind::Global)
+    }) {
+        return Err(RouteError::syntax(format!(
+            "table {} inside a subquery or derived table over several dataNodes is not supported yet",
+            o.name
+        )));
+    }
+    let has_global = occurrences.iter().any(|o| {
+        ctx.table(&o.name)
+            .is_some_and(|t| t.kind == TableKind::Global)
+    });
+    if has_global && !only_inner_joins(q) {
+        return Err(RouteError::syntax(
+            "an outer join with a global table over several dataNodes is not supported yet",
+        ));
+    }
     if let Some(what) = merge_needed(q) {
         return Err(RouteError::syntax(format!(
             "{what} over several dataNodes ({}) is not supported yet",
@@ -868,24 +1021,20 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
     if let Some((offset, count)) = limit
         && offset > 0
     {
-        let mut rewritten = q.clone();
-        rewritten.limit_clause = Some(LimitClause::LimitOffset {
-            limit: Some(Expr::value(sqlparser::ast::Value::Number(
-                (offset + count).to_string(),
-                false,
-            ))),
-            offset: None,
-            limit_by: vec![],
-        });
+        // Each node is asked for offset + count rows: the clause is replaced in the text.
+        let range = rewrite::limit_clause(ctx.stmt).ok_or_else(|| {
+            RouteError::syntax("this LIMIT form over several dataNodes is not supported")
+        })?;
+        let mut edits = ctx.edits.clone();
+        edits.push(
+            range,
+            Replacement::Text(format!("LIMIT {}", offset.saturating_add(count))),
+        );
         let targets = nodes
             .into_iter()
-            .map(|node| {
-                let mut q = rewritten.clone();
-                requalify(&mut q, ctx, &node);
-                Target {
-                    sql: Arc::from(q.to_string()),
-                    node,
-                }
+            .map(|node| Target {
+                sql: Arc::from(edits.apply(ctx.stmt, ctx.database(&node))),
+                node,
             })
             .collect();
         return Ok(Routed::Plan(Plan {
@@ -894,6 +1043,7 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
             ok_merge: OkMerge::Sum,
             limit,
             fallback: Vec::new(),
+            ddl: false,
         }));
     }
     match ctx.plan(nodes, true, OkMerge::Sum) {
@@ -905,102 +1055,178 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
     }
 }
 
-/// Replaces logical schema qualifiers in an AST (for statements that are re-printed).
-fn requalify<V: sqlparser::ast::VisitMut>(node: &mut V, ctx: &Ctx<'_>, data_node: &str) {
-    struct Requalify<'a> {
-        schema: &'a str,
-        database: &'a str,
-    }
-    impl sqlparser::ast::VisitorMut for Requalify<'_> {
+/// Whether every join of the top-level FROM is an inner or cross join (comma joins included).
+fn only_inner_joins(q: &Query) -> bool {
+    use sqlparser::ast::JoinOperator as J;
+    let SetExpr::Select(select) = &*q.body else {
+        return false;
+    };
+    select.from.iter().flat_map(|t| &t.joins).all(|j| {
+        matches!(
+            j.join_operator,
+            J::Join(_) | J::Inner(_) | J::CrossJoin(_) | J::StraightJoin(_)
+        )
+    })
+}
+
+/// Functions whose value differs between the copies of a global table (each node evaluates
+/// them itself), which would leave the copies different.
+const NONDETERMINISTIC: &[&str] = &[
+    "UUID",
+    "UUID_SHORT",
+    "RAND",
+    "NOW",
+    "SYSDATE",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_TIME",
+    "CURRENT_DATE",
+    "CURDATE",
+    "CURTIME",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "UNIX_TIMESTAMP",
+    "UTC_TIMESTAMP",
+    "UTC_DATE",
+    "UTC_TIME",
+    "CONNECTION_ID",
+    "LAST_INSERT_ID",
+    "RANDOM_BYTES",
+    "USER",
+    "CURRENT_USER",
+    "SESSION_USER",
+    "SYSTEM_USER",
+    "SLEEP",
+];
+
+/// The first non-deterministic function a statement calls, if any.
+fn nondeterministic(statement: &Statement) -> Option<String> {
+    struct Find(Option<String>);
+    impl Visitor for Find {
         type Break = ();
-        fn pre_visit_relation(&mut self, name: &mut ObjectName) -> ControlFlow<()> {
-            let n = name.0.len();
-            if n >= 2
-                && let Some(sqlparser::ast::ObjectNamePart::Identifier(q)) = name.0.get_mut(n - 2)
-                && q.value == self.schema
-            {
-                *q = sqlparser::ast::Ident::with_quote('`', self.database);
-            }
-            ControlFlow::Continue(())
-        }
-        fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
-            if let Expr::CompoundIdentifier(parts) = e {
-                let n = parts.len();
-                if n >= 3 && parts[n - 3].value == self.schema {
-                    parts[n - 3] = sqlparser::ast::Ident::with_quote('`', self.database);
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                let name = f.name.to_string().to_ascii_uppercase();
+                if NONDETERMINISTIC.contains(&name.as_str()) {
+                    self.0 = Some(name);
+                    return ControlFlow::Break(());
                 }
             }
             ControlFlow::Continue(())
         }
     }
-    let database = ctx.r.database_of(data_node).unwrap_or(data_node);
-    let _ = node.visit(&mut Requalify {
-        schema: &ctx.s.name,
-        database,
-    });
+    let mut f = Find(None);
+    let _ = statement.visit(&mut f);
+    f.0
+}
+
+/// Refuses a write to a global table that its copies would not all apply the same way.
+fn check_global_write(statement: &Statement, table: &str) -> Result<(), RouteError> {
+    match nondeterministic(statement) {
+        Some(func) => Err(RouteError::syntax(format!(
+            "{func}() in a write to global table {table} would give its copies different values"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn is_global(ctx: &Ctx<'_>, o: &Occurrence) -> bool {
+    ctx.table(&o.name)
+        .is_some_and(|t| t.kind == TableKind::Global)
 }
 
 /// UPDATE and DELETE (SPEC §5.9).
 fn write(
     ctx: &Ctx<'_>,
+    statement: &Statement,
     occurrences: &[Occurrence],
     selection: Option<&Expr>,
     assignments: Option<&Vec<sqlparser::ast::Assignment>>,
     multi_table: bool,
+    has_limit: bool,
 ) -> Result<Routed, RouteError> {
     let top: Vec<&Occurrence> = occurrences.iter().filter(|o| o.depth == 0).collect();
-    let Some(target) = top.first() else {
+    if top.is_empty() {
         return Err(RouteError::syntax("no table to write"));
-    };
-    if let Some(t) = ctx.table(&target.name)
-        && let (Some(rule), Some(assignments)) = (&t.rule, assignments)
-    {
-        for a in assignments {
-            let cols: Vec<String> = match &a.target {
-                sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
-                sqlparser::ast::AssignmentTarget::Tuple(v) => {
-                    v.iter().map(|n| n.to_string()).collect()
-                }
+    }
+    // The sharding column of any sharded table written here may only be "updated" to the value
+    // the WHERE pins it to (one table), so no row moves off its node.
+    if let Some(assignments) = assignments {
+        for o in &top {
+            let Some(t) = ctx.table(&o.name) else {
+                continue;
             };
-            let hits = cols.iter().any(|c| {
-                c.rsplit('.')
-                    .next()
-                    .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
-            });
-            if hits && !same_value_condition(selection, &rule.column, &a.value) {
-                return Err(RouteError::syntax(format!(
-                    "Sharding column can't be updated {}->{}",
-                    t.name, rule.column
-                )));
+            let Some(rule) = &t.rule else { continue };
+            for a in assignments {
+                let cols: Vec<String> = match &a.target {
+                    sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
+                    sqlparser::ast::AssignmentTarget::Tuple(v) => {
+                        v.iter().map(|n| n.to_string()).collect()
+                    }
+                };
+                let hits = cols.iter().any(|c| {
+                    c.rsplit('.')
+                        .next()
+                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
+                });
+                if hits && (multi_table || !same_value_condition(selection, &rule.column, &a.value))
+                {
+                    return Err(RouteError::syntax(format!(
+                        "Sharding column can't be updated {}->{}",
+                        t.name, rule.column
+                    )));
+                }
             }
         }
     }
     let placements = placements(ctx, occurrences, selection, 0)?;
-    if multi_table {
+    let non_global_in_subquery = occurrences
+        .iter()
+        .find(|o| o.depth > 0 && !is_global(ctx, o));
+    if multi_table || non_global_in_subquery.is_some() {
+        // Every node only sees its own rows: correct only when everything is on one node.
         let mut nodes = BTreeSet::new();
         for p in &placements {
             match p {
-                Placement::Global(t) => {
+                Placement::Global(t) if multi_table || top.iter().any(|o| o.name == t.name) => {
                     return Err(RouteError::syntax(format!(
-                        "multi-table UPDATE/DELETE involving global table {} is not supported",
+                        "a multi-table or subquery write involving global table {} is not supported",
                         t.name
                     )));
                 }
+                Placement::Global(_) => {}
                 Placement::Nodes(_, n) => nodes.extend(n.iter().cloned()),
             }
         }
         if nodes.len() != 1 {
-            return Err(RouteError::syntax(
-                "multi-table UPDATE/DELETE over several dataNodes is not supported (route every table to one node)",
-            ));
+            let what = match non_global_in_subquery {
+                Some(o) => format!("a subquery on table {}", o.name),
+                None => "a multi-table UPDATE/DELETE".to_string(),
+            };
+            return Err(RouteError::syntax(format!(
+                "{what} over several dataNodes is not supported (each node would see only its own rows)"
+            )));
         }
         return Ok(ctx.plan(nodes, false, OkMerge::Sum));
     }
     match placements.first() {
         Some(Placement::Global(t)) => {
+            check_global_write(statement, &t.name)?;
+            if has_limit {
+                return Err(RouteError::syntax(format!(
+                    "UPDATE/DELETE with LIMIT on global table {} could change different rows on each copy",
+                    t.name
+                )));
+            }
             Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First))
         }
-        Some(Placement::Nodes(_, nodes)) => Ok(ctx.plan(nodes.clone(), false, OkMerge::Sum)),
+        Some(Placement::Nodes(name, nodes)) => {
+            if has_limit && nodes.len() > 1 {
+                return Err(RouteError::syntax(format!(
+                    "UPDATE/DELETE with LIMIT on table {name} over several dataNodes is not supported (the LIMIT would apply on each node)"
+                )));
+            }
+            Ok(ctx.plan(nodes.clone(), false, OkMerge::Sum))
+        }
         None => Err(RouteError::syntax("no table to write")),
     }
 }
@@ -1038,10 +1264,23 @@ fn same_value_condition(selection: Option<&Expr>, column: &str, value: &Expr) ->
 }
 
 /// INSERT and REPLACE (SPEC §5.8): rows grouped by dataNode, one statement per node.
-fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<Routed, RouteError> {
+fn insert_route(
+    ctx: &Ctx<'_>,
+    statement: &Statement,
+    occurrences: &[Occurrence],
+    table: String,
+) -> Result<Routed, RouteError> {
     let Statement::Insert(insert) = statement else {
         unreachable!("called for INSERT only")
     };
+    // Values read from other tables (INSERT ... SELECT, subqueries in VALUES): each node would
+    // read only its own rows of a non-global table.
+    if let Some(o) = occurrences.iter().find(|o| !is_global(ctx, o)) {
+        return Err(RouteError::syntax(format!(
+            "INSERT reading table {} (INSERT ... SELECT or a subquery) is not supported yet",
+            o.name
+        )));
+    }
     let Some(t) = ctx.table(&table) else {
         return match &ctx.s.default_node {
             Some(d) => Ok(ctx.plan(BTreeSet::from([d.clone()]), false, OkMerge::Sum)),
@@ -1050,6 +1289,7 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
     };
     let rule = match (&t.kind, &t.rule) {
         (TableKind::Global, _) => {
+            check_global_write(statement, &t.name)?;
             return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First));
         }
         (_, None) => return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::Sum)),
@@ -1124,11 +1364,11 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
         std::collections::BTreeMap::new();
     for (i, row) in values.rows.iter().enumerate() {
         if row.len() != insert.columns.len() {
-            return Err(RouteError::syntax(format!(
-                "Column count doesn't match value count at row {} (table {})",
-                i + 1,
-                t.name
-            )));
+            return Err(RouteError {
+                code: 1136,
+                state: "21S01",
+                message: format!("Column count doesn't match value count at row {}", i + 1),
+            });
         }
         let index = t.partition_of(&insert_value(&row[position]))?;
         by_node.entry(t.nodes[index].clone()).or_default().push(i);
@@ -1136,19 +1376,30 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
     if by_node.len() <= 1 {
         return Ok(ctx.plan(by_node.into_keys().collect(), false, OkMerge::Sum));
     }
+    // One statement per node with only its rows, cut from the original text.
+    let row_ranges = rewrite::insert_rows(ctx.stmt)
+        .filter(|r| r.len() == values.rows.len())
+        .ok_or_else(|| {
+            RouteError::syntax(format!(
+                "cannot split this multi-row INSERT into table {} by dataNode",
+                t.name
+            ))
+        })?;
+    let (first, last) = (row_ranges[0].start, row_ranges[row_ranges.len() - 1].end);
     let targets = by_node
         .into_iter()
         .map(|(node, rows)| {
-            let mut one = statement.clone();
-            if let Statement::Insert(i) = &mut one
-                && let Some(src) = &mut i.source
-                && let SetExpr::Values(v) = &mut *src.body
-            {
-                v.rows = rows.iter().map(|&r| v.rows[r].clone()).collect();
+            let db = ctx.database(&node);
+            let mut sql = ctx.edits.apply_in(ctx.stmt, 0..first, db);
+            for (k, &r) in rows.iter().enumerate() {
+                if k > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&ctx.edits.apply_in(ctx.stmt, row_ranges[r].clone(), db));
             }
-            requalify(&mut one, ctx, &node);
+            sql.push_str(&ctx.edits.apply_in(ctx.stmt, last..ctx.stmt.len(), db));
             Target {
-                sql: Arc::from(one.to_string()),
+                sql: Arc::from(sql),
                 node,
             }
         })
@@ -1159,6 +1410,7 @@ fn insert_route(ctx: &Ctx<'_>, statement: &Statement, table: String) -> Result<R
         ok_merge: OkMerge::Sum,
         limit: None,
         fallback: Vec::new(),
+        ddl: false,
     }))
 }
 
@@ -1201,7 +1453,13 @@ fn ddl(ctx: &Ctx<'_>, names: &[&ObjectName]) -> Result<Routed, RouteError> {
         }
     }
     let (nodes, merge) = chosen.ok_or_else(|| RouteError::syntax("no table in DDL"))?;
-    Ok(ctx.plan(nodes, false, merge))
+    match ctx.plan(nodes, false, merge) {
+        Routed::Plan(mut p) => {
+            p.ddl = true;
+            Ok(Routed::Plan(p))
+        }
+        local => Ok(local),
+    }
 }
 
 #[cfg(test)]

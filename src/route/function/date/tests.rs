@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-
 use super::*;
 
 const NOW: i64 = 1_718_452_800_000; // 2024-06-15T12:00:00Z, the vectors' frozen clock

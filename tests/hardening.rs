@@ -1,0 +1,417 @@
+//! Regression tests for what a hunt for wrong results and crashes found: each case failed (a
+//! crash, a leak, a wrong answer or a silent misplacement) before its fix.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Extra, Fixture, closed_port, opts, server_error};
+use mysql_async::Row;
+use mysql_async::prelude::Queryable;
+
+async fn err(c: &mut mysql_async::Conn, sql: &str) -> (u16, String) {
+    let (code, _, msg) = server_error(c.query_drop(sql).await.expect_err(sql));
+    (code, msg)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_is_sent_byte_for_byte_when_statements_are_split_or_rewritten() {
+    let f = Fixture::start("bytes", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop(r"INSERT INTO travelrecord (id, user_id, fee) VALUES (61, 'x\\y', 0x10), (5000061, 'C:\\new\\table', 1), (10000061, 'a\'b', 2)")
+        .await
+        .unwrap();
+    let mut b = f.backend(2).await;
+    let v: Option<String> = b
+        .query_first("SELECT user_id FROM travelrecord WHERE id = 5000061")
+        .await
+        .unwrap();
+    assert_eq!(v.as_deref(), Some(r"C:\new\table"));
+    let mut b = f.backend(1).await;
+    let v: Option<(String, String)> = b
+        .query_first("SELECT user_id, fee FROM travelrecord WHERE id = 61")
+        .await
+        .unwrap();
+    assert_eq!(v, Some((r"x\y".to_string(), "16.00".to_string())));
+    // A multi-node LIMIT with an offset is rewritten in the text, escapes intact.
+    let rows: Vec<String> = c
+        .query(r"SELECT user_id FROM travelrecord WHERE user_id LIKE '%\\\\%' OR user_id = 'a\'b' LIMIT 1, 100")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    // LIMIT offset + count past u64 saturates (MySQL's 'all rows').
+    let rows: Vec<i64> = c
+        .query("SELECT id FROM travelrecord LIMIT 1, 18446744073709551615")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    // DATABASE() answers the logical schema, not the node's database.
+    let d: Option<String> = c.query_first("SELECT DATABASE() AS d").await.unwrap();
+    assert_eq!(d.as_deref(), Some("TESTDB"));
+    let d: Option<(i64, String)> = c
+        .query_first("SELECT id, database() FROM travelrecord WHERE id = 61")
+        .await
+        .unwrap();
+    assert_eq!(d, Some((61, "TESTDB".to_string())));
+    // Integral decimals route like the integer MySQL stores.
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (103.0, 'dec'), (7, 'seven')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "hotnews").await, [7, 103]);
+    let t: Option<String> = c
+        .query_first("SELECT title FROM hotnews WHERE id = 7.0")
+        .await
+        .unwrap();
+    assert_eq!(t.as_deref(), Some("seven"));
+    c.query_drop("UPDATE hotnews SET title = 'x' WHERE id = 1e2 + 0 OR id = 103.00")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_statements_and_backend_schemas_are_refused() {
+    let f = Fixture::start("sec", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))
+        .await
+        .unwrap();
+    for sql in [
+        "SHOW TABLES; DELETE FROM hotnews WHERE id = 1",
+        "DESC hotnews ;DELETE FROM hotnews WHERE id = 2",
+        "SHOW COLUMNS FROM hotnews WHERE 1; DELETE FROM hotnews",
+        "SET @a = 1; DELETE FROM hotnews",
+    ] {
+        let (code, msg) = err(&mut ro, sql).await;
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains("Multi statements"), "{sql}: {msg}");
+    }
+    // opensrv takes `USE ...` itself: the whole rest is the (unknown) database name.
+    let (code, _) = err(&mut ro, "USE TESTDB; DELETE FROM hotnews").await;
+    assert_eq!(code, 1049);
+    let mut left: Vec<i64> = c.query("SELECT id FROM hotnews").await.unwrap();
+    left.sort();
+    assert_eq!(left, [1, 2, 3]);
+    let (code, msg) = err(&mut ro, "SELECT user, password FROM mysql.user").await;
+    assert_eq!(code, 1044, "{msg}");
+    let (code, _) = err(&mut ro, "SHOW GRANTS").await;
+    assert_eq!(code, 1227);
+    let (code, _) = err(&mut ro, "SHOW PROCESSLIST").await;
+    assert_eq!(code, 1227);
+    let physical = format!("SELECT * FROM {}.travelrecord", f.databases[0]);
+    let (code, msg) = err(&mut ro, &physical).await;
+    assert_eq!(code, 1049, "{msg}");
+    let (code, _) = err(
+        &mut c,
+        &format!("INSERT INTO {}.hotnews (id) VALUES (9)", f.databases[0]),
+    )
+    .await;
+    assert_eq!(code, 1049);
+    // Mycat annotations are refused rather than ignored.
+    let (code, msg) = err(
+        &mut c,
+        "/*#mycat:dataNode=dn1*/ UPDATE hotnews SET title = 'x'",
+    )
+    .await;
+    assert_eq!(code, 1064);
+    assert!(
+        msg.contains("Mycat annotation /*#mycat:dataNode=dn1*/"),
+        "{msg}"
+    );
+    let (code, _) = err(&mut c, "/*!mycat:sql=select 1 from hotnews*/ SELECT 1").await;
+    assert_eq!(code, 1064);
+    let n: Option<i64> = c
+        .query_first("/*balance*/ SELECT COUNT(*) FROM hotnews WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    // Small things that were wrong.
+    let one: Option<i64> = c.query_first("SELECT 1 FROM DUAL").await.unwrap();
+    assert_eq!(one, Some(1));
+    let dbs: Vec<String> = c.query("SHOW DATABASES LIKE 'x%'").await.unwrap();
+    assert!(dbs.is_empty());
+    let create: Vec<(String, String)> = c.query("SHOW CREATE DATABASE TESTDB").await.unwrap();
+    assert_eq!(create[0].0, "TESTDB");
+    c.query_drop("/*!40101 SET NAMES utf8mb4 */").await.unwrap();
+    c.query_drop("/*!40000 DELETE FROM hotnews WHERE id = 3 */")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1, "a version comment's statement runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_that_would_need_a_cross_node_merge_are_refused() {
+    let f = Fixture::start("merge", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (1, 'a', 1), (5000001, 'b', 2)",
+    )
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'acme'), (2, 'initech')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b')")
+        .await
+        .unwrap();
+    for (sql, text) in [
+        (
+            "SELECT * FROM company c LEFT JOIN travelrecord t ON t.id = c.id",
+            "outer join with a global table",
+        ),
+        (
+            "SELECT * FROM company c WHERE NOT EXISTS (SELECT 1 FROM travelrecord t WHERE t.id = c.id)",
+            "TRAVELRECORD inside a subquery",
+        ),
+        (
+            "SELECT * FROM (SELECT COUNT(*) c FROM travelrecord) t",
+            "TRAVELRECORD inside a subquery",
+        ),
+        (
+            "SELECT (SELECT id FROM travelrecord ORDER BY id LIMIT 1) AS c",
+            "TRAVELRECORD",
+        ),
+        (
+            "UPDATE travelrecord SET days = 12 WHERE id IN (SELECT id FROM hotnews)",
+            "subquery on table HOTNEWS",
+        ),
+        (
+            "DELETE FROM company WHERE id NOT IN (SELECT id FROM travelrecord)",
+            "global table COMPANY",
+        ),
+        (
+            "UPDATE company SET name = (SELECT MAX(user_id) FROM travelrecord) WHERE id = 1",
+            "global table COMPANY",
+        ),
+        (
+            "INSERT INTO goods (id, name) SELECT id, user_id FROM travelrecord",
+            "INSERT reading table TRAVELRECORD",
+        ),
+        (
+            "INSERT INTO travelrecord (id, user_id) VALUES (42, (SELECT MAX(title) FROM hotnews))",
+            "INSERT reading table HOTNEWS",
+        ),
+        (
+            "INSERT INTO company (id, name) VALUES (30, UUID())",
+            "UUID() in a write to global table COMPANY",
+        ),
+        (
+            "UPDATE goods SET price = ROUND(RAND() * 100, 2) WHERE id = 1",
+            "RAND() in a write to global table GOODS",
+        ),
+        (
+            "UPDATE travelrecord SET days = 4 LIMIT 1",
+            "LIMIT on table TRAVELRECORD over several dataNodes",
+        ),
+        (
+            "DELETE FROM company LIMIT 1",
+            "LIMIT on global table COMPANY",
+        ),
+        (
+            "UPDATE travelrecord t JOIN employee e ON e.id = t.days SET e.sharding_id = 10010 WHERE t.id = 1",
+            "Sharding column can't be updated EMPLOYEE->SHARDING_ID",
+        ),
+    ] {
+        let (code, msg) = err(&mut c, sql).await;
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains(text), "{sql}: {msg}");
+    }
+    // Still fine: an inner join with a global table, and single-node statements.
+    let rows: Vec<(String, String)> = c
+        .query("SELECT t.user_id, c.name FROM travelrecord t JOIN company c ON c.id = t.days")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    c.query_drop("UPDATE travelrecord SET days = 4 WHERE id = 1 LIMIT 1")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM company WHERE id IN (SELECT id FROM company)")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_node_writes_are_all_or_nothing() {
+    let f = Fixture::start("atomic", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'first')")
+        .await
+        .unwrap();
+    // Outside a transaction: the duplicate on dn1 undoes the dn2 row too.
+    let (code, _) = err(
+        &mut c,
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'dupe'), (5000032, 'partial')",
+    )
+    .await;
+    assert_eq!(code, 1062);
+    assert!(
+        f.ids_on(2, "travelrecord").await.is_empty(),
+        "the other node's row was rolled back"
+    );
+    // Inside a transaction: the transaction can only be rolled back.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (812, 't')")
+        .await
+        .unwrap();
+    let (code, _) = err(
+        &mut c,
+        "INSERT INTO travelrecord (id, user_id) VALUES (5000812, 'x'), (1, 'dup')",
+    )
+    .await;
+    assert_eq!(code, 1062);
+    let (code, msg) = err(&mut c, "SELECT * FROM travelrecord").await;
+    assert_eq!(code, 1003, "{msg}");
+    let (code, msg) = err(&mut c, "COMMIT").await;
+    assert_eq!(code, 1003, "{msg}");
+    assert!(msg.contains("rolled back"), "{msg}");
+    assert_eq!(f.ids_on(1, "travelrecord").await, [1]);
+    assert!(f.ids_on(2, "travelrecord").await.is_empty());
+    // The session works again.
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    // DDL commits an open transaction, as MySQL does.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (10000820, 'a'), (820, 'b')")
+        .await
+        .unwrap();
+    c.query_drop("CREATE INDEX hunt_idx ON employee (name)")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(f.ids_on(1, "travelrecord").await, [1, 820]);
+    assert_eq!(f.ids_on(3, "travelrecord").await, [10_000_820]);
+    // Transaction statements with comments and optional words.
+    c.query_drop("BEGIN /* x */").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (821)")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK AND NO CHAIN -- undo").await.unwrap();
+    c.query_drop("START TRANSACTION").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (822)")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT /* done */").await.unwrap();
+    assert_eq!(f.ids_on(1, "travelrecord").await, [1, 820, 822]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_leaks_between_clients_through_pooled_connections() {
+    let f = Fixture::start("leak", Extra::default()).await;
+    for i in 0..10 {
+        let mut a = f.client().await;
+        let _: Vec<Row> = a
+            .query(format!(
+                "SELECT @secret := 'alice-{i}', GET_LOCK('manx_leak_lock', 0)"
+            ))
+            .await
+            .unwrap();
+        drop(a);
+        let mut b = f.client().await;
+        let seen: Option<Option<String>> = b.query_first("SELECT @secret").await.unwrap();
+        assert_eq!(
+            seen,
+            Some(None),
+            "round {i}: another client's user variable is visible"
+        );
+        let free: Option<i64> = b
+            .query_first("SELECT IS_FREE_LOCK('manx_leak_lock')")
+            .await
+            .unwrap();
+        assert_eq!(
+            free,
+            Some(1),
+            "round {i}: a departed client's GET_LOCK is still held"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_with_different_columns_give_an_error_not_a_dropped_connection() {
+    let f = Fixture::start("drift", Extra::default()).await;
+    let mut b = f.backend(3).await;
+    b.query_drop("ALTER TABLE goods ADD COLUMN drift INT")
+        .await
+        .unwrap();
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, days) VALUES (1, 1), (10000001, 1)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO goods (id, name) VALUES (1, 'g')")
+        .await
+        .unwrap();
+    let (code, msg) = err(
+        &mut c,
+        "SELECT * FROM goods g JOIN travelrecord t ON t.days = g.id WHERE t.id IN (1, 10000001)",
+    )
+    .await;
+    assert_eq!(code, 1105, "{msg}");
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+/// A very long OR chain: within the limit it routes correctly; past it, a clear error; the
+/// gateway process (16 MiB worker stacks) survives both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_condition_chains_neither_crash_nor_misroute() {
+    let f = Fixture::start("chain", Extra::default()).await;
+    let port = closed_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args([
+            "--conf",
+            f.dir.path().to_str().unwrap(),
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .env("MANX_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut c = loop {
+        match mysql_async::Conn::new(opts(port, "root", "123456", Some("TESTDB"))).await {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < Duration::from_secs(30) => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("gateway did not start: {e}"),
+        }
+    };
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (3, 'a'), (6, 'b'), (7, 'c')")
+        .await
+        .unwrap();
+    // 1,900 operators: `id = 3 OR id = 6 OR ...` all on dn1 (multiples of 3).
+    let chain: Vec<String> = (1..=950).map(|i| format!("id = {}", i * 3)).collect();
+    let sql = format!("SELECT id FROM hotnews WHERE {}", chain.join(" OR "));
+    let mut ids: Vec<i64> = c.query(&sql).await.unwrap();
+    ids.sort();
+    assert_eq!(ids, [3, 6]);
+    let chain: Vec<String> = (1..=6000).map(|i| format!("id = {i}")).collect();
+    let sql = format!("SELECT id FROM hotnews WHERE {}", chain.join(" OR "));
+    let (code, _, msg) = server_error(c.query_drop(&sql).await.unwrap_err());
+    assert_eq!(code, 1064);
+    assert!(msg.contains("statement too complex"), "{msg}");
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM hotnews WHERE id = 7")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the gateway process died"
+    );
+    child.kill().unwrap();
+    let _ = child.wait();
+}
