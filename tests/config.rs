@@ -282,3 +282,35 @@ fn mycat_shipped_configs_load_or_name_what_is_unsupported() {
         }
     }
 }
+
+#[test]
+fn crc32_slot_tables_get_their_own_slot_file() {
+    // hotnews on three dataNodes with the crc32slot function (whose count property says 2).
+    let dir = bundled_with("rule.xml", |s| {
+        s.replace(
+            r#"<function name="mod-long" class="io.mycat.route.function.PartitionByMod">"#,
+            r#"<function name="mod-long" class="io.mycat.route.function.PartitionByCRC32PreSlot"><property name="count">2</property>"#,
+        )
+        .replace("<property name=\"count\">3</property>\n", "")
+    });
+    let c = Config::load(dir.path()).unwrap();
+    let r = Router::new(&c).unwrap();
+    let file = dir
+        .path()
+        .join("ruledata/mod-long_TESTDB_HOTNEWS.properties");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("\n0=0-34132\n1=34133-68265\n2=68266-102399\n"),
+        "1.6.7 splits over the table's 3 nodes: {text}"
+    );
+    let hotnews = &r.schema("TESTDB").unwrap().tables["HOTNEWS"];
+    // Mycat's own test values for 3 nodes: 1→1, 3→0, 4→2.
+    assert_eq!(hotnews.partition_of("1").unwrap(), 1);
+    assert_eq!(hotnews.partition_of("3").unwrap(), 0);
+    assert_eq!(hotnews.partition_of("4").unwrap(), 2);
+    // An existing (migrated) slot file is what decides placement.
+    std::fs::write(&file, "0=0-102399\n1=\n2=\n").unwrap();
+    let r = Router::new(&Config::load(dir.path()).unwrap()).unwrap();
+    let hotnews = &r.schema("TESTDB").unwrap().tables["HOTNEWS"];
+    assert_eq!(hotnews.partition_of("4").unwrap(), 0);
+}

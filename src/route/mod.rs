@@ -141,6 +141,69 @@ impl TableRoute {
     }
 }
 
+/// Builds PartitionByCRC32PreSlot for one table: its slot table lives in
+/// `ruledata/<tableRule>_<SCHEMA>_<TABLE>.properties` of the config directory (Mycat 1.6.7;
+/// `<tableRule>_<TABLE>` for 1.6.5), written with the even split when missing, as Mycat does,
+/// so placement stays put if dataNodes are added later.
+fn crc32_for_table(
+    config: &Config,
+    schema: &str,
+    table: &str,
+    data_nodes: &[String],
+    rule: &str,
+    ctx: &BuildContext<'_>,
+) -> Result<Arc<dyn PartitionFunction>, String> {
+    let per_table = config.system.mycat_version >= crate::config::MycatVersion::V1_6_7_5;
+    let name = if per_table {
+        format!("{rule}_{schema}_{table}")
+    } else {
+        format!("{rule}_{table}")
+    };
+    let properties = config
+        .table_rules
+        .get(rule)
+        .and_then(|r| config.functions.get(&r.function))
+        .map(|f| f.properties.clone())
+        .unwrap_or_default();
+    let dir = config.dir.join("ruledata");
+    let path = dir.join(format!("{name}.properties"));
+    let content = match std::fs::read(&path) {
+        // Mycat reads the file as ISO-8859-1.
+        Ok(bytes) => bytes.into_iter().map(char::from).collect::<String>(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // 1.6.7 splits over the table's dataNodes, 1.6.5 over the `count` property.
+            let count = properties
+                .get("count")
+                .and_then(|c| function::java::parse_int(c));
+            let nodes = match (per_table, count) {
+                (false, Some(n)) if n > 0 => n as usize,
+                _ => data_nodes.len(),
+            };
+            let text = function::hash::crc32_default_rule_data(nodes);
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(&path, &text))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            text
+        }
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let table_ctx = BuildContext {
+        version: ctx.version,
+        read_map_file: ctx.read_map_file,
+        time_zone: ctx.time_zone,
+        now_ms: ctx.now_ms,
+        table: Some(function::TableContext {
+            data_node_count: data_nodes.len(),
+            rule_data: Some(&content),
+        }),
+    };
+    function::build(
+        "io.mycat.route.function.PartitionByCRC32PreSlot",
+        &properties,
+        &table_ctx,
+    )
+}
+
 /// A logical schema as routing sees it.
 #[derive(Debug, Clone)]
 pub struct SchemaRoute {
@@ -210,8 +273,36 @@ impl Router {
                         let Some(tr) = config.table_rules.get(rule) else {
                             continue;
                         };
-                        let Some(f) = functions.get(tr.function.as_str()) else {
+                        let Some(shared) = functions.get(tr.function.as_str()) else {
                             continue;
+                        };
+                        let class = config
+                            .functions
+                            .get(&tr.function)
+                            .map(|f| f.class.as_str())
+                            .unwrap_or("");
+                        let f = if class.ends_with("PartitionByCRC32PreSlot") {
+                            // One instance per table, with its slot file (SPEC §2.5.10).
+                            match crc32_for_table(
+                                config,
+                                &s.name,
+                                &t.name,
+                                &t.data_nodes,
+                                rule,
+                                &ctx,
+                            ) {
+                                Ok(f) => f,
+                                Err(m) => {
+                                    errors.push(ConfigError::new(
+                                        &t.origin,
+                                        format!("table name=\"{}\"", t.name),
+                                        m,
+                                    ));
+                                    continue;
+                                }
+                            }
+                        } else {
+                            shared.clone()
                         };
                         if let Some(n) = f.partition_num()
                             && t.data_nodes.len() < n
@@ -229,7 +320,7 @@ impl Router {
                         }
                         Some(Rule {
                             column: tr.column.clone(),
-                            function: f.clone(),
+                            function: f,
                         })
                     }
                     _ => None,

@@ -2,6 +2,7 @@
 //! PartitionByJumpConsistentHash, PartitionByMurmurHash, PartitionByCRC32PreSlot (SPEC §2.5.2-2.5.10).
 
 mod crc32_slot;
+pub use crc32_slot::default_rule_data as crc32_default_rule_data;
 mod hash_mod;
 mod jump;
 mod long;

@@ -9,7 +9,7 @@
 mod auto_long;
 mod date;
 mod file_map;
-mod hash;
+pub(crate) mod hash;
 pub mod java;
 mod mapfile;
 mod modulo;

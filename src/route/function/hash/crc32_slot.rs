@@ -136,6 +136,17 @@ fn slot_runs(nodes: &SlotMap) -> Result<Vec<(u32, i32)>, String> {
     Ok(runs)
 }
 
+/// The slot file Mycat writes when a table has none yet (`ruledata/<rule>.properties`): the
+/// even split of the 102,400 slots over `nodes` nodes, in Java properties format.
+pub fn default_rule_data(nodes: usize) -> String {
+    let mut out = String::from("#WARNING   !!!Please do not modify or delete this file!!!\n");
+    for (node, ranges) in even_split(i32::try_from(nodes).unwrap_or(i32::MAX).max(1)) {
+        let ranges: Vec<String> = ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+        out.push_str(&format!("{node}={}\n", ranges.join(",")));
+    }
+    out
+}
+
 impl PartitionByCRC32PreSlot {
     /// Built per table: `ctx.table` gives the dataNode count and the existing slot file, if any.
     /// Properties: `count` (int), used as the node count in Mycat 1.6.5 and when there is no
@@ -276,6 +287,16 @@ mod tests {
         assert_eq!(routes(&f, &v), [1, 1, 0, 2, 0, 1, 1, 0, 0, 0, 2, 2]);
         let f = build(MycatVersion::V1_6_7_6, None, table(1000, None)).unwrap();
         assert_eq!(routes(&f, &["1000316", "2"]), [521, 637]);
+    }
+
+    #[test]
+    fn default_rule_data_parses_back_to_the_even_split() {
+        let text = default_rule_data(3);
+        assert!(
+            text.contains("\n0=0-34132\n1=34133-68265\n2=68266-102399\n"),
+            "{text}"
+        );
+        assert_eq!(parse_rule_data(&text).unwrap(), even_split(3));
     }
 
     #[test]
