@@ -3,10 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-use common::{Extra, Fixture, closed_port, opts, server_error};
+use common::{Extra, Fixture, GatewayProcess, opts, server_error};
 use mysql_async::Row;
 use mysql_async::prelude::Queryable;
 
@@ -364,31 +361,8 @@ async fn nodes_with_different_columns_give_an_error_not_a_dropped_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn long_condition_chains_neither_crash_nor_misroute() {
     let f = Fixture::start("chain", Extra::default()).await;
-    let port = closed_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_manx"))
-        .args([
-            "--conf",
-            f.dir.path().to_str().unwrap(),
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .env("MANX_LOG", "error")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let mut c = loop {
-        match mysql_async::Conn::new(opts(port, "root", "123456", Some("TESTDB"))).await {
-            Ok(c) => break c,
-            Err(_) if started.elapsed() < Duration::from_secs(30) => {
-                tokio::time::sleep(Duration::from_millis(100)).await
-            }
-            Err(e) => panic!("gateway did not start: {e}"),
-        }
-    };
+    let (mut gateway, mut c) =
+        GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
     c.query_drop("INSERT INTO hotnews (id, title) VALUES (3, 'a'), (6, 'b'), (7, 'c')")
         .await
         .unwrap();
@@ -408,10 +382,5 @@ async fn long_condition_chains_neither_crash_nor_misroute() {
         .await
         .unwrap();
     assert_eq!(n, Some(1));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "the gateway process died"
-    );
-    child.kill().unwrap();
-    let _ = child.wait();
+    assert!(gateway.alive(), "the gateway process died");
 }

@@ -4,10 +4,9 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use common::{Extra, Fixture, closed_port, opts};
+use common::{Extra, Fixture, GatewayProcess};
 use mysql_async::prelude::Queryable;
 
 const ROWS: u64 = 1_000_000;
@@ -43,32 +42,8 @@ async fn a_million_row_select_is_streamed_not_buffered() {
     .unwrap();
     drop(b);
 
-    let port = closed_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_manx"))
-        .args([
-            "--conf",
-            f.dir.path().to_str().unwrap(),
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-        ])
-        .env("MANX_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let started = Instant::now();
-    let mut c = loop {
-        match mysql_async::Conn::new(opts(port, "big", "big", Some("BIG"))).await {
-            Ok(c) => break c,
-            Err(_) if started.elapsed() < Duration::from_secs(30) => {
-                tokio::time::sleep(Duration::from_millis(100)).await
-            }
-            Err(e) => panic!("gateway did not start: {e}"),
-        }
-    };
+    let (gateway, mut c) = GatewayProcess::start(f.dir.path(), "big", "big", "BIG").await;
+    let pid = gateway.pid();
     let _: Vec<u32> = c.query("SELECT id FROM big LIMIT 10").await.unwrap();
     let idle = rss_kib(pid);
 
@@ -90,8 +65,7 @@ async fn a_million_row_select_is_streamed_not_buffered() {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap();
-    child.kill().unwrap();
-    let _ = child.wait();
+    drop(gateway);
     assert_eq!(count, ROWS);
     assert_eq!(last, ROWS as u32);
     let growth_mib = (peak.saturating_sub(idle)) as f64 / 1024.0;

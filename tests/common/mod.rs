@@ -200,3 +200,63 @@ pub fn server_error(e: mysql_async::Error) -> (u16, String, String) {
         other => panic!("expected a server error, got {other:?}"),
     }
 }
+
+/// The `manx` binary serving a config directory, as its own process (killed on drop).
+pub struct GatewayProcess {
+    pub child: std::process::Child,
+    pub port: u16,
+}
+
+impl GatewayProcess {
+    /// Starts `manx --conf dir` on a free port and returns once a client logged in as
+    /// `user`/`password` to `db` can connect (bounded wait), with that connection.
+    pub async fn start(
+        dir: &Path,
+        user: &str,
+        password: &str,
+        db: &str,
+    ) -> (GatewayProcess, mysql_async::Conn) {
+        let port = closed_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_manx"))
+            .args([
+                "--conf",
+                dir.to_str().unwrap(),
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
+            .env("MANX_LOG", "error")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the manx binary");
+        let gateway = GatewayProcess { child, port };
+        let started = std::time::Instant::now();
+        loop {
+            match mysql_async::Conn::new(opts(port, user, password, Some(db))).await {
+                Ok(c) => return (gateway, c),
+                Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                }
+                Err(e) => panic!("the gateway did not start: {e}"),
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().map(|s| s.is_none()).unwrap_or(false)
+    }
+}
+
+impl Drop for GatewayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

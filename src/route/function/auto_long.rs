@@ -91,24 +91,16 @@ impl PartitionFunction for AutoPartitionByLong {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MycatVersion;
+    use crate::route::function::with_map_file;
 
     fn build(map: &str, default_node: Option<&str>) -> AutoPartitionByLong {
-        let mut props = std::collections::BTreeMap::new();
-        props.insert("mapFile".to_string(), "m.txt".to_string());
+        let mut props = vec![("mapFile", "m.txt")];
         if let Some(d) = default_node {
-            props.insert("defaultNode".to_string(), d.to_string());
+            props.push(("defaultNode", d));
         }
-        let map = map.to_string();
-        let read = move |_: &str| -> Result<String, String> { Ok(map.clone()) };
-        let ctx = BuildContext {
-            version: MycatVersion::V1_6_7_6,
-            read_map_file: &read,
-            time_zone: None,
-            now_ms: None,
-            table: None,
-        };
-        AutoPartitionByLong::new(&Props(&props), &ctx).unwrap()
+        with_map_file(&props, map, |p, ctx| {
+            AutoPartitionByLong::new(p, ctx).unwrap()
+        })
     }
 
     fn nodes(f: &AutoPartitionByLong, b: &str, e: &str) -> Vec<i32> {

@@ -201,3 +201,26 @@ pub(crate) fn sequence_range(
         _ => RangePartitions::All,
     })
 }
+
+/// Test support: runs `f` with `props` and a context whose every map file reads `file`.
+#[cfg(test)]
+pub(crate) fn with_map_file<T>(
+    props: &[(&str, &str)],
+    file: &str,
+    f: impl FnOnce(&Props<'_>, &BuildContext<'_>) -> T,
+) -> T {
+    let p: BTreeMap<String, String> = props
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let content = file.to_string();
+    let read = move |_: &str| -> Result<String, String> { Ok(content.clone()) };
+    let ctx = BuildContext {
+        version: MycatVersion::V1_6_7_6,
+        read_map_file: &read,
+        time_zone: None,
+        now_ms: None,
+        table: None,
+    };
+    f(&Props(&p), &ctx)
+}

@@ -68,24 +68,12 @@ impl PartitionFunction for PartitionByPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MycatVersion;
-    use std::collections::BTreeMap;
+    use crate::route::function::with_map_file;
 
     fn build(props: &[(&str, &str)], file: &str) -> PartitionByPattern {
-        let p: BTreeMap<String, String> = props
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let content = file.to_string();
-        let read = move |_: &str| Ok(content.clone());
-        let ctx = BuildContext {
-            version: MycatVersion::V1_6_7_6,
-            read_map_file: &read,
-            time_zone: None,
-            now_ms: None,
-            table: None,
-        };
-        PartitionByPattern::new(&Props(&p), &ctx).unwrap()
+        with_map_file(props, file, |p, ctx| {
+            PartitionByPattern::new(p, ctx).unwrap()
+        })
     }
 
     #[test]

@@ -132,26 +132,16 @@ impl PartitionFunction for PartitionByRangeMod {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::MycatVersion;
-    use std::collections::BTreeMap;
+    use crate::route::function::with_map_file;
 
     const SPEC_FILE: &str = "0-200M=5\n200M1-400M=1\n400M1-600M=4\n600M1-800M=4\n800M1-1000M=6\n";
 
     fn build(file: &str, default_node: Option<&str>) -> Result<PartitionByRangeMod, String> {
-        let mut p = BTreeMap::from([("mapFile".to_string(), "f.txt".to_string())]);
+        let mut props = vec![("mapFile", "f.txt")];
         if let Some(d) = default_node {
-            p.insert("defaultNode".to_string(), d.to_string());
+            props.push(("defaultNode", d));
         }
-        let content = file.to_string();
-        let read = move |_: &str| Ok(content.clone());
-        let ctx = BuildContext {
-            version: MycatVersion::V1_6_7_6,
-            read_map_file: &read,
-            time_zone: None,
-            now_ms: None,
-            table: None,
-        };
-        PartitionByRangeMod::new(&Props(&p), &ctx)
+        with_map_file(&props, file, PartitionByRangeMod::new)
     }
 
     #[test]
