@@ -26,4 +26,5 @@ cat <<'EOF'
     127.0.0.1:15432, all as manx/manx; stop them with scripts/sandbox.sh stop.
 
 EOF
-exec "$REPO/target/release/manx" --conf "$REPO" "$@"
+# Local only: the bundled users have sample passwords.
+exec "$REPO/target/release/manx" --conf "$REPO" --bind 127.0.0.1 "$@"

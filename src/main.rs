@@ -59,6 +59,7 @@ fn load(dir: &std::path::Path) -> (Config, Router) {
 fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("MANX_LOG")
                 .unwrap_or_else(|_| "info".into()),
