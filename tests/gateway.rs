@@ -768,3 +768,42 @@ async fn dnindex_properties_choose_the_active_write_host() {
         "{e}"
     );
 }
+
+/// The column definitions a client sees carry the backend's collation, length and decimals,
+/// exactly as a direct connection shows them (binary columns stay binary, DECIMAL keeps its scale).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_metadata_is_the_backends() {
+    let f = Fixture::start("colmeta", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id, fee, traveldate) VALUES (1, 'é', 1.5, '2024-01-02'), (5000001, 'b', 2, NULL)")
+        .await
+        .unwrap();
+    let meta = |cols: &[mysql_async::Column]| -> Vec<(String, u16, u32, u8)> {
+        cols.iter()
+            .map(|c| {
+                (
+                    c.name_str().into_owned(),
+                    c.character_set(),
+                    c.column_length(),
+                    c.decimals(),
+                )
+            })
+            .collect()
+    };
+    for sql in [
+        "SELECT id, user_id, fee, traveldate, x'FF00' AS b, 1.25 AS d FROM travelrecord WHERE id = 1",
+        "SELECT id, user_id, fee, traveldate, x'FF00' AS b, 1.25 AS d FROM travelrecord",
+    ] {
+        let mut r = c.query_iter(sql).await.unwrap();
+        let via_gateway = meta(r.columns_ref());
+        let rows: Vec<Row> = r.collect().await.unwrap();
+        assert!(!rows.is_empty());
+        let mut b = f.backend(1).await;
+        let r = b.query_iter(sql).await.unwrap();
+        let direct = meta(r.columns_ref());
+        r.drop_result().await.unwrap();
+        assert_eq!(via_gateway, direct, "{sql}");
+        assert_eq!(direct[4].1, 63, "x'FF00' is binary");
+        assert_eq!(direct[2].3, 2, "DECIMAL(10,2) has 2 decimals");
+    }
+}

@@ -26,7 +26,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use super::Server;
 use super::auth;
 use super::error::MysqlError;
-use super::tap::{ErrPacket, ErrorSlot, Tap};
+use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
 use crate::engine::{self, Output};
 use crate::route::{Local, Plan, Routed};
@@ -513,6 +513,11 @@ async fn stream_rows(
     slot: &ErrorSlot,
 ) -> io::Result<()> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+    slot.set_columns(columns.iter().map(|c| ColumnMeta {
+        charset: c.charset,
+        length: c.length,
+        decimals: c.decimals,
+    }));
     let mut rw = w.start(&wire).await?;
     while let Some(row) = rows.next().await {
         match row {

@@ -6,7 +6,13 @@
 //! ([`ErrorSlot::set`]) and lets opensrv write a placeholder ERR packet; this writer parses the
 //! outgoing packet framing and replaces the next ERR packet with the exact one, keeping its
 //! sequence id.
+//!
+//! opensrv also writes every column definition with collation 33 (utf8), length 1024 and no
+//! decimals, so clients decode binary columns as text and show DECIMAL(10,2) without its scale.
+//! The session announces the backend's real values ([`ErrorSlot::set_columns`]) and this writer
+//! patches them into the next result set's column definitions.
 
+use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -26,19 +32,73 @@ pub struct ErrPacket {
     pub message: String,
 }
 
+/// A column definition's fields that opensrv cannot express.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnMeta {
+    /// Collation id (63 = binary).
+    pub charset: u16,
+    pub length: u32,
+    pub decimals: u8,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    err: Option<ErrPacket>,
+    /// Metadata for the next result set: whether its column-count packet went by, then one
+    /// entry per column definition still to patch.
+    columns: Option<(bool, VecDeque<ColumnMeta>)>,
+}
+
 /// Shared between the session (which sets it) and the [`Tap`] (which applies it).
 #[derive(Debug, Clone, Default)]
-pub struct ErrorSlot(Arc<Mutex<Option<ErrPacket>>>);
+pub struct ErrorSlot(Arc<Mutex<Pending>>);
 
 impl ErrorSlot {
     /// The next ERR packet written becomes `err`.
     pub fn set(&self, err: ErrPacket) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(err);
+        self.lock().err = Some(err);
     }
 
-    fn take(&self) -> Option<ErrPacket> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    /// The next result set's column definitions get these collations, lengths and decimals.
+    pub fn set_columns(&self, columns: impl IntoIterator<Item = ColumnMeta>) {
+        self.lock().columns = Some((false, columns.into_iter().collect()));
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Writes `meta` into a column definition payload (after its six length-encoded strings come
+/// 0x0C, collation u16, length u32, type u8, flags u16, decimals u8). `false` when the payload
+/// does not have that shape.
+fn patch_column(payload: &mut [u8], meta: ColumnMeta) -> bool {
+    let mut p = 0usize;
+    for _ in 0..6 {
+        let Some(&first) = payload.get(p) else {
+            return false;
+        };
+        let (len, size) = match first {
+            0..=0xFA => (first as usize, 1),
+            0xFC => match payload.get(p + 1..p + 3) {
+                Some(b) => (u16::from_le_bytes([b[0], b[1]]) as usize, 3),
+                None => return false,
+            },
+            0xFD => match payload.get(p + 1..p + 4) {
+                Some(b) => (u32::from_le_bytes([b[0], b[1], b[2], 0]) as usize, 4),
+                None => return false,
+            },
+            _ => return false,
+        };
+        p += size + len;
+    }
+    if payload.len() < p + 11 || payload[p] != 0x0C {
+        return false;
+    }
+    payload[p + 1..p + 3].copy_from_slice(&meta.charset.to_le_bytes());
+    payload[p + 3..p + 7].copy_from_slice(&meta.length.to_le_bytes());
+    payload[p + 10] = meta.decimals;
+    true
 }
 
 /// Buffered writer over the client socket that rewrites ERR packets (see the module docs).
@@ -63,8 +123,11 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
         }
     }
 
-    /// Parses complete packets appended since the last call and rewrites ERR packets.
+    /// Parses complete packets appended since the last call, rewrites ERR packets and patches
+    /// column definitions.
     fn scan(&mut self) {
+        let slot = self.slot.clone();
+        let mut pending = slot.lock();
         loop {
             let start = self.packet_start;
             if self.buf.len() < start + 4 {
@@ -77,7 +140,10 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 return;
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
-            if is_err && let Some(err) = self.slot.take() {
+            if is_err {
+                pending.columns = None;
+            }
+            if is_err && let Some(err) = pending.err.take() {
                 let seq = self.buf[start + 3];
                 let mut payload = Vec::with_capacity(9 + err.message.len());
                 payload.push(0xFF);
@@ -97,6 +163,21 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 self.buf.extend_from_slice(&tail);
                 self.packet_start = start + 4 + payload.len();
                 continue;
+            }
+            if let Some((count_seen, metas)) = pending.columns.as_mut() {
+                let payload = &mut self.buf[start + 4..start + 4 + len];
+                if !*count_seen {
+                    // The column-count packet: it must announce as many columns as we have.
+                    *count_seen = true;
+                    if payload.first().map(|&n| n as usize) != Some(metas.len()) {
+                        pending.columns = None;
+                    }
+                } else if let Some(meta) = metas.pop_front() {
+                    // Done, or not a column definition after all: stop patching.
+                    if !patch_column(payload, meta) || metas.is_empty() {
+                        pending.columns = None;
+                    }
+                }
             }
             self.packet_start = start + 4 + len;
         }
