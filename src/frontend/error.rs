@@ -55,3 +55,13 @@ impl From<EngineError> for MysqlError {
         MysqlError::backend(format!("dataNode {}", e.node), &e.source)
     }
 }
+
+impl From<&MysqlError> for crate::frontend::tap::ErrPacket {
+    fn from(e: &MysqlError) -> Self {
+        crate::frontend::tap::ErrPacket {
+            code: e.code,
+            state: e.state.clone(),
+            message: e.message.clone(),
+        }
+    }
+}

@@ -143,13 +143,7 @@ impl Session {
 
     async fn error(&self, w: QueryResultWriter<'_, Writer>, e: MysqlError) -> io::Result<()> {
         tracing::debug!(connection = self.id, code = e.code, message = %e.message, "statement refused");
-        self.slot.set(ErrPacket {
-            code: e.code,
-            state: e.state,
-            message: e.message.clone(),
-        });
-        w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
-            .await
+        send_error(&self.slot, w, e).await
     }
 
     async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
@@ -527,14 +521,7 @@ async fn stream_rows(
                     wire.len(),
                     row.len()
                 );
-                slot.set(ErrPacket {
-                    code: 1105,
-                    state: "HY000".to_string(),
-                    message: message.clone(),
-                });
-                return rw
-                    .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &message.into_bytes())
-                    .await;
+                return abort_rows(rw, slot, MysqlError::new(1105, "HY000", message)).await;
             }
             Ok(row) => {
                 for v in &row {
@@ -549,23 +536,31 @@ async fn stream_rows(
                 rw.end_row().await?;
             }
             Err(e) => {
-                let e = MysqlError::new(
-                    1105,
-                    "HY000",
-                    format!("a dataNode failed while sending rows: {e}"),
-                );
-                slot.set(ErrPacket {
-                    code: e.code,
-                    state: e.state.clone(),
-                    message: e.message.clone(),
-                });
-                return rw
-                    .finish_error(ErrorKind::ER_UNKNOWN_ERROR, &e.message.into_bytes())
-                    .await;
+                // A server error mid-result keeps its errno; a broken connection is named.
+                let e = match e.server_error() {
+                    Some((code, state, message)) => MysqlError::new(code, state, message),
+                    None => MysqlError::new(
+                        1105,
+                        "HY000",
+                        format!("a dataNode failed while sending rows: {e}"),
+                    ),
+                };
+                return abort_rows(rw, slot, e).await;
             }
         }
     }
     rw.finish().await
+}
+
+/// Ends a result set with an error (the client sees the rows so far, then the ERR packet).
+async fn abort_rows(
+    rw: opensrv_mysql::RowWriter<'_, Writer>,
+    slot: &ErrorSlot,
+    e: MysqlError,
+) -> io::Result<()> {
+    slot.set(ErrPacket::from(&e));
+    rw.finish_error(ErrorKind::ER_UNKNOWN_ERROR, &e.message.into_bytes())
+        .await
 }
 
 /// Ends the implicit per-node transactions of a multi-node write (`COMMIT` or `ROLLBACK`).
@@ -602,11 +597,7 @@ async fn send_error(
     w: QueryResultWriter<'_, Writer>,
     e: MysqlError,
 ) -> io::Result<()> {
-    slot.set(ErrPacket {
-        code: e.code,
-        state: e.state,
-        message: e.message.clone(),
-    });
+    slot.set(ErrPacket::from(&e));
     w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
         .await
 }
@@ -707,11 +698,7 @@ impl AsyncMysqlShim<Writer> for Session {
                 w.ok().await
             }
             Err(e) => {
-                self.slot.set(ErrPacket {
-                    code: e.code,
-                    state: e.state,
-                    message: e.message.clone(),
-                });
+                self.slot.set(ErrPacket::from(&e));
                 w.error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
                     .await
             }
