@@ -381,7 +381,7 @@ async fn bad_statements_get_clear_errors_and_nothing_is_sent() {
         (
             "SELECT COUNT(*) FROM travelrecord",
             1064,
-            "aggregate functions over several dataNodes",
+            "aggregate or window functions over several dataNodes",
         ),
         (
             "SELECT * FROM travelrecord ORDER BY id",

@@ -194,11 +194,11 @@ async fn answers_that_would_need_a_cross_node_merge_are_refused() {
         ),
         (
             "INSERT INTO company (id, name) VALUES (30, UUID())",
-            "UUID() in a write to global table COMPANY",
+            "UUID in a write to global table COMPANY",
         ),
         (
             "UPDATE goods SET price = ROUND(RAND() * 100, 2) WHERE id = 1",
-            "RAND() in a write to global table GOODS",
+            "RAND in a write to global table GOODS",
         ),
         (
             "UPDATE travelrecord SET days = 4 LIMIT 1",
@@ -252,14 +252,15 @@ async fn multi_node_writes_are_all_or_nothing() {
         f.ids_on(2, "travelrecord").await.is_empty(),
         "the other node's row was rolled back"
     );
-    // Inside a transaction: the transaction can only be rolled back.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (812, 't')")
+    // Inside a transaction: once a node applied a write that another refused, the transaction
+    // can only be rolled back (nodes run in dataNode order: dn1 applies 812, dn2 refuses).
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (5000001, 'first')")
         .await
         .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
     let (code, _) = err(
         &mut c,
-        "INSERT INTO travelrecord (id, user_id) VALUES (5000812, 'x'), (1, 'dup')",
+        "INSERT INTO travelrecord (id, user_id) VALUES (812, 'x'), (5000001, 'dup')",
     )
     .await;
     assert_eq!(code, 1062);
@@ -269,7 +270,7 @@ async fn multi_node_writes_are_all_or_nothing() {
     assert_eq!(code, 1003, "{msg}");
     assert!(msg.contains("rolled back"), "{msg}");
     assert_eq!(f.ids_on(1, "travelrecord").await, [1]);
-    assert!(f.ids_on(2, "travelrecord").await.is_empty());
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5_000_001]);
     // The session works again.
     let n: Option<i64> = c
         .query_first("SELECT COUNT(*) FROM travelrecord WHERE id = 1")
@@ -377,10 +378,186 @@ async fn long_condition_chains_neither_crash_nor_misroute() {
     let (code, _, msg) = server_error(c.query_drop(&sql).await.unwrap_err());
     assert_eq!(code, 1064);
     assert!(msg.contains("statement too complex"), "{msg}");
+    // Word operators chain as deep as symbols do.
+    let sql = format!("select 1 from company where 1{}", " DIV 1".repeat(5000));
+    let (code, _, msg) = server_error(c.query_drop(&sql).await.unwrap_err());
+    assert!(
+        code == 1064 && msg.contains("statement too complex"),
+        "{msg}"
+    );
     let n: Option<i64> = c
         .query_first("SELECT COUNT(*) FROM hotnews WHERE id = 7")
         .await
         .unwrap();
     assert_eq!(n, Some(1));
     assert!(gateway.alive(), "the gateway process died");
+}
+
+/// The second hunt: bypasses of the first round's fixes and new cases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_hunt_bypasses_are_closed() {
+    let f = Fixture::start("hunt2", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (3, 'a'), (4, 'b'), (5, 'c')")
+        .await
+        .unwrap();
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (1, 'a', 1), (5000002, 'b', 5000002)",
+    )
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'acme'), (2, 'initech')")
+        .await
+        .unwrap();
+    let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))
+        .await
+        .unwrap();
+    for (sql, code, text) in [
+        (
+            "select 1 /*M!100000 , (select count(*) from mysql.user) */",
+            1064,
+            "MariaDB executable comments",
+        ),
+        ("SHOW BINLOG EVENTS", 1227, "SHOW BINLOG EVENTS"),
+        ("SHOW CREATE USER manx", 1227, "SHOW CREATE USER"),
+        ("SHOW TABLE STATUS FROM mysql", 1227, "SHOW TABLE STATUS"),
+        (
+            "show status where (select 1 from dual) = 1",
+            1227,
+            "SHOW status",
+        ),
+        (
+            "select load_file('/etc/hostname')",
+            1227,
+            "function load_file",
+        ),
+        (
+            "select sys.sys_get_config('x', 'y')",
+            1227,
+            "function sys.sys_get_config",
+        ),
+        (
+            "select * from company into outfile '/tmp/manx_hunt'",
+            1064,
+            "outfile",
+        ),
+        (
+            "select * from information_schema.processlist",
+            1044,
+            "PROCESSLIST",
+        ),
+        (
+            "select * from information_schema.user_privileges",
+            1044,
+            "USER_PRIVILEGES",
+        ),
+        (
+            "/*mycat:dataNode=dn2*/ select * from travelrecord",
+            1064,
+            "Mycat annotation",
+        ),
+        ("EXPLAIN EXPLAIN select 1", 1064, "EXPLAIN of EXPLAIN"),
+    ] {
+        let (got, msg) = err(&mut ro, sql).await;
+        assert_eq!(got, code, "{sql}: {msg}");
+        assert!(msg.contains(text), "{sql}: {msg}");
+    }
+    for (sql, text) in [
+        (
+            "select * from hotnews where exists (with hotnews as (select 1) select 1 from hotnews)",
+            "WITH query named like table HOTNEWS",
+        ),
+        (
+            "select c.id, t.id from (company c left join travelrecord t on t.id = c.id)",
+            "outer join",
+        ),
+        (
+            "select d.k from (select 1 as k union all select 5000001) d left join travelrecord t on t.id = d.k",
+            "outer join",
+        ),
+        (
+            "select id, row_number() over () from travelrecord",
+            "window functions",
+        ),
+        (
+            "update travelrecord set days = 2, id = days where id = days",
+            "Sharding column can't be updated",
+        ),
+        (
+            "delete from travelrecord where id in (1, 5000002) returning id",
+            "RETURNING",
+        ),
+        (
+            "insert into company (id, name) values (81, `rand`())",
+            "RAND in a write",
+        ),
+        (
+            "insert into company (id, name) values (82, @@timestamp)",
+            "@@TIMESTAMP in a write",
+        ),
+        (
+            "insert into company (id, name) values (83, sys_guid())",
+            "SYS_GUID in a write",
+        ),
+    ] {
+        let (code, msg) = err(&mut c, sql).await;
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains(text), "{sql}: {msg}");
+    }
+    // A sharded table on the preserved side of a LEFT JOIN is fine.
+    let rows: Vec<(i64, Option<String>)> = c
+        .query("select t.id, c.name from travelrecord t left join company c on c.id = t.days")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    // Strings MySQL reads as numbers are looked for everywhere.
+    let t: Option<String> = c
+        .query_first("select title from hotnews where id = '4.0'")
+        .await
+        .unwrap();
+    assert_eq!(t.as_deref(), Some("b"));
+    // SHOW ... LIKE with many wildcards answers at once.
+    let tables: Vec<String> = c
+        .query("show tables like '%%%%%%%%%%%%%%%%%%%%%%%%%%%%%%zz'")
+        .await
+        .unwrap();
+    assert!(tables.is_empty());
+    // A write that failed before any node applied it leaves the transaction usable.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (13)")
+        .await
+        .unwrap();
+    let (code, _) = err(&mut c, "INSERT INTO company (id, name) VALUES (1, 'dup')").await;
+    assert_eq!(code, 1062);
+    c.query_drop("COMMIT/*done*/").await.unwrap();
+    assert!(f.ids_on(1, "travelrecord").await.contains(&13));
+    // Writes to every copy of a global table from several clients at once do not deadlock.
+    let mut tasks = Vec::new();
+    for k in 0..4 {
+        let mut cc = f.client().await;
+        tasks.push(tokio::spawn(async move {
+            for i in 0..10 {
+                cc.query_drop(format!("UPDATE company SET name = 'c{k}-{i}' WHERE id = 1"))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let started = std::time::Instant::now();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "global writes stalled"
+    );
+    // More than 250 columns: the column count is length-encoded; metadata still patched.
+    let cols: Vec<String> = (0..260).map(|i| format!("{i} AS c{i}")).collect();
+    let sql = format!(
+        "SELECT x'FF00' AS b, {} FROM company WHERE id = 1",
+        cols.join(", ")
+    );
+    let r = c.query_iter(sql).await.unwrap();
+    assert_eq!(r.columns_ref()[0].character_set(), 63);
+    r.drop_result().await.unwrap();
 }

@@ -20,6 +20,9 @@ pub struct EngineError {
     pub node: String,
     #[source]
     pub source: BackendError,
+    /// For a write run node after node: how many nodes had applied it before the failure
+    /// (`None` when the nodes ran at once and it is unknown).
+    pub applied: Option<usize>,
 }
 
 /// The combined answer of a plan.
@@ -40,18 +43,41 @@ pub async fn execute<'a>(
     conns: Vec<&'a mut (dyn BackendConn + 'static)>,
 ) -> Result<Output<'a>, EngineError> {
     debug_assert_eq!(conns.len(), plan.targets.len());
-    let responses = join_all(
-        conns
-            .into_iter()
-            .zip(&plan.targets)
-            .map(|(conn, t)| async move {
-                conn.query(&t.sql).await.map_err(|source| EngineError {
-                    node: t.node.clone(),
-                    source,
-                })
-            }),
-    )
-    .await;
+    // Writes to several nodes run one node after another in dataNode order, so two clients
+    // writing the same rows always lock them in the same order (at once, each could hold one
+    // node's lock and wait for the other's: a deadlock no single server can see), and a failure
+    // stops before the remaining nodes.
+    let responses = if !plan.read_only && plan.targets.len() > 1 {
+        let mut out = Vec::with_capacity(conns.len());
+        for (conn, t) in conns.into_iter().zip(&plan.targets) {
+            let applied = out.len();
+            let r = conn.query(&t.sql).await.map_err(|source| EngineError {
+                node: t.node.clone(),
+                source,
+                applied: Some(applied),
+            });
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        out
+    } else {
+        join_all(
+            conns
+                .into_iter()
+                .zip(&plan.targets)
+                .map(|(conn, t)| async move {
+                    conn.query(&t.sql).await.map_err(|source| EngineError {
+                        node: t.node.clone(),
+                        source,
+                        applied: None,
+                    })
+                }),
+        )
+        .await
+    };
     let mut oks = Vec::new();
     let mut streams = Vec::new();
     let mut columns = None;
@@ -62,6 +88,7 @@ pub async fn execute<'a>(
                 let first = columns.get_or_insert_with(|| c.clone());
                 if first.len() != c.len() {
                     return Err(EngineError {
+                        applied: None,
                         node: t_node(plan, streams.len()),
                         source: BackendError::Other(format!(
                             "dataNodes returned {} and {} columns for the same statement: their tables differ",
@@ -77,6 +104,7 @@ pub async fn execute<'a>(
     if let Some(columns) = columns {
         if !oks.is_empty() {
             return Err(EngineError {
+                applied: None,
                 node: plan.targets[0].node.clone(),
                 source: BackendError::Other(
                     "dataNodes answered the same statement differently".to_string(),

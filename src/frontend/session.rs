@@ -404,6 +404,7 @@ impl Session {
                     let e = MysqlError::from(crate::engine::EngineError {
                         node: t.node.clone(),
                         source: e,
+                        applied: None,
                     });
                     return self.error(w, e).await;
                 }
@@ -429,6 +430,7 @@ impl Session {
                     let e = MysqlError::from(crate::engine::EngineError {
                         node: t.node.clone(),
                         source: e,
+                        applied: None,
                     });
                     return self.error(w, e).await;
                 }
@@ -465,7 +467,11 @@ impl Session {
             Err(e) => {
                 if implicit {
                     let _ = finish_implicit(&mut fresh, &plan, "ROLLBACK", id).await;
-                } else if transactional && plan.targets.len() > 1 && !plan.read_only {
+                } else if transactional
+                    && plan.targets.len() > 1
+                    && !plan.read_only
+                    && e.applied != Some(0)
+                {
                     self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
                 }
                 send_error(&slot, w, e.into()).await

@@ -169,7 +169,12 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 if !*count_seen {
                     // The column-count packet: it must announce as many columns as we have.
                     *count_seen = true;
-                    if payload.first().map(|&n| n as usize) != Some(metas.len()) {
+                    let count = match payload {
+                        [n @ 0..=0xFA, ..] => Some(*n as usize),
+                        [0xFC, a, b, ..] => Some(u16::from_le_bytes([*a, *b]) as usize),
+                        _ => None,
+                    };
+                    if count != Some(metas.len()) {
                         pending.columns = None;
                     }
                 } else if let Some(meta) = metas.pop_front() {

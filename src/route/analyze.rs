@@ -71,7 +71,9 @@ pub fn literal_text(e: &Expr) -> Option<String> {
     match e {
         Expr::Value(v) => match &v.value {
             Value::Number(n, _) => Some(canonical_number(n)),
-            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => {
+                (!ambiguous_number(s)).then(|| s.clone())
+            }
             _ => None,
         },
         Expr::UnaryOp {
@@ -91,6 +93,34 @@ pub fn literal_text(e: &Expr) -> Option<String> {
         Expr::Nested(inner) => literal_text(inner),
         _ => None,
     }
+}
+
+/// A string MySQL compares with a number as a different value than Mycat's functions read from
+/// its text: `'4.0'`, `'1e0'`, `' +4'` (MySQL: 4), or Unicode digits such as `'٤'` (MySQL: 0,
+/// Java: 4). Such a condition does not narrow the route (every node is asked), so no row is missed.
+fn ambiguous_number(s: &str) -> bool {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace());
+    if t.starts_with('-') && t.len() > 1 && t[1..].bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        return t.len() != s.len(); // padded with spaces
+    }
+    if t.chars().any(|c| !c.is_ascii() && java::digit(c).is_some()) {
+        return true;
+    }
+    // A decimal or exponent number, optionally signed: MySQL reads its numeric value.
+    let body = t.strip_prefix(['+', '-']).unwrap_or(t);
+    let (mantissa, exponent) = match body.split_once(['e', 'E']) {
+        Some((m, e)) => (m, Some(e.strip_prefix(['+', '-']).unwrap_or(e))),
+        None => (body, None),
+    };
+    let (int_part, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |x: &str| x.bytes().all(|b| b.is_ascii_digit());
+    !(int_part.is_empty() && frac.is_empty())
+        && digits(int_part)
+        && digits(frac)
+        && exponent.is_none_or(|e| !e.is_empty() && digits(e))
 }
 
 /// The routing text of a numeric literal: its integer value when it has one (`007` → `7`,
@@ -263,5 +293,11 @@ mod tests {
         assert_eq!(canonical_number("1.5E1"), "15");
         assert_eq!(canonical_number("1.25e1"), "1.25e1");
         assert_eq!(canonical_number("0.0"), "0");
+        for s in ["4.0", "1e0", " 4", "+4", "٤", "４", ".5"] {
+            assert!(super::ambiguous_number(s), "{s:?}");
+        }
+        for s in ["4", "-4", "007", "abc", "2014-01-01", "a1", ""] {
+            assert!(!super::ambiguous_number(s), "{s:?}");
+        }
     }
 }

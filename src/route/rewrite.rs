@@ -235,13 +235,15 @@ pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// How many operator tokens (`AND`, `OR`, `XOR`, `+`, `=`, ...) a statement has: a bound on how
-/// deep its expression trees can be, which the parser's visitors walk recursively.
+/// How many operator-like tokens (keywords such as `AND`, `OR`, `DIV`, and symbols such as `+`,
+/// `=`) a statement has: a bound on how deep its expression trees can be, which the parser's
+/// visitors walk recursively.
 pub fn operator_count(sql: &str) -> usize {
     let Some(toks) = tokens(sql) else { return 0 };
     toks.iter()
         .filter(|(t, _, _)| match t {
-            Token::Word(w) => matches!(w.keyword, Keyword::AND | Keyword::OR | Keyword::XOR),
+            // Keywords (AND, OR, DIV, MOD, IS, LIKE, ...) can all chain; plain names cannot.
+            Token::Word(w) => w.keyword != Keyword::NoKeyword && w.quote_style.is_none(),
             Token::Comma
             | Token::LParen
             | Token::RParen
@@ -318,7 +320,8 @@ mod tests {
         assert_eq!(calls, ["database()", "DATABASE ( )"]);
         assert_eq!(
             operator_count("SELECT a FROM t WHERE a = 1 OR a = 2 AND b IN (1, 2)"),
-            4
+            8
         );
+        assert_eq!(operator_count("select 1 DIV 1 DIV 1"), 3);
     }
 }

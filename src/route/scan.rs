@@ -108,21 +108,32 @@ mod tests {
 pub fn mycat_hint(sql: &str) -> Option<&str> {
     let s = sql.trim_start();
     let body = s.strip_prefix("/*")?;
-    let compact: String = body
+    // Any spelling Mycat's scanner accepts: `/*!mycat:`, `/*#mycat:`, `/*mycat:`, `/** mycat:`,
+    // with white space anywhere before the keyword.
+    let head: String = body
         .chars()
-        .take(12)
-        .filter(|c| !c.is_whitespace())
+        .take(64)
+        .filter(|c| !c.is_whitespace() && !matches!(c, '*' | '!' | '#'))
+        .take(6)
         .collect::<String>()
         .to_ascii_lowercase();
-    if compact.starts_with("!mycat:") || compact.starts_with("#mycat:") {
+    if head == "mycat:" {
         let end = s.find("*/").map_or(s.len(), |i| i + 2);
         return Some(&s[..end]);
     }
     None
 }
 
-/// Whether `;` separates statements in `s` (outside quotes and comments).
-pub fn has_statement_separator(s: &str) -> bool {
+/// Whether the statement holds a MariaDB executable comment (`/*M!...*/`) outside quotes: the
+/// backend runs its content, but the SQL parser sees a comment, so routing would ignore it.
+pub fn has_mariadb_comment(s: &str) -> bool {
+    find_outside_quotes(s, |rest| {
+        rest.starts_with("/*M!") || rest.starts_with("/*m!")
+    })
+}
+
+/// Whether `pred` holds at some position of `s` outside quotes and (plain) comments.
+fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     let mut quote: Option<u8> = None;
@@ -136,38 +147,56 @@ pub fn has_statement_separator(s: &str) -> bool {
                     quote = None;
                 }
             }
-            None => match c {
-                b'\'' | b'"' | b'`' => quote = Some(c),
-                b';' => return true,
-                b'#' => match s[i..].find('\n') {
-                    Some(n) => i += n,
-                    None => return false,
-                },
-                b'-' if s[i..].starts_with("-- ") || s[i..].starts_with("--\t") => {
-                    match s[i..].find('\n') {
+            None => {
+                if s.is_char_boundary(i) && pred(&s[i..]) {
+                    return true;
+                }
+                match c {
+                    b'\'' | b'"' | b'`' => quote = Some(c),
+                    b'#' => match s[i..].find('\n') {
                         Some(n) => i += n,
                         None => return false,
+                    },
+                    b'-' if s[i..].starts_with("-- ") || s[i..].starts_with("--\t") => {
+                        match s[i..].find('\n') {
+                            Some(n) => i += n,
+                            None => return false,
+                        }
                     }
-                }
-                b'/' if s[i..].starts_with("/*") && !s[i..].starts_with("/*!") => {
-                    match s[i + 2..].find("*/") {
-                        Some(n) => i += n + 3,
-                        None => return false,
+                    b'/' if s[i..].starts_with("/*")
+                        && !s[i..].starts_with("/*!")
+                        && !s[i..].starts_with("/*M!")
+                        && !s[i..].starts_with("/*m!") =>
+                    {
+                        match s[i + 2..].find("*/") {
+                            Some(n) => i += n + 3,
+                            None => return false,
+                        }
                     }
+                    _ => {}
                 }
-                _ => {}
-            },
+            }
         }
         i += 1;
     }
     false
 }
 
+/// Whether `;` separates statements in `s` (outside quotes and comments).
+pub fn has_statement_separator(s: &str) -> bool {
+    find_outside_quotes(s, |rest| rest.starts_with(';'))
+}
+
 /// The words of a statement up to the first comment (for keyword-only statements such as
 /// `COMMIT /* done */`).
 pub fn words_before_comment(s: &str) -> Vec<String> {
-    s.split_whitespace()
-        .take_while(|w| !w.starts_with("/*") && !w.starts_with("--") && !w.starts_with('#'))
+    let end = ["/*", "#", "--"]
+        .iter()
+        .filter_map(|m| s.find(m))
+        .min()
+        .unwrap_or(s.len());
+    s[..end]
+        .split_whitespace()
         .map(|w| w.to_ascii_uppercase())
         .collect()
 }

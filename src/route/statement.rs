@@ -40,6 +40,11 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
+    if scan::has_mariadb_comment(stmt) {
+        return Err(RouteError::syntax(
+            "MariaDB executable comments (/*M!...*/) are not supported: the gateway cannot route what they hide",
+        ));
+    }
     if scan::has_statement_separator(stmt) {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
@@ -66,7 +71,11 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
         return Ok(Routed::Local(local));
     }
     let words = scan::words(stmt);
-    let first = words[0].to_ascii_uppercase();
+    // The leading keyword, also when a comment follows it without a space (`COMMIT/*x*/`).
+    let first = scan::words_before_comment(stmt)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| words[0].to_ascii_uppercase());
     match first.as_str() {
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
@@ -79,6 +88,12 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
         "EXPLAIN" if words.len() > 1 => {
             // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
             let inner = stmt[words[0].len()..].trim_start();
+            if scan::words(inner)
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("EXPLAIN"))
+            {
+                return Err(RouteError::syntax("EXPLAIN of EXPLAIN is not supported"));
+            }
             match route(r, inner, schema)? {
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
                 Routed::Local(_) => Err(RouteError::syntax(format!(
@@ -317,7 +332,12 @@ fn show(
                 true,
             ))
         }
-        _ => {
+        // What describes the server's settings and the session, nothing of other databases, its
+        // users or its logs: forwarded with LIKE only (a WHERE could carry a subquery).
+        "VARIABLES" | "STATUS" | "WARNINGS" | "ERRORS" | "ENGINES" | "COLLATION" | "CHARSET"
+        | "CHARACTER" | "PLUGINS" | "PRIVILEGES" | "SESSION" | "GLOBAL" | "COUNT(*)"
+            if !words.iter().any(|w| w.eq_ignore_ascii_case("WHERE")) =>
+        {
             // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema.
             let s = match schema {
                 Some(_) => require_schema(r, schema)?,
@@ -335,25 +355,68 @@ fn show(
             };
             Ok(ctx.plan_any(&s.nodes))
         }
+        _ => Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: format!(
+                "Access denied; SHOW {} is not available through the gateway",
+                words[i..]
+                    .iter()
+                    .take(2)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        }),
     }
 }
 
 /// MySQL `LIKE` with `%` and `_` (and `\\` escapes), case-insensitive.
 pub fn like(s: &str, pattern: &str) -> bool {
-    fn go(s: &[char], p: &[char]) -> bool {
-        match p.split_first() {
-            None => s.is_empty(),
-            Some(('%', rest)) => (0..=s.len()).any(|i| go(&s[i..], rest)),
-            Some(('_', rest)) => !s.is_empty() && go(&s[1..], rest),
-            Some(('\\', rest)) if !rest.is_empty() => {
-                !s.is_empty() && s[0].eq_ignore_ascii_case(&rest[0]) && go(&s[1..], &rest[1..])
-            }
-            Some((c, rest)) => !s.is_empty() && s[0].eq_ignore_ascii_case(c) && go(&s[1..], rest),
-        }
+    // Pattern tokens: Some(c) a literal (after `\\`), None for `_`; `%` handled as "any run".
+    #[derive(Clone, Copy)]
+    enum P {
+        Any,
+        One,
+        Lit(char),
+    }
+    let mut pat = Vec::new();
+    let mut it = pattern.chars();
+    while let Some(c) = it.next() {
+        pat.push(match c {
+            '%' => P::Any,
+            '_' => P::One,
+            '\\' => P::Lit(it.next().unwrap_or('\\')),
+            c => P::Lit(c),
+        });
     }
     let s: Vec<char> = s.chars().collect();
-    let p: Vec<char> = pattern.chars().collect();
-    go(&s, &p)
+    // Dynamic programming over (pattern position, text position): linear in each, never
+    // exponential, whatever the number of `%`.
+    let mut row = vec![false; s.len() + 1];
+    row[0] = true;
+    for p in &pat {
+        let mut next = vec![false; s.len() + 1];
+        match p {
+            P::Any => {
+                let mut seen = false;
+                for i in 0..=s.len() {
+                    seen |= row[i];
+                    next[i] = seen;
+                }
+            }
+            P::One => {
+                next[1..].copy_from_slice(&row[..s.len()]);
+            }
+            P::Lit(c) => {
+                for i in 1..=s.len() {
+                    next[i] = row[i - 1] && s[i - 1].to_lowercase().eq(c.to_lowercase());
+                }
+            }
+        }
+        row = next;
+    }
+    row[s.len()]
 }
 
 /// The node that answers a metadata statement about `token` (`t`, `` `t` ``, `db.t`), and the
@@ -528,6 +591,25 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         }
         return Err(RouteError::unknown_database(q));
     }
+    // information_schema views of the backend's sessions and grants are as private as
+    // SHOW PROCESSLIST / SHOW GRANTS.
+    if let Some(o) = c.occurrences.iter().find(|o| {
+        o.qualifier
+            .as_deref()
+            .is_some_and(|q| q.eq_ignore_ascii_case("information_schema"))
+            && (o.name == "PROCESSLIST"
+                || o.name.ends_with("PRIVILEGES")
+                || o.name.contains("ROLE"))
+    }) {
+        return Err(RouteError {
+            code: 1044,
+            state: "42000",
+            message: format!(
+                "Access denied to information_schema.{} through the gateway",
+                o.name
+            ),
+        });
+    }
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
     let schema = match (schema, c.qualifiers.iter().next()) {
@@ -551,6 +633,11 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
     let s = r
         .schema(schema)
         .ok_or_else(|| RouteError::unknown_database(schema))?;
+    if let Some(cte) = c.ctes.iter().find(|n| s.tables.contains_key(*n)) {
+        return Err(RouteError::syntax(format!(
+            "a WITH query named like table {cte} is not supported (rename it)"
+        )));
+    }
     let mut edits = Edits::qualifiers(stmt, &c.qualifier_spans);
     if !is_ddl(&statement) {
         // DATABASE() answers the logical schema, not the dataNode's database.
@@ -572,8 +659,67 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
                 .is_some_and(|q| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q)))
         })
         .collect();
-    match &statement {
-        Statement::Query(q) => select(&ctx, q, &occurrences),
+    if let Some(bad) = forbidden(&statement) {
+        return Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: format!("Access denied; {bad} is not available through the gateway"),
+        });
+    }
+    let returning = match &statement {
+        Statement::Insert(i) => i.returning.is_some(),
+        Statement::Update(u) => u.returning.is_some(),
+        Statement::Delete(d) => d.returning.is_some(),
+        _ => false,
+    };
+    let routed = route_parsed(&ctx, &statement, &occurrences)?;
+    if returning && matches!(&routed, Routed::Plan(p) if p.targets.len() > 1) {
+        return Err(RouteError::syntax(
+            "RETURNING from a write to several dataNodes is not supported yet",
+        ));
+    }
+    Ok(routed)
+}
+
+/// What reaches the backend host itself rather than the data: reading or writing its files,
+/// functions of other schemas (sys.*).
+fn forbidden(statement: &Statement) -> Option<String> {
+    struct Find(Option<String>);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e
+                && (function_name(&f.name) == "LOAD_FILE" || f.name.0.len() > 1)
+            {
+                self.0 = Some(format!("function {}", f.name));
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+            if let SetExpr::Select(s) = &*q.body
+                && s.into.is_some()
+            {
+                self.0 = Some("SELECT ... INTO".to_string());
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut f = Find(None);
+    let _ = statement.visit(&mut f);
+    f.0
+}
+
+/// Routes a parsed statement by its kind.
+fn route_parsed(
+    ctx: &Ctx<'_>,
+    statement: &Statement,
+    occurrences: &[Occurrence],
+) -> Result<Routed, RouteError> {
+    let s = ctx.s;
+    match statement {
+        Statement::Query(q) => select(ctx, q, occurrences),
         Statement::Insert(insert) => match &insert.table {
             TableObject::TableName(name) => {
                 let table = name
@@ -581,16 +727,16 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
                     .last()
                     .and_then(|p| p.as_ident())
                     .map(|i| i.value.to_ascii_uppercase());
-                insert_route(&ctx, &statement, &occurrences, table.unwrap_or_default())
+                insert_route(ctx, statement, occurrences, table.unwrap_or_default())
             }
             _ => Err(RouteError::syntax(
                 "INSERT INTO a table function is not supported",
             )),
         },
         Statement::Update(u) => write(
-            &ctx,
-            &statement,
-            &occurrences,
+            ctx,
+            statement,
+            occurrences,
             u.selection.as_ref(),
             Some(&u.assignments),
             u.from.is_some() || !u.table.joins.is_empty(),
@@ -605,32 +751,32 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
                 || from.len() != 1
                 || !from[0].joins.is_empty();
             write(
-                &ctx,
-                &statement,
-                &occurrences,
+                ctx,
+                statement,
+                occurrences,
                 d.selection.as_ref(),
                 None,
                 multi,
                 d.limit.is_some(),
             )
         }
-        Statement::CreateTable(ct) => ddl(&ctx, &[&ct.name]),
-        Statement::AlterTable(at) => ddl(&ctx, &[&at.name]),
-        Statement::CreateIndex(ci) => ddl(&ctx, &[&ci.table_name]),
+        Statement::CreateTable(ct) => ddl(ctx, &[&ct.name]),
+        Statement::AlterTable(at) => ddl(ctx, &[&at.name]),
+        Statement::CreateIndex(ci) => ddl(ctx, &[&ci.table_name]),
         Statement::Truncate(t) => ddl(
-            &ctx,
+            ctx,
             &t.table_names.iter().map(|t| &t.name).collect::<Vec<_>>(),
         ),
         Statement::Drop {
             object_type: ObjectType::Table,
             names,
             ..
-        } => ddl(&ctx, &names.iter().collect::<Vec<_>>()),
+        } => ddl(ctx, &names.iter().collect::<Vec<_>>()),
         Statement::Drop {
             object_type: ObjectType::Index,
             table: Some(t),
             ..
-        } => ddl(&ctx, &[t]),
+        } => ddl(ctx, &[t]),
         other => match &s.default_node {
             Some(node) => Ok(single(node.clone(), ctx.sql_for(node), false)),
             None => Err(RouteError::syntax(format!(
@@ -898,8 +1044,8 @@ impl Visitor for AggregateFinder {
     type Break = ();
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         if let Expr::Function(f) = e {
-            let name = f.name.to_string().to_ascii_uppercase();
-            if AGGREGATES.contains(&name.as_str()) {
+            let name = function_name(&f.name);
+            if AGGREGATES.contains(&name.as_str()) || f.over.is_some() {
                 self.0 = true;
                 return ControlFlow::Break(());
             }
@@ -929,7 +1075,7 @@ fn merge_needed(q: &Query) -> Option<&'static str> {
     }
     let mut f = AggregateFinder(false);
     let _ = select.projection.visit(&mut f);
-    f.0.then_some("aggregate functions")
+    f.0.then_some("aggregate or window functions")
 }
 
 fn literal_u64(e: &Expr) -> Option<u64> {
@@ -972,13 +1118,9 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
             o.name
         )));
     }
-    let has_global = occurrences.iter().any(|o| {
-        ctx.table(&o.name)
-            .is_some_and(|t| t.kind == TableKind::Global)
-    });
-    if has_global && !only_inner_joins(q) {
+    if !only_inner_joins(q) && !outer_joins_anchored(ctx, q) {
         return Err(RouteError::syntax(
-            "an outer join with a global table over several dataNodes is not supported yet",
+            "an outer join with a global table or a derived table on its preserved side over several dataNodes is not supported yet",
         ));
     }
     if let Some(what) = merge_needed(q) {
@@ -1061,11 +1203,48 @@ fn only_inner_joins(q: &Query) -> bool {
     let SetExpr::Select(select) = &*q.body else {
         return false;
     };
-    select.from.iter().flat_map(|t| &t.joins).all(|j| {
-        matches!(
-            j.join_operator,
-            J::Join(_) | J::Inner(_) | J::CrossJoin(_) | J::StraightJoin(_)
-        )
+    // Parenthesised joins may hide outer joins: not inspected, so not trusted.
+    let nested = select.from.iter().any(|t| {
+        matches!(t.relation, TableFactor::NestedJoin { .. })
+            || t.joins
+                .iter()
+                .any(|j| matches!(j.relation, TableFactor::NestedJoin { .. }))
+    });
+    !nested
+        && select.from.iter().flat_map(|t| &t.joins).all(|j| {
+            matches!(
+                j.join_operator,
+                J::Join(_) | J::Inner(_) | J::CrossJoin(_) | J::StraightJoin(_)
+            )
+        })
+}
+
+/// Whether a multi-node read may use outer joins: only `sharded LEFT JOIN ...` chains whose
+/// leftmost relation is a non-global configured table (every result row then carries a row of
+/// that table, which exactly one node holds).
+fn outer_joins_anchored(ctx: &Ctx<'_>, q: &Query) -> bool {
+    use sqlparser::ast::JoinOperator as J;
+    let SetExpr::Select(select) = &*q.body else {
+        return false;
+    };
+    select.from.iter().all(|t| {
+        let anchored = match &t.relation {
+            TableFactor::Table { name, .. } => {
+                let (_, table) = split_name(name);
+                ctx.table(&table.to_ascii_uppercase())
+                    .is_some_and(|t| t.kind != TableKind::Global)
+            }
+            _ => false,
+        };
+        let plain = |f: &TableFactor| !matches!(f, TableFactor::NestedJoin { .. });
+        plain(&t.relation)
+            && t.joins.iter().all(|j| match j.join_operator {
+                J::Join(_) | J::Inner(_) | J::CrossJoin(_) | J::StraightJoin(_) => {
+                    plain(&j.relation)
+                }
+                J::Left(_) | J::LeftOuter(_) => anchored && plain(&j.relation),
+                _ => false,
+            })
     })
 }
 
@@ -1096,7 +1275,17 @@ const NONDETERMINISTIC: &[&str] = &[
     "SESSION_USER",
     "SYSTEM_USER",
     "SLEEP",
+    "SYS_GUID",
 ];
+
+/// The unqualified, unquoted, upper-cased name of a function (`` `rand` `` → `RAND`).
+fn function_name(name: &ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.to_ascii_uppercase())
+        .unwrap_or_default()
+}
 
 /// The first non-deterministic function a statement calls, if any.
 fn nondeterministic(statement: &Statement) -> Option<String> {
@@ -1104,12 +1293,20 @@ fn nondeterministic(statement: &Statement) -> Option<String> {
     impl Visitor for Find {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if let Expr::Function(f) = e {
-                let name = f.name.to_string().to_ascii_uppercase();
-                if NONDETERMINISTIC.contains(&name.as_str()) {
-                    self.0 = Some(name);
-                    return ControlFlow::Break(());
+            let found = match e {
+                Expr::Function(f) => Some(function_name(&f.name)),
+                // `utc_timestamp` without parentheses, `@@timestamp`, `@user_var`: each copy's
+                // connection has its own value.
+                Expr::Identifier(i) if i.quote_style.is_none() => {
+                    Some(i.value.to_ascii_uppercase())
                 }
+                _ => None,
+            };
+            if let Some(name) = found
+                && (NONDETERMINISTIC.contains(&name.as_str()) || name.starts_with('@'))
+            {
+                self.0 = Some(name);
+                return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
         }
@@ -1123,7 +1320,7 @@ fn nondeterministic(statement: &Statement) -> Option<String> {
 fn check_global_write(statement: &Statement, table: &str) -> Result<(), RouteError> {
     match nondeterministic(statement) {
         Some(func) => Err(RouteError::syntax(format!(
-            "{func}() in a write to global table {table} would give its copies different values"
+            "{func} in a write to global table {table} would give its copies different values"
         ))),
         None => Ok(()),
     }
@@ -1168,7 +1365,13 @@ fn write(
                         .next()
                         .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
                 });
-                if hits && (multi_table || !same_value_condition(selection, &rule.column, &a.value))
+                // Only a literal is safe: MySQL evaluates SET left to right, so `SET days = 2, id
+                // = days WHERE id = days` would move the row.
+                let literal = analyze::literal_text(&a.value).is_some();
+                if hits
+                    && (multi_table
+                        || !literal
+                        || !same_value_condition(selection, &rule.column, &a.value))
                 {
                     return Err(RouteError::syntax(format!(
                         "Sharding column can't be updated {}->{}",
