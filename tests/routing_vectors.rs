@@ -20,6 +20,30 @@ fn vectors_dir() -> PathBuf {
     dir
 }
 
+/// A configuration's properties as Mycat's ConfigUtil passes them: trimmed with Java's
+/// String.trim (characters up to U+0020), empty ones left out.
+fn properties(cfg: &Value) -> BTreeMap<String, String> {
+    cfg["properties"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| {
+            let v = v.as_str().unwrap().trim_matches(|c: char| c <= '\u{20}');
+            (k.clone(), v.to_string())
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect()
+}
+
+/// The content of a map file the configuration ships.
+fn map_file(cfg: &Value, name: &str) -> Result<String, String> {
+    cfg["map_files"]
+        .get(name)
+        .and_then(|f| f["content"].as_str())
+        .map(String::from)
+        .ok_or_else(|| format!("map file {name} not found"))
+}
+
 fn check_expected(
     id: &str,
     what: &str,
@@ -49,25 +73,8 @@ fn golden_routing_vectors() {
             serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
         let id = cfg["id"].as_str().unwrap().to_string();
         let class = cfg["function_class"].as_str().unwrap();
-        let props: BTreeMap<String, String> = cfg["properties"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| {
-                // Mycat's ConfigUtil trims with Java's String.trim (characters <= U+0020).
-                let v = v.as_str().unwrap().trim_matches(|c: char| c <= '\u{20}');
-                (k.clone(), v.to_string())
-            })
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        let map_files = cfg["map_files"].clone();
-        let read = |name: &str| -> Result<String, String> {
-            map_files
-                .get(name)
-                .and_then(|f| f["content"].as_str())
-                .map(String::from)
-                .ok_or_else(|| format!("map file {name} not found"))
-        };
+        let props = properties(&cfg);
+        let read = |name: &str| map_file(&cfg, name);
         let version = if id.ends_with("-branch1.6") {
             MycatVersion::V1_6_7_5
         } else {
@@ -154,24 +161,8 @@ fn configurations_mycat_refuses_are_refused() {
     for cfg in doc["configs"].as_array().unwrap() {
         let id = cfg["id"].as_str().unwrap();
         let class = cfg["function_class"].as_str().unwrap();
-        let props: BTreeMap<String, String> = cfg["properties"]
-            .as_object()
-            .unwrap()
-            .iter()
-            .map(|(k, v)| {
-                let v = v.as_str().unwrap().trim_matches(|c: char| c <= '\u{20}');
-                (k.clone(), v.to_string())
-            })
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        let map_files = cfg["map_files"].clone();
-        let read = |name: &str| -> Result<String, String> {
-            map_files
-                .get(name)
-                .and_then(|f| f["content"].as_str())
-                .map(String::from)
-                .ok_or_else(|| format!("map file {name} not found"))
-        };
+        let props = properties(cfg);
+        let read = |name: &str| map_file(cfg, name);
         let table = cfg.get("table").filter(|t| !t.is_null());
         let ctx = BuildContext {
             version: MycatVersion::V1_6_7_6,

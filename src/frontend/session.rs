@@ -312,26 +312,16 @@ impl Session {
     /// item 16); the event is logged at error level.
     async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
         self.in_transaction = false;
-        let mut done = Vec::new();
-        let mut failed = Vec::new();
         let mut pinned: Vec<_> = self.pinned.drain().collect();
         pinned.sort_by(|a, b| a.0.cmp(&b.0));
-        for (node, mut conn) in pinned {
-            match run_simple(conn.as_mut(), sql).await {
-                Ok(()) => done.push(node),
-                Err(e) => failed.push(format!("{node} ({e})")),
-            }
-        }
-        if failed.is_empty() {
-            return Ok(());
-        }
-        let message = format!(
-            "{sql} failed on dataNode {}; it succeeded on [{}]",
-            failed.join(", "),
-            done.join(", ")
-        );
-        tracing::error!(connection = self.id, "{message}");
-        Err(MysqlError::new(1180, "HY000", message))
+        end_on_each(
+            pinned
+                .iter_mut()
+                .map(|(node, conn)| (node.as_str(), conn.as_mut())),
+            sql,
+            self.id,
+        )
+        .await
     }
 
     async fn execute(
@@ -578,12 +568,28 @@ async fn finish_implicit(
     sql: &str,
     id: u32,
 ) -> Result<(), MysqlError> {
+    let each = conns
+        .iter_mut()
+        .zip(&plan.targets)
+        .map(|(conn, t)| (t.node.as_str(), conn.as_mut()));
+    end_on_each(each, sql, id).await
+}
+
+/// Sends `sql` (COMMIT or ROLLBACK) on each node's connection, in order.
+///
+/// Errors: names the nodes where it failed and those where it succeeded (DECISIONS.md 16),
+/// logged at error level.
+async fn end_on_each<'c>(
+    conns: impl Iterator<Item = (&'c str, &'c mut (dyn BackendConn + 'static))>,
+    sql: &str,
+    id: u32,
+) -> Result<(), MysqlError> {
     let mut done = Vec::new();
     let mut failed = Vec::new();
-    for (conn, t) in conns.iter_mut().zip(&plan.targets) {
-        match run_simple(conn.as_mut(), sql).await {
-            Ok(()) => done.push(t.node.clone()),
-            Err(e) => failed.push(format!("{} ({e})", t.node)),
+    for (node, conn) in conns {
+        match run_simple(conn, sql).await {
+            Ok(()) => done.push(node.to_string()),
+            Err(e) => failed.push(format!("{node} ({e})")),
         }
     }
     if failed.is_empty() {
