@@ -561,3 +561,39 @@ async fn second_hunt_bypasses_are_closed() {
     assert_eq!(r.columns_ref()[0].character_set(), 63);
     r.drop_result().await.unwrap();
 }
+
+/// COM_RESET_CONNECTION really resets the session; COM_CHANGE_USER, which opensrv would answer
+/// OK without checking anything, closes the connection instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_connection_resets_and_change_user_is_refused() {
+    let f = Fixture::start("reset", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'uncommitted')")
+        .await
+        .unwrap();
+    assert!(c.reset().await.unwrap(), "COM_RESET_CONNECTION is sent");
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (2, 'after')")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    assert!(
+        f.ids_on(2, "hotnews").await.is_empty(),
+        "the reset rolled the transaction back"
+    );
+    assert_eq!(f.ids_on(3, "hotnews").await, [2]);
+    let opts = mysql_async::ChangeUserOpts::default()
+        .with_user(Some("user".to_string()))
+        .with_pass(Some("wrong".to_string()));
+    assert!(
+        c.change_user(opts).await.is_err(),
+        "change user must not succeed"
+    );
+    // Other clients are unaffected.
+    let mut d = f.client().await;
+    let t: Option<String> = d
+        .query_first("SELECT title FROM hotnews WHERE id = 2")
+        .await
+        .unwrap();
+    assert_eq!(t.as_deref(), Some("after"));
+}

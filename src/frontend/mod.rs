@@ -3,6 +3,7 @@
 //! without a backend (`SHOW DATABASES`, `USE`, ...).
 
 mod auth;
+mod commands;
 mod error;
 mod session;
 pub mod tap;

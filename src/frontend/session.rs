@@ -25,6 +25,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 
 use super::Server;
 use super::auth;
+use super::commands::{Commands, RESET_QUERY};
 use super::error::MysqlError;
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
@@ -55,7 +56,7 @@ pub async fn run(
         interrupted: None,
         pinned: HashMap::new(),
     };
-    AsyncMysqlIntermediary::run_on(session, read, Tap::new(write, slot)).await
+    AsyncMysqlIntermediary::run_on(session, Commands::new(read), Tap::new(write, slot)).await
 }
 
 /// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).
@@ -756,6 +757,14 @@ impl AsyncMysqlShim<Writer> for Session {
         query: &'a str,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
+        if query == RESET_QUERY {
+            // COM_RESET_CONNECTION: end the transaction (rolled back) and its pinned
+            // connections, back to the session's initial settings.
+            self.interrupted = None;
+            let _ = self.end_transaction("ROLLBACK").await;
+            self.autocommit = true;
+            return self.ok(w, OkInfo::default()).await;
+        }
         let routed = self.server.router.route(query, self.schema.as_deref());
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         match routed {
