@@ -110,6 +110,19 @@ impl Drop for Session {
     }
 }
 
+/// Starts a transaction on `node`'s connection; the error names the node.
+async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
+    run_simple(conn, "START TRANSACTION")
+        .await
+        .map_err(|source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        })
+}
+
 /// Runs a statement whose result is not needed.
 async fn run_simple(
     conn: &mut dyn BackendConn,
@@ -391,12 +404,7 @@ impl Session {
                     Ok(c) => c,
                     Err(e) => return self.error(w, e.into()).await,
                 };
-                if let Err(e) = run_simple(conn.as_mut(), "START TRANSACTION").await {
-                    let e = MysqlError::from(crate::engine::EngineError {
-                        node: t.node.clone(),
-                        source: e,
-                        applied: None,
-                    });
+                if let Err(e) = begin_on(conn.as_mut(), &t.node).await {
                     return self.error(w, e).await;
                 }
                 self.pinned.insert(t.node.clone(), conn);
@@ -417,12 +425,7 @@ impl Session {
         }
         if implicit {
             for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
-                if let Err(e) = run_simple(conn.as_mut(), "START TRANSACTION").await {
-                    let e = MysqlError::from(crate::engine::EngineError {
-                        node: t.node.clone(),
-                        source: e,
-                        applied: None,
-                    });
+                if let Err(e) = begin_on(conn.as_mut(), &t.node).await {
                     return self.error(w, e).await;
                 }
             }
