@@ -9,6 +9,7 @@
 
 mod analyze;
 pub mod function;
+mod merge;
 mod plan;
 mod rewrite;
 mod scan;
@@ -22,7 +23,9 @@ use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
-pub use plan::{Local, OkMerge, Plan, Routed, Target};
+pub use plan::{
+    Aggregate, ColumnRef, Grouping, Local, Merge, OkMerge, Plan, Routed, SortKey, Target,
+};
 pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.
@@ -95,6 +98,10 @@ pub struct TableRoute {
     /// dataNode names; the position is the partition index.
     pub nodes: Vec<String>,
     pub rule: Option<Rule>,
+    /// Upper-cased `primaryKey`, if configured.
+    pub primary_key: Option<String>,
+    /// `needAddLimit` (default true): whether `sqlMaxLimit` applies to this table.
+    pub need_add_limit: bool,
 }
 
 impl TableRoute {
@@ -212,6 +219,8 @@ pub struct SchemaRoute {
     pub tables: BTreeMap<String, TableRoute>,
     /// Every dataNode of the schema (tables' and default), sorted.
     pub nodes: Vec<String>,
+    /// `sqlMaxLimit` when ≥ 0: the `LIMIT` Mycat adds to single-table SELECTs without one.
+    pub sql_max_limit: Option<u64>,
 }
 
 /// Routes statements for every schema of one configuration.
@@ -332,6 +341,8 @@ impl Router {
                         kind: t.kind.clone(),
                         nodes: t.data_nodes.clone(),
                         rule,
+                        primary_key: t.primary_key.as_ref().map(|k| k.to_ascii_uppercase()),
+                        need_add_limit: t.need_add_limit,
                     },
                 );
             }
@@ -342,6 +353,7 @@ impl Router {
                     default_node: s.data_node.clone(),
                     tables,
                     nodes: nodes.into_iter().collect(),
+                    sql_max_limit: s.sql_max_limit.and_then(|n| u64::try_from(n).ok()),
                 },
             );
         }

@@ -5,14 +5,15 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    Expr, FromTable, GroupByExpr, LimitClause, ObjectName, ObjectType, OnInsert, Query, SetExpr,
-    Statement, TableFactor, TableObject, Visit, Visitor,
+    Expr, FromTable, ObjectName, ObjectType, OnInsert, Query, SetExpr, Statement, TableFactor,
+    TableObject, Visit, Visitor,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Span;
 
 use super::analyze::{self, ColumnMatcher, Partitions};
+use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::{Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, TableRoute, Target};
@@ -136,7 +137,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         }],
         read_only,
         ok_merge: OkMerge::Sum,
-        limit: None,
+        merge: None,
         fallback: Vec::new(),
         ddl: false,
     })
@@ -845,7 +846,7 @@ impl Ctx<'_> {
             targets,
             read_only,
             ok_merge,
-            limit: None,
+            merge: None,
             fallback: Vec::new(),
             ddl: false,
         })
@@ -1016,77 +1017,33 @@ enum ReadNodes {
     All(BTreeSet<String>),
 }
 
-/// Aggregate functions whose per-node results cannot simply be concatenated.
-const AGGREGATES: &[&str] = &[
-    "COUNT",
-    "SUM",
-    "MIN",
-    "MAX",
-    "AVG",
-    "GROUP_CONCAT",
-    "STD",
-    "STDDEV",
-    "STDDEV_POP",
-    "STDDEV_SAMP",
-    "VARIANCE",
-    "VAR_POP",
-    "VAR_SAMP",
-    "BIT_AND",
-    "BIT_OR",
-    "BIT_XOR",
-    "JSON_ARRAYAGG",
-    "JSON_OBJECTAGG",
-];
-
-struct AggregateFinder(bool);
-
-impl Visitor for AggregateFinder {
-    type Break = ();
-    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-        if let Expr::Function(f) = e {
-            let name = function_name(&f.name);
-            if AGGREGATES.contains(&name.as_str()) || f.over.is_some() {
-                self.0 = true;
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// What a multi-node SELECT would need merged; `None` when concatenation is already correct.
-fn merge_needed(q: &Query) -> Option<&'static str> {
-    if q.order_by.is_some() {
-        return Some("ORDER BY");
-    }
-    let SetExpr::Select(select) = &*q.body else {
-        return Some("UNION / set operations");
-    };
-    if select.distinct.is_some() {
-        return Some("DISTINCT");
-    }
-    match &select.group_by {
-        GroupByExpr::All(_) => return Some("GROUP BY"),
-        GroupByExpr::Expressions(e, _) if !e.is_empty() => return Some("GROUP BY"),
-        _ => {}
-    }
-    if select.having.is_some() {
-        return Some("HAVING");
-    }
-    let mut f = AggregateFinder(false);
-    let _ = select.projection.visit(&mut f);
-    f.0.then_some("aggregate or window functions")
-}
-
-fn literal_u64(e: &Expr) -> Option<u64> {
-    analyze::literal_text(e)?.parse().ok()
-}
-
 fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed, RouteError> {
     if occurrences.is_empty() {
         // No table: any node of the schema (SPEC §5.4).
         return Ok(ctx.plan_any(&ctx.s.nodes));
     }
+    // Only a schema with sqlMaxLimit pays for finding where the LIMIT goes.
+    let mut auto_limit = auto_limit(ctx, q, occurrences);
+    let at = auto_limit.and_then(|_| merge::limit_insertion_point(ctx.stmt));
+    if at.is_none() {
+        auto_limit = None;
+    }
+    let limited;
+    let merge_edits = ctx.edits.clone();
+    let ctx = match (auto_limit, at) {
+        (Some(n), Some(at)) => {
+            let mut edits = ctx.edits.clone();
+            edits.push(at..at, Replacement::Text(format!(" LIMIT {n}")));
+            limited = Ctx {
+                r: ctx.r,
+                s: ctx.s,
+                stmt: ctx.stmt,
+                edits,
+            };
+            &limited
+        }
+        _ => ctx,
+    };
     // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4).
     if let (Some(d), None) = (&ctx.s.default_node, ctx.table(&occurrences[0].name)) {
         return Ok(ctx.plan(BTreeSet::from([d.clone()]), true, OkMerge::Sum));
@@ -1096,7 +1053,15 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         _ => None,
     };
     let placements = placements(ctx, occurrences, selection, 1)?;
-    let nodes = match read_nodes(&placements)? {
+    let read = match read_nodes(&placements) {
+        Err(_) if !matches!(&*q.body, SetExpr::Select(_)) => {
+            return Err(RouteError::syntax(
+                "UNION / INTERSECT / EXCEPT over several dataNodes is not supported yet",
+            ));
+        }
+        read => read?,
+    };
+    let nodes = match read {
         ReadNodes::AnyOf(nodes) => return Ok(ctx.plan_any(&nodes)),
         ReadNodes::All(nodes) => nodes,
     };
@@ -1123,78 +1088,94 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
             "an outer join with a global table or a derived table on its preserved side over several dataNodes is not supported yet",
         ));
     }
-    if let Some(what) = merge_needed(q) {
-        return Err(RouteError::syntax(format!(
-            "{what} over several dataNodes ({}) is not supported yet",
-            nodes.iter().cloned().collect::<Vec<_>>().join(",")
-        )));
-    }
-    // LIMIT without ORDER BY: any rows will do, so concatenate and cut. With an offset each
-    // node is asked for offset + count rows.
-    let limit = match &q.limit_clause {
-        None => None,
-        Some(LimitClause::LimitOffset {
-            limit: Some(l),
-            offset: None,
-            limit_by,
-        }) if limit_by.is_empty() => Some((
-            0,
-            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(LimitClause::LimitOffset {
-            limit: Some(l),
-            offset: Some(o),
-            limit_by,
-        }) if limit_by.is_empty() => Some((
-            literal_u64(&o.value).ok_or_else(|| RouteError::syntax("OFFSET must be a number"))?,
-            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(LimitClause::OffsetCommaLimit { offset, limit }) => Some((
-            literal_u64(offset)
-                .ok_or_else(|| RouteError::syntax("LIMIT offset must be a number"))?,
-            literal_u64(limit).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(_) => {
-            return Err(RouteError::syntax(
-                "this LIMIT form over several dataNodes is not supported",
-            ));
+    // The one sharded table's sharding column: groups keyed on it never span nodes.
+    let shard = {
+        let mut sharded = occurrences.iter().filter_map(|o| {
+            let t = ctx.table(&o.name)?;
+            let rule = t.rule.as_ref()?;
+            (t.kind != TableKind::Global).then_some((o, rule))
+        });
+        match (sharded.next(), sharded.next()) {
+            (Some((o, rule)), None) => Some(merge::ShardColumn {
+                column: &rule.column,
+                qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
+            }),
+            _ => None,
         }
     };
-    if let Some((offset, count)) = limit
-        && offset > 0
-    {
-        // Each node is asked for offset + count rows: the clause is replaced in the text.
-        let range = rewrite::limit_clause(ctx.stmt).ok_or_else(|| {
-            RouteError::syntax("this LIMIT form over several dataNodes is not supported")
-        })?;
-        let mut edits = ctx.edits.clone();
-        edits.push(
-            range,
-            Replacement::Text(format!("LIMIT {}", offset.saturating_add(count))),
-        );
-        let targets = nodes
-            .into_iter()
-            .map(|node| Target {
-                sql: Arc::from(edits.apply(ctx.stmt, ctx.database(&node))),
-                node,
-            })
-            .collect();
-        return Ok(Routed::Plan(Plan {
-            targets,
-            read_only: true,
-            ok_merge: OkMerge::Sum,
-            limit,
-            fallback: Vec::new(),
-            ddl: false,
-        }));
+    let planned = merge::plan(
+        ctx.stmt,
+        q,
+        &merge_edits,
+        merge_edits.ranges(),
+        shard,
+        auto_limit,
+    )?;
+    let targets = nodes
+        .into_iter()
+        .map(|node| Target {
+            sql: Arc::from(planned.edits.apply(ctx.stmt, ctx.database(&node))),
+            node,
+        })
+        .collect();
+    let merge = planned.merge;
+    let trivial = merge.hidden == 0
+        && merge.node_order.is_empty()
+        && merge.grouping.is_none()
+        && merge.limit.is_none();
+    Ok(Routed::Plan(Plan {
+        targets,
+        read_only: true,
+        ok_merge: OkMerge::Sum,
+        merge: (!trivial).then_some(merge),
+        fallback: Vec::new(),
+        ddl: false,
+    }))
+}
+
+/// Mycat's auto-LIMIT (SPEC §5.11): `sqlMaxLimit` rows for a single-table SELECT without
+/// `LIMIT`, unless the table says `needAddLimit="false"` or the WHERE names its `primaryKey`.
+fn auto_limit(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Option<u64> {
+    let n = ctx.s.sql_max_limit?;
+    if q.limit_clause.is_some() || occurrences.len() != 1 {
+        return None;
     }
-    match ctx.plan(nodes, true, OkMerge::Sum) {
-        Routed::Plan(mut p) => {
-            p.limit = limit;
-            Ok(Routed::Plan(p))
+    let SetExpr::Select(select) = &*q.body else {
+        return None;
+    };
+    let Some(t) = ctx.table(&occurrences[0].name) else {
+        return Some(n);
+    };
+    if !t.need_add_limit {
+        return None;
+    }
+    if t.kind == TableKind::Global {
+        return Some(n);
+    }
+    match (&select.selection, &t.primary_key) {
+        (Some(w), Some(pk)) if mentions_column(w, pk) => None,
+        _ => Some(n),
+    }
+}
+
+/// Whether `e` refers to column `column` (upper-cased) anywhere.
+fn mentions_column(e: &Expr, column: &str) -> bool {
+    struct Find<'a>(&'a str);
+    impl Visitor for Find<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let name = match e {
+                Expr::Identifier(i) => Some(&i.value),
+                Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
+                _ => None,
+            };
+            if name.is_some_and(|n| n.eq_ignore_ascii_case(self.0)) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
         }
-        local => Ok(local),
     }
+    e.visit(&mut Find(column)).is_break()
 }
 
 /// Whether every join of the top-level FROM is an inner or cross join (comma joins included).
@@ -1611,7 +1592,7 @@ fn insert_route(
         targets,
         read_only: false,
         ok_merge: OkMerge::Sum,
-        limit: None,
+        merge: None,
         fallback: Vec::new(),
         ddl: false,
     }))
