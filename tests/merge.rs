@@ -117,6 +117,22 @@ async fn strings_merge_in_the_column_collation_and_unmergeable_reads_are_refused
             (1, Some("7.00".to_string()))
         ]
     );
+    // HAVING on merged groups: per node no group has 2 rows, merged two do.
+    let groups: Vec<(i64, Option<String>)> = c
+        .query(
+            "SELECT COUNT(*) AS n, SUM(fee) FROM travelrecord GROUP BY user_id HAVING n > 1 AND NOT SUM(fee) < 1.6 ORDER BY 2 DESC",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        groups,
+        [(3, Some("6.25".to_string())), (2, Some("1.60".to_string()))]
+    );
+    let groups: Vec<i64> = c
+        .query("SELECT COUNT(*) FROM travelrecord GROUP BY user_id HAVING MAX(fee) IS NULL OR AVG(fee) > 5")
+        .await
+        .unwrap();
+    assert_eq!(groups, [1]);
     let distinct: Vec<String> = c
         .query("SELECT DISTINCT LOWER(TRIM(user_id)) FROM travelrecord ORDER BY 1 DESC")
         .await

@@ -22,7 +22,7 @@ use bigdecimal::{BigDecimal, RoundingMode};
 use futures::StreamExt;
 
 use crate::backend::{BackendError, Column, ColumnFlags, ColumnType, Row, RowStream, Value};
-use crate::route::{Aggregate, ColumnRef, Merge, SortKey};
+use crate::route::{Aggregate, ColumnRef, CompareOp, Having, Merge, SortKey};
 
 /// Collation id of the `binary` character set (binary strings compare by bytes).
 const BINARY_CHARSET: u16 = 63;
@@ -119,6 +119,18 @@ pub(super) fn rows<'a>(
             .collect::<Result<_, _>>()?;
         let decimals = columns.iter().map(|c| c.decimals).collect();
         rows = group(rows, keys, folds, decimals);
+        if let Some(h) = &g.having {
+            let condition = Condition::new(h, &columns, &at)?;
+            rows = rows
+                .filter(move |r| {
+                    let keep = match r {
+                        Ok(row) => condition.eval(row) == Some(true),
+                        Err(_) => true,
+                    };
+                    futures::future::ready(keep)
+                })
+                .boxed();
+        }
     }
     if !order.is_empty() {
         rows = sort(rows, order);
@@ -674,6 +686,107 @@ fn group<'a>(
     .boxed()
 }
 
+/// A HAVING condition resolved to column indexes.
+enum Condition {
+    And(Box<Condition>, Box<Condition>),
+    Or(Box<Condition>, Box<Condition>),
+    Not(Box<Condition>),
+    Compare {
+        at: usize,
+        float: bool,
+        op: CompareOp,
+        number: String,
+    },
+    IsNull {
+        at: usize,
+        negated: bool,
+    },
+}
+
+impl Condition {
+    fn new(
+        h: &Having,
+        columns: &[Column],
+        resolve: &dyn Fn(ColumnRef) -> Result<usize, BackendError>,
+    ) -> Result<Condition, BackendError> {
+        Ok(match h {
+            Having::And(a, b) => Condition::And(
+                Box::new(Condition::new(a, columns, resolve)?),
+                Box::new(Condition::new(b, columns, resolve)?),
+            ),
+            Having::Or(a, b) => Condition::Or(
+                Box::new(Condition::new(a, columns, resolve)?),
+                Box::new(Condition::new(b, columns, resolve)?),
+            ),
+            Having::Not(a) => Condition::Not(Box::new(Condition::new(a, columns, resolve)?)),
+            Having::IsNull { column, negated } => Condition::IsNull {
+                at: resolve(*column)?,
+                negated: *negated,
+            },
+            Having::Compare { column, op, number } => {
+                let at = resolve(*column)?;
+                let float = match kind(&columns[at], None) {
+                    Ok(Kind::Int | Kind::Decimal) => false,
+                    Ok(Kind::Float) => true,
+                    _ => {
+                        return Err(not_supported(format!(
+                            "HAVING comparing non-numeric column {} with a number over several dataNodes",
+                            columns[at].name
+                        )));
+                    }
+                };
+                Condition::Compare {
+                    at,
+                    float,
+                    op: *op,
+                    number: number.clone(),
+                }
+            }
+        })
+    }
+
+    /// SQL's three-valued result: `None` is unknown (a comparison with NULL).
+    fn eval(&self, row: &Row) -> Option<bool> {
+        match self {
+            Condition::And(a, b) => match (a.eval(row), b.eval(row)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            Condition::Or(a, b) => match (a.eval(row), b.eval(row)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            Condition::Not(a) => a.eval(row).map(|v| !v),
+            Condition::IsNull { at, negated } => Some(matches!(row[*at], Value::Null) != *negated),
+            Condition::Compare {
+                at,
+                float,
+                op,
+                number,
+            } => {
+                let value = text(&row[*at])?;
+                let o = if *float {
+                    let x: f64 = value.trim().parse().ok()?;
+                    let y: f64 = number.parse().ok()?;
+                    x.partial_cmp(&y)?
+                } else {
+                    compare_decimal(&value, number)
+                };
+                Some(match op {
+                    CompareOp::Eq => o == Ordering::Equal,
+                    CompareOp::NotEq => o != Ordering::Equal,
+                    CompareOp::Lt => o == Ordering::Less,
+                    CompareOp::LtEq => o != Ordering::Greater,
+                    CompareOp::Gt => o == Ordering::Greater,
+                    CompareOp::GtEq => o != Ordering::Less,
+                })
+            }
+        }
+    }
+}
+
 /// Collects every row and sorts them by `keys` (stable: equal rows keep their order).
 fn sort<'a>(input: RowStream<'a>, keys: Vec<Key>) -> RowStream<'a> {
     futures::stream::once(async move {
@@ -860,6 +973,7 @@ mod tests {
                         },
                     ),
                 ],
+                having: None,
             }),
             order: vec![key(1, true)],
             limit: None,

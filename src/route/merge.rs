@@ -24,7 +24,7 @@ use sqlparser::tokenizer::Token;
 
 use super::RouteError;
 use super::analyze;
-use super::plan::{Aggregate, ColumnRef, Grouping, Merge, SortKey};
+use super::plan::{Aggregate, ColumnRef, CompareOp, Grouping, Having, Merge, SortKey};
 use super::rewrite::{self, Edits, Replacement, is_keyword};
 
 /// Words that may follow `SELECT` before the select list.
@@ -100,6 +100,8 @@ struct Layout {
     /// Where extra columns are inserted (just after the last item).
     items_end: usize,
     group: Vec<Range<usize>>,
+    /// The whole `HAVING ...` clause.
+    having: Option<Range<usize>>,
     /// The whole `ORDER BY ...` clause and its items (without `ASC` / `DESC`).
     order: Option<(Range<usize>, Vec<Range<usize>>)>,
     limit: Option<Range<usize>>,
@@ -156,6 +158,12 @@ impl Layout {
             ),
             None => Vec::new(),
         };
+        let having = (after_list..top.len())
+            .find(|&j| is_keyword(&at(j).0, Keyword::HAVING))
+            .and_then(|h| {
+                let end = clause_end(h + 1, &["WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO"]);
+                Some(at(h).1.start..tokens[..end].last()?.1.end)
+            });
         let order = match find(after_list, "ORDER", "BY") {
             Some(o) => {
                 let end = clause_end(o + 2, &["LIMIT", "FOR", "LOCK", "INTO"]);
@@ -205,6 +213,7 @@ impl Layout {
             items,
             items_end,
             group,
+            having,
             order,
             limit,
             tail,
@@ -772,6 +781,7 @@ pub(super) fn plan(
         limit,
     };
     let mut new_order: Option<String> = None;
+    let mut having_edit: Option<Edits> = None;
     // Whether each node may stop after offset + count rows.
     let mut node_limit = true;
 
@@ -792,11 +802,6 @@ pub(super) fn plan(
         }
         merge.node_order = keys;
     } else {
-        if select.having.is_some() {
-            return Err(RouteError::syntax(
-                "HAVING over groups that span several dataNodes is not supported: group by the sharding column or route to one dataNode",
-            ));
-        }
         if distinct && grouped {
             return Err(RouteError::syntax(
                 "SELECT DISTINCT with GROUP BY or aggregates over several dataNodes is not supported",
@@ -844,6 +849,21 @@ pub(super) fn plan(
                 aggregates.push((column, a));
             }
         }
+        // HAVING applies to merged groups: evaluated by the merge, removed from the nodes'.
+        let having = match &select.having {
+            Some(h) => {
+                let range = p.layout.having.clone().ok_or_else(|| {
+                    RouteError::syntax("this HAVING over several dataNodes is not supported")
+                })?;
+                let h = having(&mut p, h, &mut aggregates)?;
+                let mut e = Edits::default();
+                e.push(range, Replacement::Text(String::new()));
+                having_edit = Some(e);
+                node_limit = false;
+                Some(h)
+            }
+            None => None,
+        };
         // The client's order, over the merged groups.
         let mut order = Vec::new();
         for ((e, desc), r) in order_exprs.iter().zip(&order_ranges) {
@@ -896,7 +916,11 @@ pub(super) fn plan(
                 node_limit = false;
             }
         }
-        merge.grouping = Some(Grouping { keys, aggregates });
+        merge.grouping = Some(Grouping {
+            keys,
+            aggregates,
+            having,
+        });
     }
 
     // The edits: extra columns, the nodes' ORDER BY, their LIMIT.
@@ -910,6 +934,11 @@ pub(super) fn plan(
             p.layout.items_end..p.layout.items_end,
             Replacement::Text(extra),
         );
+    }
+    if let Some(h) = having_edit {
+        for r in h.ranges() {
+            edits.push(r, Replacement::Text(String::new()));
+        }
     }
     // Text inserted where an ORDER BY / LIMIT would stand when the statement has none.
     let mut tail = String::new();
@@ -948,6 +977,153 @@ pub(super) fn plan(
     }
     merge.hidden = p.hidden.len();
     Ok(Planned { merge, edits })
+}
+
+fn unsupported_having() -> RouteError {
+    RouteError::syntax(
+        "this HAVING over groups that span several dataNodes is not supported (only comparisons of aggregates or group columns with numbers, AND, OR, NOT, IS NULL): group by the sharding column or route to one dataNode",
+    )
+}
+
+/// The byte range of an expression made of identifiers or a function call, from its source
+/// spans (the call's closing parenthesis found by the tokens).
+fn expr_range(p: &Planner<'_>, e: &Expr) -> Option<Range<usize>> {
+    match e {
+        Expr::Identifier(i) => {
+            Some(rewrite::offset(p.sql, i.span.start)?..rewrite::offset(p.sql, i.span.end)?)
+        }
+        Expr::CompoundIdentifier(parts) => Some(
+            rewrite::offset(p.sql, parts.first()?.span.start)?
+                ..rewrite::offset(p.sql, parts.last()?.span.end)?,
+        ),
+        Expr::Function(f) => {
+            let ident = f.name.0.first()?.as_ident()?;
+            let start = rewrite::offset(p.sql, ident.span.start)?;
+            let args = call_args(p, e)?;
+            let close = p
+                .layout
+                .tokens
+                .iter()
+                .find(|(t, r, _)| r.start >= args.end && matches!(t, Token::RParen))?;
+            Some(start..close.1.end)
+        }
+        _ => None,
+    }
+}
+
+/// A HAVING operand: an aggregate (selected, or added as an extra column) or a selected column.
+fn having_operand(
+    p: &mut Planner<'_>,
+    e: &Expr,
+    aggregates: &mut Vec<(ColumnRef, Aggregate)>,
+) -> Result<ColumnRef, RouteError> {
+    let e = match e {
+        Expr::Nested(inner) => inner,
+        e => e,
+    };
+    let range = expr_range(p, e).ok_or_else(unsupported_having)?;
+    let call = aggregate_call(e, p)?;
+    if let Some(i) = p.resolve(e, &range, true)
+        && i < p.items.len()
+        && p.fixed(i)
+    {
+        return Ok(ColumnRef::Visible(i));
+    }
+    let Some(call) = call else {
+        return Err(unsupported_having());
+    };
+    let column = p.add_hidden(p.text(&range)?.to_string());
+    if !aggregates.iter().any(|(c, _)| *c == column) {
+        let a = p.aggregate(&call, column)?;
+        aggregates.push((column, a));
+    }
+    Ok(column)
+}
+
+/// A number literal's text (`12`, `-2.5`), or `None`.
+fn number_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => number_text(expr).map(|n| format!("-{n}")),
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Plus,
+            expr,
+        } => number_text(expr),
+        Expr::Nested(e) => number_text(e),
+        _ => None,
+    }
+}
+
+/// Plans `HAVING e` for merged groups.
+fn having(
+    p: &mut Planner<'_>,
+    e: &Expr,
+    aggregates: &mut Vec<(ColumnRef, Aggregate)>,
+) -> Result<Having, RouteError> {
+    use sqlparser::ast::{BinaryOperator as B, UnaryOperator};
+    Ok(match e {
+        Expr::Nested(inner) => having(p, inner, aggregates)?,
+        Expr::BinaryOp { left, op, right } => match op {
+            B::And => Having::And(
+                Box::new(having(p, left, aggregates)?),
+                Box::new(having(p, right, aggregates)?),
+            ),
+            B::Or => Having::Or(
+                Box::new(having(p, left, aggregates)?),
+                Box::new(having(p, right, aggregates)?),
+            ),
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let op = match op {
+                    B::Eq => CompareOp::Eq,
+                    B::NotEq => CompareOp::NotEq,
+                    B::Lt => CompareOp::Lt,
+                    B::LtEq => CompareOp::LtEq,
+                    B::Gt => CompareOp::Gt,
+                    _ => CompareOp::GtEq,
+                };
+                let flip = |op| match op {
+                    CompareOp::Lt => CompareOp::Gt,
+                    CompareOp::LtEq => CompareOp::GtEq,
+                    CompareOp::Gt => CompareOp::Lt,
+                    CompareOp::GtEq => CompareOp::LtEq,
+                    other => other,
+                };
+                match (number_text(left), number_text(right)) {
+                    (None, Some(number)) => Having::Compare {
+                        column: having_operand(p, left, aggregates)?,
+                        op,
+                        number,
+                    },
+                    (Some(number), None) => Having::Compare {
+                        column: having_operand(p, right, aggregates)?,
+                        op: flip(op),
+                        number,
+                    },
+                    _ => return Err(unsupported_having()),
+                }
+            }
+            _ => return Err(unsupported_having()),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Having::Not(Box::new(having(p, expr, aggregates)?)),
+        Expr::IsNull(inner) => Having::IsNull {
+            column: having_operand(p, inner, aggregates)?,
+            negated: false,
+        },
+        Expr::IsNotNull(inner) => Having::IsNull {
+            column: having_operand(p, inner, aggregates)?,
+            negated: true,
+        },
+        _ => return Err(unsupported_having()),
+    })
 }
 
 /// `LIMIT` as (offset, count), literal numbers only.

@@ -24,7 +24,8 @@ use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
 pub use plan::{
-    Aggregate, ColumnRef, Grouping, Local, Merge, OkMerge, Plan, Routed, SortKey, Target,
+    Aggregate, ColumnRef, CompareOp, Grouping, Having, Local, Merge, OkMerge, Plan, Routed,
+    SortKey, Target,
 };
 pub use statement::like;
 

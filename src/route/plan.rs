@@ -96,6 +96,40 @@ pub struct Grouping {
     /// Aggregate columns and how each combines; other columns keep the first row's value (as
     /// MySQL returns any value of the group for them).
     pub aggregates: Vec<(ColumnRef, Aggregate)>,
+    /// `HAVING`, evaluated on the merged groups (the nodes' statements carry none).
+    pub having: Option<Having>,
+}
+
+/// A `HAVING` condition on merged groups: comparisons of an aggregate (or group column) with a
+/// number, combined with AND / OR / NOT, in SQL's three-valued logic (a comparison with NULL is
+/// unknown, and an unknown condition drops the group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Having {
+    And(Box<Having>, Box<Having>),
+    Or(Box<Having>, Box<Having>),
+    Not(Box<Having>),
+    /// `column <op> number` (the number as written, e.g. `-2.5`).
+    Compare {
+        column: ColumnRef,
+        op: CompareOp,
+        number: String,
+    },
+    /// `column IS [NOT] NULL`.
+    IsNull {
+        column: ColumnRef,
+        negated: bool,
+    },
+}
+
+/// A comparison operator of [`Having::Compare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
 }
 
 /// How the rows of several dataNodes combine (the merge primitives, in order): a k-way merge of
