@@ -24,8 +24,8 @@ use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
 pub use plan::{
-    Aggregate, ColumnRef, CompareOp, Grouping, Having, Local, Merge, OkMerge, Plan, Routed,
-    SortKey, Target,
+    Aggregate, ColumnRef, CompareOp, Grouping, Having, Local, Merge, OkMerge, ParentLookup, Plan,
+    Routed, SortKey, Target,
 };
 pub use statement::like;
 
@@ -346,6 +346,39 @@ impl Router {
                         need_add_limit: t.need_add_limit,
                     },
                 );
+            }
+            // A second-level child whose parentKey is its parent's sharding column is placed
+            // by the parent's function on its joinKey (SPEC §5.12); deeper children need the
+            // parent row looked up.
+            let derived: Vec<(String, Rule)> = tables
+                .values()
+                .filter_map(|t| {
+                    let TableKind::Child {
+                        parent,
+                        join_key,
+                        parent_key,
+                    } = &t.kind
+                    else {
+                        return None;
+                    };
+                    let p = tables.get(parent)?;
+                    let rule = p.rule.as_ref()?;
+                    (matches!(p.kind, TableKind::Sharded { .. }) && rule.column == *parent_key)
+                        .then(|| {
+                            (
+                                t.name.clone(),
+                                Rule {
+                                    column: join_key.clone(),
+                                    function: rule.function.clone(),
+                                },
+                            )
+                        })
+                })
+                .collect();
+            for (name, rule) in derived {
+                if let Some(t) = tables.get_mut(&name) {
+                    t.rule = Some(rule);
+                }
             }
             schemas.insert(
                 s.name.clone(),

@@ -187,9 +187,26 @@ pub enum Local {
     Explain(Plan),
 }
 
+/// An INSERT into an ER child table placed where its parent row is (SPEC §5.12: a child below
+/// the second level, or whose parent is not sharded on `parentKey`). The session asks the
+/// parent's nodes in order and runs the INSERT on the first that holds the parent row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentLookup {
+    /// Upper-cased child and parent table names (for messages).
+    pub child: String,
+    pub parent: String,
+    /// `SELECT 1 FROM parent WHERE parentKey = value LIMIT 1`, one per node of the parent, in
+    /// dataNode order.
+    pub probes: Vec<Target>,
+    /// The INSERT for each of those nodes, in the same order.
+    pub inserts: Vec<Target>,
+}
+
 /// The router's answer for one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
     Plan(Plan),
     Local(Local),
+    /// The node depends on data: found by the session before the statement runs.
+    Lookup(ParentLookup),
 }

@@ -97,6 +97,15 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
             }
             match route(r, inner, schema)? {
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
+                // The statements that would look for the parent row.
+                Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
+                    targets: l.probes,
+                    read_only: true,
+                    ok_merge: OkMerge::Sum,
+                    merge: None,
+                    fallback: Vec::new(),
+                    ddl: false,
+                }))),
                 Routed::Local(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
@@ -928,7 +937,9 @@ fn placements<'a>(
         };
         match (&t.kind, &t.rule) {
             (TableKind::Global, _) => out.push(Placement::Global(t)),
-            (TableKind::Sharded { .. }, Some(rule)) if o.depth == top_depth => {
+            (TableKind::Sharded { .. } | TableKind::Child { .. }, Some(rule))
+                if o.depth == top_depth =>
+            {
                 let p = match selection {
                     Some(w) => {
                         let mut qualifiers =
@@ -1059,7 +1070,11 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
                 "UNION / INTERSECT / EXCEPT over several dataNodes is not supported yet",
             ));
         }
-        read => read?,
+        Err(e) => match colocated_nodes(ctx, q, occurrences, &placements) {
+            Some(nodes) => ReadNodes::All(nodes),
+            None => return Err(e),
+        },
+        Ok(read) => read,
     };
     let nodes = match read {
         ReadNodes::AnyOf(nodes) => return Ok(ctx.plan_any(&nodes)),
@@ -1131,6 +1146,178 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         fallback: Vec::new(),
         ddl: false,
     }))
+}
+
+/// The nodes of a join whose non-global tables are co-located: every table is linked to the
+/// others by equalities (in ON or in WHERE, under AND) that keep matching rows on one node —
+/// an ER child's `joinKey` = its parent's `parentKey` (SPEC §5.12), or the sharding columns
+/// of two tables sharded by the same function over the same dataNodes. Each node then joins
+/// its own rows completely; the nodes asked are those every table may be on. `None` when the
+/// tables are not provably co-located (the join is refused).
+fn colocated_nodes(
+    ctx: &Ctx<'_>,
+    q: &Query,
+    occurrences: &[Occurrence],
+    placements: &[Placement<'_>],
+) -> Option<BTreeSet<String>> {
+    use sqlparser::ast::{JoinConstraint, JoinOperator as J};
+    let SetExpr::Select(select) = &*q.body else {
+        return None;
+    };
+    if placements.len() != occurrences.len() {
+        return None;
+    }
+    let members: Vec<usize> = (0..occurrences.len())
+        .filter(|&i| matches!(placements[i], Placement::Nodes(..)))
+        .collect();
+    if members.len() < 2 || members.iter().any(|&i| occurrences[i].depth != 1) {
+        return None;
+    }
+    let mut conditions: Vec<&Expr> = select.selection.iter().collect();
+    for t in &select.from {
+        for j in &t.joins {
+            let c = match &j.join_operator {
+                J::Join(c)
+                | J::Inner(c)
+                | J::Left(c)
+                | J::LeftOuter(c)
+                | J::Right(c)
+                | J::RightOuter(c)
+                | J::StraightJoin(c) => c,
+                _ => continue,
+            };
+            if let JoinConstraint::On(e) = c {
+                conditions.push(e);
+            }
+        }
+    }
+    let mut equalities = Vec::new();
+    let mut stack = conditions;
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Nested(inner) => stack.push(inner),
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::And,
+                right,
+            } => {
+                stack.push(left);
+                stack.push(right);
+            }
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::Eq,
+                right,
+            } => equalities.push((&**left, &**right)),
+            _ => {}
+        }
+    }
+    let tables: Vec<Option<&TableRoute>> = occurrences.iter().map(|o| ctx.table(&o.name)).collect();
+    // The columns that place a table's rows: its rule column, an ER joinKey, or a parentKey
+    // one of its children refers to.
+    let placing = |i: usize, column: &str| -> bool {
+        let Some(t) = tables[i] else { return false };
+        t.rule.as_ref().is_some_and(|r| r.column == column)
+            || matches!(&t.kind, TableKind::Child { join_key, .. } if join_key == column)
+            || tables.iter().flatten().any(|c| {
+                matches!(&c.kind, TableKind::Child { parent, parent_key, .. }
+                    if *parent == t.name && parent_key == column)
+            })
+    };
+    let column_of = |e: &Expr| -> Option<(usize, String)> {
+        let (qualifier, column) = match e {
+            Expr::Identifier(c) => (None, c.value.to_ascii_uppercase()),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => (
+                Some(&parts[parts.len() - 2].value),
+                parts[parts.len() - 1].value.to_ascii_uppercase(),
+            ),
+            _ => return None,
+        };
+        let candidates: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let o = &occurrences[i];
+                match qualifier {
+                    Some(q) => match &o.alias {
+                        Some(a) => a.eq_ignore_ascii_case(q),
+                        None => o.name.eq_ignore_ascii_case(q),
+                    },
+                    None => placing(i, &column),
+                }
+            })
+            .collect();
+        match candidates.as_slice() {
+            [i] => Some((*i, column)),
+            _ => None,
+        }
+    };
+    let linked = |(a, x): &(usize, String), (b, y): &(usize, String)| -> bool {
+        let (Some(ta), Some(tb)) = (tables[*a], tables[*b]) else {
+            return false;
+        };
+        let er = |c: &TableRoute, ck: &str, p: &TableRoute, pk: &str| {
+            matches!(&c.kind, TableKind::Child { parent, join_key, parent_key }
+                if *parent == p.name && join_key == ck && parent_key == pk)
+        };
+        let same_rule = match (&ta.rule, &tb.rule) {
+            (Some(ra), Some(rb)) => {
+                ra.column == *x
+                    && rb.column == *y
+                    && Arc::ptr_eq(&ra.function, &rb.function)
+                    && ta.nodes == tb.nodes
+            }
+            _ => false,
+        };
+        er(ta, x, tb, y) || er(tb, y, ta, x) || same_rule
+    };
+    let mut root: Vec<usize> = (0..occurrences.len()).collect();
+    fn find(root: &mut [usize], mut i: usize) -> usize {
+        while root[i] != i {
+            root[i] = root[root[i]];
+            i = root[i];
+        }
+        i
+    }
+    for (l, r) in equalities {
+        if let (Some(a), Some(b)) = (column_of(l), column_of(r))
+            && a.0 != b.0
+            && linked(&a, &b)
+        {
+            let (ra, rb) = (find(&mut root, a.0), find(&mut root, b.0));
+            root[ra] = rb;
+        }
+    }
+    let first = find(&mut root, members[0]);
+    if members.iter().any(|&i| find(&mut root, i) != first) {
+        return None;
+    }
+    let mut nodes: Option<BTreeSet<String>> = None;
+    for &i in &members {
+        let Placement::Nodes(_, set) = &placements[i] else {
+            continue;
+        };
+        nodes = Some(match nodes {
+            None => set.clone(),
+            Some(n) => &n & set,
+        });
+    }
+    let mut nodes = nodes?;
+    if nodes.is_empty() {
+        // No node can hold a matching pair: any one node answers (with no rows).
+        let Placement::Nodes(_, set) = &placements[members[0]] else {
+            return None;
+        };
+        nodes.insert(set.iter().next()?.clone());
+    }
+    for p in placements {
+        if let Placement::Global(g) = p
+            && nodes.iter().any(|n| !g.nodes.contains(n))
+        {
+            return None;
+        }
+    }
+    Some(nodes)
 }
 
 /// Mycat's auto-LIMIT (SPEC §5.11): `sqlMaxLimit` rows for a single-table SELECT without
@@ -1333,7 +1520,24 @@ fn write(
             let Some(t) = ctx.table(&o.name) else {
                 continue;
             };
-            let Some(rule) = &t.rule else { continue };
+            // The column that places the row: the sharding column, or an ER child's joinKey.
+            let (column, message) = match (&t.kind, &t.rule) {
+                (TableKind::Child { join_key, .. }, _) => (
+                    join_key,
+                    format!(
+                        "Parent relevant column can't be updated {}->{join_key}",
+                        t.name
+                    ),
+                ),
+                (_, Some(rule)) => (
+                    &rule.column,
+                    format!(
+                        "Sharding column can't be updated {}->{}",
+                        t.name, rule.column
+                    ),
+                ),
+                _ => continue,
+            };
             for a in assignments {
                 let cols: Vec<String> = match &a.target {
                     sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
@@ -1344,7 +1548,7 @@ fn write(
                 let hits = cols.iter().any(|c| {
                     c.rsplit('.')
                         .next()
-                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
+                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(column))
                 });
                 // Only a literal is safe: MySQL evaluates SET left to right, so `SET days = 2, id
                 // = days WHERE id = days` would move the row.
@@ -1352,12 +1556,9 @@ fn write(
                 if hits
                     && (multi_table
                         || !literal
-                        || !same_value_condition(selection, &rule.column, &a.value))
+                        || !same_value_condition(selection, column, &a.value))
                 {
-                    return Err(RouteError::syntax(format!(
-                        "Sharding column can't be updated {}->{}",
-                        t.name, rule.column
-                    )));
+                    return Err(RouteError::syntax(message));
                 }
             }
         }
@@ -1476,6 +1677,14 @@ fn insert_route(
             check_global_write(statement, &t.name)?;
             return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First));
         }
+        (
+            TableKind::Child {
+                parent,
+                join_key,
+                parent_key,
+            },
+            None,
+        ) => return parent_lookup(ctx, insert, t, parent, join_key, parent_key),
         (_, None) => return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::Sum)),
         (_, Some(rule)) => rule,
     };
@@ -1600,6 +1809,112 @@ fn insert_route(
 
 /// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the
 /// expression's SQL text (so `NULL` is the text `NULL`, as in Mycat).
+/// An INSERT of one row into an ER child table whose node is its parent row's (SPEC §5.12).
+///
+/// Errors (Mycat's texts): several rows (`ChildTable multi insert not provided`), no joinKey
+/// value (`joinKey not provided`), a joinKey value that is not a literal.
+fn parent_lookup(
+    ctx: &Ctx<'_>,
+    insert: &sqlparser::ast::Insert,
+    t: &TableRoute,
+    parent: &str,
+    join_key: &str,
+    parent_key: &str,
+) -> Result<Routed, RouteError> {
+    let named = |n: &ObjectName| {
+        n.0.last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(join_key))
+    };
+    let missing = || {
+        RouteError::syntax(format!(
+            "joinKey not provided :{join_key},{} (ER child table {})",
+            ctx.stmt, t.name
+        ))
+    };
+    let value: &Expr = match &insert.source {
+        None => insert
+            .assignments
+            .iter()
+            .find_map(|a| match &a.target {
+                sqlparser::ast::AssignmentTarget::ColumnName(n) if named(n) => Some(&a.value),
+                _ => None,
+            })
+            .ok_or_else(missing)?,
+        Some(source) => {
+            let SetExpr::Values(values) = &*source.body else {
+                return Err(RouteError::syntax(format!(
+                    "INSERT ... SELECT into ER child table {} is not supported",
+                    t.name
+                )));
+            };
+            if values.rows.len() != 1 {
+                return Err(RouteError::syntax(format!(
+                    "ChildTable multi insert not provided (ER child table {} whose parent row must be looked up)",
+                    t.name
+                )));
+            }
+            let position = insert.columns.iter().position(named).ok_or_else(missing)?;
+            values.rows[0].get(position).ok_or_else(missing)?
+        }
+    };
+    let literal = match value {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) => n.clone(),
+            sqlparser::ast::Value::SingleQuotedString(s)
+            | sqlparser::ast::Value::DoubleQuotedString(s) => {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+            }
+            _ => return Err(missing()),
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => match &**expr {
+            Expr::Value(v) => match &v.value {
+                sqlparser::ast::Value::Number(n, _) => format!("-{n}"),
+                _ => return Err(missing()),
+            },
+            _ => return Err(missing()),
+        },
+        _ => {
+            return Err(RouteError::syntax(format!(
+                "the joinKey {join_key} of ER child table {} must be a literal to find its parent row",
+                t.name
+            )));
+        }
+    };
+    let parent_table = ctx
+        .table(parent)
+        .ok_or_else(|| unknown_table(parent, &ctx.s.name))?;
+    // Physical table names are taken in lower case, as Mycat does.
+    let probe = format!(
+        "SELECT 1 FROM `{}` WHERE `{}` = {literal} LIMIT 1",
+        parent.to_ascii_lowercase().replace('`', "``"),
+        parent_key.to_ascii_lowercase().replace('`', "``"),
+    );
+    let probe: Arc<str> = Arc::from(probe);
+    let nodes: BTreeSet<String> = parent_table.nodes.iter().cloned().collect();
+    Ok(Routed::Lookup(super::ParentLookup {
+        child: t.name.clone(),
+        parent: parent.to_string(),
+        probes: nodes
+            .iter()
+            .map(|n| Target {
+                node: n.clone(),
+                sql: probe.clone(),
+            })
+            .collect(),
+        inserts: nodes
+            .iter()
+            .map(|n| Target {
+                node: n.clone(),
+                sql: Arc::from(ctx.sql_for(n)),
+            })
+            .collect(),
+    }))
+}
+
 fn insert_value(e: &Expr) -> String {
     analyze::literal_text(e).unwrap_or_else(|| e.to_string())
 }
