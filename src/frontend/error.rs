@@ -25,7 +25,7 @@ impl MysqlError {
 
     /// A backend error, with `context` (the dataNode) in front of anything but the server's own
     /// errors, which pass through with their errno, SQLSTATE and message.
-    fn backend(context: String, e: &BackendError) -> Self {
+    pub(super) fn backend(context: String, e: &BackendError) -> Self {
         match e.server_error() {
             Some((code, state, message)) => MysqlError::new(code, state, message),
             // 1105 ER_UNKNOWN_ERROR: the backend could not be used (refused, timed out, broke).

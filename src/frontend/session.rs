@@ -32,7 +32,7 @@ use super::prepared::{self, Prepared};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::engine::{self, Output};
-use crate::route::{Local, OkMerge, ParentLookup, Plan, Routed};
+use crate::route::{Local, OkMerge, ParentLookup, Plan, Routed, SessionSet};
 
 type Writer = Tap<OwnedWriteHalf>;
 
@@ -59,6 +59,7 @@ pub async fn run(
         pinned: HashMap::new(),
         prepared: HashMap::new(),
         next_statement: 1,
+        state: Vec::new(),
     };
     AsyncMysqlIntermediary::run_on(session, Commands::new(read), Tap::new(write, slot)).await
 }
@@ -96,6 +97,9 @@ struct Session {
     prepared: HashMap<u32, Prepared>,
     /// The id the next prepared statement gets.
     next_statement: u32,
+    /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
+    /// every backend connection the session takes.
+    state: Vec<SessionSet>,
 }
 
 impl Drop for Session {
@@ -273,9 +277,16 @@ impl Session {
                 self.autocommit = on;
                 self.ok(w, OkInfo::default()).await
             }
-            Local::SetNames(_) | Local::SetOther(_) | Local::Ok => {
-                self.ok(w, OkInfo::default()).await
+            Local::Set { autocommit, items } => {
+                if let Err(e) = self.set_state(items).await {
+                    return self.error(w, e).await;
+                }
+                match autocommit {
+                    Some(on) => Box::pin(self.local(Local::SetAutocommit(on), w)).await,
+                    None => self.ok(w, OkInfo::default()).await,
+                }
             }
+            Local::Ok => self.ok(w, OkInfo::default()).await,
             Local::Begin => {
                 // BEGIN inside a transaction commits it first, as MySQL does.
                 if let Err(e) = self.end_transaction("COMMIT").await {
@@ -346,6 +357,122 @@ impl Session {
         .await
     }
 
+    /// The statements that put a fresh backend connection in the session's state.
+    fn state_statements(items: &[SessionSet]) -> Vec<String> {
+        let mut out: Vec<String> = items
+            .iter()
+            .filter(|i| i.standalone)
+            .map(|i| format!("SET {}", i.assignment))
+            .collect();
+        let joined: Vec<&str> = items
+            .iter()
+            .filter(|i| !i.standalone)
+            .map(|i| i.assignment.as_str())
+            .collect();
+        if !joined.is_empty() {
+            out.push(format!("SET {}", joined.join(", ")));
+        }
+        out
+    }
+
+    /// Puts a connection just taken from a pool in the session's state.
+    async fn apply_state(
+        state: &[SessionSet],
+        conn: &mut dyn BackendConn,
+        node: &str,
+    ) -> Result<(), MysqlError> {
+        for sql in Self::state_statements(state) {
+            run_simple(conn, &sql).await.map_err(|e| {
+                MysqlError::new(
+                    1105,
+                    "HY000",
+                    format!("dataNode {node}: the session's `{sql}` failed: {e}"),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A `SET` of session state: checked on a backend connection (so a bad value gets the
+    /// server's error now, as MySQL gives it), user variables set from expressions evaluated
+    /// once, then kept for every connection the session takes and applied to those it holds.
+    async fn set_state(&mut self, mut items: Vec<SessionSet>) -> Result<(), MysqlError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let node = self
+            .schema
+            .as_deref()
+            .and_then(|s| self.server.router.schema(s))
+            .and_then(|s| s.nodes.first().cloned())
+            .or_else(|| self.server.router.any_node())
+            .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(&node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.server.cluster.acquire(&node, false).await?;
+                Self::apply_state(&self.state, fresh.as_mut(), &node).await?;
+                fresh.as_mut()
+            }
+        };
+        for sql in Self::state_statements(&items) {
+            run_simple(conn, &sql)
+                .await
+                .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e))?;
+        }
+        for item in items.iter_mut().filter(|i| i.evaluate) {
+            let value = match conn.query(&format!("SELECT {}", item.key)).await {
+                Ok(Response::Rows { columns, mut rows }) => {
+                    let row = rows.next().await;
+                    let numeric = columns.first().is_some_and(|c| {
+                        matches!(
+                            c.column_type,
+                            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
+                                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
+                                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
+                        )
+                    });
+                    while rows.next().await.is_some() {}
+                    match row {
+                        Some(Ok(r)) => match r.into_iter().next() {
+                            Some(crate::backend::Value::Bytes(b)) => {
+                                let text = String::from_utf8_lossy(&b).into_owned();
+                                if numeric {
+                                    text
+                                } else {
+                                    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+                                }
+                            }
+                            _ => "NULL".to_string(),
+                        },
+                        _ => "NULL".to_string(),
+                    }
+                }
+                _ => "NULL".to_string(),
+            };
+            item.assignment = format!("{} = {value}", item.key);
+            item.evaluate = false;
+        }
+        // Connections the session holds get it too (the checking one already has it).
+        let pinned: Vec<String> = self
+            .pinned
+            .keys()
+            .filter(|n| **n != node)
+            .cloned()
+            .collect();
+        for n in pinned {
+            if let Some(c) = self.pinned.get_mut(&n) {
+                Self::apply_state(&items, c.as_mut(), &n).await?;
+            }
+        }
+        for item in items {
+            self.state.retain(|s| s.key != item.key);
+            self.state.push(item);
+        }
+        Ok(())
+    }
+
     /// The result columns of a statement with `?` placeholders, for COM_STMT_PREPARE: described
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
@@ -360,7 +487,10 @@ impl Session {
         let described = match self.pinned.get_mut(&target.node) {
             Some(c) => c.describe(&target.sql).await,
             None => match self.server.cluster.acquire(&target.node, true).await {
-                Ok(mut c) => c.describe(&target.sql).await,
+                Ok(mut c) => match Self::apply_state(&self.state, c.as_mut(), &target.node).await {
+                    Ok(()) => c.describe(&target.sql).await,
+                    Err(e) => Err(crate::backend::BackendError::Other(e.message)),
+                },
                 Err(e) => Err(e.source),
             },
         };
@@ -388,6 +518,7 @@ impl Session {
                 Some(c) => c.as_mut(),
                 None => {
                     fresh = self.server.cluster.acquire(&probe.node, false).await?;
+                    Self::apply_state(&self.state, fresh.as_mut(), &probe.node).await?;
                     fresh.as_mut()
                 }
             };
@@ -502,6 +633,9 @@ impl Session {
                     Ok(c) => c,
                     Err(e) => return self.error(w, e.into()).await,
                 };
+                if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                    return self.error(w, e).await;
+                }
                 if let Err(e) = begin_on(conn.as_mut(), &t.node).await {
                     return self.error(w, e).await;
                 }
@@ -518,6 +652,13 @@ impl Session {
                 match a {
                     Ok(c) => fresh.push(c),
                     Err(e) => return self.error(w, e.into()).await,
+                }
+            }
+        }
+        if !transactional && !self.state.is_empty() {
+            for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                    return self.error(w, e).await;
                 }
             }
         }

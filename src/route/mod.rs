@@ -25,7 +25,7 @@ use function::{BuildContext, PartitionFunction};
 pub use analyze::Partitions;
 pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, Local, Merge, OkMerge, ParentLookup, Plan,
-    Routed, SortKey, Target,
+    Routed, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
 pub use statement::like;
@@ -404,6 +404,12 @@ impl Router {
     }
 
     /// The schema named `name` (case-sensitive), if configured.
+    /// Some dataNode of the configuration (the first schema's first), for work that any
+    /// backend can do (checking a `SET`). `None` only for a configuration without nodes.
+    pub fn any_node(&self) -> Option<String> {
+        self.schemas.values().find_map(|s| s.nodes.first().cloned())
+    }
+
     pub fn schema(&self, name: &str) -> Option<&SchemaRoute> {
         self.schemas.get(name)
     }

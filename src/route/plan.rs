@@ -151,6 +151,24 @@ pub struct Merge {
     pub limit: Option<(u64, u64)>,
 }
 
+/// One piece of session state a client set, replayed on each backend connection the session
+/// uses (connections come back from the pool reset to the server's defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSet {
+    /// What it sets (`names`, `isolation`, a lower-cased system variable, or `@name`): a later
+    /// SET of the same key replaces it.
+    pub key: String,
+    /// The assignment as the client wrote it, without `SET` (`NAMES utf8mb4`, `sql_mode =
+    /// 'ANSI'`, `@x = 5`).
+    pub assignment: String,
+    /// Sent as its own `SET` statement (NAMES, CHARACTER SET, TRANSACTION), not joined with
+    /// other assignments.
+    pub standalone: bool,
+    /// A user variable whose value is an expression: evaluated once when set, and replayed as
+    /// the value it had then.
+    pub evaluate: bool,
+}
+
 /// What the session does itself, without a dataNode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Local {
@@ -167,12 +185,14 @@ pub enum Local {
         full: bool,
         tables: Vec<String>,
     },
-    /// `SET autocommit = 0|1` (with other harmless assignments).
+    /// `SET autocommit = 0|1` alone.
     SetAutocommit(bool),
-    /// `SET NAMES cs [COLLATE c]`.
-    SetNames(String),
-    /// A `SET` of session variables manx acknowledges (the text is kept for the session).
-    SetOther(String),
+    /// A `SET` of session state: `autocommit` (kept by the session itself) and the items every
+    /// backend connection the session uses must carry.
+    Set {
+        autocommit: Option<bool>,
+        items: Vec<SessionSet>,
+    },
     Begin,
     Commit,
     Rollback,

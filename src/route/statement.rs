@@ -16,7 +16,9 @@ use super::analyze::{self, ColumnMatcher, Partitions};
 use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
-use super::{Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, TableRoute, Target};
+use super::{
+    Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SessionSet, TableRoute, Target,
+};
 use crate::config::TableKind;
 
 /// Schemas of the backend server itself. `information_schema` may be read (tools do); the
@@ -189,9 +191,22 @@ fn transaction(stmt: &str) -> Result<Local, RouteError> {
 fn set(stmt: &str) -> Result<Local, RouteError> {
     let rest = stmt[3..].trim_start();
     let words = scan::words(rest);
-    if is(words.first(), "NAMES") {
-        let cs = words.get(1).map(|w| scan::unquote(w)).unwrap_or("");
-        return Ok(Local::SetNames(cs.to_string()));
+    let standalone = |key: &str| {
+        Ok(Local::Set {
+            autocommit: None,
+            items: vec![SessionSet {
+                key: key.to_string(),
+                assignment: rest.to_string(),
+                standalone: true,
+                evaluate: false,
+            }],
+        })
+    };
+    if is(words.first(), "NAMES")
+        || is(words.first(), "CHARSET")
+        || (is(words.first(), "CHARACTER") && is(words.get(1), "SET"))
+    {
+        return standalone("names");
     }
     if is(words.first(), "GLOBAL") || rest.to_ascii_lowercase().starts_with("@@global.") {
         return Err(RouteError {
@@ -200,10 +215,19 @@ fn set(stmt: &str) -> Result<Local, RouteError> {
             message: "Access denied; SET GLOBAL is not allowed through the gateway".to_string(),
         });
     }
+    if is(words.first(), "TRANSACTION")
+        || ((is(words.first(), "SESSION") || is(words.first(), "LOCAL"))
+            && is(words.get(1), "TRANSACTION"))
+    {
+        return standalone("transaction");
+    }
     let mut autocommit = None;
+    let mut items = Vec::new();
     for a in scan::split_assignments(rest) {
         let Some((name, value)) = a.split_once(":=").or_else(|| a.split_once('=')) else {
-            continue;
+            return Err(RouteError::syntax(format!(
+                "this SET form is not supported: {a}"
+            )));
         };
         let name = name.trim().to_ascii_lowercase();
         let name = name
@@ -212,9 +236,11 @@ fn set(stmt: &str) -> Result<Local, RouteError> {
             .trim_start_matches("@@session.")
             .trim_start_matches("@@local.")
             .trim_start_matches("@@")
-            .trim();
+            .trim()
+            .to_string();
+        let value = value.trim();
         if name == "autocommit" {
-            let v = scan::unquote(value.trim()).to_ascii_lowercase();
+            let v = scan::unquote(value).to_ascii_lowercase();
             autocommit = Some(match v.as_str() {
                 "1" | "on" | "true" => true,
                 "0" | "off" | "false" => false,
@@ -224,12 +250,33 @@ fn set(stmt: &str) -> Result<Local, RouteError> {
                     )));
                 }
             });
+            continue;
         }
+        if rewrite::tokens(value).is_none_or(|t| {
+            t.iter()
+                .any(|(t, _, _)| rewrite::is_keyword(t, sqlparser::keywords::Keyword::SELECT))
+        }) {
+            return Err(RouteError::syntax(format!(
+                "SET {name} from a subquery is not supported: a query's tables may be on several dataNodes"
+            )));
+        }
+        let user = name.starts_with('@');
+        let literal = scan::unquote(value) != value
+            || value.parse::<f64>().is_ok()
+            || value.eq_ignore_ascii_case("null");
+        items.push(SessionSet {
+            key: name,
+            assignment: a.trim().to_string(),
+            standalone: false,
+            evaluate: user && !literal,
+        });
     }
-    Ok(match autocommit {
-        Some(v) => Local::SetAutocommit(v),
-        None => Local::SetOther(stmt.to_string()),
-    })
+    if items.is_empty()
+        && let Some(v) = autocommit
+    {
+        return Ok(Local::SetAutocommit(v));
+    }
+    Ok(Local::Set { autocommit, items })
 }
 
 fn require_schema<'r>(r: &'r Router, schema: Option<&str>) -> Result<&'r SchemaRoute, RouteError> {
