@@ -219,8 +219,16 @@ pub fn partitions(
             } else {
                 None
             };
+            let literal = if m.matches(left) { right } else { left };
             match value {
-                Some(v) => Partitions::Some(BTreeSet::from([table.partition_of(&v)?])),
+                Some(v) => {
+                    let p = table.partition_of(&v)?;
+                    if collation_ambiguous(literal) {
+                        Partitions::All
+                    } else {
+                        Partitions::Some(BTreeSet::from([p]))
+                    }
+                }
                 None => Partitions::All,
             }
         }
@@ -237,7 +245,11 @@ pub fn partitions(
                     for v in values {
                         set.insert(table.partition_of(&v)?);
                     }
-                    Partitions::Some(set)
+                    if list.iter().any(collation_ambiguous) {
+                        Partitions::All
+                    } else {
+                        Partitions::Some(set)
+                    }
                 }
                 None => Partitions::All,
             }
@@ -254,6 +266,25 @@ pub fn partitions(
         Expr::Nested(inner) => partitions(inner, table, m)?,
         _ => Partitions::All,
     })
+}
+
+/// Whether a string literal may equal, under the column's collation, strings that a partition
+/// function places elsewhere: MySQL's default collations ignore letter case, accents and
+/// trailing spaces (`'K1' = 'k1'`, `'a' = 'ä'`, `'x ' = 'x'`), while the functions hash the
+/// exact text. A comparison with such a literal cannot pin one node, so it reads every node
+/// (DECISIONS.md item 14: more nodes than needed, never fewer). Digits and ASCII punctuation
+/// equal only themselves.
+fn collation_ambiguous(e: &Expr) -> bool {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => {
+                s.ends_with(' ') || s.chars().any(|c| !c.is_ascii() || c.is_ascii_alphabetic())
+            }
+            _ => false,
+        },
+        Expr::Nested(inner) => collation_ambiguous(inner),
+        _ => false,
+    }
 }
 
 /// Turns a function's range answer into partition indexes of `table`.
