@@ -1,0 +1,216 @@
+//! The datahost layer end to end: read/write splitting over the sandbox's real replication
+//! (primary 13306, GTID replica 13307), master forcing, heartbeats. Which server answered is read
+//! from `@@port` through the gateway.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Extra, Fixture, closed_port, opts, server_error};
+use mysql_async::prelude::Queryable;
+
+const REPLICA_PORT: u16 = 13307;
+const PRIMARY_PORT: u16 = common::PRIMARY_PORT;
+
+/// A schema `RW` on one dataNode of a dataHost `rw` with the given attributes, its writeHost the
+/// sandbox primary with `readHosts` (XML) inside, a 200 ms heartbeat, and a user `rw`/`rw`.
+fn rw_extra(prefix: &str, attrs: &str, write_host_attrs: &str, read_hosts: &str) -> Extra {
+    Extra {
+        schema_xml: format!(
+            r#"<schema name="RW" dataNode="dnrw"></schema>
+            <dataNode name="dnrw" dataHost="rw" database="t_{prefix}_db1" />
+            <dataHost name="rw" maxCon="5" minCon="0" {attrs} dbType="mysql" dbDriver="native">
+                <heartbeat>select user()</heartbeat>
+                <writeHost host="m" url="127.0.0.1:{PRIMARY_PORT}" user="manx" password="manx" {write_host_attrs}>
+                    {read_hosts}
+                </writeHost>
+            </dataHost>"#
+        ),
+        users_xml: r#"<system><property name="dataNodeHeartbeatPeriod">200</property></system>
+            <user name="rw"><property name="password">rw</property><property name="schemas">RW</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    }
+}
+
+fn replica_xml(weight: u32) -> String {
+    format!(
+        r#"<readHost host="s" url="127.0.0.1:{REPLICA_PORT}" user="manx" password="manx" weight="{weight}" />"#
+    )
+}
+
+async fn rw_client(f: &Fixture) -> mysql_async::Conn {
+    mysql_async::Conn::new(opts(f.port, "rw", "rw", Some("RW")))
+        .await
+        .expect("connect to the gateway as rw")
+}
+
+async fn port_of(c: &mut mysql_async::Conn) -> u16 {
+    c.query_first::<u16, _>("SELECT @@port")
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// The ports that answer `n` reads.
+async fn ports(c: &mut mysql_async::Conn, n: usize) -> Vec<u16> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(port_of(c).await);
+    }
+    v
+}
+
+/// Reads until `port` answers one (the replica becomes a candidate after its first heartbeat).
+async fn wait_for_port(c: &mut mysql_async::Conn, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while port_of(c).await != port {
+        assert!(
+            Instant::now() < deadline,
+            "no read reached port {port} within 15 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_0_reads_on_the_write_host() {
+    let f = Fixture::start(
+        "h5b0",
+        rw_extra("h5b0", r#"balance="0""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    // Give the heartbeat time to see the replica alive; balance 0 must still not use it.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(ports(&mut c, 20).await.iter().all(|p| *p == PRIMARY_PORT));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_1_reads_on_the_replica_writes_and_transactions_on_the_master() {
+    let f = Fixture::start(
+        "h5b1",
+        rw_extra("h5b1", r#"balance="1""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    // The only candidate of balance 1 is the replica (the active writeHost is excluded).
+    assert!(ports(&mut c, 20).await.iter().all(|p| *p == REPLICA_PORT));
+    // Inside a transaction every statement is on the master, reads included.
+    c.query_drop("BEGIN").await.unwrap();
+    assert!(ports(&mut c, 5).await.iter().all(|p| *p == PRIMARY_PORT));
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'tx')")
+        .await
+        .unwrap();
+    let seen: Vec<i64> = c.query("SELECT id FROM company").await.unwrap();
+    assert_eq!(seen, [1], "the transaction reads its own write");
+    c.query_drop("ROLLBACK").await.unwrap();
+    // With autocommit off too.
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    assert_eq!(port_of(&mut c).await, PRIMARY_PORT);
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    assert_eq!(port_of(&mut c).await, REPLICA_PORT);
+    // A write outside a transaction goes to the master (the replica is read-only and would
+    // refuse it): it succeeds and lands on the primary.
+    c.query_drop("INSERT INTO company (id, name) VALUES (2, 'w')")
+        .await
+        .unwrap();
+    let mut b = f.backend(1).await;
+    let on_primary: Vec<i64> = b.query("SELECT id FROM company").await.unwrap();
+    assert_eq!(on_primary, [2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_2_spreads_reads_over_master_and_replica() {
+    let f = Fixture::start(
+        "h5b2",
+        rw_extra("h5b2", r#"balance="2""#, "", &replica_xml(0)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    // Equal weights (0 and 0): uniform over both; 60 reads all on one side has odds 2^-59.
+    let seen = ports(&mut c, 60).await;
+    assert!(
+        seen.contains(&PRIMARY_PORT) && seen.contains(&REPLICA_PORT),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_2_weights_steer_reads() {
+    // writeHost weight 0, readHost weight 5: weighted random never picks a weight-0 server.
+    let f = Fixture::start(
+        "h5bw",
+        rw_extra("h5bw", r#"balance="2""#, r#"weight="0""#, &replica_xml(5)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    assert!(ports(&mut c, 30).await.iter().all(|p| *p == REPLICA_PORT));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_3_reads_on_read_hosts_and_falls_back_to_the_master_when_they_are_down() {
+    let f = Fixture::start(
+        "h5b3",
+        rw_extra("h5b3", r#"balance="3""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    assert!(ports(&mut c, 20).await.iter().all(|p| *p == REPLICA_PORT));
+
+    // A readHost that never answers its heartbeat is never a candidate: reads stay on the
+    // master and succeed.
+    let dead = format!(
+        r#"<readHost host="s" url="127.0.0.1:{}" user="manx" password="manx" />"#,
+        closed_port()
+    );
+    let g = Fixture::start("h5b3d", rw_extra("h5b3d", r#"balance="3""#, "", &dead)).await;
+    let mut c = rw_client(&g).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(ports(&mut c, 20).await.iter().all(|p| *p == PRIMARY_PORT));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_host_marked_down_gets_no_statement() {
+    // The only writeHost is dead; after maxRetryCount (1) failed heartbeats it is marked down
+    // and statements fail at once with a message that says so, without a connect attempt.
+    let f = Fixture::start(
+        "h5down",
+        Extra {
+            schema_xml: format!(
+                r#"<schema name="ZDOWN" dataNode="dnrw"></schema>
+                <dataNode name="dnrw" dataHost="rw" database="t_h5down_db1" />
+                <dataHost name="rw" maxCon="5" minCon="0" balance="0" maxRetryCount="1" dbType="mysql" dbDriver="native">
+                    <heartbeat>select 1</heartbeat>
+                    <writeHost host="dead" url="127.0.0.1:{}" user="manx" password="manx" />
+                </dataHost>"#,
+                closed_port()
+            ),
+            users_xml: r#"<system><property name="dataNodeHeartbeatPeriod">200</property></system>
+                <user name="d"><property name="password">d</property><property name="schemas">ZDOWN,TESTDB</property></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    // The client logs in to TESTDB (a live node answers its connect-time queries).
+    let mut c = mysql_async::Conn::new(opts(f.port, "d", "d", Some("TESTDB")))
+        .await
+        .unwrap();
+    c.query_drop("USE ZDOWN").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, _, msg) = server_error(c.query_drop("SELECT 1 FROM x").await.unwrap_err());
+        if msg.contains("marked down") {
+            assert_eq!(code, 1105, "{msg}");
+            assert!(msg.contains("dead"), "names the server: {msg}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "never marked down: {msg}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
