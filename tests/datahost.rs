@@ -39,7 +39,27 @@ fn replica_xml(weight: u32) -> String {
     )
 }
 
+/// Waits until the sandbox replica has applied everything the primary logged so far (the
+/// fixture's databases and tables included).
+async fn replica_caught_up() {
+    let mut p = common::primary(None).await;
+    let pos: Option<String> = p.query_first("SELECT @@gtid_binlog_pos").await.unwrap();
+    let mut r = mysql_async::Conn::new(opts(REPLICA_PORT, "manx", "manx", None))
+        .await
+        .unwrap();
+    let waited: Option<i64> = r
+        .query_first(format!(
+            "SELECT MASTER_GTID_WAIT('{}', 30)",
+            pos.unwrap_or_default()
+        ))
+        .await
+        .unwrap();
+    assert_eq!(waited, Some(0), "the replica did not catch up within 30 s");
+}
+
+/// A client of schema `RW`, once the replica has the fixture's databases.
 async fn rw_client(f: &Fixture) -> mysql_async::Conn {
+    replica_caught_up().await;
     mysql_async::Conn::new(opts(f.port, "rw", "rw", Some("RW")))
         .await
         .expect("connect to the gateway as rw")
@@ -213,4 +233,183 @@ async fn a_write_host_marked_down_gets_no_statement() {
         assert!(Instant::now() < deadline, "never marked down: {msg}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Inserts a row on the primary only (`sql_log_bin=0`: it never reaches the replica), so a read
+/// that sees it was answered by the primary.
+async fn primary_only_row(f: &Fixture, id: i64) {
+    let mut b = f.backend(1).await;
+    b.query_drop("SET sql_log_bin = 0").await.unwrap();
+    b.query_drop(format!(
+        "INSERT INTO company (id, name) VALUES ({id}, 'primary only')"
+    ))
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_hint_and_db_type_master_force_the_write_host() {
+    let f = Fixture::start(
+        "h5mf",
+        rw_extra("h5mf", r#"balance="1""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    primary_only_row(&f, 42).await;
+    let count = "SELECT COUNT(*) FROM company WHERE id = 42";
+    for _ in 0..5 {
+        // Plain reads: the replica, which never got the row.
+        let n: Option<i64> = c.query_first(count).await.unwrap();
+        assert_eq!(n, Some(0));
+        for hint in [
+            "/*balance*/",
+            "/*#mycat:db_type=master*/",
+            "/*!mycat:db_type=master*/",
+            "/* mycat:db_type=MASTER */",
+        ] {
+            let n: Option<i64> = c.query_first(format!("{hint} {count}")).await.unwrap();
+            assert_eq!(n, Some(1), "{hint} reads the master");
+            let p: Option<u16> = c
+                .query_first(format!("{hint} SELECT @@port"))
+                .await
+                .unwrap();
+            assert_eq!(p, Some(PRIMARY_PORT), "{hint}");
+        }
+    }
+    // EXPLAIN of a hinted statement shows the route, hint stripped.
+    let rows: Vec<(String, String)> = c
+        .query(format!("EXPLAIN /*balance*/ {count}"))
+        .await
+        .unwrap();
+    assert_eq!(rows, [("dnrw".to_string(), count.to_string())]);
+    // A bad db_type value is refused, not ignored.
+    let (code, _, msg) = server_error(
+        c.query_drop("/*#mycat:db_type=replica*/ SELECT 1")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_type_slave_reads_a_read_host_outside_transactions_only() {
+    // balance 0: plain reads stay on the master; db_type=slave asks for the readHost.
+    let f = Fixture::start(
+        "h5sl",
+        rw_extra("h5sl", r#"balance="0""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    let slave = "/*#mycat:db_type=slave*/ SELECT @@port";
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while c.query_first::<u16, _>(slave).await.unwrap() != Some(REPLICA_PORT) {
+        assert!(
+            Instant::now() < deadline,
+            "db_type=slave never reached the replica"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ports(&mut c, 10).await.iter().all(|p| *p == PRIMARY_PORT));
+    // In a transaction the hint is served on the transaction's writeHost connection
+    // (DECISIONS.md item 12): the transaction's own write is visible.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (5, 'tx')")
+        .await
+        .unwrap();
+    let p: Option<u16> = c.query_first(slave).await.unwrap();
+    assert_eq!(p, Some(PRIMARY_PORT));
+    let n: Option<i64> = c
+        .query_first("/*#mycat:db_type=slave*/ SELECT COUNT(*) FROM company WHERE id = 5")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    c.query_drop("ROLLBACK").await.unwrap();
+    // A write with db_type=slave still goes to the master (Mycat ignores the hint for writes).
+    c.query_drop("/*#mycat:db_type=slave*/ INSERT INTO company (id, name) VALUES (6, 'w')")
+        .await
+        .unwrap();
+    let mut b = f.backend(1).await;
+    let ids: Vec<i64> = b.query("SELECT id FROM company").await.unwrap();
+    assert_eq!(ids, [6]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_node_and_sql_annotations_route_the_statement_unchanged() {
+    let f = Fixture::start("h5dn", Extra::default()).await;
+    let mut c = f.client().await;
+    // hotnews is id mod 3: id 3 belongs on dn1, but the annotation puts it on dn2.
+    c.query_drop("/*!mycat:dataNode=dn2*/ INSERT INTO hotnews (id, title) VALUES (3, 'x')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "hotnews").await, [3]);
+    assert!(f.ids_on(1, "hotnews").await.is_empty());
+    let n: Option<i64> = c
+        .query_first("/*#mycat:dataNode=dn2*/ SELECT COUNT(*) FROM hotnews")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    let n: Option<i64> = c
+        .query_first("/*#mycat:dataNode=dn1*/ SELECT COUNT(*) FROM hotnews")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+    // sql=: the real statement goes to the nodes the routing statement names.
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b'), (5000002, 'c')",
+    )
+    .await
+    .unwrap();
+    let n: Option<i64> = c
+        .query_first(
+            "/*!mycat:sql=select * from travelrecord where id = 5000001*/ SELECT COUNT(*) FROM travelrecord",
+        )
+        .await
+        .unwrap();
+    assert_eq!(n, Some(2), "only dn2's rows");
+    // A node outside the current schema, and session statements, are refused.
+    let (code, _, msg) = server_error(
+        c.query_drop("/*!mycat:dataNode=dn9*/ SELECT 1")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+    let (code, _, msg) = server_error(
+        c.query_drop("/*!mycat:dataNode=dn1*/ SET autocommit = 0")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+    // A read-only user cannot write through an annotation.
+    let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))
+        .await
+        .unwrap();
+    let (code, _, _) = server_error(
+        ro.query_drop("/*!mycat:sql=select * from hotnews where id = 3*/ DELETE FROM hotnews")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1495);
+    assert_eq!(f.ids_on(2, "hotnews").await, [3]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_behind_a_select_annotation_stays_on_the_master() {
+    // Mycat would let `sql=select ...` make an UPDATE read-eligible and send it to a readHost;
+    // manx decides by the real statement.
+    let f = Fixture::start(
+        "h5sw",
+        rw_extra("h5sw", r#"balance="3""#, "", &replica_xml(1)),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    c.query_drop(
+        "/*!mycat:sql=select 1 from company*/ INSERT INTO company (id, name) VALUES (7, 'h')",
+    )
+    .await
+    .unwrap();
+    let mut b = f.backend(1).await;
+    let ids: Vec<i64> = b.query("SELECT id FROM company").await.unwrap();
+    assert_eq!(ids, [7], "the write reached the primary");
 }

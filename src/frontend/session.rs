@@ -29,8 +29,9 @@ use super::commands::{Commands, RESET_QUERY};
 use super::error::MysqlError;
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
+use crate::datahost::Intent;
 use crate::engine::{self, Output};
-use crate::route::{Local, Plan, Routed};
+use crate::route::{HostHint, Local, Plan, Routed};
 
 type Writer = Tap<OwnedWriteHalf>;
 
@@ -107,6 +108,17 @@ impl Drop for Session {
                 }
             });
         }
+    }
+}
+
+/// Which server a statement outside a transaction asks for: writes and master-forced reads the
+/// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
+/// transaction every statement uses its pinned writeHost connection, DECISIONS.md item 12.)
+fn intent(plan: &Plan) -> Intent {
+    match (plan.read_only, plan.host) {
+        (false, _) | (true, HostHint::Master) => Intent::Write,
+        (true, HostHint::Slave) => Intent::Replica,
+        (true, HostHint::None) => Intent::Read,
     }
 }
 
@@ -375,7 +387,11 @@ impl Session {
         if !plan.fallback.is_empty() && !self.pinned.contains_key(&plan.targets[0].node) {
             let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
             loop {
-                match server.cluster.acquire(&plan.targets[0].node, true).await {
+                match server
+                    .cluster
+                    .acquire_for(&plan.targets[0].node, intent(&plan))
+                    .await
+                {
                     Ok(c) => {
                         fresh.push(c);
                         break;
@@ -413,7 +429,7 @@ impl Session {
             let acquired = futures::future::join_all(
                 plan.targets
                     .iter()
-                    .map(|t| server.cluster.acquire(&t.node, plan.read_only)),
+                    .map(|t| server.cluster.acquire_for(&t.node, intent(&plan))),
             )
             .await;
             for a in acquired {

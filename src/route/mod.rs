@@ -22,7 +22,7 @@ use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
-pub use plan::{Local, OkMerge, Plan, Routed, Target};
+pub use plan::{HostHint, Local, OkMerge, Plan, Routed, Target};
 pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.
