@@ -2,6 +2,8 @@
 //! a free port over a configuration written for the test, and real client connections.
 #![allow(dead_code)]
 
+pub mod mariadb;
+
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
