@@ -413,3 +413,55 @@ async fn a_write_behind_a_select_annotation_stays_on_the_master() {
     let ids: Vec<i64> = b.query("SELECT id FROM company").await.unwrap();
     assert_eq!(ids, [7], "the write reached the primary");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_con_exhausted_by_transactions_gives_an_error_after_the_wait_not_a_hang() {
+    let extra = Extra {
+        schema_xml: r#"<schema name="RW" dataNode="dnrw"></schema>
+            <dataNode name="dnrw" dataHost="rw" database="t_h5pool_db1" />
+            <dataHost name="rw" maxCon="2" minCon="0" balance="0" dbType="mysql" dbDriver="native">
+                <heartbeat>select 1</heartbeat>
+                <writeHost host="m" url="127.0.0.1:13306" user="manx" password="manx" />
+            </dataHost>"#
+            .to_string(),
+        ..rw_extra("h5pool", "", "", "")
+    };
+    // The fixture's databases, then a gateway of our own with a short pool wait.
+    let f = Fixture::start("h5pool", extra).await;
+    let config = manx::config::Config::load(f.dir.path()).unwrap();
+    let timeouts = manx::datahost::Timeouts {
+        pool_wait: Duration::from_millis(300),
+        ..manx::datahost::Timeouts::default()
+    };
+    let server = std::sync::Arc::new(manx::frontend::Server::new(config, timeouts).unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    let connect = || mysql_async::Conn::new(opts(port, "rw", "rw", Some("RW")));
+    let (mut t1, mut t2, mut c3) = (
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+        connect().await.unwrap(),
+    );
+    for (t, id) in [(&mut t1, 1), (&mut t2, 2)] {
+        t.query_drop("BEGIN").await.unwrap();
+        t.query_drop(format!(
+            "INSERT INTO company (id, name) VALUES ({id}, 'held')"
+        ))
+        .await
+        .unwrap();
+    }
+    // Both pooled connections are pinned: the third client waits 300 ms, then gets an error.
+    let started = Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(5), c3.query_drop("SELECT 1"))
+        .await
+        .expect("the statement hung instead of failing");
+    let (code, _, msg) = server_error(answer.unwrap_err());
+    assert_eq!(code, 1105, "{msg}");
+    assert!(msg.contains("pool exhausted"), "{msg}");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    // A transaction ends, its connection returns, and the next statement runs.
+    t1.query_drop("COMMIT").await.unwrap();
+    c3.query_drop("SELECT 1").await.unwrap();
+    t2.query_drop("ROLLBACK").await.unwrap();
+}

@@ -286,8 +286,9 @@ impl DataHost {
         }
     }
 
-    /// The server for one statement of `intent` (see the module documentation).
-    fn choose(&self, intent: Intent) -> &Source {
+    /// The server for one statement of `intent` (see the module documentation), never
+    /// `excluded` among the read candidates (the server a read just failed to reach).
+    fn choose(&self, intent: Intent, excluded: Option<&Source>) -> &Source {
         let candidates = match intent {
             Intent::Write => return self.write_source(),
             Intent::Read if self.policy.balance == 0 => return self.write_source(),
@@ -299,6 +300,10 @@ impl DataHost {
             ),
             Intent::Replica => balance::replica_candidates(&self.views()),
         };
+        let candidates: Vec<_> = candidates
+            .into_iter()
+            .filter(|(id, _)| excluded.is_none_or(|x| !std::ptr::eq(self.source(*id), x)))
+            .collect();
         let weights: Vec<u32> = candidates.iter().map(|(_, w)| *w).collect();
         match balance::pick(&weights, rand::random()) {
             Some(i) => self.source(candidates[i].0),
@@ -444,7 +449,8 @@ impl Cluster {
     }
 
     /// A connection for `node` with its database selected, on the server `intent` calls for
-    /// (module documentation).
+    /// (module documentation). A read whose server cannot be reached (refused, timed out, marked
+    /// down meanwhile) is tried once more on another eligible server; a write never is.
     ///
     /// Errors: an unknown node; the chosen server is marked down by its heartbeat (only when no
     /// other server may take the statement); the server cannot be reached, the pool has no free
@@ -463,23 +469,50 @@ impl Cluster {
                 source: BackendError::Other(format!("dataNode {node} is not configured")),
             });
         };
-        let source = n.host.choose(intent);
-        let fail = |source_err: BackendError| DatahostError {
-            node: node.to_string(),
-            data_host: n.host.name.clone(),
-            host: source.name.clone(),
-            address: source.backend.address().to_string(),
-            source: source_err,
+        let first = n.host.choose(intent, None);
+        let e = match connect(node, n, first).await {
+            Ok(conn) => return Ok(conn),
+            Err(e) => e,
         };
-        let status = source.health.status();
-        if status.is_down() {
-            return Err(fail(BackendError::Closed(format!(
-                "the server is marked down by its heartbeat ({status:?} for {} ms)",
-                source.health.since().elapsed().as_millis()
-            ))));
+        // A read outside a transaction that cannot reach its server is tried once on another
+        // eligible one (a replica that just died, before its heartbeat marks it down). Writes
+        // are never retried silently.
+        if intent == Intent::Write || e.source.server_error().is_some() {
+            return Err(e);
         }
-        let mut conn = source.backend.acquire().await.map_err(fail)?;
-        conn.select_database(&n.database).await.map_err(fail)?;
-        Ok(conn)
+        let second = n.host.choose(intent, Some(first));
+        if std::ptr::eq(first, second) {
+            return Err(e);
+        }
+        tracing::warn!(node, error = %e, next = %second.name, "read retried on another server");
+        connect(node, n, second).await
     }
+}
+
+/// A connection to `source` for dataNode `n`, its database selected.
+///
+/// Errors: `source` is marked down, cannot be reached, has no free connection in time, or
+/// cannot select the database; the error names node, dataHost, server and address.
+async fn connect(
+    node: &str,
+    n: &DataNode,
+    source: &Source,
+) -> Result<Box<dyn BackendConn>, DatahostError> {
+    let fail = |source_err: BackendError| DatahostError {
+        node: node.to_string(),
+        data_host: n.host.name.clone(),
+        host: source.name.clone(),
+        address: source.backend.address().to_string(),
+        source: source_err,
+    };
+    let status = source.health.status();
+    if status.is_down() {
+        return Err(fail(BackendError::Closed(format!(
+            "the server is marked down by its heartbeat ({status:?} for {} ms)",
+            source.health.since().elapsed().as_millis()
+        ))));
+    }
+    let mut conn = source.backend.acquire().await.map_err(fail)?;
+    conn.select_database(&n.database).await.map_err(fail)?;
+    Ok(conn)
 }
