@@ -374,12 +374,15 @@ async fn data_node_and_sql_annotations_route_the_statement_unchanged() {
             .unwrap_err(),
     );
     assert_eq!(code, 1064, "{msg}");
-    let (code, _, msg) = server_error(
-        c.query_drop("/*!mycat:dataNode=dn1*/ SET autocommit = 0")
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(code, 1064, "{msg}");
+    for refused in [
+        "/*!mycat:dataNode=dn1*/ SET autocommit = 0",
+        "/*!mycat:dataNode=dn1*/ GRANT ALL ON *.* TO 'x'@'%'",
+        "/*!mycat:dataNode=dn1*/ CREATE USER 'x'@'%'",
+        "/*!mycat:dataNode=dn1*/ CREATE VIEW v AS SELECT 1",
+    ] {
+        let (code, _, msg) = server_error(c.query_drop(refused).await.unwrap_err());
+        assert_eq!(code, 1064, "{refused}: {msg}");
+    }
     // A read-only user cannot write through an annotation.
     let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))
         .await

@@ -128,11 +128,6 @@ impl Health {
         *self.changed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Consecutive failures not yet turned into a status change.
-    pub fn failures(&self) -> u32 {
-        self.failures.load(Ordering::Acquire)
-    }
-
     /// Applies one heartbeat outcome with Mycat 1.6.7's counting (`max_retry` = `maxRetryCount`,
     /// at least 1). Returns `(old, new)` when the status changed.
     pub fn record(&self, outcome: &Outcome, max_retry: u32) -> Option<(Status, Status)> {

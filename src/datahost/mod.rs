@@ -18,7 +18,7 @@
 //! is down the statement fails at once, naming it.
 
 mod balance;
-pub mod health;
+mod health;
 mod heartbeat;
 
 use std::collections::BTreeMap;

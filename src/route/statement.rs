@@ -128,7 +128,8 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
 ///   readHost because the routing statement was a SELECT.
 ///
 /// Statements sent unchanged still pass the gateway's reachability checks (no other physical
-/// database, no backend schema, no file access) and must parse.
+/// database, no backend schema, no file access), must parse, and must be a query, INSERT,
+/// UPDATE, DELETE, table DDL or CALL (`SHOW`/`DESC` are checked by routing them as usual).
 ///
 /// Errors: 1064 naming the hint for unknown or unsupported types (`schema`, `catlet`), unknown
 /// values and nodes, and whatever routing the statement gives.
@@ -248,6 +249,23 @@ fn verbatim(
                 ));
             }
             let statement = parsed.remove(0);
+            // Data statements, table DDL and CALL only: accounts, grants, routines, views and
+            // server settings are not the gateway's to pass through.
+            if !(is_ddl(&statement)
+                || matches!(
+                    statement,
+                    Statement::Query(_)
+                        | Statement::Insert(_)
+                        | Statement::Update(_)
+                        | Statement::Delete(_)
+                        | Statement::Call(_)
+                ))
+            {
+                return Err(RouteError::syntax(format!(
+                    "{} cannot be sent through an annotation",
+                    statement_kind(&statement)
+                )));
+            }
             let is_schema = |n: &str| r.schemas.contains_key(n);
             check_reachable(&statement, &collect(&is_schema, &statement))?;
             if let Some(bad) = forbidden(&statement) {
@@ -257,10 +275,7 @@ fn verbatim(
                     message: format!("Access denied; {bad} is not available through the gateway"),
                 });
             }
-            (
-                matches!(statement, Statement::Query(_)),
-                is_ddl(&statement) || first == "RENAME",
-            )
+            (matches!(statement, Statement::Query(_)), is_ddl(&statement))
         }
     };
     let sql: Arc<str> = Arc::from(stmt);
