@@ -23,7 +23,7 @@ mod heartbeat;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,6 +180,12 @@ impl DataHost {
                 "no <heartbeat> statement: every server counts as alive and none is ever marked down"
             );
         }
+        if config.switch_type == 3 {
+            tracing::warn!(
+                data_host = %config.name,
+                "switchType=3: the Galera wsrep status is not checked; the heartbeat's success alone decides, as with switchType=1"
+            );
+        }
         tracing::info!(
             data_host = %config.name,
             balance = config.balance,
@@ -324,6 +330,8 @@ pub struct Cluster {
     hosts: Vec<Arc<DataHost>>,
     nodes: BTreeMap<String, DataNode>,
     heartbeat: heartbeat::Settings,
+    /// Heartbeat tasks were started (once per cluster).
+    beating: AtomicBool,
 }
 
 impl Cluster {
@@ -401,6 +409,7 @@ impl Cluster {
                 period: Duration::from_millis(config.system.heartbeat_period_ms),
                 timeout: Duration::from_millis(config.system.heartbeat_timeout_ms),
             },
+            beating: AtomicBool::new(false),
         })
     }
 
@@ -425,8 +434,11 @@ impl Cluster {
 
     /// Starts one heartbeat task per server of every dataHost that has a heartbeat statement
     /// (period `dataNodeHeartbeatPeriod`, timeout `heartbeatTimeout`). The tasks end when the
-    /// cluster is dropped. Must run inside a tokio runtime.
+    /// cluster is dropped; a second call does nothing. Must run inside a tokio runtime.
     pub fn start_heartbeats(&self) {
+        if self.beating.swap(true, Ordering::AcqRel) {
+            return;
+        }
         for h in &self.hosts {
             heartbeat::spawn(h, self.heartbeat);
         }
