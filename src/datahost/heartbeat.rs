@@ -11,8 +11,8 @@
 //! more than one writeHost, and the active writeHost marked down, the next writeHost after the
 //! active one (wrapping) that is alive becomes active — with `switchType="2"` only a standby
 //! whose recorded replication lag is exactly 0. The switch is logged at error level, the old
-//! writeHost's idle connections are closed and `dnindex.properties` is rewritten. Nothing
-//! switches back on its own.
+//! writeHost's idle connections are closed, the new one's pool is filled to `minCon`, and
+//! `dnindex.properties` is rewritten. Nothing switches back on its own.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -236,6 +236,14 @@ impl DataHost {
             self.name
         );
         old.backend.close_idle();
+        // Mycat initialises the new writeHost's pool (minCon) at the switch.
+        let backend = new.backend.clone();
+        let (min_con, name, host) = (self.min_con, self.name.clone(), new.name.clone());
+        tokio::spawn(async move {
+            if let Err(e) = backend.warm_up(min_con).await {
+                tracing::warn!(data_host = %name, %host, error = %e, "cannot open minCon connections on the new writeHost");
+            }
+        });
         if let Err(e) = self.dnindex.store(&self.name, to) {
             tracing::error!(
                 data_host = %self.name,
