@@ -191,7 +191,9 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
             host("writeHost", "b", &b)
         ),
     );
-    let (gateway, mut c) = GatewayProcess::start(dir.path(), "fo", "fo", "FO").await;
+    let log = dir.path().join("manx.log");
+    let (gateway, mut c) =
+        GatewayProcess::start_logging(dir.path(), "fo", "fo", "FO", Some(&log)).await;
     assert!(dnindex(dir.path()).contains("fo=0\n"));
     let mut acknowledged = Vec::new();
     for id in 1..=20 {
@@ -239,6 +241,17 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
         "{}",
         dnindex(dir.path())
     );
+    // The log tells the story: the master marked down (warn), the switch with its reason
+    // (error level, Mycat's wording).
+    let text = std::fs::read_to_string(&log).unwrap();
+    let down = text
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains("marked down") && l.contains("host=a"));
+    assert!(down.is_some(), "{text}");
+    let switch = text.lines().find(|l| {
+        l.contains("ERROR") && l.contains("[Host=fo,result=[0->1],reason=heartbeat error]")
+    });
+    assert!(switch.is_some(), "{text}");
     // Every acknowledged INSERT is on the new master (replication had delivered the first 20
     // before the kill; the later ones were written to it).
     let on_b = ids(&b).await;
