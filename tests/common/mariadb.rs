@@ -56,14 +56,17 @@ fn unsafe_is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// The installed template data directory (once per process).
+/// The installed template data directory, kept between runs. Built in a directory of this
+/// process and renamed into place, so test processes running at once (nextest) never see half a
+/// template: the first rename wins, the others discard theirs.
 fn template() -> &'static Path {
     static T: OnceLock<PathBuf> = OnceLock::new();
     T.get_or_init(|| {
-        let dir = base().join("template");
-        if dir.join(".ready").exists() {
-            return dir;
+        let ready = base().join("template");
+        if ready.join(".ready").exists() {
+            return ready;
         }
+        let dir = base().join(format!("template.build-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("tmp")).unwrap();
         std::fs::write(dir.join("my.cnf"), cnf(&dir, closed_port(), 1)).unwrap();
@@ -103,7 +106,25 @@ fn template() -> &'static Path {
         t.shutdown();
         t.owned = false;
         std::fs::write(dir.join(".ready"), "").unwrap();
-        dir
+        for f in ["s.sock", "m.pid"] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        // The binary log index holds absolute paths into this directory: every copy starts a
+        // binary log of its own instead.
+        for entry in std::fs::read_dir(dir.join("data")).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().starts_with("bin.") {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        if std::fs::rename(&dir, &ready).is_err() {
+            assert!(
+                ready.join(".ready").exists(),
+                "cannot install the MariaDB template at {}",
+                ready.display()
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        ready
     })
 }
 
