@@ -379,14 +379,14 @@ async fn bad_statements_get_clear_errors_and_nothing_is_sent() {
             "Sharding column can't be updated TRAVELRECORD->ID",
         ),
         (
-            "SELECT COUNT(*) FROM travelrecord",
+            "SELECT COUNT(DISTINCT user_id) FROM travelrecord",
             1064,
-            "aggregate or window functions over several dataNodes",
+            "COUNT(DISTINCT ...)",
         ),
         (
-            "SELECT * FROM travelrecord ORDER BY id",
+            "SELECT user_id FROM travelrecord GROUP BY user_id HAVING user_id LIKE 'a%'",
             1064,
-            "ORDER BY over several dataNodes",
+            "this HAVING over groups that span several dataNodes",
         ),
         (
             "SELECT * FROM travelrecord a JOIN hotnews b ON a.id = b.id",
@@ -662,8 +662,20 @@ async fn explain_shows_the_statement_per_data_node() {
     );
     // Nothing was executed.
     assert!(f.ids_on(2, "hotnews").await.is_empty());
+    // A merge shows what each node is asked for: its sort key and the key's collation weight
+    // as extra columns, and enough rows for the offset.
+    let rows: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT id FROM travelrecord ORDER BY user_id LIMIT 2, 3")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter().all(|(_, sql)| sql
+            == "SELECT id, user_id AS `__manx_0`, WEIGHT_STRING(RTRIM(user_id)) AS `__manx_1` FROM travelrecord ORDER BY user_id LIMIT 5"),
+        "{rows:?}"
+    );
     let (code, _, msg) = server_error(
-        c.query_drop("EXPLAIN SELECT * FROM travelrecord ORDER BY id")
+        c.query_drop("EXPLAIN SELECT GROUP_CONCAT(id) FROM travelrecord")
             .await
             .unwrap_err(),
     );

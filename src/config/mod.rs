@@ -196,6 +196,14 @@ pub enum TableKind {
     Global,
     /// No rule, not global: reads and writes go to all its nodes (SPEC §5.6).
     Unsharded,
+    /// A `<childTable>` (ER table, SPEC §1.5): each row lives on the node of the `parent` row
+    /// whose `parent_key` equals its `join_key` (names upper-cased). Its dataNodes are the
+    /// parent's.
+    Child {
+        parent: String,
+        join_key: String,
+        parent_key: String,
+    },
 }
 
 /// A `schema.xml` `<table>` (names upper-cased, SPEC §1.3).

@@ -177,15 +177,6 @@ fn load_tables(
         ],
         warnings,
     );
-    for child in t.children_named("childTable") {
-        warnings.push(ConfigWarning {
-            origin: child.origin.clone(),
-            message: format!(
-                "<childTable name=\"{}\"> (ER table) is accepted but not routed yet",
-                child.attr("name").unwrap_or("")
-            ),
-        });
-    }
     let names = t.attr("name").unwrap_or("");
     let element = format!("table name=\"{names}\"");
     if names.is_empty() {
@@ -271,7 +262,72 @@ fn load_tables(
                 origin: t.origin.clone(),
             })
         })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|parent| {
+            let mut out = Vec::new();
+            load_children(t, &parent, errors, warnings, &mut out);
+            std::iter::once(parent).chain(out)
+        })
         .collect()
+}
+
+/// The `<childTable>` elements under `element` (nested at any depth), each on its parent's
+/// dataNodes (SPEC §1.5).
+fn load_children(
+    element: &Element,
+    parent: &TableConfig,
+    errors: &mut Vec<ConfigError>,
+    warnings: &mut Vec<ConfigWarning>,
+    out: &mut Vec<TableConfig>,
+) {
+    for c in element.children_named("childTable") {
+        check_attrs(
+            c,
+            &["name", "joinKey", "parentKey", "primaryKey", "needAddLimit"],
+            &["autoIncrement", "subTables"],
+            warnings,
+        );
+        let name = c.attr("name").unwrap_or("");
+        let element_name = format!("childTable name=\"{name}\"");
+        let (join_key, parent_key) = match (
+            c.attr("joinKey").filter(|v| !v.is_empty()),
+            c.attr("parentKey").filter(|v| !v.is_empty()),
+        ) {
+            (Some(j), Some(p)) if !name.is_empty() => (j, p),
+            _ => {
+                errors.push(ConfigError::new(
+                    &c.origin,
+                    element_name,
+                    "attributes name, joinKey and parentKey are required",
+                ));
+                continue;
+            }
+        };
+        let child = TableConfig {
+            name: name.replace('`', "").to_ascii_uppercase(),
+            kind: TableKind::Child {
+                parent: parent.name.clone(),
+                join_key: join_key.to_ascii_uppercase(),
+                parent_key: parent_key.to_ascii_uppercase(),
+            },
+            data_nodes: parent.data_nodes.clone(),
+            primary_key: c
+                .attr("primaryKey")
+                .filter(|v| !v.is_empty())
+                .map(str::to_ascii_uppercase),
+            auto_increment: c
+                .attr("autoIncrement")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            need_add_limit: !c
+                .attr("needAddLimit")
+                .is_some_and(|v| v.eq_ignore_ascii_case("false")),
+            rule_required: false,
+            origin: c.origin.clone(),
+        };
+        load_children(c, &child, errors, warnings, out);
+        out.push(child);
+    }
 }
 
 /// One `<dataNode>` element may define several nodes: names pair host-major with

@@ -23,6 +23,11 @@ impl Config {
                 let how = match &t.kind {
                     TableKind::Global => "global".to_string(),
                     TableKind::Unsharded => "no rule (every node)".to_string(),
+                    TableKind::Child {
+                        parent,
+                        join_key,
+                        parent_key,
+                    } => format!("child of {parent}: {join_key} = {parent}.{parent_key}"),
                     TableKind::Sharded { rule } => match self.table_rules.get(rule) {
                         Some(r) => {
                             let class = self

@@ -5,6 +5,8 @@
 //! in arrival order), cut by the plan's `LIMIT` when it has one. OK results are combined by the
 //! plan's [`OkMerge`].
 
+mod merge;
+
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -111,14 +113,19 @@ pub async fn execute<'a>(
                 ),
             });
         }
+        if let Some(m) = &plan.merge {
+            let (columns, rows) =
+                merge::rows(m, columns, streams).map_err(|source| EngineError {
+                    node: t_node(plan, 0),
+                    source,
+                    applied: None,
+                })?;
+            return Ok(Output::Rows { columns, rows });
+        }
         let rows = if streams.len() == 1 {
             streams.pop().expect("one stream")
         } else {
             futures::stream::select_all(streams).boxed()
-        };
-        let rows = match plan.limit {
-            Some((offset, count)) => rows.skip(offset as usize).take(count as usize).boxed(),
-            None => rows,
         };
         return Ok(Output::Rows { columns, rows });
     }

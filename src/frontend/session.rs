@@ -31,7 +31,7 @@ use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
-use crate::route::{HostHint, Local, Plan, Routed};
+use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, Routed};
 
 type Writer = Tap<OwnedWriteHalf>;
 
@@ -348,6 +348,67 @@ impl Session {
             self.id,
         )
         .await
+    }
+
+    /// Finds the node of an ER child row's parent (SPEC §5.12): the parent's nodes are asked in
+    /// order, on the session's pinned connection where it has one (so a parent inserted in the
+    /// same transaction is found), and the INSERT is planned for the first that answers a row.
+    ///
+    /// Errors: a node that cannot be asked; no node holding the parent row (1064, Mycat's text).
+    async fn find_parent(&mut self, lookup: ParentLookup) -> Result<Plan, MysqlError> {
+        for (probe, insert) in lookup.probes.iter().zip(lookup.inserts) {
+            let mut fresh;
+            let conn: &mut dyn BackendConn = match self.pinned.get_mut(&probe.node) {
+                Some(c) => c.as_mut(),
+                None => {
+                    fresh = self.server.cluster.acquire(&probe.node, false).await?;
+                    fresh.as_mut()
+                }
+            };
+            let found = match conn.query(&probe.sql).await {
+                Ok(Response::Rows { mut rows, .. }) => {
+                    let mut found = false;
+                    while let Some(row) = rows.next().await {
+                        row.map_err(|source| crate::engine::EngineError {
+                            node: probe.node.clone(),
+                            source,
+                            applied: None,
+                        })?;
+                        found = true;
+                    }
+                    found
+                }
+                Ok(Response::Ok(_)) => false,
+                Err(source) => {
+                    return Err(crate::engine::EngineError {
+                        node: probe.node.clone(),
+                        source,
+                        applied: None,
+                    }
+                    .into());
+                }
+            };
+            if found {
+                tracing::debug!(connection = self.id, child = %lookup.child, parent = %lookup.parent, node = %insert.node, "parent row found");
+                return Ok(Plan {
+                    targets: vec![insert],
+                    read_only: false,
+                    ok_merge: OkMerge::Sum,
+                    merge: None,
+                    fallback: Vec::new(),
+                    ddl: false,
+                    host: HostHint::None,
+                });
+            }
+        }
+        Err(MysqlError::new(
+            1064,
+            "42000",
+            format!(
+                "can't find (root) parent sharding node for sql: the {} row that {} refers to is on no dataNode",
+                lookup.parent, lookup.child
+            ),
+        ))
     }
 
     async fn execute(
@@ -790,6 +851,10 @@ impl AsyncMysqlShim<Writer> for Session {
             Err(e) => self.error(w, e.into()).await,
             Ok(Routed::Local(l)) => self.local(l, w).await,
             Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+            Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
+                Ok(plan) => self.execute(plan, w).await,
+                Err(e) => self.error(w, e).await,
+            },
         }
     }
 }

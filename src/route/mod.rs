@@ -9,6 +9,7 @@
 
 mod analyze;
 pub mod function;
+mod merge;
 mod plan;
 mod rewrite;
 mod scan;
@@ -22,7 +23,10 @@ use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
-pub use plan::{HostHint, Local, OkMerge, Plan, Routed, Target};
+pub use plan::{
+    Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
+    ParentLookup, Plan, Routed, SortKey, Target,
+};
 pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.
@@ -95,6 +99,10 @@ pub struct TableRoute {
     /// dataNode names; the position is the partition index.
     pub nodes: Vec<String>,
     pub rule: Option<Rule>,
+    /// Upper-cased `primaryKey`, if configured.
+    pub primary_key: Option<String>,
+    /// `needAddLimit` (default true): whether `sqlMaxLimit` applies to this table.
+    pub need_add_limit: bool,
 }
 
 impl TableRoute {
@@ -212,6 +220,8 @@ pub struct SchemaRoute {
     pub tables: BTreeMap<String, TableRoute>,
     /// Every dataNode of the schema (tables' and default), sorted.
     pub nodes: Vec<String>,
+    /// `sqlMaxLimit` when ≥ 0: the `LIMIT` Mycat adds to single-table SELECTs without one.
+    pub sql_max_limit: Option<u64>,
 }
 
 /// Routes statements for every schema of one configuration.
@@ -332,8 +342,43 @@ impl Router {
                         kind: t.kind.clone(),
                         nodes: t.data_nodes.clone(),
                         rule,
+                        primary_key: t.primary_key.as_ref().map(|k| k.to_ascii_uppercase()),
+                        need_add_limit: t.need_add_limit,
                     },
                 );
+            }
+            // A second-level child whose parentKey is its parent's sharding column is placed
+            // by the parent's function on its joinKey (SPEC §5.12); deeper children need the
+            // parent row looked up.
+            let derived: Vec<(String, Rule)> = tables
+                .values()
+                .filter_map(|t| {
+                    let TableKind::Child {
+                        parent,
+                        join_key,
+                        parent_key,
+                    } = &t.kind
+                    else {
+                        return None;
+                    };
+                    let p = tables.get(parent)?;
+                    let rule = p.rule.as_ref()?;
+                    (matches!(p.kind, TableKind::Sharded { .. }) && rule.column == *parent_key)
+                        .then(|| {
+                            (
+                                t.name.clone(),
+                                Rule {
+                                    column: join_key.clone(),
+                                    function: rule.function.clone(),
+                                },
+                            )
+                        })
+                })
+                .collect();
+            for (name, rule) in derived {
+                if let Some(t) = tables.get_mut(&name) {
+                    t.rule = Some(rule);
+                }
             }
             schemas.insert(
                 s.name.clone(),
@@ -342,6 +387,7 @@ impl Router {
                     default_node: s.data_node.clone(),
                     tables,
                     nodes: nodes.into_iter().collect(),
+                    sql_max_limit: s.sql_max_limit.and_then(|n| u64::try_from(n).ok()),
                 },
             );
         }

@@ -44,9 +44,9 @@ pub struct Plan {
     /// `true` when the statement only reads (read/write splitting and retries may use it).
     pub read_only: bool,
     pub ok_merge: OkMerge,
-    /// Rows to skip and to return after concatenating the nodes' rows (`LIMIT` without
-    /// `ORDER BY` over several nodes; each node was sent `LIMIT offset + count`).
-    pub limit: Option<(u64, u64)>,
+    /// How the rows of several nodes combine into the client's result; `None` for one node
+    /// or when the nodes' rows are simply concatenated in arrival order.
+    pub merge: Option<Merge>,
     /// For a read any of several nodes can answer (no table, or only global tables): the
     /// statements for the other nodes, to use when the target's server cannot be reached.
     pub fallback: Vec<Target>,
@@ -54,6 +54,118 @@ pub struct Plan {
     pub ddl: bool,
     /// The server a hint asked for; [`HostHint::None`] without one.
     pub host: HostHint,
+}
+
+/// A column of the nodes' results, by position. The statement sent to each node may carry extra
+/// columns after the client's (sort keys and collation weights the merge needs): they are
+/// addressed from the end, because a `*` in the select list makes the client's column count
+/// known only when the result arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnRef {
+    /// The `i`-th column the client sees (0-based, after `*` expansion).
+    Visible(usize),
+    /// The `i`-th extra column (0-based among [`Merge::hidden`]).
+    Hidden(usize),
+}
+
+/// One key rows are ordered or grouped by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SortKey {
+    /// The key's value.
+    pub column: ColumnRef,
+    /// `WEIGHT_STRING(RTRIM(key))` computed by the node: string keys compare by these bytes, so
+    /// the node's collation decides (case- and accent-insensitive `_ci` collations, trailing
+    /// spaces ignored as PAD SPACE collations do). `None` when the key cannot be a string.
+    pub weight: Option<ColumnRef>,
+    /// Descending order (MySQL: NULL is the smallest value, first ascending, last descending).
+    pub desc: bool,
+}
+
+/// How an aggregate column's per-node values combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// `COUNT(...)`: per-node counts summed.
+    Count,
+    /// `SUM(x)`: summed exactly (DECIMAL as decimal, integers as integers, DOUBLE as double);
+    /// NULL when every node's sum is NULL.
+    Sum,
+    /// `MIN(x)` / `MAX(x)`: compared like sort keys (`weight` for strings).
+    Min {
+        weight: Option<ColumnRef>,
+    },
+    Max {
+        weight: Option<ColumnRef>,
+    },
+    /// `AVG(x)`: each node also returns `SUM(x)` and `COUNT(x)` in extra columns; the result is
+    /// sum / count rounded to the AVG column's decimals, as MySQL computes it.
+    Avg {
+        sum: ColumnRef,
+        count: ColumnRef,
+    },
+}
+
+/// Groups that span nodes: rows with equal keys are combined into one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grouping {
+    /// The group keys (`GROUP BY` items, or every column for `SELECT DISTINCT`). Empty for
+    /// aggregates without `GROUP BY`: all rows form one group.
+    pub keys: Vec<SortKey>,
+    /// Aggregate columns and how each combines; other columns keep the first row's value (as
+    /// MySQL returns any value of the group for them).
+    pub aggregates: Vec<(ColumnRef, Aggregate)>,
+    /// `HAVING`, evaluated on the merged groups (the nodes' statements carry none).
+    pub having: Option<Having>,
+}
+
+/// A `HAVING` condition on merged groups: comparisons of an aggregate (or group column) with a
+/// number, combined with AND / OR / NOT, in SQL's three-valued logic (a comparison with NULL is
+/// unknown, and an unknown condition drops the group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Having {
+    And(Box<Having>, Box<Having>),
+    Or(Box<Having>, Box<Having>),
+    Not(Box<Having>),
+    /// `column <op> number` (the number as written, e.g. `-2.5`).
+    Compare {
+        column: ColumnRef,
+        op: CompareOp,
+        number: String,
+    },
+    /// `column IS [NOT] NULL`.
+    IsNull {
+        column: ColumnRef,
+        negated: bool,
+    },
+}
+
+/// A comparison operator of [`Having::Compare`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+/// How the rows of several dataNodes combine (the merge primitives, in order): a k-way merge of
+/// the nodes' sorted streams by `node_order`, grouping of equal keys, a full sort by `order`
+/// when the node order could not already be the final one, `LIMIT`, and finally the extra
+/// columns cut off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merge {
+    /// Extra columns at the end of each node's result, not sent to the client.
+    pub hidden: usize,
+    /// The order every node returns its rows in (each node's statement carries this
+    /// `ORDER BY`); empty when the nodes' rows are unordered and are interleaved as they come.
+    pub node_order: Vec<SortKey>,
+    pub grouping: Option<Grouping>,
+    /// The client's order, when the rows must be collected and sorted after grouping (groups
+    /// ordered by an aggregate, for instance); empty when `node_order` already gives it.
+    pub order: Vec<SortKey>,
+    /// Rows to skip and then to return: `LIMIT offset, count` applied after the merge.
+    pub limit: Option<(u64, u64)>,
 }
 
 /// What the session does itself, without a dataNode.
@@ -92,9 +204,26 @@ pub enum Local {
     Explain(Plan),
 }
 
+/// An INSERT into an ER child table placed where its parent row is (SPEC §5.12: a child below
+/// the second level, or whose parent is not sharded on `parentKey`). The session asks the
+/// parent's nodes in order and runs the INSERT on the first that holds the parent row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentLookup {
+    /// Upper-cased child and parent table names (for messages).
+    pub child: String,
+    pub parent: String,
+    /// `SELECT 1 FROM parent WHERE parentKey = value LIMIT 1`, one per node of the parent, in
+    /// dataNode order.
+    pub probes: Vec<Target>,
+    /// The INSERT for each of those nodes, in the same order.
+    pub inserts: Vec<Target>,
+}
+
 /// The router's answer for one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
     Plan(Plan),
     Local(Local),
+    /// The node depends on data: found by the session before the statement runs.
+    Lookup(ParentLookup),
 }

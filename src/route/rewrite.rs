@@ -49,6 +49,11 @@ impl Edits {
         self.0.dedup_by(|a, b| a.0 == b.0);
     }
 
+    /// The byte ranges these edits replace.
+    pub fn ranges(&self) -> Vec<Range<usize>> {
+        self.0.iter().map(|(r, _)| r.clone()).collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -5,14 +5,15 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    Expr, FromTable, GroupByExpr, LimitClause, ObjectName, ObjectType, OnInsert, Query, SetExpr,
-    Statement, TableFactor, TableObject, Visit, Visitor,
+    Expr, FromTable, ObjectName, ObjectType, OnInsert, Query, SetExpr, Statement, TableFactor,
+    TableObject, Visit, Visitor,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Span;
 
 use super::analyze::{self, ColumnMatcher, Partitions};
+use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::{
@@ -98,6 +99,16 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
             }
             match route(r, inner, schema)? {
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
+                // The statements that would look for the parent row.
+                Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
+                    targets: l.probes,
+                    read_only: true,
+                    ok_merge: OkMerge::Sum,
+                    merge: None,
+                    fallback: Vec::new(),
+                    ddl: false,
+                    host: HostHint::None,
+                }))),
                 Routed::Local(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
@@ -165,7 +176,7 @@ fn annotated(
         "sql" => {
             let Routed::Plan(by) = route(r, a.value, schema)? else {
                 return Err(RouteError::syntax(format!(
-                    "the statement of {} is answered by the gateway itself and names no dataNode",
+                    "the statement of {} does not route to a fixed set of dataNodes",
                     a.text
                 )));
             };
@@ -289,7 +300,7 @@ fn verbatim(
             .collect(),
         read_only: may_read && read,
         ok_merge: OkMerge::Sum,
-        limit: None,
+        merge: None,
         fallback: Vec::new(),
         ddl,
         host: HostHint::None,
@@ -316,7 +327,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         }],
         read_only,
         ok_merge: OkMerge::Sum,
-        limit: None,
+        merge: None,
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
@@ -1039,7 +1050,7 @@ impl Ctx<'_> {
             targets,
             read_only,
             ok_merge,
-            limit: None,
+            merge: None,
             fallback: Vec::new(),
             ddl: false,
             host: HostHint::None,
@@ -1122,7 +1133,9 @@ fn placements<'a>(
         };
         match (&t.kind, &t.rule) {
             (TableKind::Global, _) => out.push(Placement::Global(t)),
-            (TableKind::Sharded { .. }, Some(rule)) if o.depth == top_depth => {
+            (TableKind::Sharded { .. } | TableKind::Child { .. }, Some(rule))
+                if o.depth == top_depth =>
+            {
                 let p = match selection {
                     Some(w) => {
                         let mut qualifiers =
@@ -1211,77 +1224,33 @@ enum ReadNodes {
     All(BTreeSet<String>),
 }
 
-/// Aggregate functions whose per-node results cannot simply be concatenated.
-const AGGREGATES: &[&str] = &[
-    "COUNT",
-    "SUM",
-    "MIN",
-    "MAX",
-    "AVG",
-    "GROUP_CONCAT",
-    "STD",
-    "STDDEV",
-    "STDDEV_POP",
-    "STDDEV_SAMP",
-    "VARIANCE",
-    "VAR_POP",
-    "VAR_SAMP",
-    "BIT_AND",
-    "BIT_OR",
-    "BIT_XOR",
-    "JSON_ARRAYAGG",
-    "JSON_OBJECTAGG",
-];
-
-struct AggregateFinder(bool);
-
-impl Visitor for AggregateFinder {
-    type Break = ();
-    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-        if let Expr::Function(f) = e {
-            let name = function_name(&f.name);
-            if AGGREGATES.contains(&name.as_str()) || f.over.is_some() {
-                self.0 = true;
-                return ControlFlow::Break(());
-            }
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// What a multi-node SELECT would need merged; `None` when concatenation is already correct.
-fn merge_needed(q: &Query) -> Option<&'static str> {
-    if q.order_by.is_some() {
-        return Some("ORDER BY");
-    }
-    let SetExpr::Select(select) = &*q.body else {
-        return Some("UNION / set operations");
-    };
-    if select.distinct.is_some() {
-        return Some("DISTINCT");
-    }
-    match &select.group_by {
-        GroupByExpr::All(_) => return Some("GROUP BY"),
-        GroupByExpr::Expressions(e, _) if !e.is_empty() => return Some("GROUP BY"),
-        _ => {}
-    }
-    if select.having.is_some() {
-        return Some("HAVING");
-    }
-    let mut f = AggregateFinder(false);
-    let _ = select.projection.visit(&mut f);
-    f.0.then_some("aggregate or window functions")
-}
-
-fn literal_u64(e: &Expr) -> Option<u64> {
-    analyze::literal_text(e)?.parse().ok()
-}
-
 fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed, RouteError> {
     if occurrences.is_empty() {
         // No table: any node of the schema (SPEC §5.4).
         return Ok(ctx.plan_any(&ctx.s.nodes));
     }
+    // Only a schema with sqlMaxLimit pays for finding where the LIMIT goes.
+    let mut auto_limit = auto_limit(ctx, q, occurrences);
+    let at = auto_limit.and_then(|_| merge::limit_insertion_point(ctx.stmt));
+    if at.is_none() {
+        auto_limit = None;
+    }
+    let limited;
+    let merge_edits = ctx.edits.clone();
+    let ctx = match (auto_limit, at) {
+        (Some(n), Some(at)) => {
+            let mut edits = ctx.edits.clone();
+            edits.push(at..at, Replacement::Text(format!(" LIMIT {n}")));
+            limited = Ctx {
+                r: ctx.r,
+                s: ctx.s,
+                stmt: ctx.stmt,
+                edits,
+            };
+            &limited
+        }
+        _ => ctx,
+    };
     // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4).
     if let (Some(d), None) = (&ctx.s.default_node, ctx.table(&occurrences[0].name)) {
         return Ok(ctx.plan(BTreeSet::from([d.clone()]), true, OkMerge::Sum));
@@ -1291,7 +1260,19 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         _ => None,
     };
     let placements = placements(ctx, occurrences, selection, 1)?;
-    let nodes = match read_nodes(&placements)? {
+    let read = match read_nodes(&placements) {
+        Err(_) if !matches!(&*q.body, SetExpr::Select(_)) => {
+            return Err(RouteError::syntax(
+                "UNION / INTERSECT / EXCEPT over several dataNodes is not supported yet",
+            ));
+        }
+        Err(e) => match colocated_nodes(ctx, q, occurrences, &placements) {
+            Some(nodes) => ReadNodes::All(nodes),
+            None => return Err(e),
+        },
+        Ok(read) => read,
+    };
+    let nodes = match read {
         ReadNodes::AnyOf(nodes) => return Ok(ctx.plan_any(&nodes)),
         ReadNodes::All(nodes) => nodes,
     };
@@ -1318,79 +1299,267 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
             "an outer join with a global table or a derived table on its preserved side over several dataNodes is not supported yet",
         ));
     }
-    if let Some(what) = merge_needed(q) {
-        return Err(RouteError::syntax(format!(
-            "{what} over several dataNodes ({}) is not supported yet",
-            nodes.iter().cloned().collect::<Vec<_>>().join(",")
-        )));
-    }
-    // LIMIT without ORDER BY: any rows will do, so concatenate and cut. With an offset each
-    // node is asked for offset + count rows.
-    let limit = match &q.limit_clause {
-        None => None,
-        Some(LimitClause::LimitOffset {
-            limit: Some(l),
-            offset: None,
-            limit_by,
-        }) if limit_by.is_empty() => Some((
-            0,
-            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(LimitClause::LimitOffset {
-            limit: Some(l),
-            offset: Some(o),
-            limit_by,
-        }) if limit_by.is_empty() => Some((
-            literal_u64(&o.value).ok_or_else(|| RouteError::syntax("OFFSET must be a number"))?,
-            literal_u64(l).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(LimitClause::OffsetCommaLimit { offset, limit }) => Some((
-            literal_u64(offset)
-                .ok_or_else(|| RouteError::syntax("LIMIT offset must be a number"))?,
-            literal_u64(limit).ok_or_else(|| RouteError::syntax("LIMIT must be a number"))?,
-        )),
-        Some(_) => {
-            return Err(RouteError::syntax(
-                "this LIMIT form over several dataNodes is not supported",
-            ));
+    // The one sharded table's sharding column: groups keyed on it never span nodes.
+    let shard = {
+        let mut sharded = occurrences.iter().filter_map(|o| {
+            let t = ctx.table(&o.name)?;
+            let rule = t.rule.as_ref()?;
+            (t.kind != TableKind::Global).then_some((o, rule))
+        });
+        match (sharded.next(), sharded.next()) {
+            (Some((o, rule)), None) => Some(merge::ShardColumn {
+                column: &rule.column,
+                qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
+            }),
+            _ => None,
         }
     };
-    if let Some((offset, count)) = limit
-        && offset > 0
-    {
-        // Each node is asked for offset + count rows: the clause is replaced in the text.
-        let range = rewrite::limit_clause(ctx.stmt).ok_or_else(|| {
-            RouteError::syntax("this LIMIT form over several dataNodes is not supported")
-        })?;
-        let mut edits = ctx.edits.clone();
-        edits.push(
-            range,
-            Replacement::Text(format!("LIMIT {}", offset.saturating_add(count))),
-        );
-        let targets = nodes
-            .into_iter()
-            .map(|node| Target {
-                sql: Arc::from(edits.apply(ctx.stmt, ctx.database(&node))),
-                node,
+    let planned = merge::plan(
+        ctx.stmt,
+        q,
+        &merge_edits,
+        merge_edits.ranges(),
+        shard,
+        auto_limit,
+    )?;
+    let targets = nodes
+        .into_iter()
+        .map(|node| Target {
+            sql: Arc::from(planned.edits.apply(ctx.stmt, ctx.database(&node))),
+            node,
+        })
+        .collect();
+    let merge = planned.merge;
+    let trivial = merge.hidden == 0
+        && merge.node_order.is_empty()
+        && merge.grouping.is_none()
+        && merge.limit.is_none();
+    Ok(Routed::Plan(Plan {
+        targets,
+        read_only: true,
+        ok_merge: OkMerge::Sum,
+        merge: (!trivial).then_some(merge),
+        fallback: Vec::new(),
+        ddl: false,
+        host: HostHint::None,
+    }))
+}
+
+/// The nodes of a join whose non-global tables are co-located: every table is linked to the
+/// others by equalities (in ON or in WHERE, under AND) that keep matching rows on one node —
+/// an ER child's `joinKey` = its parent's `parentKey` (SPEC §5.12), or the sharding columns
+/// of two tables sharded by the same function over the same dataNodes. Each node then joins
+/// its own rows completely; the nodes asked are those every table may be on. `None` when the
+/// tables are not provably co-located (the join is refused).
+fn colocated_nodes(
+    ctx: &Ctx<'_>,
+    q: &Query,
+    occurrences: &[Occurrence],
+    placements: &[Placement<'_>],
+) -> Option<BTreeSet<String>> {
+    use sqlparser::ast::{JoinConstraint, JoinOperator as J};
+    let SetExpr::Select(select) = &*q.body else {
+        return None;
+    };
+    if placements.len() != occurrences.len() {
+        return None;
+    }
+    let members: Vec<usize> = (0..occurrences.len())
+        .filter(|&i| matches!(placements[i], Placement::Nodes(..)))
+        .collect();
+    if members.len() < 2 || members.iter().any(|&i| occurrences[i].depth != 1) {
+        return None;
+    }
+    let mut conditions: Vec<&Expr> = select.selection.iter().collect();
+    for t in &select.from {
+        for j in &t.joins {
+            let c = match &j.join_operator {
+                J::Join(c)
+                | J::Inner(c)
+                | J::Left(c)
+                | J::LeftOuter(c)
+                | J::Right(c)
+                | J::RightOuter(c)
+                | J::StraightJoin(c) => c,
+                _ => continue,
+            };
+            if let JoinConstraint::On(e) = c {
+                conditions.push(e);
+            }
+        }
+    }
+    let mut equalities = Vec::new();
+    let mut stack = conditions;
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Nested(inner) => stack.push(inner),
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::And,
+                right,
+            } => {
+                stack.push(left);
+                stack.push(right);
+            }
+            Expr::BinaryOp {
+                left,
+                op: sqlparser::ast::BinaryOperator::Eq,
+                right,
+            } => equalities.push((&**left, &**right)),
+            _ => {}
+        }
+    }
+    let tables: Vec<Option<&TableRoute>> = occurrences.iter().map(|o| ctx.table(&o.name)).collect();
+    // The columns that place a table's rows: its rule column, an ER joinKey, or a parentKey
+    // one of its children refers to.
+    let placing = |i: usize, column: &str| -> bool {
+        let Some(t) = tables[i] else { return false };
+        t.rule.as_ref().is_some_and(|r| r.column == column)
+            || matches!(&t.kind, TableKind::Child { join_key, .. } if join_key == column)
+            || tables.iter().flatten().any(|c| {
+                matches!(&c.kind, TableKind::Child { parent, parent_key, .. }
+                    if *parent == t.name && parent_key == column)
+            })
+    };
+    let column_of = |e: &Expr| -> Option<(usize, String)> {
+        let (qualifier, column) = match e {
+            Expr::Identifier(c) => (None, c.value.to_ascii_uppercase()),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => (
+                Some(&parts[parts.len() - 2].value),
+                parts[parts.len() - 1].value.to_ascii_uppercase(),
+            ),
+            _ => return None,
+        };
+        let candidates: Vec<usize> = members
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let o = &occurrences[i];
+                match qualifier {
+                    Some(q) => match &o.alias {
+                        Some(a) => a.eq_ignore_ascii_case(q),
+                        None => o.name.eq_ignore_ascii_case(q),
+                    },
+                    None => placing(i, &column),
+                }
             })
             .collect();
-        return Ok(Routed::Plan(Plan {
-            targets,
-            read_only: true,
-            ok_merge: OkMerge::Sum,
-            limit,
-            fallback: Vec::new(),
-            ddl: false,
-            host: HostHint::None,
-        }));
-    }
-    match ctx.plan(nodes, true, OkMerge::Sum) {
-        Routed::Plan(mut p) => {
-            p.limit = limit;
-            Ok(Routed::Plan(p))
+        match candidates.as_slice() {
+            [i] => Some((*i, column)),
+            _ => None,
         }
-        local => Ok(local),
+    };
+    let linked = |(a, x): &(usize, String), (b, y): &(usize, String)| -> bool {
+        let (Some(ta), Some(tb)) = (tables[*a], tables[*b]) else {
+            return false;
+        };
+        let er = |c: &TableRoute, ck: &str, p: &TableRoute, pk: &str| {
+            matches!(&c.kind, TableKind::Child { parent, join_key, parent_key }
+                if *parent == p.name && join_key == ck && parent_key == pk)
+        };
+        let same_rule = match (&ta.rule, &tb.rule) {
+            (Some(ra), Some(rb)) => {
+                ra.column == *x
+                    && rb.column == *y
+                    && Arc::ptr_eq(&ra.function, &rb.function)
+                    && ta.nodes == tb.nodes
+            }
+            _ => false,
+        };
+        er(ta, x, tb, y) || er(tb, y, ta, x) || same_rule
+    };
+    let mut root: Vec<usize> = (0..occurrences.len()).collect();
+    fn find(root: &mut [usize], mut i: usize) -> usize {
+        while root[i] != i {
+            root[i] = root[root[i]];
+            i = root[i];
+        }
+        i
     }
+    for (l, r) in equalities {
+        if let (Some(a), Some(b)) = (column_of(l), column_of(r))
+            && a.0 != b.0
+            && linked(&a, &b)
+        {
+            let (ra, rb) = (find(&mut root, a.0), find(&mut root, b.0));
+            root[ra] = rb;
+        }
+    }
+    let first = find(&mut root, members[0]);
+    if members.iter().any(|&i| find(&mut root, i) != first) {
+        return None;
+    }
+    let mut nodes: Option<BTreeSet<String>> = None;
+    for &i in &members {
+        let Placement::Nodes(_, set) = &placements[i] else {
+            continue;
+        };
+        nodes = Some(match nodes {
+            None => set.clone(),
+            Some(n) => &n & set,
+        });
+    }
+    let mut nodes = nodes?;
+    if nodes.is_empty() {
+        // No node can hold a matching pair: any one node answers (with no rows).
+        let Placement::Nodes(_, set) = &placements[members[0]] else {
+            return None;
+        };
+        nodes.insert(set.iter().next()?.clone());
+    }
+    for p in placements {
+        if let Placement::Global(g) = p
+            && nodes.iter().any(|n| !g.nodes.contains(n))
+        {
+            return None;
+        }
+    }
+    Some(nodes)
+}
+
+/// Mycat's auto-LIMIT (SPEC §5.11): `sqlMaxLimit` rows for a single-table SELECT without
+/// `LIMIT`, unless the table says `needAddLimit="false"` or the WHERE names its `primaryKey`.
+fn auto_limit(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Option<u64> {
+    let n = ctx.s.sql_max_limit?;
+    if q.limit_clause.is_some() || occurrences.len() != 1 {
+        return None;
+    }
+    let SetExpr::Select(select) = &*q.body else {
+        return None;
+    };
+    let Some(t) = ctx.table(&occurrences[0].name) else {
+        return Some(n);
+    };
+    if !t.need_add_limit {
+        return None;
+    }
+    if t.kind == TableKind::Global {
+        return Some(n);
+    }
+    match (&select.selection, &t.primary_key) {
+        (Some(w), Some(pk)) if mentions_column(w, pk) => None,
+        _ => Some(n),
+    }
+}
+
+/// Whether `e` refers to column `column` (upper-cased) anywhere.
+fn mentions_column(e: &Expr, column: &str) -> bool {
+    struct Find<'a>(&'a str);
+    impl Visitor for Find<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            let name = match e {
+                Expr::Identifier(i) => Some(&i.value),
+                Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
+                _ => None,
+            };
+            if name.is_some_and(|n| n.eq_ignore_ascii_case(self.0)) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    e.visit(&mut Find(column)).is_break()
 }
 
 /// Whether every join of the top-level FROM is an inner or cross join (comma joins included).
@@ -1548,7 +1717,24 @@ fn write(
             let Some(t) = ctx.table(&o.name) else {
                 continue;
             };
-            let Some(rule) = &t.rule else { continue };
+            // The column that places the row: the sharding column, or an ER child's joinKey.
+            let (column, message) = match (&t.kind, &t.rule) {
+                (TableKind::Child { join_key, .. }, _) => (
+                    join_key,
+                    format!(
+                        "Parent relevant column can't be updated {}->{join_key}",
+                        t.name
+                    ),
+                ),
+                (_, Some(rule)) => (
+                    &rule.column,
+                    format!(
+                        "Sharding column can't be updated {}->{}",
+                        t.name, rule.column
+                    ),
+                ),
+                _ => continue,
+            };
             for a in assignments {
                 let cols: Vec<String> = match &a.target {
                     sqlparser::ast::AssignmentTarget::ColumnName(n) => vec![n.to_string()],
@@ -1559,7 +1745,7 @@ fn write(
                 let hits = cols.iter().any(|c| {
                     c.rsplit('.')
                         .next()
-                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(&rule.column))
+                        .is_some_and(|c| scan::unquote(c).eq_ignore_ascii_case(column))
                 });
                 // Only a literal is safe: MySQL evaluates SET left to right, so `SET days = 2, id
                 // = days WHERE id = days` would move the row.
@@ -1567,12 +1753,9 @@ fn write(
                 if hits
                     && (multi_table
                         || !literal
-                        || !same_value_condition(selection, &rule.column, &a.value))
+                        || !same_value_condition(selection, column, &a.value))
                 {
-                    return Err(RouteError::syntax(format!(
-                        "Sharding column can't be updated {}->{}",
-                        t.name, rule.column
-                    )));
+                    return Err(RouteError::syntax(message));
                 }
             }
         }
@@ -1691,6 +1874,14 @@ fn insert_route(
             check_global_write(statement, &t.name)?;
             return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First));
         }
+        (
+            TableKind::Child {
+                parent,
+                join_key,
+                parent_key,
+            },
+            None,
+        ) => return parent_lookup(ctx, insert, t, parent, join_key, parent_key),
         (_, None) => return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::Sum)),
         (_, Some(rule)) => rule,
     };
@@ -1807,7 +1998,7 @@ fn insert_route(
         targets,
         read_only: false,
         ok_merge: OkMerge::Sum,
-        limit: None,
+        merge: None,
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
@@ -1816,6 +2007,112 @@ fn insert_route(
 
 /// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the
 /// expression's SQL text (so `NULL` is the text `NULL`, as in Mycat).
+/// An INSERT of one row into an ER child table whose node is its parent row's (SPEC §5.12).
+///
+/// Errors (Mycat's texts): several rows (`ChildTable multi insert not provided`), no joinKey
+/// value (`joinKey not provided`), a joinKey value that is not a literal.
+fn parent_lookup(
+    ctx: &Ctx<'_>,
+    insert: &sqlparser::ast::Insert,
+    t: &TableRoute,
+    parent: &str,
+    join_key: &str,
+    parent_key: &str,
+) -> Result<Routed, RouteError> {
+    let named = |n: &ObjectName| {
+        n.0.last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(join_key))
+    };
+    let missing = || {
+        RouteError::syntax(format!(
+            "joinKey not provided :{join_key},{} (ER child table {})",
+            ctx.stmt, t.name
+        ))
+    };
+    let value: &Expr = match &insert.source {
+        None => insert
+            .assignments
+            .iter()
+            .find_map(|a| match &a.target {
+                sqlparser::ast::AssignmentTarget::ColumnName(n) if named(n) => Some(&a.value),
+                _ => None,
+            })
+            .ok_or_else(missing)?,
+        Some(source) => {
+            let SetExpr::Values(values) = &*source.body else {
+                return Err(RouteError::syntax(format!(
+                    "INSERT ... SELECT into ER child table {} is not supported",
+                    t.name
+                )));
+            };
+            if values.rows.len() != 1 {
+                return Err(RouteError::syntax(format!(
+                    "ChildTable multi insert not provided (ER child table {} whose parent row must be looked up)",
+                    t.name
+                )));
+            }
+            let position = insert.columns.iter().position(named).ok_or_else(missing)?;
+            values.rows[0].get(position).ok_or_else(missing)?
+        }
+    };
+    let literal = match value {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) => n.clone(),
+            sqlparser::ast::Value::SingleQuotedString(s)
+            | sqlparser::ast::Value::DoubleQuotedString(s) => {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+            }
+            _ => return Err(missing()),
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => match &**expr {
+            Expr::Value(v) => match &v.value {
+                sqlparser::ast::Value::Number(n, _) => format!("-{n}"),
+                _ => return Err(missing()),
+            },
+            _ => return Err(missing()),
+        },
+        _ => {
+            return Err(RouteError::syntax(format!(
+                "the joinKey {join_key} of ER child table {} must be a literal to find its parent row",
+                t.name
+            )));
+        }
+    };
+    let parent_table = ctx
+        .table(parent)
+        .ok_or_else(|| unknown_table(parent, &ctx.s.name))?;
+    // Physical table names are taken in lower case, as Mycat does.
+    let probe = format!(
+        "SELECT 1 FROM `{}` WHERE `{}` = {literal} LIMIT 1",
+        parent.to_ascii_lowercase().replace('`', "``"),
+        parent_key.to_ascii_lowercase().replace('`', "``"),
+    );
+    let probe: Arc<str> = Arc::from(probe);
+    let nodes: BTreeSet<String> = parent_table.nodes.iter().cloned().collect();
+    Ok(Routed::Lookup(super::ParentLookup {
+        child: t.name.clone(),
+        parent: parent.to_string(),
+        probes: nodes
+            .iter()
+            .map(|n| Target {
+                node: n.clone(),
+                sql: probe.clone(),
+            })
+            .collect(),
+        inserts: nodes
+            .iter()
+            .map(|n| Target {
+                node: n.clone(),
+                sql: Arc::from(ctx.sql_for(n)),
+            })
+            .collect(),
+    }))
+}
+
 fn insert_value(e: &Expr) -> String {
     analyze::literal_text(e).unwrap_or_else(|| e.to_string())
 }

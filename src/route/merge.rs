@@ -1,0 +1,1158 @@
+//! Planning of a SELECT over several dataNodes: what each node must return so that the engine
+//! can combine the nodes' rows into exactly what one database holding all rows would return.
+//!
+//! The client's statement is kept as written; only these pieces change, by byte range:
+//! - extra columns after the select list: copies of sort and group keys that are not selected,
+//!   `WEIGHT_STRING(RTRIM(key))` for every key that may be a string (the merge then compares by
+//!   the node's collation), `SUM(x)` and `COUNT(x)` for each `AVG(x)`;
+//! - the `ORDER BY` each node sorts by (the group keys when groups span nodes);
+//! - `LIMIT m, n` becomes `LIMIT m + n` when the nodes' order is the final one, and is dropped
+//!   when every group is needed.
+//!
+//! What cannot be combined exactly is refused with an error naming it (`COUNT(DISTINCT)`,
+//! `GROUP_CONCAT`, aggregates inside expressions, `HAVING` over groups that span nodes):
+//! never a wrong answer.
+
+use std::ops::Range;
+
+use sqlparser::ast::{
+    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, LimitClause, OrderByKind,
+    OrderBySort, Query, SelectItem, SetExpr, Value,
+};
+use sqlparser::keywords::Keyword;
+use sqlparser::tokenizer::Token;
+
+use super::RouteError;
+use super::analyze;
+use super::plan::{Aggregate, ColumnRef, CompareOp, Grouping, Having, Merge, SortKey};
+use super::rewrite::{self, Edits, Replacement, is_keyword};
+
+/// Words that may follow `SELECT` before the select list.
+const MODIFIERS: &[&str] = &[
+    "ALL",
+    "DISTINCT",
+    "DISTINCTROW",
+    "HIGH_PRIORITY",
+    "STRAIGHT_JOIN",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "SQL_BUFFER_RESULT",
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+];
+
+/// Words that end the select list.
+const AFTER_SELECT_LIST: &[&str] = &[
+    "FROM",
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "WINDOW",
+    "ORDER",
+    "LIMIT",
+    "FOR",
+    "LOCK",
+    "INTO",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "PROCEDURE",
+];
+
+/// The sharding column of the one sharded table of a multi-node read, as a condition on column
+/// references: groups keyed on it never span nodes.
+pub(super) struct ShardColumn<'a> {
+    /// Upper-cased column name.
+    pub column: &'a str,
+    /// Names the table may be qualified by (its alias, or its name), compared case-insensitively.
+    pub qualifiers: Vec<String>,
+}
+
+impl ShardColumn<'_> {
+    fn is(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Identifier(i) => i.value.eq_ignore_ascii_case(self.column),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let n = parts.len();
+                parts[n - 1].value.eq_ignore_ascii_case(self.column)
+                    && self
+                        .qualifiers
+                        .iter()
+                        .any(|q| q.eq_ignore_ascii_case(&parts[n - 2].value))
+            }
+            Expr::Nested(e) => self.is(e),
+            _ => false,
+        }
+    }
+}
+
+/// The merge of a multi-node SELECT and the edits that make each node's statement serve it.
+pub(super) struct Planned {
+    pub merge: Merge,
+    pub edits: Edits,
+}
+
+/// The byte layout of a SELECT's top-level clauses, found with the tokenizer.
+struct Layout {
+    tokens: Vec<(Token, Range<usize>, usize)>,
+    /// Select list items (byte ranges, from their first to their last token).
+    items: Vec<Range<usize>>,
+    /// Where extra columns are inserted (just after the last item).
+    items_end: usize,
+    group: Vec<Range<usize>>,
+    /// The whole `HAVING ...` clause.
+    having: Option<Range<usize>>,
+    /// The whole `ORDER BY ...` clause and its items (without `ASC` / `DESC`).
+    order: Option<(Range<usize>, Vec<Range<usize>>)>,
+    limit: Option<Range<usize>>,
+    /// Where an `ORDER BY` goes when the statement has none.
+    tail: usize,
+}
+
+fn word_is(t: &Token, words: &[&str]) -> bool {
+    matches!(t, Token::Word(w) if w.quote_style.is_none()
+        && words.iter().any(|k| w.value.eq_ignore_ascii_case(k)))
+}
+
+impl Layout {
+    fn new(sql: &str) -> Option<Layout> {
+        let tokens = rewrite::tokens(sql)?;
+        let top: Vec<usize> = (0..tokens.len()).filter(|&i| tokens[i].2 == 0).collect();
+        let at = |k: usize| &tokens[top[k]];
+        let select = (0..top.len()).find(|&k| is_keyword(&at(k).0, Keyword::SELECT))?;
+        let mut k = select + 1;
+        while k < top.len() && word_is(&at(k).0, MODIFIERS) {
+            k += 1;
+        }
+        let list_start = top[k];
+        let list_end = (k..top.len())
+            .find(|&j| word_is(&at(j).0, AFTER_SELECT_LIST) || matches!(at(j).0, Token::SemiColon))
+            .map(|j| top[j])
+            .unwrap_or(tokens.len());
+        let byte = |i: usize| tokens.get(i).map(|t| t.1.start).unwrap_or(sql.len());
+        let items = split(&tokens, byte(list_start)..byte(list_end));
+        let items_end = items.last()?.end;
+        let find = |from: usize, w1: &str, w2: &str| {
+            (from..top.len().saturating_sub(1))
+                .find(|&j| word_is(&at(j).0, &[w1]) && word_is(&at(j + 1).0, &[w2]))
+        };
+        let clause_end = |from: usize, stops: &[&str]| {
+            (from..top.len())
+                .find(|&j| word_is(&at(j).0, stops) || matches!(at(j).0, Token::SemiColon))
+                .map(|j| top[j])
+                .unwrap_or(tokens.len())
+        };
+        let after_list = (k..top.len())
+            .find(|&j| top[j] >= list_end)
+            .unwrap_or(top.len());
+        let group = match find(after_list, "GROUP", "BY") {
+            Some(g) => split(
+                &tokens,
+                byte(top[g + 2])
+                    ..byte(clause_end(
+                        g + 2,
+                        &[
+                            "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO", "WITH",
+                        ],
+                    )),
+            ),
+            None => Vec::new(),
+        };
+        let having = (after_list..top.len())
+            .find(|&j| is_keyword(&at(j).0, Keyword::HAVING))
+            .and_then(|h| {
+                let end = clause_end(h + 1, &["WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO"]);
+                Some(at(h).1.start..tokens[..end].last()?.1.end)
+            });
+        let order = match find(after_list, "ORDER", "BY") {
+            Some(o) => {
+                let end = clause_end(o + 2, &["LIMIT", "FOR", "LOCK", "INTO"]);
+                let items = split(&tokens, byte(top[o + 2])..byte(end))
+                    .into_iter()
+                    .map(|r| {
+                        // Drop a trailing ASC / DESC.
+                        let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
+                        match last {
+                            Some(i)
+                                if i > 0
+                                    && (is_keyword(&tokens[i].0, Keyword::ASC)
+                                        || is_keyword(&tokens[i].0, Keyword::DESC)) =>
+                            {
+                                r.start..tokens[i - 1].1.end
+                            }
+                            _ => r,
+                        }
+                    })
+                    .collect();
+                let last = tokens[..end].last()?.1.end;
+                Some((tokens[top[o]].1.start..last, items))
+            }
+            None => None,
+        };
+        let limit = rewrite::limit_clause(sql);
+        let tail = match &limit {
+            Some(l) => l.start,
+            None => {
+                let stop =
+                    (after_list..top.len()).find(|&j| word_is(&at(j).0, &["FOR", "LOCK", "INTO"]));
+                match stop {
+                    Some(j) => at(j).1.start,
+                    None => {
+                        tokens
+                            .iter()
+                            .rev()
+                            .find(|t| !matches!(t.0, Token::SemiColon))?
+                            .1
+                            .end
+                    }
+                }
+            }
+        };
+        Some(Layout {
+            tokens,
+            items,
+            items_end,
+            group,
+            having,
+            order,
+            limit,
+            tail,
+        })
+    }
+
+    /// The tokens of `range`, normalised for comparing expressions as written (identifiers
+    /// unquoted and lower-cased).
+    fn normalized(&self, range: &Range<usize>) -> Vec<String> {
+        self.tokens
+            .iter()
+            .filter(|(_, r, _)| r.start >= range.start && r.end <= range.end)
+            .map(|(t, _, _)| match t {
+                Token::Word(w) => w.value.to_ascii_lowercase(),
+                t => t.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// Where a `LIMIT` goes in a SELECT that has none: before a top-level `FOR UPDATE` /
+/// `LOCK IN SHARE MODE` / `INTO`, else at the end. `None` when the statement cannot be laid out.
+pub(super) fn limit_insertion_point(sql: &str) -> Option<usize> {
+    Layout::new(sql).map(|l| l.tail)
+}
+
+/// Splits the tokens within `range` at the commas of its outermost level; each piece's byte
+/// range runs from its first to its last token.
+fn split(tokens: &[(Token, Range<usize>, usize)], range: Range<usize>) -> Vec<Range<usize>> {
+    let inside: Vec<&(Token, Range<usize>, usize)> = tokens
+        .iter()
+        .filter(|(_, r, _)| r.start >= range.start && r.end <= range.end)
+        .collect();
+    let Some(first) = inside.first() else {
+        return Vec::new();
+    };
+    let base = first.2;
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut end = 0;
+    for (t, r, d) in inside {
+        if *d == base && matches!(t, Token::Comma) {
+            if let Some(s) = start.take() {
+                out.push(s..end);
+            }
+            continue;
+        }
+        start.get_or_insert(r.start);
+        end = r.end;
+    }
+    if let Some(s) = start {
+        out.push(s..end);
+    }
+    out
+}
+
+/// One item of the select list as the merge sees it.
+struct Item {
+    /// The expression's text range (without its alias), `None` for `*` / `t.*`.
+    expr: Option<Range<usize>>,
+    alias: Option<String>,
+    aggregate: Option<AggregateCall>,
+    /// An aggregate somewhere inside the expression, not at its top.
+    nested_aggregate: bool,
+}
+
+/// `NAME(args)` of a mergeable aggregate, with the text range of its arguments.
+#[derive(Clone)]
+struct AggregateCall {
+    name: &'static str,
+    args: Range<usize>,
+}
+
+/// Names of aggregate functions (MySQL's), for finding aggregates anywhere in an expression.
+const AGGREGATE_NAMES: &[&str] = &[
+    "COUNT",
+    "SUM",
+    "MIN",
+    "MAX",
+    "AVG",
+    "GROUP_CONCAT",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+    "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG",
+];
+
+fn function_name(f: &sqlparser::ast::Function) -> String {
+    f.name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.to_ascii_uppercase())
+        .unwrap_or_default()
+}
+
+fn contains_aggregate(e: &Expr) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Find;
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e
+                && (AGGREGATE_NAMES.contains(&function_name(f).as_str()) || f.over.is_some())
+            {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    e.visit(&mut Find).is_break()
+}
+
+fn has_window_function(q: &Query) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Find;
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            match e {
+                Expr::Function(f) if f.over.is_some() => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    q.visit(&mut Find).is_break()
+}
+
+/// The planner's working state: the layout, the statement and the extra columns so far.
+struct Planner<'a> {
+    sql: &'a str,
+    layout: Layout,
+    items: Vec<Item>,
+    /// Extra columns (their SQL, without alias).
+    hidden: Vec<String>,
+    /// Byte ranges the per-node edits already change (schema qualifiers): text copied from
+    /// them would lose the edit.
+    edited: Vec<Range<usize>>,
+}
+
+impl<'a> Planner<'a> {
+    fn text(&self, r: &Range<usize>) -> Result<&'a str, RouteError> {
+        if self
+            .edited
+            .iter()
+            .any(|e| e.start < r.end && r.start < e.end)
+        {
+            return Err(RouteError::syntax(
+                "a schema-qualified column in ORDER BY / GROUP BY / an aggregate over several dataNodes is not supported: drop the schema qualifier",
+            ));
+        }
+        Ok(&self.sql[r.clone()])
+    }
+
+    fn add_hidden(&mut self, sql: String) -> ColumnRef {
+        if let Some(i) = self.hidden.iter().position(|h| *h == sql) {
+            return ColumnRef::Hidden(i);
+        }
+        self.hidden.push(sql);
+        ColumnRef::Hidden(self.hidden.len() - 1)
+    }
+
+    /// Whether item `i`'s position is known before the result arrives (no `*` before it).
+    fn fixed(&self, i: usize) -> bool {
+        self.items[..=i].iter().all(|it| it.expr.is_some())
+    }
+
+    /// The select-list item a key written as `key` (text `range`) denotes: a position
+    /// (`ORDER BY 2`), an alias, or the same expression as written in the list.
+    fn resolve(&self, key: &Expr, range: &Range<usize>, alias_first: bool) -> Option<usize> {
+        if let Expr::Value(v) = key
+            && let Value::Number(n, _) = &v.value
+        {
+            return n.parse::<usize>().ok().filter(|&n| n >= 1).map(|n| n - 1);
+        }
+        let by_alias = || match key {
+            Expr::Identifier(id) => self.items.iter().position(|it| {
+                it.alias
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(&id.value))
+            }),
+            _ => None,
+        };
+        let written = self.layout.normalized(range);
+        let by_text = || {
+            self.items.iter().position(|it| {
+                it.expr
+                    .as_ref()
+                    .is_some_and(|r| self.layout.normalized(r) == written)
+            })
+        };
+        if alias_first {
+            by_alias().or_else(by_text)
+        } else {
+            by_text().or_else(by_alias)
+        }
+    }
+
+    /// A sort or group key: the column holding it and its collation weight.
+    fn key(
+        &mut self,
+        key: &Expr,
+        range: &Range<usize>,
+        desc: bool,
+        alias_first: bool,
+    ) -> Result<SortKey, RouteError> {
+        let resolved = self.resolve(key, range, alias_first);
+        if let Some(i) = resolved {
+            if i >= self.items.len() && !self.items.iter().any(|it| it.expr.is_none()) {
+                return Err(RouteError {
+                    code: 1054,
+                    state: "42S22",
+                    message: format!(
+                        "Unknown column '{}' in 'order clause'",
+                        &self.sql[range.clone()]
+                    ),
+                });
+            }
+            // A position into `*` (or past it): the column is found at run time, its text is
+            // not known here, so no weight (a string key there is refused by the merge).
+            if i >= self.items.len() || !self.fixed(i) && self.items[i].expr.is_none() {
+                return Ok(SortKey {
+                    column: ColumnRef::Visible(i),
+                    weight: None,
+                    desc,
+                });
+            }
+            let expr = self.items[i].expr.clone().expect("not a wildcard");
+            let column = if self.fixed(i) {
+                ColumnRef::Visible(i)
+            } else {
+                self.add_hidden(self.text(&expr)?.to_string())
+            };
+            let aggregate = self.items[i].aggregate.clone();
+            let weight = self.weight(&expr, aggregate.as_ref())?;
+            return Ok(SortKey {
+                column,
+                weight,
+                desc,
+            });
+        }
+        if contains_aggregate(key) {
+            let call = aggregate_call(key, self)?;
+            return match call {
+                Some(call) => {
+                    let column = self.add_hidden(self.text(range)?.to_string());
+                    let weight = self.weight(range, Some(&call))?;
+                    Ok(SortKey {
+                        column,
+                        weight,
+                        desc,
+                    })
+                }
+                None => Err(unsupported_aggregate()),
+            };
+        }
+        let column = self.add_hidden(self.text(range)?.to_string());
+        let weight = self.weight(range, None)?;
+        Ok(SortKey {
+            column,
+            weight,
+            desc,
+        })
+    }
+
+    /// The weight column of the expression at `range`, unless it is surely not a string.
+    fn weight(
+        &mut self,
+        range: &Range<usize>,
+        aggregate: Option<&AggregateCall>,
+    ) -> Result<Option<ColumnRef>, RouteError> {
+        if aggregate.is_some_and(|a| matches!(a.name, "COUNT" | "SUM" | "AVG")) {
+            return Ok(None);
+        }
+        let text = self.text(range)?;
+        if text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-')
+        {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.add_hidden(format!("WEIGHT_STRING(RTRIM({text}))")),
+        ))
+    }
+
+    /// The aggregate entry for a select-list aggregate or a hidden one.
+    fn aggregate(&mut self, call: &AggregateCall, at: ColumnRef) -> Result<Aggregate, RouteError> {
+        let args = self.text(&call.args)?.to_string();
+        Ok(match call.name {
+            "COUNT" => Aggregate::Count,
+            "SUM" => Aggregate::Sum,
+            "MIN" | "MAX" => {
+                let whole = format!("{}({args})", call.name);
+                let weight = if args.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+                    None
+                } else {
+                    Some(self.add_hidden(format!("WEIGHT_STRING(RTRIM({whole}))")))
+                };
+                let _ = at;
+                if call.name == "MIN" {
+                    Aggregate::Min { weight }
+                } else {
+                    Aggregate::Max { weight }
+                }
+            }
+            "AVG" => Aggregate::Avg {
+                sum: self.add_hidden(format!("SUM({args})")),
+                count: self.add_hidden(format!("COUNT({args})")),
+            },
+            _ => unreachable!("only mergeable aggregates are planned"),
+        })
+    }
+}
+
+fn unsupported_aggregate() -> RouteError {
+    RouteError::syntax(
+        "an aggregate inside an expression, COUNT(DISTINCT ...), SUM/AVG(DISTINCT ...), GROUP_CONCAT and statistical aggregates over several dataNodes are not supported: group by the sharding column or route to one dataNode",
+    )
+}
+
+/// `Some` when `e` is exactly a mergeable aggregate call; `None` when it is another expression;
+/// an error when it is an aggregate that cannot be merged.
+fn aggregate_call(e: &Expr, p: &Planner<'_>) -> Result<Option<AggregateCall>, RouteError> {
+    let Expr::Function(f) = e else {
+        return Ok(None);
+    };
+    let name = function_name(f);
+    let Some(&name) = ["COUNT", "SUM", "MIN", "MAX", "AVG"]
+        .iter()
+        .find(|n| **n == name)
+    else {
+        return Ok(None);
+    };
+    let FunctionArguments::List(list) = &f.args else {
+        return Err(unsupported_aggregate());
+    };
+    let distinct = list.duplicate_treatment == Some(DuplicateTreatment::Distinct);
+    if f.over.is_some()
+        || f.filter.is_some()
+        || !f.within_group.is_empty()
+        || !list.clauses.is_empty()
+        || list.args.len() != 1
+        || (distinct && matches!(name, "COUNT" | "SUM" | "AVG"))
+    {
+        return Err(unsupported_aggregate());
+    }
+    // The argument text: between the call's outermost parentheses.
+    let args = call_args(p, e).ok_or_else(unsupported_aggregate)?;
+    Ok(Some(AggregateCall { name, args }))
+}
+
+/// The byte range inside the parentheses of the call `e`, found by its name's source span.
+fn call_args(p: &Planner<'_>, e: &Expr) -> Option<Range<usize>> {
+    let Expr::Function(f) = e else { return None };
+    let ident = f.name.0.last()?.as_ident()?;
+    let start = rewrite::offset(p.sql, ident.span.start)?;
+    let toks = &p.layout.tokens;
+    let i = toks.iter().position(|(_, r, _)| r.start == start)?;
+    let (Token::LParen, open, depth) = &toks.get(i + 1)? else {
+        return None;
+    };
+    let close = toks[i + 2..]
+        .iter()
+        .position(|(t, _, d)| matches!(t, Token::RParen) && d == depth)?
+        + i
+        + 2;
+    Some(open.end..toks[close].1.start)
+}
+
+/// Plans the merge of `q` over several dataNodes. `edited` are the byte ranges the per-node
+/// edits change; `shard` is the sharding column of the statement's one sharded table.
+///
+/// Errors: a construct whose per-node results cannot be combined exactly (1064, naming it).
+pub(super) fn plan(
+    sql: &str,
+    q: &Query,
+    edits: &Edits,
+    edited: Vec<Range<usize>>,
+    shard: Option<ShardColumn<'_>>,
+    auto_limit: Option<u64>,
+) -> Result<Planned, RouteError> {
+    let SetExpr::Select(select) = &*q.body else {
+        return Err(RouteError::syntax(
+            "UNION and other set operations over several dataNodes are not supported yet",
+        ));
+    };
+    if has_window_function(q) {
+        return Err(RouteError::syntax(
+            "window functions over several dataNodes are not supported",
+        ));
+    }
+    let layout = Layout::new(sql).ok_or_else(|| {
+        RouteError::syntax("this SELECT form over several dataNodes is not supported")
+    })?;
+    if layout.items.len() != select.projection.len() {
+        return Err(RouteError::syntax(
+            "this select list over several dataNodes is not supported",
+        ));
+    }
+    if select
+        .select_modifiers
+        .as_ref()
+        .is_some_and(|m| m.sql_calc_found_rows)
+    {
+        return Err(RouteError::syntax(
+            "SQL_CALC_FOUND_ROWS over several dataNodes is not supported",
+        ));
+    }
+    let mut p = Planner {
+        sql,
+        layout,
+        items: Vec::new(),
+        hidden: Vec::new(),
+        edited,
+    };
+    for (i, item) in select.projection.iter().enumerate() {
+        let range = p.layout.items[i].clone();
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (Some(e), None),
+            SelectItem::ExprWithAlias { expr, alias } => (Some(expr), Some(alias.value.clone())),
+            _ => (None, None),
+        };
+        let Some(expr) = expr else {
+            p.items.push(Item {
+                expr: None,
+                alias: None,
+                aggregate: None,
+                nested_aggregate: false,
+            });
+            continue;
+        };
+        let expr_range = if alias.is_some() {
+            // `expr [AS] alias`: the expression ends before the alias (and its AS).
+            let toks: Vec<&(Token, Range<usize>, usize)> = p
+                .layout
+                .tokens
+                .iter()
+                .filter(|(_, r, _)| r.start >= range.start && r.end <= range.end)
+                .collect();
+            let n = toks.len();
+            let cut = if n >= 3 && is_keyword(&toks[n - 2].0, Keyword::AS) {
+                n - 2
+            } else {
+                n - 1
+            };
+            if cut == 0 {
+                return Err(RouteError::syntax(
+                    "this select list over several dataNodes is not supported",
+                ));
+            }
+            range.start..toks[cut - 1].1.end
+        } else {
+            range
+        };
+        let aggregate = aggregate_call(expr, &p)?;
+        let nested_aggregate = aggregate.is_none() && contains_aggregate(expr);
+        p.items.push(Item {
+            expr: Some(expr_range),
+            alias,
+            aggregate,
+            nested_aggregate,
+        });
+    }
+
+    let group_exprs: &[Expr] = match &select.group_by {
+        GroupByExpr::Expressions(e, modifiers) if modifiers.is_empty() => e,
+        GroupByExpr::Expressions(..) | GroupByExpr::All(_) => {
+            return Err(RouteError::syntax(
+                "GROUP BY ... WITH ROLLUP over several dataNodes is not supported",
+            ));
+        }
+    };
+    if group_exprs.len() != p.layout.group.len() {
+        return Err(RouteError::syntax(
+            "this GROUP BY over several dataNodes is not supported",
+        ));
+    }
+    let distinct = match &select.distinct {
+        None | Some(Distinct::All) => false,
+        Some(Distinct::Distinct) => true,
+        Some(Distinct::On(_)) => {
+            return Err(RouteError::syntax("DISTINCT ON is not supported"));
+        }
+    };
+    let has_aggregates = p
+        .items
+        .iter()
+        .any(|i| i.aggregate.is_some() || i.nested_aggregate);
+    let grouped = !group_exprs.is_empty() || has_aggregates;
+
+    // Groups keyed on the sharding column never span nodes: the nodes' rows are final and only
+    // need ordering. So are DISTINCT rows that include the sharding column.
+    let local = shard.as_ref().is_some_and(|s| {
+        if !group_exprs.is_empty() {
+            group_exprs.iter().any(|g| s.is(g))
+        } else if distinct && !has_aggregates {
+            select.projection.iter().any(|it| match it {
+                SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => s.is(e),
+                _ => false,
+            })
+        } else {
+            false
+        }
+    });
+
+    let order_exprs: Vec<(&Expr, bool)> = match &q.order_by {
+        None => Vec::new(),
+        Some(o) => match &o.kind {
+            OrderByKind::Expressions(list) => list
+                .iter()
+                .map(|e| {
+                    if e.options.nulls_first.is_some() || e.with_fill.is_some() {
+                        return Err(RouteError::syntax("NULLS FIRST / LAST is not MySQL syntax"));
+                    }
+                    let desc = match &e.options.sort {
+                        Some(OrderBySort::Desc) => true,
+                        Some(OrderBySort::Asc) | None => false,
+                        Some(_) => {
+                            return Err(RouteError::syntax("this ORDER BY form is not supported"));
+                        }
+                    };
+                    Ok((&e.expr, desc))
+                })
+                .collect::<Result<_, _>>()?,
+            OrderByKind::All(_) => {
+                return Err(RouteError::syntax("ORDER BY ALL is not MySQL syntax"));
+            }
+        },
+    };
+    // `ORDER BY NULL` asks for no order (a MySQL idiom after GROUP BY).
+    let order_exprs: Vec<(&Expr, bool)> = if order_exprs.len() == 1
+        && matches!(order_exprs[0].0, Expr::Value(v) if matches!(v.value, Value::Null))
+    {
+        Vec::new()
+    } else {
+        order_exprs
+    };
+    let order_ranges: Vec<Range<usize>> = match &p.layout.order {
+        Some((_, items)) => items.clone(),
+        None => Vec::new(),
+    };
+    if !order_exprs.is_empty() && order_ranges.len() != order_exprs.len() {
+        return Err(RouteError::syntax(
+            "this ORDER BY over several dataNodes is not supported",
+        ));
+    }
+    let limit = limit_of(q)?.or(auto_limit.map(|n| (0, n)));
+
+    let mut merge = Merge {
+        hidden: 0,
+        node_order: Vec::new(),
+        grouping: None,
+        order: Vec::new(),
+        limit,
+    };
+    let mut new_order: Option<String> = None;
+    let mut having_edit: Option<Edits> = None;
+    // Whether each node may stop after offset + count rows.
+    let mut node_limit = true;
+
+    if !grouped && !distinct || local {
+        // Each node's rows are final: merge them in the client's order. GROUP BY without
+        // ORDER BY returns groups in key order on MariaDB, so that order is kept.
+        let mut keys = Vec::new();
+        for ((e, desc), r) in order_exprs.iter().zip(&order_ranges) {
+            keys.push(p.key(e, r, *desc, true)?);
+        }
+        if keys.is_empty() && !group_exprs.is_empty() {
+            let mut text = Vec::new();
+            for (g, r) in group_exprs.iter().zip(p.layout.group.clone()) {
+                keys.push(p.key(g, &r, false, false)?);
+                text.push(p.text(&r)?.to_string());
+            }
+            new_order = Some(text.join(", "));
+        }
+        merge.node_order = keys;
+    } else {
+        if distinct && grouped {
+            return Err(RouteError::syntax(
+                "SELECT DISTINCT with GROUP BY or aggregates over several dataNodes is not supported",
+            ));
+        }
+        if p.items.iter().any(|i| i.nested_aggregate) {
+            return Err(unsupported_aggregate());
+        }
+        // Group keys: GROUP BY items, or every selected column for DISTINCT.
+        let mut keys: Vec<SortKey> = Vec::new();
+        let mut key_text: Vec<String> = Vec::new();
+        if distinct {
+            if p.items.iter().any(|i| i.expr.is_none()) {
+                return Err(RouteError::syntax(
+                    "SELECT DISTINCT * over several dataNodes is not supported: name the columns",
+                ));
+            }
+            for i in 0..p.items.len() {
+                let r = p.items[i].expr.clone().expect("no wildcard");
+                let weight = p.weight(&r, None)?;
+                keys.push(SortKey {
+                    column: ColumnRef::Visible(i),
+                    weight,
+                    desc: false,
+                });
+                key_text.push((i + 1).to_string());
+            }
+        } else {
+            for (g, r) in group_exprs.iter().zip(p.layout.group.clone()) {
+                keys.push(p.key(g, &r, false, false)?);
+                key_text.push(p.text(&r)?.to_string());
+            }
+        }
+        let mut aggregates = Vec::new();
+        for i in 0..p.items.len() {
+            if let Some(call) = p.items[i].aggregate.clone() {
+                let column = if p.fixed(i) {
+                    ColumnRef::Visible(i)
+                } else {
+                    return Err(RouteError::syntax(
+                        "aggregates after * over several dataNodes are not supported: name the columns",
+                    ));
+                };
+                let a = p.aggregate(&call, column)?;
+                aggregates.push((column, a));
+            }
+        }
+        // HAVING applies to merged groups: evaluated by the merge, removed from the nodes'.
+        let having = match &select.having {
+            Some(h) => {
+                let range = p.layout.having.clone().ok_or_else(|| {
+                    RouteError::syntax("this HAVING over several dataNodes is not supported")
+                })?;
+                let h = having(&mut p, h, &mut aggregates)?;
+                let mut e = Edits::default();
+                e.push(range, Replacement::Text(String::new()));
+                having_edit = Some(e);
+                node_limit = false;
+                Some(h)
+            }
+            None => None,
+        };
+        // The client's order, over the merged groups.
+        let mut order = Vec::new();
+        for ((e, desc), r) in order_exprs.iter().zip(&order_ranges) {
+            let k = p.key(e, r, *desc, true)?;
+            if let ColumnRef::Hidden(_) = k.column
+                && let Some(call) = aggregate_call(e, &p)?
+                && !aggregates.iter().any(|(c, _)| *c == k.column)
+            {
+                let a = p.aggregate(&call, k.column)?;
+                aggregates.push((k.column, a));
+            } else if distinct && matches!(k.column, ColumnRef::Hidden(_)) {
+                return Err(RouteError::syntax(
+                    "SELECT DISTINCT ordered by a column it does not select over several dataNodes is not supported",
+                ));
+            }
+            order.push(k);
+        }
+        if keys.is_empty() {
+            // Aggregates without GROUP BY: one row per node, combined into one.
+            node_limit = false;
+        } else {
+            let in_keys = |k: &SortKey| keys.iter().any(|g| g.column == k.column);
+            if order.iter().all(in_keys) {
+                // The client's order is over group keys: the nodes sort by it (then by the
+                // other keys) and merged groups come out in final order.
+                let mut node_order = order.clone();
+                let mut text: Vec<String> = order_ranges
+                    .iter()
+                    .zip(&order_exprs)
+                    .map(|(r, (_, desc))| {
+                        Ok(format!(
+                            "{}{}",
+                            p.text(r)?,
+                            if *desc { " DESC" } else { "" }
+                        ))
+                    })
+                    .collect::<Result<_, RouteError>>()?;
+                for (k, t) in keys.iter().zip(&key_text) {
+                    if !node_order.iter().any(|o| o.column == k.column) {
+                        node_order.push(*k);
+                        text.push(t.clone());
+                    }
+                }
+                merge.node_order = node_order;
+                new_order = Some(text.join(", "));
+            } else {
+                merge.node_order = keys.clone();
+                merge.order = order;
+                new_order = Some(key_text.join(", "));
+                node_limit = false;
+            }
+        }
+        merge.grouping = Some(Grouping {
+            keys,
+            aggregates,
+            having,
+        });
+    }
+
+    // The edits: extra columns, the nodes' ORDER BY, their LIMIT.
+    let mut edits = edits.clone();
+    if !p.hidden.is_empty() {
+        let mut extra = String::new();
+        for (i, h) in p.hidden.iter().enumerate() {
+            extra.push_str(&format!(", {h} AS `__manx_{i}`"));
+        }
+        edits.push(
+            p.layout.items_end..p.layout.items_end,
+            Replacement::Text(extra),
+        );
+    }
+    if let Some(h) = having_edit {
+        for r in h.ranges() {
+            edits.push(r, Replacement::Text(String::new()));
+        }
+    }
+    // Text inserted where an ORDER BY / LIMIT would stand when the statement has none.
+    let mut tail = String::new();
+    if let Some(text) = new_order {
+        match &p.layout.order {
+            Some((range, _)) => {
+                edits.push(range.clone(), Replacement::Text(format!("ORDER BY {text}")))
+            }
+            None => tail.push_str(&format!(" ORDER BY {text}")),
+        }
+    }
+    match (merge.limit, p.layout.limit.clone()) {
+        (Some((offset, count)), Some(range)) => {
+            let text = if node_limit {
+                format!("LIMIT {}", offset.saturating_add(count))
+            } else {
+                String::new()
+            };
+            edits.push(range, Replacement::Text(text));
+        }
+        (Some((_, count)), None) if auto_limit.is_some() => {
+            if node_limit {
+                tail.push_str(&format!(" LIMIT {count}"));
+            }
+        }
+        (Some(_), None) => {
+            return Err(RouteError::syntax(
+                "this LIMIT form over several dataNodes is not supported",
+            ));
+        }
+        (None, _) => {}
+    }
+    if !tail.is_empty() {
+        tail.push(' ');
+        edits.push(p.layout.tail..p.layout.tail, Replacement::Text(tail));
+    }
+    merge.hidden = p.hidden.len();
+    Ok(Planned { merge, edits })
+}
+
+fn unsupported_having() -> RouteError {
+    RouteError::syntax(
+        "this HAVING over groups that span several dataNodes is not supported (only comparisons of aggregates or group columns with numbers, AND, OR, NOT, IS NULL): group by the sharding column or route to one dataNode",
+    )
+}
+
+/// The byte range of an expression made of identifiers or a function call, from its source
+/// spans (the call's closing parenthesis found by the tokens).
+fn expr_range(p: &Planner<'_>, e: &Expr) -> Option<Range<usize>> {
+    match e {
+        Expr::Identifier(i) => {
+            Some(rewrite::offset(p.sql, i.span.start)?..rewrite::offset(p.sql, i.span.end)?)
+        }
+        Expr::CompoundIdentifier(parts) => Some(
+            rewrite::offset(p.sql, parts.first()?.span.start)?
+                ..rewrite::offset(p.sql, parts.last()?.span.end)?,
+        ),
+        Expr::Function(f) => {
+            let ident = f.name.0.first()?.as_ident()?;
+            let start = rewrite::offset(p.sql, ident.span.start)?;
+            let args = call_args(p, e)?;
+            let close = p
+                .layout
+                .tokens
+                .iter()
+                .find(|(t, r, _)| r.start >= args.end && matches!(t, Token::RParen))?;
+            Some(start..close.1.end)
+        }
+        _ => None,
+    }
+}
+
+/// A HAVING operand: an aggregate (selected, or added as an extra column) or a selected column.
+fn having_operand(
+    p: &mut Planner<'_>,
+    e: &Expr,
+    aggregates: &mut Vec<(ColumnRef, Aggregate)>,
+) -> Result<ColumnRef, RouteError> {
+    let e = match e {
+        Expr::Nested(inner) => inner,
+        e => e,
+    };
+    let range = expr_range(p, e).ok_or_else(unsupported_having)?;
+    let call = aggregate_call(e, p)?;
+    if let Some(i) = p.resolve(e, &range, true)
+        && i < p.items.len()
+        && p.fixed(i)
+    {
+        return Ok(ColumnRef::Visible(i));
+    }
+    let Some(call) = call else {
+        return Err(unsupported_having());
+    };
+    let column = p.add_hidden(p.text(&range)?.to_string());
+    if !aggregates.iter().any(|(c, _)| *c == column) {
+        let a = p.aggregate(&call, column)?;
+        aggregates.push((column, a));
+    }
+    Ok(column)
+}
+
+/// A number literal's text (`12`, `-2.5`), or `None`.
+fn number_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => number_text(expr).map(|n| format!("-{n}")),
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Plus,
+            expr,
+        } => number_text(expr),
+        Expr::Nested(e) => number_text(e),
+        _ => None,
+    }
+}
+
+/// Plans `HAVING e` for merged groups.
+fn having(
+    p: &mut Planner<'_>,
+    e: &Expr,
+    aggregates: &mut Vec<(ColumnRef, Aggregate)>,
+) -> Result<Having, RouteError> {
+    use sqlparser::ast::{BinaryOperator as B, UnaryOperator};
+    Ok(match e {
+        Expr::Nested(inner) => having(p, inner, aggregates)?,
+        Expr::BinaryOp { left, op, right } => match op {
+            B::And => Having::And(
+                Box::new(having(p, left, aggregates)?),
+                Box::new(having(p, right, aggregates)?),
+            ),
+            B::Or => Having::Or(
+                Box::new(having(p, left, aggregates)?),
+                Box::new(having(p, right, aggregates)?),
+            ),
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq => {
+                let op = match op {
+                    B::Eq => CompareOp::Eq,
+                    B::NotEq => CompareOp::NotEq,
+                    B::Lt => CompareOp::Lt,
+                    B::LtEq => CompareOp::LtEq,
+                    B::Gt => CompareOp::Gt,
+                    _ => CompareOp::GtEq,
+                };
+                let flip = |op| match op {
+                    CompareOp::Lt => CompareOp::Gt,
+                    CompareOp::LtEq => CompareOp::GtEq,
+                    CompareOp::Gt => CompareOp::Lt,
+                    CompareOp::GtEq => CompareOp::LtEq,
+                    other => other,
+                };
+                match (number_text(left), number_text(right)) {
+                    (None, Some(number)) => Having::Compare {
+                        column: having_operand(p, left, aggregates)?,
+                        op,
+                        number,
+                    },
+                    (Some(number), None) => Having::Compare {
+                        column: having_operand(p, right, aggregates)?,
+                        op: flip(op),
+                        number,
+                    },
+                    _ => return Err(unsupported_having()),
+                }
+            }
+            _ => return Err(unsupported_having()),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Having::Not(Box::new(having(p, expr, aggregates)?)),
+        Expr::IsNull(inner) => Having::IsNull {
+            column: having_operand(p, inner, aggregates)?,
+            negated: false,
+        },
+        Expr::IsNotNull(inner) => Having::IsNull {
+            column: having_operand(p, inner, aggregates)?,
+            negated: true,
+        },
+        _ => return Err(unsupported_having()),
+    })
+}
+
+/// `LIMIT` as (offset, count), literal numbers only.
+fn limit_of(q: &Query) -> Result<Option<(u64, u64)>, RouteError> {
+    let number = |e: &Expr, what: &str| {
+        analyze::literal_text(e)
+            .and_then(|t| t.parse::<u64>().ok())
+            .ok_or_else(|| RouteError::syntax(format!("{what} must be a number")))
+    };
+    Ok(match &q.limit_clause {
+        None => None,
+        Some(LimitClause::LimitOffset {
+            limit: Some(l),
+            offset,
+            limit_by,
+        }) if limit_by.is_empty() => Some((
+            match offset {
+                Some(o) => number(&o.value, "OFFSET")?,
+                None => 0,
+            },
+            number(l, "LIMIT")?,
+        )),
+        Some(LimitClause::OffsetCommaLimit { offset, limit }) => {
+            Some((number(offset, "LIMIT offset")?, number(limit, "LIMIT")?))
+        }
+        Some(_) => {
+            return Err(RouteError::syntax(
+                "this LIMIT form over several dataNodes is not supported",
+            ));
+        }
+    })
+}
