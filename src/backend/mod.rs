@@ -121,6 +121,12 @@ pub trait BackendConn: Send + Sync {
 
     /// Runs one statement (text protocol) and returns its first result: an OK or a row stream.
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError>;
+
+    /// Describes a statement with `?` placeholders without running it: (number of parameters,
+    /// result columns). Used to answer a client's COM_STMT_PREPARE with real metadata.
+    ///
+    /// Errors: the server's error for a statement it cannot prepare.
+    async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError>;
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

@@ -235,6 +235,10 @@ impl BackendConn for PooledConn {
         Ok(())
     }
 
+    async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
+        describe(&mut self.conn.conn, sql).await
+    }
+
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let result = self
             .conn
@@ -266,6 +270,21 @@ impl BackendConn for PooledConn {
             rows: rows.boxed(),
         })
     }
+}
+
+/// `describe` for MySQL: COM_STMT_PREPARE, then COM_STMT_CLOSE so no server-side statement
+/// outlives the call.
+async fn describe(
+    conn: &mut mysql_async::Conn,
+    sql: &str,
+) -> Result<(usize, Vec<Column>), BackendError> {
+    let stmt = conn.prep(sql).await.map_err(convert_error)?;
+    let out = (
+        usize::from(stmt.num_params()),
+        stmt.columns().iter().map(convert_column).collect(),
+    );
+    conn.close(stmt).await.map_err(convert_error)?;
+    Ok(out)
 }
 
 fn convert_column(c: &mysql_async::Column) -> Column {

@@ -8,6 +8,10 @@
 //!   the new user's password or switching user, and a client that believes it has become
 //!   another (say, read-only) user must not go on as the first one.
 //!
+//! - `COM_STMT_RESET` (0x1A), which opensrv does not know (it would answer an error), becomes a
+//!   query the session answers with OK ([`STMT_RESET_QUERY`]): manx binds parameters at each
+//!   execution, so a prepared statement has nothing else to reset.
+//!
 //! Only command packets (sequence id 0) are looked at; everything else passes through as is.
 
 use std::io;
@@ -19,6 +23,10 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// The query text a `COM_RESET_CONNECTION` is turned into.
 pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
 
+/// The query text a `COM_STMT_RESET` is turned into.
+pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
+
+const COM_STMT_RESET: u8 = 0x1A;
 const COM_CHANGE_USER: u8 = 0x11;
 const COM_RESET_CONNECTION: u8 = 0x1F;
 const COM_QUERY: u8 = 0x03;
@@ -69,10 +77,18 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             let len = u32::from_le_bytes([self.input[0], self.input[1], self.input[2], 0]) as usize;
             let seq = self.input[3];
             let command = self.input[4];
-            if seq == 0 && command == COM_RESET_CONNECTION && len == 1 {
-                self.input.drain(..5);
+            let replacement = match (seq, command, len) {
+                (0, COM_RESET_CONNECTION, 1) => Some(RESET_QUERY),
+                (0, COM_STMT_RESET, 5) => Some(STMT_RESET_QUERY),
+                _ => None,
+            };
+            if let Some(query) = replacement {
+                if self.input.len() < 4 + len {
+                    return;
+                }
+                self.input.drain(..4 + len);
                 let mut payload = vec![COM_QUERY];
-                payload.extend_from_slice(RESET_QUERY.as_bytes());
+                payload.extend_from_slice(query.as_bytes());
                 self.output
                     .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
                 self.output.push(0);
@@ -160,5 +176,21 @@ mod tests {
             out, expected,
             "the change-user packet and what follows are not handed on"
         );
+    }
+
+    #[tokio::test]
+    async fn stmt_reset_becomes_a_query() {
+        let mut input = packet(0, &[0x1A, 7, 0, 0, 0]);
+        input.extend(packet(0, b"\x03SELECT 1"));
+        let mut out = Vec::new();
+        Commands::new(&input[..])
+            .read_to_end(&mut out)
+            .await
+            .unwrap();
+        let mut q = vec![0x03];
+        q.extend_from_slice(STMT_RESET_QUERY.as_bytes());
+        let mut expected = packet(0, &q);
+        expected.extend(packet(0, b"\x03SELECT 1"));
+        assert_eq!(out, expected);
     }
 }

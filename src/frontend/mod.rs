@@ -3,8 +3,10 @@
 //! without a backend (`SHOW DATABASES`, `USE`, ...).
 
 mod auth;
+mod binary;
 mod commands;
 mod error;
+mod prepared;
 mod session;
 pub mod tap;
 

@@ -25,10 +25,12 @@ use tokio::net::tcp::OwnedWriteHalf;
 
 use super::Server;
 use super::auth;
-use super::commands::{Commands, RESET_QUERY};
+use super::binary::Cell;
+use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY};
 use super::error::MysqlError;
+use super::prepared::{self, Prepared};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
-use crate::backend::{BackendConn, Column, OkInfo, Response, Value};
+use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
 use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, Routed};
@@ -56,6 +58,8 @@ pub async fn run(
         in_transaction: false,
         interrupted: None,
         pinned: HashMap::new(),
+        prepared: HashMap::new(),
+        next_statement: 1,
     };
     AsyncMysqlIntermediary::run_on(session, Commands::new(read), Tap::new(write, slot)).await
 }
@@ -89,6 +93,10 @@ struct Session {
     interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
+    /// Statements prepared by the client (COM_STMT_PREPARE), by statement id.
+    prepared: HashMap<u32, Prepared>,
+    /// The id the next prepared statement gets.
+    next_statement: u32,
 }
 
 impl Drop for Session {
@@ -350,6 +358,36 @@ impl Session {
         .await
     }
 
+    /// The result columns of a statement with `?` placeholders, for COM_STMT_PREPARE: described
+    /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
+    /// cannot be routed before its parameters are known, or returns no rows.
+    async fn describe(&mut self, sql: &str) -> Vec<Column> {
+        let Ok(Routed::Plan(plan)) = self.server.router.route(sql, self.schema.as_deref()) else {
+            return Vec::new();
+        };
+        let Some(target) = plan.targets.first() else {
+            return Vec::new();
+        };
+        let hidden = plan.merge.as_ref().map_or(0, |m| m.hidden);
+        let described = match self.pinned.get_mut(&target.node) {
+            Some(c) => c.describe(&target.sql).await,
+            None => match self.server.cluster.acquire(&target.node, true).await {
+                Ok(mut c) => c.describe(&target.sql).await,
+                Err(e) => Err(e.source),
+            },
+        };
+        match described {
+            Ok((_, mut columns)) => {
+                columns.truncate(columns.len().saturating_sub(hidden));
+                columns
+            }
+            Err(e) => {
+                tracing::debug!(connection = self.id, error = %e, "statement not described");
+                Vec::new()
+            }
+        }
+    }
+
     /// Finds the node of an ER child row's parent (SPEC §5.12): the parent's nodes are asked in
     /// order, on the session's pinned connection where it has one (so a parent inserted in the
     /// same transaction is found), and the INSERT is planned for the first that answers a row.
@@ -602,13 +640,7 @@ async fn stream_rows(
             }
             Ok(row) => {
                 for v in &row {
-                    match v {
-                        Value::Null => rw.write_col(None::<i8>)?,
-                        Value::Bytes(b) => rw.write_col(b.as_slice())?,
-                        Value::Int(i) => rw.write_col(*i)?,
-                        Value::UInt(u) => rw.write_col(*u)?,
-                        Value::Double(d) => rw.write_col(*d)?,
-                    }
+                    rw.write_col(Cell(v))?;
                 }
                 rw.end_row().await?;
             }
@@ -800,37 +832,89 @@ impl AsyncMysqlShim<Writer> for Session {
 
     async fn on_prepare<'a>(
         &'a mut self,
-        _query: &'a str,
+        query: &'a str,
         info: StatementMetaWriter<'a, Writer>,
     ) -> io::Result<()> {
-        let message = "prepared statements are not supported yet; use the text protocol";
-        self.slot.set(ErrPacket {
-            code: 1295,
-            state: "HY000".to_string(),
-            message: message.to_string(),
-        });
-        info.error(ErrorKind::ER_UNSUPPORTED_PS, message.as_bytes())
-            .await
+        let Some(placeholders) = crate::route::placeholders(query) else {
+            let e = MysqlError::new(1064, "42000", "the statement cannot be tokenized");
+            self.slot.set(ErrPacket::from(&e));
+            return info
+                .error(ErrorKind::ER_PARSE_ERROR, e.message.as_bytes())
+                .await;
+        };
+        let columns = self.describe(query).await;
+        let id = self.next_statement;
+        self.next_statement = self.next_statement.wrapping_add(1).max(1);
+        let params: Vec<WireColumn> = (0..placeholders.len())
+            .map(|_| WireColumn {
+                table: String::new(),
+                column: "?".to_string(),
+                coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+                colflags: ColumnFlags::empty(),
+            })
+            .collect();
+        let columns: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+        self.prepared.insert(
+            id,
+            Prepared {
+                sql: query.to_string(),
+                placeholders,
+            },
+        );
+        info.reply(id, &params, &columns).await
     }
 
     async fn on_execute<'a>(
         &'a mut self,
-        _id: u32,
-        _params: ParamParser<'a>,
+        id: u32,
+        params: ParamParser<'a>,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.error(
-            w,
-            MysqlError::new(
-                1243,
-                "HY000",
-                "Unknown prepared statement handler given to EXECUTE",
-            ),
-        )
-        .await
+        let Some(p) = self.prepared.get(&id) else {
+            return self
+                .error(
+                    w,
+                    MysqlError::new(
+                        1243,
+                        "HY000",
+                        format!(
+                            "Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"
+                        ),
+                    ),
+                )
+                .await;
+        };
+        // opensrv's parameter decoder panics on malformed input (an unknown type byte, a short
+        // packet): a bad client gets an error, never a dead task.
+        let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            params
+                .into_iter()
+                .map(prepared::literal)
+                .collect::<Result<Vec<String>, MysqlError>>()
+        }));
+        let literals = match decoded {
+            Ok(Ok(l)) if l.len() == p.placeholders.len() => l,
+            Ok(Err(e)) => return self.error(w, e).await,
+            _ => {
+                return self
+                    .error(
+                        w,
+                        MysqlError::new(
+                            1210,
+                            "HY000",
+                            "Incorrect arguments to mysqld_stmt_execute",
+                        ),
+                    )
+                    .await;
+            }
+        };
+        let sql = p.bind(&literals);
+        self.run_query(&sql, w).await
     }
 
-    async fn on_close<'a>(&'a mut self, _stmt: u32) {}
+    async fn on_close<'a>(&'a mut self, stmt: u32) {
+        self.prepared.remove(&stmt);
+    }
 
     async fn on_query<'a>(
         &'a mut self,
@@ -845,6 +929,17 @@ impl AsyncMysqlShim<Writer> for Session {
             self.autocommit = true;
             return self.ok(w, OkInfo::default()).await;
         }
+        if query == STMT_RESET_QUERY {
+            return self.ok(w, OkInfo::default()).await;
+        }
+        self.run_query(query, w).await
+    }
+}
+
+impl Session {
+    /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
+    /// bound), answering on `w`.
+    async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         let routed = self.server.router.route(query, self.schema.as_deref());
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         match routed {

@@ -27,6 +27,7 @@ pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
     ParentLookup, Plan, Routed, SortKey, Target,
 };
+pub use rewrite::placeholders;
 pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.

@@ -170,6 +170,18 @@ impl Cursor {
     }
 }
 
+/// Byte ranges of the `?` parameter placeholders of a statement, in order. `None` when the
+/// tokenizer fails.
+pub fn placeholders(sql: &str) -> Option<Vec<Range<usize>>> {
+    Some(
+        tokens(sql)?
+            .into_iter()
+            .filter(|(t, _, _)| matches!(t, Token::Placeholder(p) if p == "?"))
+            .map(|(_, r, _)| r)
+            .collect(),
+    )
+}
+
 /// Whether a token is the keyword `k`.
 pub fn is_keyword(t: &Token, k: Keyword) -> bool {
     matches!(t, Token::Word(w) if w.keyword == k)

@@ -1,0 +1,163 @@
+//! Server-side prepared statements (COM_STMT_PREPARE / EXECUTE / CLOSE). manx keeps the text
+//! and binds the parameters into it at each execution as SQL literals, so a `?` on the
+//! sharding column routes by its value exactly as the literal would, and a statement survives
+//! any change of backend connection (nothing is prepared on the backends).
+
+use std::ops::Range;
+
+use opensrv_mysql::{ColumnType, ParamValue, ValueInner};
+
+use super::error::MysqlError;
+
+/// A statement a client prepared.
+#[derive(Debug, Clone)]
+pub(super) struct Prepared {
+    pub sql: String,
+    /// Byte ranges of its `?` placeholders, in order.
+    pub placeholders: Vec<Range<usize>>,
+}
+
+impl Prepared {
+    /// The statement text with `literals` (one per placeholder, in order) in place of the `?`s.
+    pub fn bind(&self, literals: &[String]) -> String {
+        let mut out =
+            String::with_capacity(self.sql.len() + literals.iter().map(String::len).sum::<usize>());
+        let mut at = 0;
+        for (r, lit) in self.placeholders.iter().zip(literals) {
+            out.push_str(&self.sql[at..r.start]);
+            out.push_str(lit);
+            at = r.end;
+        }
+        out.push_str(&self.sql[at..]);
+        out
+    }
+}
+
+/// A quoted string literal that means `bytes` with MySQL's default escaping (backslash
+/// escapes on, as without `NO_BACKSLASH_ESCAPES`).
+fn quoted(bytes: &[u8]) -> Result<String, MysqlError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| {
+        MysqlError::new(
+            1300,
+            "HY000",
+            "Invalid utf8mb4 character string in a statement parameter (binary parameters are not supported yet)",
+        )
+    })?;
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('\'');
+    for ch in text.chars() {
+        match ch {
+            '\'' => out.push_str("''"),
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    Ok(out)
+}
+
+/// The binary DATE / DATETIME / TIMESTAMP encoding as a quoted literal.
+fn datetime_literal(b: &[u8]) -> Option<String> {
+    let year = u16::from_le_bytes([*b.first()?, *b.get(1)?]);
+    let (month, day) = (*b.get(2)?, *b.get(3)?);
+    let mut s = format!("'{year:04}-{month:02}-{day:02}");
+    if b.len() >= 7 {
+        s.push_str(&format!(" {:02}:{:02}:{:02}", b[4], b[5], b[6]));
+    }
+    if b.len() >= 11 {
+        let micros = u32::from_le_bytes([b[7], b[8], b[9], b[10]]);
+        s.push_str(&format!(".{micros:06}"));
+    }
+    s.push('\'');
+    Some(s)
+}
+
+/// The binary TIME encoding as a quoted literal.
+fn time_literal(b: &[u8]) -> Option<String> {
+    if b.is_empty() {
+        return Some("'00:00:00'".to_string());
+    }
+    let negative = *b.first()? == 1;
+    let days = u32::from_le_bytes([*b.get(1)?, *b.get(2)?, *b.get(3)?, *b.get(4)?]);
+    let (h, m, s) = (*b.get(5)?, *b.get(6)?, *b.get(7)?);
+    let hours = days * 24 + u32::from(h);
+    let mut out = format!(
+        "'{}{hours:02}:{m:02}:{s:02}",
+        if negative { "-" } else { "" }
+    );
+    if b.len() >= 12 {
+        let micros = u32::from_le_bytes([b[8], b[9], b[10], b[11]]);
+        out.push_str(&format!(".{micros:06}"));
+    }
+    out.push('\'');
+    Some(out)
+}
+
+/// One bound parameter as the SQL literal that means the same value.
+///
+/// Errors: a value that is not valid UTF-8 text (1300), a malformed temporal value (1210).
+pub(super) fn literal(p: ParamValue<'_>) -> Result<String, MysqlError> {
+    let malformed = || MysqlError::new(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute");
+    Ok(match p.value.into_inner() {
+        ValueInner::NULL => "NULL".to_string(),
+        ValueInner::Int(i) => i.to_string(),
+        ValueInner::UInt(u) => u.to_string(),
+        ValueInner::Double(d) => {
+            if d.is_finite() {
+                format!("{d:e}")
+            } else {
+                return Err(malformed());
+            }
+        }
+        ValueInner::Bytes(b) => match p.coltype {
+            // A DECIMAL parameter is sent as its text: kept a number when it is one.
+            ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_NEWDECIMAL
+                if !b.is_empty()
+                    && b.iter().all(|c| {
+                        c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
+                    }) =>
+            {
+                String::from_utf8_lossy(b).into_owned()
+            }
+            _ => quoted(b)?,
+        },
+        ValueInner::Date(b) | ValueInner::Datetime(b) => {
+            if b.is_empty() {
+                "'0000-00-00 00:00:00'".to_string()
+            } else {
+                datetime_literal(b).ok_or_else(malformed)?
+            }
+        }
+        ValueInner::Time(b) => time_literal(b).ok_or_else(malformed)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_bind_as_literals_in_place_of_placeholders() {
+        let sql = "SELECT * FROM t WHERE id = ? AND name = ? AND note = '?'";
+        let p = Prepared {
+            sql: sql.to_string(),
+            placeholders: crate::route::placeholders(sql).unwrap(),
+        };
+        assert_eq!(p.placeholders.len(), 2);
+        let bound = p.bind(&["7".to_string(), quoted(b"it's a \\ test").unwrap()]);
+        assert_eq!(
+            bound,
+            "SELECT * FROM t WHERE id = 7 AND name = 'it''s a \\\\ test' AND note = '?'"
+        );
+        assert_eq!(
+            datetime_literal(&[0xE8, 0x07, 2, 29, 13, 4, 5]).unwrap(),
+            "'2024-02-29 13:04:05'"
+        );
+        assert_eq!(
+            time_literal(&[1, 1, 0, 0, 0, 1, 0, 1]).unwrap(),
+            "'-25:00:01'"
+        );
+        assert!(quoted(&[0xFF, 0xFE]).is_err());
+    }
+}
