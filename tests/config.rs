@@ -314,3 +314,75 @@ fn crc32_slot_tables_get_their_own_slot_file() {
     let hotnews = &r.schema("TESTDB").unwrap().tables["HOTNEWS"];
     assert_eq!(hotnews.partition_of("4").unwrap(), 0);
 }
+
+#[test]
+fn datahost_failover_and_heartbeat_settings() {
+    // Defaults: Mycat's code defaults.
+    let c = Config::load(&repo()).unwrap();
+    let h = &c.data_hosts["localhost1"];
+    assert!(!h.temp_read_host_available && !h.not_switch);
+    assert_eq!((h.max_retry_count, h.slave_threshold), (3, 100));
+    assert_eq!(
+        (c.system.heartbeat_period_ms, c.system.heartbeat_timeout_ms),
+        (10_000, 30_000)
+    );
+    // Set, and acted on: no "accepted but not acted on" warning for them.
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            r#"slaveThreshold="100">"#,
+            r#"slaveThreshold="100" tempReadHostAvailable="1" maxRetryCount="5" notSwitch="1">"#,
+        )
+    });
+    std::fs::write(
+        dir.path().join("server.xml"),
+        std::fs::read_to_string(repo().join("server.xml")).unwrap().replace(
+            "<system>",
+            r#"<system><property name="dataNodeHeartbeatPeriod">500</property><property name="heartbeatTimeout">2000</property>"#,
+        ),
+    )
+    .unwrap();
+    let c = Config::load(dir.path()).unwrap();
+    let h = &c.data_hosts["localhost1"];
+    assert!(h.temp_read_host_available && h.not_switch);
+    assert_eq!(h.max_retry_count, 5);
+    assert_eq!(
+        (c.system.heartbeat_period_ms, c.system.heartbeat_timeout_ms),
+        (500, 2_000)
+    );
+    assert!(
+        !c.warnings.iter().any(|w| {
+            let m = w.to_string();
+            m.contains("tempReadHostAvailable")
+                || m.contains("maxRetryCount")
+                || m.contains("notSwitch")
+                || m.contains("slaveThreshold")
+                || m.contains("dataNodeHeartbeatPeriod")
+        }),
+        "{:?}",
+        c.warnings
+    );
+    // Bad values are errors naming the attribute.
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            r#"slaveThreshold="100">"#,
+            r#"slaveThreshold="100" tempReadHostAvailable="yes" maxRetryCount="0">"#,
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("tempReadHostAvailable 'yes' is not an integer")
+            && e.contains("maxRetryCount 0 is not between 1 and 1000"),
+        "{e}"
+    );
+    let dir = bundled_with("server.xml", |s| {
+        s.replace(
+            "<system>",
+            r#"<system><property name="dataNodeHeartbeatPeriod">soon</property>"#,
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("dataNodeHeartbeatPeriod 'soon' is not a positive number of milliseconds"),
+        "{e}"
+    );
+}

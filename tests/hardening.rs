@@ -108,19 +108,41 @@ async fn second_statements_and_backend_schemas_are_refused() {
     )
     .await;
     assert_eq!(code, 1049);
-    // Mycat annotations are refused rather than ignored.
+    // Mycat annotations are honoured, but what they carry passes the same reachability checks,
+    // and unknown or unsupported types are refused by name rather than ignored.
+    let (code, msg) = err(&mut c, "/*#mycat:dataNode=dn1*/ SELECT * FROM mysql.user").await;
+    assert_eq!(code, 1044, "{msg}");
     let (code, msg) = err(
         &mut c,
-        "/*#mycat:dataNode=dn1*/ UPDATE hotnews SET title = 'x'",
+        &format!(
+            "/*#mycat:dataNode=dn1*/ SELECT * FROM {}.travelrecord",
+            f.databases[1]
+        ),
+    )
+    .await;
+    assert_eq!(code, 1049, "{msg}");
+    let (code, msg) = err(
+        &mut c,
+        "/*#mycat:dataNode=dn1*/ SELECT LOAD_FILE('/etc/passwd')",
+    )
+    .await;
+    assert_eq!(code, 1227, "{msg}");
+    let (code, msg) = err(
+        &mut c,
+        "/*!mycat:catlet=io.mycat.catlets.ShareJoin*/ SELECT 1",
     )
     .await;
     assert_eq!(code, 1064);
     assert!(
-        msg.contains("Mycat annotation /*#mycat:dataNode=dn1*/"),
+        msg.contains("catlet") && msg.contains("not supported"),
         "{msg}"
     );
-    let (code, _) = err(&mut c, "/*!mycat:sql=select 1 from hotnews*/ SELECT 1").await;
+    let (code, msg) = err(&mut c, "/*!mycat:nosuch=1*/ SELECT 1").await;
     assert_eq!(code, 1064);
+    assert!(
+        msg.contains("unknown Mycat annotation type 'nosuch'"),
+        "{msg}"
+    );
     let n: Option<i64> = c
         .query_first("/*balance*/ SELECT COUNT(*) FROM hotnews WHERE id = 1")
         .await
@@ -452,9 +474,9 @@ async fn second_hunt_bypasses_are_closed() {
             "USER_PRIVILEGES",
         ),
         (
-            "/*mycat:dataNode=dn2*/ select * from travelrecord",
+            "/*mycat:dataNode=dn9*/ select * from travelrecord",
             1064,
-            "Mycat annotation",
+            "can't find hint datanode:dn9",
         ),
         ("EXPLAIN EXPLAIN select 1", 1064, "EXPLAIN of EXPLAIN"),
     ] {

@@ -143,6 +143,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// opened per source at start-up). Errors: the first connection that could not be opened.
     async fn warm_up(&self, connections: usize) -> Result<(), BackendError>;
 
+    /// A new connection opened beside the pool (not counted in `maxCon`), for the heartbeat:
+    /// a pool exhausted by clients must not make a healthy server look dead.
+    ///
+    /// Errors: `Closed` when the server cannot be reached, `Timeout` when the connect does not
+    /// finish in time, `Server` when it refuses the login.
+    async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError>;
+
+    /// Closes the pool's idle connections (after a failover away from this server, SPEC §4.7).
+    fn close_idle(&self);
+
     /// `host:port`, for messages and logs.
     fn address(&self) -> &str;
 }

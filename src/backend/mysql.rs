@@ -77,7 +77,9 @@ impl MysqlBackend {
 impl Backend for MysqlBackend {
     async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError> {
         match self.pool.get().await {
-            Ok(conn) => Ok(Box::new(PooledConn { conn })),
+            Ok(conn) => Ok(Box::new(PooledConn {
+                conn: Holder::Pooled(conn),
+            })),
             Err(PoolError::Backend(e)) => Err(e),
             Err(PoolError::Timeout(kind)) => Err(BackendError::Timeout(format!(
                 "no connection to {} within the time limit ({kind:?}): pool exhausted or server not answering",
@@ -103,6 +105,20 @@ impl Backend for MysqlBackend {
             }
         }
         Ok(())
+    }
+
+    async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError> {
+        use managed::Manager as _;
+        let conn = self.pool.manager().create().await?;
+        Ok(Box::new(PooledConn {
+            conn: Holder::Direct(conn),
+        }))
+    }
+
+    fn close_idle(&self) {
+        // Idle objects are the ones `retain` sees; connections in use are closed when they are
+        // returned and fail their recycle check, or when their holder drops them.
+        self.pool.retain(|_, _| false);
     }
 
     fn address(&self) -> &str {
@@ -175,7 +191,32 @@ impl managed::Manager for Manager {
 }
 
 struct PooledConn {
-    conn: managed::Object<Manager>,
+    conn: Holder,
+}
+
+/// A connection checked out of the pool, or one opened beside it ([`Backend::connect`]).
+enum Holder {
+    Pooled(managed::Object<Manager>),
+    Direct(Conn),
+}
+
+impl std::ops::Deref for Holder {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        match self {
+            Holder::Pooled(o) => o,
+            Holder::Direct(c) => c,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Holder {
+    fn deref_mut(&mut self) -> &mut Conn {
+        match self {
+            Holder::Pooled(o) => o,
+            Holder::Direct(c) => c,
+        }
+    }
 }
 
 #[async_trait]

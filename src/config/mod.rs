@@ -136,6 +136,12 @@ pub struct SystemConfig {
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
     pub mycat_version: MycatVersion,
+    /// `dataNodeHeartbeatPeriod` in milliseconds, default 10 000 (SPEC §3.2, §4.6): how often every
+    /// writeHost and readHost runs its dataHost's heartbeat statement.
+    pub heartbeat_period_ms: u64,
+    /// `heartbeatTimeout` in milliseconds (manx only, DECISIONS.md item 19), default 30 000, the
+    /// value Mycat hard-codes: a heartbeat not answered in time counts as a TIMEOUT failure.
+    pub heartbeat_timeout_ms: u64,
     /// Every property as written (trimmed, empty ones left out), for the features that read more.
     pub properties: BTreeMap<String, (String, Origin)>,
 }
@@ -244,8 +250,17 @@ pub struct DataHostConfig {
     pub write_type: i32,
     /// `switchType`, default -1 (Mycat's code default, DECISIONS.md item 6).
     pub switch_type: i32,
-    /// `slaveThreshold`, default -1.
+    /// `slaveThreshold`, default -1: with `switchType="2"`, replicas whose `Seconds_Behind_Master`
+    /// is not below it get no reads (SPEC §4.8); -1 turns the filter off.
     pub slave_threshold: i64,
+    /// `tempReadHostAvailable` > 0: readHosts stay readable while their writeHost is down
+    /// (SPEC §4.9). Default false.
+    pub temp_read_host_available: bool,
+    /// `maxRetryCount` [1.6.7], default 3: consecutive heartbeat failures before a host is
+    /// declared down (SPEC §4.6). At least 1.
+    pub max_retry_count: u32,
+    /// `notSwitch="1"` [1.6.7]: never fail over, whatever `switchType` says (SPEC §1.7).
+    pub not_switch: bool,
     pub db_type: DbType,
     pub db_driver: String,
     /// The heartbeat statement (may be empty).
@@ -420,6 +435,8 @@ impl Default for SystemConfig {
             bind_ip: "0.0.0.0".to_string(),
             charset: "utf8".to_string(),
             mycat_version: MycatVersion::V1_6_7_6,
+            heartbeat_period_ms: 10_000,
+            heartbeat_timeout_ms: 30_000,
             properties: BTreeMap::new(),
         }
     }

@@ -408,17 +408,12 @@ fn load_data_host(
             "dbDriver",
             "writeType",
             "switchType",
-        ],
-        &[
-            "balanceType",
             "slaveThreshold",
             "tempReadHostAvailable",
             "maxRetryCount",
             "notSwitch",
-            "filters",
-            "logTime",
-            "slaveIDs",
         ],
+        &["balanceType", "filters", "logTime", "slaveIDs"],
         warnings,
     );
     let name = h.attr("name").unwrap_or("").to_string();
@@ -458,6 +453,9 @@ fn load_data_host(
     let write_type = int_attr("writeType", Some(0));
     let switch_type = int_attr("switchType", Some(-1));
     let slave_threshold = int_attr("slaveThreshold", Some(-1));
+    // Mycat: `Integer.parseInt(value) > 0`; a non-integer fails start-up (SPEC §1.7).
+    let temp_read_host_available = int_attr("tempReadHostAvailable", Some(0)) > 0;
+    let max_retry_count = int_attr("maxRetryCount", Some(3));
     if max_con < 1 || min_con < 0 || min_con > max_con {
         errors.push(ConfigError::new(
             &h.origin,
@@ -465,6 +463,13 @@ fn load_data_host(
             format!(
                 "maxCon {max_con} / minCon {min_con}: need 0 <= minCon <= maxCon and maxCon >= 1"
             ),
+        ));
+    }
+    if !(1..=1_000).contains(&max_retry_count) {
+        errors.push(ConfigError::new(
+            &h.origin,
+            element.clone(),
+            format!("maxRetryCount {max_retry_count} is not between 1 and 1000"),
         ));
     }
     if !(0..=3).contains(&balance) {
@@ -539,6 +544,9 @@ fn load_data_host(
         write_type: write_type as i32,
         switch_type: switch_type as i32,
         slave_threshold,
+        temp_read_host_available,
+        max_retry_count: max_retry_count.clamp(1, 1_000) as u32,
+        not_switch: h.attr("notSwitch") == Some("1"),
         db_type,
         db_driver,
         heartbeat,

@@ -40,6 +40,20 @@ pub(super) fn load(
                     )),
                 },
                 "bindIp" => system.bind_ip = value.clone(),
+                "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
+                    Ok(ms) if ms > 0 => {
+                        if name == "heartbeatTimeout" {
+                            system.heartbeat_timeout_ms = ms;
+                        } else {
+                            system.heartbeat_period_ms = ms;
+                        }
+                    }
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("{name} '{value}' is not a positive number of milliseconds"),
+                    )),
+                },
                 "charset" => system.charset = value.clone(),
                 "mycatVersion" => match value.as_str() {
                     "1.6.5" => system.mycat_version = MycatVersion::V1_6_5,

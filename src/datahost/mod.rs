@@ -1,20 +1,37 @@
 //! The datahost layer: which physical server answers a statement for a dataNode.
 //!
-//! Each dataHost has its writeHosts (each with readHosts), one pool per physical server, and an
-//! active writeHost index. Routing calls [`Cluster::acquire`] with a dataNode and whether the
-//! statement only reads; the connection comes back with the dataNode's database selected.
+//! Each dataHost has its writeHosts (each with readHosts), one pool per physical server, a
+//! heartbeat per server ([`heartbeat`]) and an active writeHost index. Routing calls
+//! [`Cluster::acquire_for`] with a dataNode and an [`Intent`]; the connection comes back with the
+//! dataNode's database selected.
 //!
-//! Today every statement goes to the active writeHost (Mycat `balance="0"`); read/write
-//! splitting, heartbeats and failover build on this interface.
+//! Choice of server (SPEC §4.3-§4.5, DECISIONS.md items 11-12), per statement, from the
+//! servers' current heartbeat states:
+//! * [`Intent::Write`] (writes, `/*balance*/` and `db_type=master` reads, everything in a
+//!   transaction): the active writeHost (`writeType="0"`), or a random live writeHost
+//!   (`writeType="1"`);
+//! * [`Intent::Read`]: the dataHost's `balance` candidates ([`balance::read_candidates`]),
+//!   weighted by `weight`; the active writeHost when there are none;
+//! * [`Intent::Replica`] (`db_type=slave`): a live readHost; the active writeHost when none.
+//!
+//! A server its heartbeat marked down never receives a statement: when the only possible server
+//! is down the statement fails at once, naming it.
+
+mod balance;
+mod health;
+mod heartbeat;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::{Backend, BackendConn, BackendError};
-use crate::config::{Config, DataHostConfig, dnindex};
+use crate::config::{Config, DataHostConfig, HostConfig, dnindex};
+use balance::{SourceId, View, WriteView};
+use health::{Health, Status};
 
 /// Timeouts the datahost layer applies to backend connections.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +49,19 @@ impl Default for Timeouts {
             pool_wait: Duration::from_secs(10),
         }
     }
+}
+
+/// What a statement asks of a dataNode's dataHost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    /// The active writeHost: writes, statements inside a transaction, and reads forced to the
+    /// master by `/*balance*/` or `db_type=master` (DECISIONS.md item 11).
+    Write,
+    /// A read outside a transaction: spread over the servers the dataHost's `balance` allows.
+    Read,
+    /// A read that asked for a replica (`db_type=slave`, SPEC §6.4): a live readHost, whatever
+    /// `balance` says; the active writeHost when there is none.
+    Replica,
 }
 
 /// A failure to get a connection for a dataNode, naming the node and the server.
@@ -52,40 +82,108 @@ pub struct DatahostError {
 struct Source {
     name: String,
     backend: Arc<dyn Backend>,
+    health: Health,
+    weight: u32,
 }
 
-/// A `<dataHost>`: its writeHosts' pools and which one is active.
+/// A `<writeHost>` and its `<readHost>`s.
+#[derive(Debug)]
+struct WriteHost {
+    source: Source,
+    reads: Vec<Source>,
+}
+
+/// The `<dataHost>` attributes that steer host choice, heartbeat and failover.
+#[derive(Debug, Clone)]
+struct Policy {
+    balance: i32,
+    write_type: i32,
+    switch_type: i32,
+    slave_threshold: i64,
+    temp_read_host_available: bool,
+    max_retry_count: u32,
+    not_switch: bool,
+    heartbeat: String,
+}
+
+/// `dnindex.properties` as the running gateway keeps it: every dataHost's active index, written
+/// whole on every switch.
+#[derive(Debug)]
+struct DnIndex {
+    dir: PathBuf,
+    indexes: Mutex<BTreeMap<String, usize>>,
+}
+
+impl DnIndex {
+    /// Records `host`'s new active index and rewrites the file.
+    ///
+    /// Errors: the file cannot be written (the switch still holds in memory).
+    fn store(&self, host: &str, index: usize) -> std::io::Result<()> {
+        let mut indexes = self.indexes.lock().unwrap_or_else(|p| p.into_inner());
+        indexes.insert(host.to_string(), index);
+        dnindex::save(&self.dir, &indexes)
+    }
+}
+
+/// A `<dataHost>`: its servers' pools and health, and which writeHost is active.
 #[derive(Debug)]
 pub struct DataHost {
     name: String,
-    write_hosts: Vec<Source>,
+    write_hosts: Vec<WriteHost>,
     active: AtomicUsize,
     min_con: usize,
+    policy: Policy,
+    dnindex: Arc<DnIndex>,
+}
+
+fn source(h: &HostConfig, config: &DataHostConfig, timeouts: Timeouts) -> Source {
+    // Without a heartbeat statement nothing can tell a dead server from a live one; every
+    // server counts as alive, as Mycat treats an empty heartbeat (SPEC §1.8).
+    let initial = if config.heartbeat.is_empty() {
+        Status::Ok
+    } else {
+        Status::Init
+    };
+    Source {
+        name: h.name.clone(),
+        backend: Arc::new(MysqlBackend::new(MysqlSettings {
+            host: h.address.clone(),
+            port: h.port,
+            user: h.user.clone(),
+            password: h.password.clone(),
+            max_connections: config.max_con,
+            connect_timeout: timeouts.connect,
+            wait_timeout: timeouts.pool_wait,
+        })),
+        health: Health::new(initial),
+        weight: h.weight,
+    }
 }
 
 impl DataHost {
-    fn new(config: &DataHostConfig, timeouts: Timeouts) -> Self {
+    fn new(config: &DataHostConfig, timeouts: Timeouts, dnindex: Arc<DnIndex>) -> Self {
         let write_hosts = config
             .write_hosts
             .iter()
-            .map(|w| Source {
-                name: w.host.name.clone(),
-                backend: Arc::new(MysqlBackend::new(MysqlSettings {
-                    host: w.host.address.clone(),
-                    port: w.host.port,
-                    user: w.host.user.clone(),
-                    password: w.host.password.clone(),
-                    max_connections: config.max_con,
-                    connect_timeout: timeouts.connect,
-                    wait_timeout: timeouts.pool_wait,
-                })) as Arc<dyn Backend>,
+            .map(|w| WriteHost {
+                source: source(&w.host, config, timeouts),
+                reads: w
+                    .read_hosts
+                    .iter()
+                    .map(|r| source(r, config, timeouts))
+                    .collect(),
             })
             .collect();
-        if config.balance != 0 {
+        if config.heartbeat.is_empty() {
             tracing::warn!(
                 data_host = %config.name,
-                balance = config.balance,
-                "read/write splitting is not implemented yet: every statement goes to the active writeHost"
+                "no <heartbeat> statement: every server counts as alive and none is ever marked down"
+            );
+        }
+        if config.switch_type == 3 {
+            tracing::warn!(
+                data_host = %config.name,
+                "switchType=3: the Galera wsrep status is not checked; the heartbeat's success alone decides, as with switchType=1"
             );
         }
         tracing::info!(
@@ -93,6 +191,9 @@ impl DataHost {
             balance = config.balance,
             write_type = config.write_type,
             switch_type = config.switch_type,
+            slave_threshold = config.slave_threshold,
+            temp_read_host_available = config.temp_read_host_available,
+            max_retry_count = config.max_retry_count,
             "dataHost settings in effect"
         );
         DataHost {
@@ -100,11 +201,120 @@ impl DataHost {
             write_hosts,
             active: AtomicUsize::new(0),
             min_con: config.min_con,
+            policy: Policy {
+                balance: config.balance,
+                write_type: config.write_type,
+                switch_type: config.switch_type,
+                slave_threshold: config.slave_threshold,
+                temp_read_host_available: config.temp_read_host_available,
+                max_retry_count: config.max_retry_count,
+                not_switch: config.not_switch,
+                heartbeat: config.heartbeat.clone(),
+            },
+            dnindex,
         }
     }
 
+    fn active_index(&self) -> usize {
+        self.active.load(Ordering::Acquire) % self.write_hosts.len()
+    }
+
     fn active(&self) -> &Source {
-        &self.write_hosts[self.active.load(Ordering::Relaxed) % self.write_hosts.len()]
+        &self.write_hosts[self.active_index()].source
+    }
+
+    fn source(&self, id: SourceId) -> &Source {
+        let w = &self.write_hosts[id.write];
+        match id.read {
+            None => &w.source,
+            Some(r) => &w.reads[r],
+        }
+    }
+
+    /// Every server with its id, writeHosts first within each writeHost group.
+    fn sources(&self) -> impl Iterator<Item = (SourceId, &Source)> {
+        self.write_hosts.iter().enumerate().flat_map(|(w, wh)| {
+            std::iter::once((
+                SourceId {
+                    write: w,
+                    read: None,
+                },
+                &wh.source,
+            ))
+            .chain(wh.reads.iter().enumerate().map(move |(r, s)| {
+                (
+                    SourceId {
+                        write: w,
+                        read: Some(r),
+                    },
+                    s,
+                )
+            }))
+        })
+    }
+
+    /// The servers' states as selection sees them, with the `slaveThreshold` filter applied
+    /// (only with `switchType="2"` and a threshold other than -1, SPEC §4.3).
+    fn views(&self) -> Vec<WriteView> {
+        let lag_filter = self.policy.switch_type == 2 && self.policy.slave_threshold != -1;
+        let view = |s: &Source| View {
+            alive: s.health.alive(),
+            weight: s.weight,
+            lag_ok: !lag_filter
+                || s.health
+                    .lag()
+                    .is_some_and(|l| l < self.policy.slave_threshold),
+        };
+        self.write_hosts
+            .iter()
+            .map(|w| WriteView {
+                host: view(&w.source),
+                reads: w.reads.iter().map(view).collect(),
+            })
+            .collect()
+    }
+
+    /// The writeHost for a write: the active one (`writeType="0"`), or a random writeHost not
+    /// marked down (`writeType="1"`, SPEC §4.5; writeHost 0 when all are down).
+    fn write_source(&self) -> &Source {
+        if self.policy.write_type != 1 {
+            return self.active();
+        }
+        let up: Vec<&Source> = self
+            .write_hosts
+            .iter()
+            .map(|w| &w.source)
+            .filter(|s| !s.health.status().is_down())
+            .collect();
+        match balance::pick(&vec![0; up.len()], rand::random()) {
+            Some(i) => up[i],
+            None => &self.write_hosts[0].source,
+        }
+    }
+
+    /// The server for one statement of `intent` (see the module documentation), never
+    /// `excluded` among the read candidates (the server a read just failed to reach).
+    fn choose(&self, intent: Intent, excluded: Option<&Source>) -> &Source {
+        let candidates = match intent {
+            Intent::Write => return self.write_source(),
+            Intent::Read if self.policy.balance == 0 => return self.write_source(),
+            Intent::Read => balance::read_candidates(
+                self.policy.balance,
+                self.active_index(),
+                self.policy.temp_read_host_available,
+                &self.views(),
+            ),
+            Intent::Replica => balance::replica_candidates(&self.views()),
+        };
+        let candidates: Vec<_> = candidates
+            .into_iter()
+            .filter(|(id, _)| excluded.is_none_or(|x| !std::ptr::eq(self.source(*id), x)))
+            .collect();
+        let weights: Vec<u32> = candidates.iter().map(|(_, w)| *w).collect();
+        match balance::pick(&weights, rand::random()) {
+            Some(i) => self.source(candidates[i].0),
+            None => self.write_source(),
+        }
     }
 }
 
@@ -119,6 +329,9 @@ struct DataNode {
 pub struct Cluster {
     hosts: Vec<Arc<DataHost>>,
     nodes: BTreeMap<String, DataNode>,
+    heartbeat: heartbeat::Settings,
+    /// Heartbeat tasks were started (once per cluster).
+    beating: AtomicBool,
 }
 
 impl Cluster {
@@ -137,6 +350,10 @@ impl Cluster {
         })?;
         let mut hosts: BTreeMap<&str, Arc<DataHost>> = BTreeMap::new();
         let mut indexes = BTreeMap::new();
+        let store = Arc::new(DnIndex {
+            dir: config.dir.clone(),
+            indexes: Mutex::new(BTreeMap::new()),
+        });
         for h in config.data_hosts.values() {
             let index = stored.get(&h.name).copied().unwrap_or(0);
             if index >= h.write_hosts.len() {
@@ -156,12 +373,13 @@ impl Cluster {
                     h.name
                 ));
             }
-            let host = DataHost::new(h, timeouts);
+            let host = DataHost::new(h, timeouts, store.clone());
             host.active.store(index, Ordering::Relaxed);
             tracing::info!(data_host = %h.name, index, write_host = %h.write_hosts[index].host.name, "active writeHost");
             indexes.insert(h.name.clone(), index);
             hosts.insert(h.name.as_str(), Arc::new(host));
         }
+        *store.indexes.lock().unwrap_or_else(|p| p.into_inner()) = indexes.clone();
         if indexes != stored {
             dnindex::save(&config.dir, &indexes).map_err(|e| {
                 format!(
@@ -187,6 +405,11 @@ impl Cluster {
         Ok(Cluster {
             hosts: hosts.into_values().collect(),
             nodes,
+            heartbeat: heartbeat::Settings {
+                period: Duration::from_millis(config.system.heartbeat_period_ms),
+                timeout: Duration::from_millis(config.system.heartbeat_timeout_ms),
+            },
+            beating: AtomicBool::new(false),
         })
     }
 
@@ -209,17 +432,46 @@ impl Cluster {
         futures::future::join_all(tasks).await;
     }
 
-    /// A connection for `node` with its database selected. `read_only` states the statement's
-    /// intent (used by read/write splitting).
+    /// Starts one heartbeat task per server of every dataHost that has a heartbeat statement
+    /// (period `dataNodeHeartbeatPeriod`, timeout `heartbeatTimeout`). The tasks end when the
+    /// cluster is dropped; a second call does nothing. Must run inside a tokio runtime.
+    pub fn start_heartbeats(&self) {
+        if self.beating.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for h in &self.hosts {
+            heartbeat::spawn(h, self.heartbeat);
+        }
+    }
+
+    /// [`Cluster::acquire_for`] with [`Intent::Read`] when `read_only`, else [`Intent::Write`].
     ///
-    /// Errors: an unknown node, or the server cannot be reached / the pool has no free
-    /// connection in time / the database cannot be selected — naming node, host and address.
+    /// Errors: as [`Cluster::acquire_for`].
     pub async fn acquire(
         &self,
         node: &str,
         read_only: bool,
     ) -> Result<Box<dyn BackendConn>, DatahostError> {
-        let _ = read_only;
+        let intent = if read_only {
+            Intent::Read
+        } else {
+            Intent::Write
+        };
+        self.acquire_for(node, intent).await
+    }
+
+    /// A connection for `node` with its database selected, on the server `intent` calls for
+    /// (module documentation). A read whose server cannot be reached (refused, timed out, marked
+    /// down meanwhile) is tried once more on another eligible server; a write never is.
+    ///
+    /// Errors: an unknown node; the chosen server is marked down by its heartbeat (only when no
+    /// other server may take the statement); the server cannot be reached, the pool has no free
+    /// connection in time, or the database cannot be selected — naming node, host and address.
+    pub async fn acquire_for(
+        &self,
+        node: &str,
+        intent: Intent,
+    ) -> Result<Box<dyn BackendConn>, DatahostError> {
         let Some(n) = self.nodes.get(node) else {
             return Err(DatahostError {
                 node: node.to_string(),
@@ -229,16 +481,50 @@ impl Cluster {
                 source: BackendError::Other(format!("dataNode {node} is not configured")),
             });
         };
-        let source = n.host.active();
-        let fail = |source_err: BackendError| DatahostError {
-            node: node.to_string(),
-            data_host: n.host.name.clone(),
-            host: source.name.clone(),
-            address: source.backend.address().to_string(),
-            source: source_err,
+        let first = n.host.choose(intent, None);
+        let e = match connect(node, n, first).await {
+            Ok(conn) => return Ok(conn),
+            Err(e) => e,
         };
-        let mut conn = source.backend.acquire().await.map_err(fail)?;
-        conn.select_database(&n.database).await.map_err(fail)?;
-        Ok(conn)
+        // A read outside a transaction that cannot reach its server is tried once on another
+        // eligible one (a replica that just died, before its heartbeat marks it down). Writes
+        // are never retried silently.
+        if intent == Intent::Write || e.source.server_error().is_some() {
+            return Err(e);
+        }
+        let second = n.host.choose(intent, Some(first));
+        if std::ptr::eq(first, second) {
+            return Err(e);
+        }
+        tracing::warn!(node, error = %e, next = %second.name, "read retried on another server");
+        connect(node, n, second).await
     }
+}
+
+/// A connection to `source` for dataNode `n`, its database selected.
+///
+/// Errors: `source` is marked down, cannot be reached, has no free connection in time, or
+/// cannot select the database; the error names node, dataHost, server and address.
+async fn connect(
+    node: &str,
+    n: &DataNode,
+    source: &Source,
+) -> Result<Box<dyn BackendConn>, DatahostError> {
+    let fail = |source_err: BackendError| DatahostError {
+        node: node.to_string(),
+        data_host: n.host.name.clone(),
+        host: source.name.clone(),
+        address: source.backend.address().to_string(),
+        source: source_err,
+    };
+    let status = source.health.status();
+    if status.is_down() {
+        return Err(fail(BackendError::Closed(format!(
+            "the server is marked down by its heartbeat ({status:?} for {} ms)",
+            source.health.since().elapsed().as_millis()
+        ))));
+    }
+    let mut conn = source.backend.acquire().await.map_err(fail)?;
+    conn.select_database(&n.database).await.map_err(fail)?;
+    Ok(conn)
 }

@@ -62,6 +62,7 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
+        self.cluster.start_heartbeats();
         let warm = self.clone();
         tokio::spawn(async move { warm.cluster.warm_up().await });
         loop {

@@ -31,8 +31,9 @@ use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
+use crate::datahost::Intent;
 use crate::engine::{self, Output};
-use crate::route::{Local, OkMerge, ParentLookup, Plan, Routed, SessionSet};
+use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, Routed, SessionSet};
 
 type Writer = Tap<OwnedWriteHalf>;
 
@@ -119,6 +120,17 @@ impl Drop for Session {
                 }
             });
         }
+    }
+}
+
+/// Which server a statement outside a transaction asks for: writes and master-forced reads the
+/// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
+/// transaction every statement uses its pinned writeHost connection, DECISIONS.md item 12.)
+fn intent(plan: &Plan) -> Intent {
+    match (plan.read_only, plan.host) {
+        (false, _) | (true, HostHint::Master) => Intent::Write,
+        (true, HostHint::Slave) => Intent::Replica,
+        (true, HostHint::None) => Intent::Read,
     }
 }
 
@@ -486,7 +498,7 @@ impl Session {
         let hidden = plan.merge.as_ref().map_or(0, |m| m.hidden);
         let described = match self.pinned.get_mut(&target.node) {
             Some(c) => c.describe(&target.sql).await,
-            None => match self.server.cluster.acquire(&target.node, true).await {
+            None => match self.server.cluster.acquire(&target.node, false).await {
                 Ok(mut c) => match Self::apply_state(&self.state, c.as_mut(), &target.node).await {
                     Ok(()) => c.describe(&target.sql).await,
                     Err(e) => Err(crate::backend::BackendError::Other(e.message)),
@@ -554,6 +566,7 @@ impl Session {
                     merge: None,
                     fallback: Vec::new(),
                     ddl: false,
+                    host: HostHint::None,
                 });
             }
         }
@@ -604,7 +617,11 @@ impl Session {
         if !plan.fallback.is_empty() && !self.pinned.contains_key(&plan.targets[0].node) {
             let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
             loop {
-                match server.cluster.acquire(&plan.targets[0].node, true).await {
+                match server
+                    .cluster
+                    .acquire_for(&plan.targets[0].node, intent(&plan))
+                    .await
+                {
                     Ok(c) => {
                         fresh.push(c);
                         break;
@@ -645,7 +662,7 @@ impl Session {
             let acquired = futures::future::join_all(
                 plan.targets
                     .iter()
-                    .map(|t| server.cluster.acquire(&t.node, plan.read_only)),
+                    .map(|t| server.cluster.acquire_for(&t.node, intent(&plan))),
             )
             .await;
             for a in acquired {

@@ -24,8 +24,8 @@ use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
 pub use plan::{
-    Aggregate, ColumnRef, CompareOp, Grouping, Having, Local, Merge, OkMerge, ParentLookup, Plan,
-    Routed, SessionSet, SortKey, Target,
+    Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
+    ParentLookup, Plan, Routed, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
 pub use statement::like;

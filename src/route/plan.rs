@@ -21,6 +21,21 @@ pub enum OkMerge {
     First,
 }
 
+/// Which server of each dataNode's dataHost a hint asked for (SPEC §6.4, §6.5; DECISIONS.md
+/// items 11-12). Inside a transaction every statement uses the transaction's writeHost
+/// connection whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HostHint {
+    /// No hint: reads follow the dataHost's `balance`, writes go to the active writeHost.
+    #[default]
+    None,
+    /// `/*balance*/`, `/*#mycat:db_type=master*/`: the active writeHost, even for a read.
+    Master,
+    /// `/*#mycat:db_type=slave*/`: a read goes to a readHost whatever `balance` says (ignored for
+    /// writes, as in Mycat).
+    Slave,
+}
+
 /// A routed statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
@@ -37,6 +52,8 @@ pub struct Plan {
     pub fallback: Vec<Target>,
     /// DDL: commits an open transaction first, as MySQL does, and never runs inside one.
     pub ddl: bool,
+    /// The server a hint asked for; [`HostHint::None`] without one.
+    pub host: HostHint,
 }
 
 /// A column of the nodes' results, by position. The statement sent to each node may carry extra

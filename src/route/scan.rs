@@ -102,9 +102,9 @@ mod tests {
     }
 }
 
-/// A Mycat annotation at the start of the statement (`/*!mycat:...*/`, `/*#mycat:...*/`), which
-/// the gateway does not act on yet; `None` for other comments. `/*balance*/` is not reported:
-/// it asks for the writeHost, which serves every statement today.
+/// A Mycat annotation at the start of the statement (`/*!mycat:...*/`, `/*#mycat:...*/`): the
+/// comment's text (to its first `*/`, or to the end when unterminated); `None` for other
+/// comments, `/*balance*/` included.
 pub fn mycat_hint(sql: &str) -> Option<&str> {
     let s = sql.trim_start();
     let body = s.strip_prefix("/*")?;
@@ -122,6 +122,59 @@ pub fn mycat_hint(sql: &str) -> Option<&str> {
         return Some(&s[..end]);
     }
     None
+}
+
+/// A parsed Mycat annotation (SPEC §6.1, 1.6.7 form: the whole body is one `type=value` pair).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Annotation<'a> {
+    /// The comment as written (`/*!mycat:dataNode=dn1*/`), for messages.
+    pub text: &'a str,
+    /// The hint type, trimmed and lower-cased (`datanode`, `db_type`, `sql`, ...).
+    pub kind: String,
+    /// The value, trimmed, one pair of surrounding single quotes removed.
+    pub value: &'a str,
+    /// The real statement: everything after the comment, trimmed.
+    pub statement: &'a str,
+}
+
+/// Parses the Mycat annotation at the start of `sql`; `None` when there is none.
+///
+/// Errors (Mycat's 1064 cases): the comment is not closed, its body has no `type=value` pair,
+/// or the value is empty.
+pub fn annotation(sql: &str) -> Option<Result<Annotation<'_>, String>> {
+    let text = mycat_hint(sql)?;
+    let shape = || {
+        format!(
+            "comment in sql must meet :/*!mycat:type=value*/ or /*#mycat:type=value*/ or /*mycat:type=value*/: {text}"
+        )
+    };
+    let Some(inner) = text.strip_suffix("*/").filter(|_| text.len() >= 4) else {
+        return Some(Err(shape()));
+    };
+    let Some(colon) = inner.find(':') else {
+        return Some(Err(shape()));
+    };
+    let body = inner[colon + 1..].trim();
+    let eq = match body.find('=') {
+        Some(i) if i > 0 => i,
+        _ => return Some(Err(shape())),
+    };
+    let kind = body[..eq].trim().to_ascii_lowercase();
+    let value = body[eq + 1..].trim();
+    let value = value
+        .strip_prefix('\'')
+        .and_then(|v| v.strip_suffix('\''))
+        .unwrap_or(value);
+    if value.is_empty() || kind.is_empty() {
+        return Some(Err(shape()));
+    }
+    let rest = &sql.trim_start()[text.len()..];
+    Some(Ok(Annotation {
+        text,
+        kind,
+        value,
+        statement: rest.trim(),
+    }))
 }
 
 /// Whether the statement holds a MariaDB executable comment (`/*M!...*/`) outside quotes: the
@@ -223,6 +276,33 @@ mod more_tests {
             Some("/* #mycat:db_type=master */")
         );
         assert_eq!(mycat_hint("/*balance*/ select 1"), None);
+        let a = annotation(" /*!mycat: DataNode = 'dn1' */ select 1 ")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (a.kind.as_str(), a.value, a.statement),
+            ("datanode", "dn1", "select 1")
+        );
+        let a = annotation("/*#mycat:sql=select * from t where id = 1, 2*/ call p()")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (a.kind.as_str(), a.value, a.statement),
+            ("sql", "select * from t where id = 1, 2", "call p()")
+        );
+        assert!(annotation("/*!mycat:dataNode*/ select 1").unwrap().is_err());
+        assert!(annotation("/*!mycat:=dn1*/ select 1").unwrap().is_err());
+        assert!(
+            annotation("/*!mycat:dataNode=''*/ select 1")
+                .unwrap()
+                .is_err()
+        );
+        assert!(
+            annotation("/*!mycat:dataNode=dn1 select 1")
+                .unwrap()
+                .is_err()
+        );
+        assert!(annotation("/* plain */ select 1").is_none());
         assert_eq!(words_before_comment("COMMIT /* done */"), ["COMMIT"]);
         assert_eq!(
             words_before_comment("rollback work -- undo"),

@@ -17,7 +17,8 @@ use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::{
-    Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SessionSet, TableRoute, Target,
+    HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SessionSet,
+    TableRoute, Target,
 };
 use crate::config::TableKind;
 
@@ -32,12 +33,12 @@ const SYSTEM_SCHEMAS: &[&str] = &["information_schema", "mysql", "performance_sc
 const MAX_OPERATORS: usize = 4_000;
 
 pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
-    // Mycat annotations change where a statement goes; running it elsewhere silently would be
-    // wrong, so an annotation manx does not act on yet is refused (DECISIONS.md item 13).
-    if let Some(hint) = scan::mycat_hint(sql) {
-        return Err(RouteError::syntax(format!(
-            "Mycat annotation {hint} is not supported yet"
-        )));
+    if let Some(annotation) = scan::annotation(sql) {
+        return annotated(r, annotation.map_err(RouteError::syntax)?, schema);
+    }
+    // `/*balance*/` forces the active writeHost (DECISIONS.md item 11; not Mycat's meaning).
+    if let Some(rest) = sql.trim_start().strip_prefix("/*balance*/") {
+        return Ok(with_host(route(r, rest, schema)?, HostHint::Master));
     }
     let stmt = scan::strip(sql);
     if stmt.is_empty() {
@@ -107,6 +108,7 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
                     merge: None,
                     fallback: Vec::new(),
                     ddl: false,
+                    host: HostHint::None,
                 }))),
                 Routed::Local(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
@@ -126,6 +128,184 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
         }
         _ => parsed(r, stmt, schema),
     }
+}
+
+/// A statement behind a Mycat annotation (SPEC §6; DECISIONS.md items 11-13):
+/// * `db_type=master|slave`: the statement is routed as usual, then served by the active
+///   writeHost or a readHost;
+/// * `dataNode=dn`: the statement goes unchanged to `dn`, which must be a dataNode of the current
+///   schema (Mycat accepts any configured node; manx keeps users inside the schemas they may use);
+/// * `sql=<statement>`: the statement goes unchanged to the nodes `<statement>` routes to. Unlike
+///   Mycat, the real statement's own kind decides read or write: a write is never sent to a
+///   readHost because the routing statement was a SELECT.
+///
+/// Statements sent unchanged still pass the gateway's reachability checks (no other physical
+/// database, no backend schema, no file access), must parse, and must be a query, INSERT,
+/// UPDATE, DELETE, table DDL or CALL (`SHOW`/`DESC` are checked by routing them as usual).
+///
+/// Errors: 1064 naming the hint for unknown or unsupported types (`schema`, `catlet`), unknown
+/// values and nodes, and whatever routing the statement gives.
+fn annotated(
+    r: &Router,
+    a: scan::Annotation<'_>,
+    schema: Option<&str>,
+) -> Result<Routed, RouteError> {
+    match a.kind.as_str() {
+        "db_type" => {
+            let host = if a.value.eq_ignore_ascii_case("master") {
+                HostHint::Master
+            } else if a.value.eq_ignore_ascii_case("slave") {
+                HostHint::Slave
+            } else {
+                return Err(RouteError::syntax(format!(
+                    "db_type must be master or slave: {}",
+                    a.text
+                )));
+            };
+            Ok(with_host(route(r, a.statement, schema)?, host))
+        }
+        "datanode" => {
+            let s = require_schema(r, schema)?;
+            if !s.nodes.iter().any(|n| n == a.value) {
+                return Err(RouteError::syntax(format!(
+                    "can't find hint datanode:{} in schema {}",
+                    a.value, s.name
+                )));
+            }
+            verbatim(r, a.statement, schema, vec![a.value.to_string()], true)
+        }
+        "sql" => {
+            let Routed::Plan(by) = route(r, a.value, schema)? else {
+                return Err(RouteError::syntax(format!(
+                    "the statement of {} does not route to a fixed set of dataNodes",
+                    a.text
+                )));
+            };
+            let nodes = by.targets.into_iter().map(|t| t.node).collect();
+            verbatim(r, a.statement, schema, nodes, by.read_only)
+        }
+        "schema" | "catlet" => Err(RouteError::syntax(format!(
+            "Mycat annotation type {} is not supported: {}",
+            a.kind, a.text
+        ))),
+        other => Err(RouteError::syntax(format!(
+            "unknown Mycat annotation type '{other}': {}",
+            a.text
+        ))),
+    }
+}
+
+/// Sets the server a hint asked for on a routed statement.
+fn with_host(routed: Routed, host: HostHint) -> Routed {
+    match routed {
+        Routed::Plan(mut p) => {
+            p.host = host;
+            Routed::Plan(p)
+        }
+        // EXPLAIN shows the route; the hint changes only the server.
+        Routed::Local(Local::Explain(mut p)) => {
+            p.host = host;
+            Routed::Local(Local::Explain(p))
+        }
+        local => local,
+    }
+}
+
+/// A plan that sends `sql` unchanged to each of `nodes`, after the checks every statement
+/// passes. It is a read only when `may_read` and the statement itself only reads.
+fn verbatim(
+    r: &Router,
+    sql: &str,
+    schema: Option<&str>,
+    nodes: Vec<String>,
+    may_read: bool,
+) -> Result<Routed, RouteError> {
+    let stmt = scan::strip(sql);
+    if stmt.is_empty() {
+        return Err(RouteError::empty());
+    }
+    if scan::has_mariadb_comment(stmt) || stmt.starts_with("/*!") {
+        return Err(RouteError::syntax(
+            "executable comments are not supported after an annotation: the gateway cannot check what they hide",
+        ));
+    }
+    if scan::has_statement_separator(stmt) {
+        return Err(RouteError::syntax(
+            "Multi statements is not supported, use single statement instead",
+        ));
+    }
+    let first = scan::words_before_comment(stmt)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let (read, ddl) = match first.as_str() {
+        // Session and transaction state is the gateway's: sending it to one backend connection
+        // would desynchronise them.
+        "SET" | "USE" | "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE"
+        | "LOCK" | "UNLOCK" | "XA" => {
+            return Err(RouteError::syntax(format!(
+                "{first} cannot be sent through an annotation: the gateway keeps session and transaction state itself"
+            )));
+        }
+        // SHOW and DESC forms the parser does not know: checked by routing them as usual.
+        "SHOW" | "DESC" | "DESCRIBE" => {
+            route(r, stmt, schema)?;
+            (true, false)
+        }
+        _ => {
+            let mut parsed = Parser::parse_sql(&MySqlDialect {}, stmt)
+                .map_err(|e| RouteError::syntax(e.to_string()))?;
+            if parsed.len() != 1 {
+                return Err(RouteError::syntax(
+                    "Multi statements is not supported, use single statement instead",
+                ));
+            }
+            let statement = parsed.remove(0);
+            // Data statements, table DDL and CALL only: accounts, grants, routines, views and
+            // server settings are not the gateway's to pass through.
+            if !(is_ddl(&statement)
+                || matches!(
+                    statement,
+                    Statement::Query(_)
+                        | Statement::Insert(_)
+                        | Statement::Update(_)
+                        | Statement::Delete(_)
+                        | Statement::Call(_)
+                ))
+            {
+                return Err(RouteError::syntax(format!(
+                    "{} cannot be sent through an annotation",
+                    statement_kind(&statement)
+                )));
+            }
+            let is_schema = |n: &str| r.schemas.contains_key(n);
+            check_reachable(&statement, &collect(&is_schema, &statement))?;
+            if let Some(bad) = forbidden(&statement) {
+                return Err(RouteError {
+                    code: 1227,
+                    state: "42000",
+                    message: format!("Access denied; {bad} is not available through the gateway"),
+                });
+            }
+            (matches!(statement, Statement::Query(_)), is_ddl(&statement))
+        }
+    };
+    let sql: Arc<str> = Arc::from(stmt);
+    Ok(Routed::Plan(Plan {
+        targets: nodes
+            .into_iter()
+            .map(|node| Target {
+                node,
+                sql: sql.clone(),
+            })
+            .collect(),
+        read_only: may_read && read,
+        ok_merge: OkMerge::Sum,
+        merge: None,
+        fallback: Vec::new(),
+        ddl,
+        host: HostHint::None,
+    }))
 }
 
 /// The SELECTs clients send on connect that the gateway answers itself (SPEC §5.16).
@@ -151,6 +331,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         merge: None,
         fallback: Vec::new(),
         ddl: false,
+        host: HostHint::None,
     })
 }
 
@@ -611,62 +792,8 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
     }
     let statement = statements.remove(0);
     let is_schema = |n: &str| r.schemas.contains_key(n);
-    let mut c = Collector {
-        schema_names: &is_schema,
-        occurrences: Vec::new(),
-        ctes: BTreeSet::new(),
-        qualifier_spans: Vec::new(),
-        qualifiers: BTreeSet::new(),
-        foreign: BTreeSet::new(),
-        depth: 0,
-    };
-    let _ = statement.visit(&mut c);
-    // DDL names the visitor does not report as relations.
-    match &statement {
-        Statement::CreateTable(ct) => c.relation(&ct.name),
-        Statement::Drop { names, table, .. } => {
-            names.iter().chain(table.iter()).for_each(|n| c.relation(n));
-        }
-        Statement::Truncate(t) => t.table_names.iter().for_each(|t| c.relation(&t.name)),
-        _ => {}
-    }
-    // Only logical schemas are reachable: physical databases of the dataNodes and the backend's
-    // own schemas are not (information_schema may be read).
-    for q in &c.foreign {
-        let lower = q.to_ascii_lowercase();
-        if lower == "information_schema" && matches!(statement, Statement::Query(_)) {
-            continue;
-        }
-        if SYSTEM_SCHEMAS.contains(&lower.as_str()) {
-            return Err(RouteError {
-                code: 1044,
-                state: "42000",
-                message: format!(
-                    "Access denied to database '{q}': the backend servers' own schemas are not reachable through the gateway"
-                ),
-            });
-        }
-        return Err(RouteError::unknown_database(q));
-    }
-    // information_schema views of the backend's sessions and grants are as private as
-    // SHOW PROCESSLIST / SHOW GRANTS.
-    if let Some(o) = c.occurrences.iter().find(|o| {
-        o.qualifier
-            .as_deref()
-            .is_some_and(|q| q.eq_ignore_ascii_case("information_schema"))
-            && (o.name == "PROCESSLIST"
-                || o.name.ends_with("PRIVILEGES")
-                || o.name.contains("ROLE"))
-    }) {
-        return Err(RouteError {
-            code: 1044,
-            state: "42000",
-            message: format!(
-                "Access denied to information_schema.{} through the gateway",
-                o.name
-            ),
-        });
-    }
+    let c = collect(&is_schema, &statement);
+    check_reachable(&statement, &c)?;
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
     let schema = match (schema, c.qualifiers.iter().next()) {
@@ -736,6 +863,73 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         ));
     }
     Ok(routed)
+}
+
+/// The tables, CTEs and schema qualifiers `statement` names.
+fn collect<'a>(is_schema: &'a dyn Fn(&str) -> bool, statement: &Statement) -> Collector<'a> {
+    let mut c = Collector {
+        schema_names: is_schema,
+        occurrences: Vec::new(),
+        ctes: BTreeSet::new(),
+        qualifier_spans: Vec::new(),
+        qualifiers: BTreeSet::new(),
+        foreign: BTreeSet::new(),
+        depth: 0,
+    };
+    let _ = statement.visit(&mut c);
+    // DDL names the visitor does not report as relations.
+    match statement {
+        Statement::CreateTable(ct) => c.relation(&ct.name),
+        Statement::Drop { names, table, .. } => {
+            names.iter().chain(table.iter()).for_each(|n| c.relation(n));
+        }
+        Statement::Truncate(t) => t.table_names.iter().for_each(|t| c.relation(&t.name)),
+        _ => {}
+    }
+    c
+}
+
+/// Refuses statements that reach past the logical schemas: other physical databases, the
+/// backend's own schemas, and the information_schema views of its sessions and grants.
+fn check_reachable(statement: &Statement, c: &Collector<'_>) -> Result<(), RouteError> {
+    // Only logical schemas are reachable: physical databases of the dataNodes and the backend's
+    // own schemas are not (information_schema may be read).
+    for q in &c.foreign {
+        let lower = q.to_ascii_lowercase();
+        if lower == "information_schema" && matches!(statement, Statement::Query(_)) {
+            continue;
+        }
+        if SYSTEM_SCHEMAS.contains(&lower.as_str()) {
+            return Err(RouteError {
+                code: 1044,
+                state: "42000",
+                message: format!(
+                    "Access denied to database '{q}': the backend servers' own schemas are not reachable through the gateway"
+                ),
+            });
+        }
+        return Err(RouteError::unknown_database(q));
+    }
+    // information_schema views of the backend's sessions and grants are as private as
+    // SHOW PROCESSLIST / SHOW GRANTS.
+    if let Some(o) = c.occurrences.iter().find(|o| {
+        o.qualifier
+            .as_deref()
+            .is_some_and(|q| q.eq_ignore_ascii_case("information_schema"))
+            && (o.name == "PROCESSLIST"
+                || o.name.ends_with("PRIVILEGES")
+                || o.name.contains("ROLE"))
+    }) {
+        return Err(RouteError {
+            code: 1044,
+            state: "42000",
+            message: format!(
+                "Access denied to information_schema.{} through the gateway",
+                o.name
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// What reaches the backend host itself rather than the data: reading or writing its files,
@@ -905,6 +1099,7 @@ impl Ctx<'_> {
             merge: None,
             fallback: Vec::new(),
             ddl: false,
+            host: HostHint::None,
         })
     }
 
@@ -1192,6 +1387,7 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         merge: (!trivial).then_some(merge),
         fallback: Vec::new(),
         ddl: false,
+        host: HostHint::None,
     }))
 }
 
@@ -1851,6 +2047,7 @@ fn insert_route(
         merge: None,
         fallback: Vec::new(),
         ddl: false,
+        host: HostHint::None,
     }))
 }
 

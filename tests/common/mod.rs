@@ -2,6 +2,8 @@
 //! a free port over a configuration written for the test, and real client connections.
 #![allow(dead_code)]
 
+pub mod mariadb;
+
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -216,7 +218,25 @@ impl GatewayProcess {
         password: &str,
         db: &str,
     ) -> (GatewayProcess, mysql_async::Conn) {
+        Self::start_logging(dir, user, password, db, None).await
+    }
+
+    /// [`GatewayProcess::start`], with the log (`MANX_LOG=info`) written to `log` when given.
+    pub async fn start_logging(
+        dir: &Path,
+        user: &str,
+        password: &str,
+        db: &str,
+        log: Option<&Path>,
+    ) -> (GatewayProcess, mysql_async::Conn) {
         let port = closed_port();
+        let (level, stderr) = match log {
+            Some(path) => (
+                "info",
+                std::process::Stdio::from(std::fs::File::create(path).unwrap()),
+            ),
+            None => ("error", std::process::Stdio::null()),
+        };
         let child = Command::new(env!("CARGO_BIN_EXE_manx"))
             .args([
                 "--conf",
@@ -226,9 +246,9 @@ impl GatewayProcess {
                 "--bind",
                 "127.0.0.1",
             ])
-            .env("MANX_LOG", "error")
+            .env("MANX_LOG", level)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("start the manx binary");
         let gateway = GatewayProcess { child, port };

@@ -1,0 +1,268 @@
+//! Heartbeats and failover (SPEC §4.6, §4.7).
+//!
+//! One task per physical server runs its dataHost's `<heartbeat>` statement every
+//! `dataNodeHeartbeatPeriod` on a connection of its own, opened beside the pool (so clients
+//! holding every pooled connection cannot make a healthy server look dead), and records the
+//! outcome in the server's [`Health`](super::health::Health). Transitions are logged: down at
+//! warn, up at info.
+//!
+//! After a heartbeat that leaves a writeHost not alive, the failover check runs
+//! ([`DataHost::fail_over`]): with `switchType` 1 (or 2, 3), `writeType="0"`, `notSwitch` unset,
+//! more than one writeHost, and the active writeHost marked down, the next writeHost after the
+//! active one (wrapping) that is alive becomes active — with `switchType="2"` only a standby
+//! whose recorded replication lag is exactly 0. The switch is logged at error level, the old
+//! writeHost's idle connections are closed, the new one's pool is filled to `minCon`, and
+//! `dnindex.properties` is rewritten. Nothing switches back on its own.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use super::balance::SourceId;
+use super::health::{Outcome, Replication, Status};
+use super::{DataHost, Source};
+use crate::backend::{BackendConn, BackendError, Response, Value};
+
+/// Heartbeat timing for every dataHost.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// `dataNodeHeartbeatPeriod`.
+    pub period: Duration,
+    /// `heartbeatTimeout` (manx only; Mycat's fixed 30 s).
+    pub timeout: Duration,
+}
+
+/// Whether a heartbeat statement is `SHOW SLAVE STATUS` (case-insensitive, any white space), whose
+/// rows carry the replication state (SPEC §1.8).
+pub fn is_show_slave_status(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    words == ["show", "slave", "status"]
+}
+
+/// Starts the heartbeat tasks of `host`'s servers (none when it has no heartbeat statement).
+pub fn spawn(host: &Arc<DataHost>, settings: Settings) {
+    if host.policy.heartbeat.is_empty() {
+        return;
+    }
+    let ids: Vec<SourceId> = host.sources().map(|(id, _)| id).collect();
+    for id in ids {
+        let weak = Arc::downgrade(host);
+        tokio::spawn(run(weak, id, settings));
+    }
+}
+
+/// One server's heartbeat loop; ends when its dataHost is dropped.
+async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
+    let mut ticker = tokio::time::interval(settings.period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut conn: Option<Box<dyn BackendConn>> = None;
+    loop {
+        ticker.tick().await;
+        let Some(host) = host.upgrade() else {
+            return;
+        };
+        let source = host.source(id);
+        let replication = is_show_slave_status(&host.policy.heartbeat);
+        let beat = tokio::time::timeout(
+            settings.timeout,
+            once(&mut conn, source, &host.policy.heartbeat, replication),
+        )
+        .await;
+        let outcome = match beat {
+            Ok(Ok(replication)) => Outcome::Ok { replication },
+            Ok(Err(e)) => {
+                conn = None;
+                Outcome::Error(e.to_string())
+            }
+            Err(_) => {
+                conn = None;
+                Outcome::Timeout
+            }
+        };
+        if let Some((old, new)) = source.health.record(&outcome, host.policy.max_retry_count) {
+            log_transition(&host, source, old, new, &outcome);
+        }
+        if id.read.is_none() && !source.health.alive() {
+            host.fail_over();
+        }
+    }
+}
+
+fn log_transition(host: &DataHost, source: &Source, old: Status, new: Status, outcome: &Outcome) {
+    let address = source.backend.address();
+    match (new, outcome) {
+        (Status::Ok, _) => tracing::info!(
+            data_host = %host.name,
+            host = %source.name,
+            %address,
+            from = ?old,
+            "heartbeat: server is up"
+        ),
+        (_, Outcome::Error(reason)) => tracing::warn!(
+            data_host = %host.name,
+            host = %source.name,
+            %address,
+            status = ?new,
+            %reason,
+            "heartbeat: server marked down"
+        ),
+        _ => tracing::warn!(
+            data_host = %host.name,
+            host = %source.name,
+            %address,
+            status = ?new,
+            "heartbeat: server marked down (no answer in time)"
+        ),
+    }
+}
+
+/// Runs the heartbeat statement once, opening the heartbeat connection if needed. Returns the
+/// replication state when `replication` is set and the server reports one.
+async fn once(
+    conn: &mut Option<Box<dyn BackendConn>>,
+    source: &Source,
+    sql: &str,
+    replication: bool,
+) -> Result<Option<Replication>, BackendError> {
+    if conn.is_none() {
+        *conn = Some(source.backend.connect().await?);
+    }
+    let Some(c) = conn.as_mut() else {
+        return Ok(None);
+    };
+    match c.query(sql).await? {
+        Response::Ok(_) => Ok(None),
+        Response::Rows { columns, mut rows } => {
+            let mut first = None;
+            while let Some(row) = rows.next().await {
+                let row = row?;
+                if first.is_none() {
+                    first = Some(row);
+                }
+            }
+            if !replication {
+                return Ok(None);
+            }
+            let Some(row) = first else {
+                // No row: not a replica (the active master), simply OK (SPEC §4.7).
+                return Ok(None);
+            };
+            let field = |name: &str| -> Option<String> {
+                let i = columns
+                    .iter()
+                    .position(|c| c.name.eq_ignore_ascii_case(name))?;
+                match row.get(i)? {
+                    Value::Null => None,
+                    Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Value::Int(n) => Some(n.to_string()),
+                    Value::UInt(n) => Some(n.to_string()),
+                    Value::Double(n) => Some(n.to_string()),
+                }
+            };
+            let yes = |name: &str| field(name).is_some_and(|v| v.eq_ignore_ascii_case("Yes"));
+            let normal = yes("Slave_IO_Running")
+                && yes("Slave_SQL_Running")
+                && field("Last_SQL_Error").is_none_or(|e| e.is_empty());
+            Ok(Some(Replication {
+                normal,
+                seconds_behind: field("Seconds_Behind_Master").and_then(|v| v.parse().ok()),
+            }))
+        }
+    }
+}
+
+impl DataHost {
+    /// Mycat's failover check (SPEC §4.7), run after a heartbeat left a writeHost not alive.
+    /// Switches at most once per call; concurrent calls from several heartbeat tasks switch once
+    /// (compare-and-swap on the active index).
+    pub(super) fn fail_over(&self) {
+        let p = &self.policy;
+        let n = self.write_hosts.len();
+        if p.switch_type == -1 || p.not_switch || p.write_type != 0 || n < 2 {
+            return;
+        }
+        let active = self.active_index();
+        let old = &self.write_hosts[active].source;
+        if !old.health.status().is_down() {
+            return;
+        }
+        let mut i = (active + 1) % n;
+        while i != active {
+            let s = &self.write_hosts[i].source;
+            if s.health.alive() {
+                if p.switch_type == 2 && s.health.recorded_lag() != Some(0) {
+                    tracing::warn!(
+                        data_host = %self.name,
+                        host = %s.name,
+                        lag = ?s.health.recorded_lag(),
+                        "failover: standby skipped, slave is not synchronized"
+                    );
+                } else {
+                    self.switch(active, i);
+                    return;
+                }
+            }
+            i = (i + 1) % n;
+        }
+    }
+
+    /// Makes writeHost `to` active in place of `from`, if no other task switched meanwhile.
+    fn switch(&self, from: usize, to: usize) {
+        if self
+            .active
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let old = &self.write_hosts[from].source;
+        let new = &self.write_hosts[to].source;
+        tracing::error!(
+            data_host = %self.name,
+            from = %old.name,
+            to = %new.name,
+            old_index = from,
+            new_index = to,
+            reason = "heartbeat error",
+            status = ?old.health.status(),
+            "failover: [Host={},result=[{from}->{to}],reason=heartbeat error]",
+            self.name
+        );
+        old.backend.close_idle();
+        // Mycat initialises the new writeHost's pool (minCon) at the switch.
+        let backend = new.backend.clone();
+        let (min_con, name, host) = (self.min_con, self.name.clone(), new.name.clone());
+        tokio::spawn(async move {
+            if let Err(e) = backend.warm_up(min_con).await {
+                tracing::warn!(data_host = %name, %host, error = %e, "cannot open minCon connections on the new writeHost");
+            }
+        });
+        if let Err(e) = self.dnindex.store(&self.name, to) {
+            tracing::error!(
+                data_host = %self.name,
+                error = %e,
+                "failover: cannot write dnindex.properties; a restart would go back to the old writeHost"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_show_slave_status;
+
+    #[test]
+    fn recognises_show_slave_status() {
+        assert!(is_show_slave_status("show slave status"));
+        assert!(is_show_slave_status("  SHOW   Slave\tSTATUS ; "));
+        assert!(!is_show_slave_status("select user()"));
+        assert!(!is_show_slave_status("show slave hosts"));
+    }
+}
