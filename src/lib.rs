@@ -1,7 +1,8 @@
 //! manx: a MySQL-protocol sharding gateway that runs Mycat 1.6 configurations unchanged.
 //!
 //! Modules, lowest first (a module never imports one above it; see `shared/DESIGN.md`):
-//! [`config`] and [`backend`]; [`route`] and [`datahost`]; [`engine`]; [`frontend`].
+//! [`config`] and [`backend`]; [`route`] and [`datahost`]; [`sequence`] (global sequences,
+//! over `datahost`); [`engine`]; [`frontend`].
 #![forbid(unsafe_code)]
 
 pub mod backend;
@@ -10,3 +11,4 @@ pub mod datahost;
 pub mod engine;
 pub mod frontend;
 pub mod route;
+pub mod sequence;

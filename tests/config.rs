@@ -386,3 +386,44 @@ fn datahost_failover_and_heartbeat_settings() {
         "{e}"
     );
 }
+
+#[test]
+fn sequence_handler_spellings_must_agree_and_be_known() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replacen(
+            "<system>",
+            "<system>\n\t\t<property name=\"sequenceHandlerType\">1</property>\n\t\t<property name=\"sequnceHandlerType\">2</property>",
+            1,
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "server.xml", "name=\"sequnceHandlerType\"");
+    assert!(
+        e.contains(&format!(
+            "server.xml:{line}: <property name=\"sequnceHandlerType\">: sequnceHandlerType 2 contradicts sequenceHandlerType 1"
+        )),
+        "{e}"
+    );
+    let dir = bundled_with("server.xml", |s| {
+        s.replacen(
+            "<system>",
+            "<system>\n\t\t<property name=\"sequnceHandlerType\">seven</property>",
+            1,
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("sequnceHandlerType 'seven' is not a sequence handler type (0-5)"),
+        "{e}"
+    );
+    // The 1.6.5 spelling alone selects the handler.
+    let dir = bundled_with("server.xml", |s| {
+        s.replacen(
+            "<system>",
+            "<system>\n\t\t<property name=\"sequnceHandlerType\">2</property>",
+            1,
+        )
+    });
+    let c = Config::load(dir.path()).unwrap();
+    assert_eq!(c.system.sequence_handler_type, 2);
+}

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 const MODULES: &[&str] = &[
-    "config", "backend", "route", "datahost", "engine", "frontend",
+    "config", "backend", "route", "datahost", "sequence", "engine", "frontend",
 ];
 
 /// What each module may use from the crate.
@@ -12,8 +12,11 @@ fn allowed(module: &str) -> &'static [&'static str] {
         "config" | "backend" => &[],
         "route" => &["config"],
         "datahost" => &["config", "backend"],
+        "sequence" => &["config", "backend", "datahost"],
         "engine" => &["route", "backend"],
-        "frontend" => &["config", "backend", "route", "datahost", "engine"],
+        "frontend" => &[
+            "config", "backend", "route", "datahost", "sequence", "engine",
+        ],
         _ => unreachable!(),
     }
 }

@@ -142,6 +142,12 @@ pub struct SystemConfig {
     /// `heartbeatTimeout` in milliseconds (manx only, DECISIONS.md item 19), default 30 000, the
     /// value Mycat hard-codes: a heartbeat not answered in time counts as a TIMEOUT failure.
     pub heartbeat_timeout_ms: u64,
+    /// `sequenceHandlerType` / `sequnceHandlerType` (both spellings, DECISIONS.md item 7),
+    /// default 0: where global sequence values come from (SPEC §5.17): 0 the local file
+    /// `sequence_conf.properties`, 1 the database (`sequence_db_conf.properties`), 2 time-based
+    /// ids (`sequence_time_conf.properties`); 3-5 (ZooKeeper, custom classes) are refused when a
+    /// sequence is used.
+    pub sequence_handler_type: u8,
     /// Every property as written (trimmed, empty ones left out), for the features that read more.
     pub properties: BTreeMap<String, (String, Origin)>,
 }
@@ -437,6 +443,7 @@ impl Default for SystemConfig {
             mycat_version: MycatVersion::V1_6_7_6,
             heartbeat_period_ms: 10_000,
             heartbeat_timeout_ms: 30_000,
+            sequence_handler_type: 0,
             properties: BTreeMap::new(),
         }
     }

@@ -166,10 +166,10 @@ fn load_tables(
             "type",
             "primaryKey",
             "ruleRequired",
-        ],
-        &[
             "autoIncrement",
             "needAddLimit",
+        ],
+        &[
             "subTables",
             "splitTableNames",
             "nameSuffix",
@@ -284,8 +284,15 @@ fn load_children(
     for c in element.children_named("childTable") {
         check_attrs(
             c,
-            &["name", "joinKey", "parentKey", "primaryKey", "needAddLimit"],
-            &["autoIncrement", "subTables"],
+            &[
+                "name",
+                "joinKey",
+                "parentKey",
+                "primaryKey",
+                "needAddLimit",
+                "autoIncrement",
+            ],
+            &["subTables"],
             warnings,
         );
         let name = c.attr("name").unwrap_or("");

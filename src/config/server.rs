@@ -65,6 +65,32 @@ pub(super) fn load(
                         format!("mycatVersion '{value}' is not one of 1.6.5, 1.6.7.5, 1.6.7.6"),
                     )),
                 },
+                "sequenceHandlerType" | "sequnceHandlerType" => match value.parse::<u8>() {
+                    Ok(t) if t <= 5 => {
+                        let other = if name == "sequenceHandlerType" {
+                            "sequnceHandlerType"
+                        } else {
+                            "sequenceHandlerType"
+                        };
+                        match system.properties.get(other) {
+                            Some((v, _)) if v.parse::<u8>().ok() != Some(t) => {
+                                errors.push(ConfigError::new(
+                                    &origin,
+                                    element,
+                                    format!(
+                                        "{name} {t} contradicts {other} {v}: set one of the two spellings"
+                                    ),
+                                ))
+                            }
+                            _ => system.sequence_handler_type = t,
+                        }
+                    }
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("{name} '{value}' is not a sequence handler type (0-5)"),
+                    )),
+                },
                 _ => warnings.push(ConfigWarning {
                     origin: origin.clone(),
                     message: format!("system property {name} is accepted but not acted on yet"),

@@ -20,6 +20,7 @@ use tokio::net::TcpListener;
 use crate::config::{Config, ConfigError, ConfigErrors, Origin};
 use crate::datahost::{Cluster, Timeouts};
 use crate::route::Router;
+use crate::sequence::Sequences;
 
 pub use error::MysqlError;
 
@@ -28,7 +29,9 @@ pub use error::MysqlError;
 pub struct Server {
     pub config: Arc<Config>,
     pub router: Router,
-    pub cluster: Cluster,
+    pub cluster: Arc<Cluster>,
+    /// Global sequences (SPEC §5.17).
+    pub sequences: Sequences,
     next_connection_id: AtomicU32,
 }
 
@@ -45,10 +48,13 @@ impl Server {
                 message,
             }])
         })?;
+        let cluster = Arc::new(cluster);
+        let sequences = Sequences::new(&config, cluster.clone());
         Ok(Server {
             config: Arc::new(config),
             router,
             cluster,
+            sequences,
             next_connection_id: AtomicU32::new(1),
         })
     }

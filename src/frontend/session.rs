@@ -61,6 +61,8 @@ pub async fn run(
         prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
+        last_insert_id: 0,
+        next_insert_id: None,
     };
     AsyncMysqlIntermediary::run_on(session, Commands::new(read), Tap::new(write, slot)).await
 }
@@ -98,6 +100,10 @@ struct Session {
     prepared: HashMap<u32, Prepared>,
     /// The id the next prepared statement gets.
     next_statement: u32,
+    /// The last insert id a statement of this session reported (`LAST_INSERT_ID()`).
+    last_insert_id: u64,
+    /// The insert id the next OK packet reports (the first key drawn from a sequence).
+    next_insert_id: Option<u64>,
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
     /// every backend connection the session takes.
     state: Vec<SessionSet>,
@@ -340,6 +346,18 @@ impl Session {
                 )
                 .await
             }
+            Local::LastInsertId(label) => {
+                let column = WireColumn {
+                    table: String::new(),
+                    column: label,
+                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+                };
+                let mut rw = w.start(std::slice::from_ref(&column)).await?;
+                rw.write_col(self.last_insert_id)?;
+                rw.end_row().await?;
+                rw.finish().await
+            }
             Local::Database => {
                 write_text_rows(
                     w,
@@ -367,6 +385,57 @@ impl Session {
             self.id,
         )
         .await
+    }
+
+    /// Draws the sequence values a statement needs and writes them in (SPEC §5.17). For an
+    /// `autoIncrement` INSERT the first key becomes the insert id the OK packet reports.
+    ///
+    /// Errors: 1003 with Mycat's `mycat sequnce err.` prefix.
+    async fn draw_sequences(
+        &mut self,
+        r: crate::route::SequenceRewrite,
+    ) -> Result<String, MysqlError> {
+        let mut wanted: std::collections::BTreeMap<&str, usize> = Default::default();
+        for e in &r.edits {
+            if let Some(name) = &e.sequence {
+                *wanted.entry(name).or_default() += 1;
+            }
+        }
+        let mut drawn: HashMap<String, std::vec::IntoIter<i64>> = HashMap::new();
+        for (name, count) in wanted {
+            let values = self
+                .server
+                .sequences
+                .next(name, count)
+                .await
+                .map_err(|e| MysqlError::new(1003, "HY000", e.to_string()))?;
+            drawn.insert(name.to_string(), values.into_iter());
+        }
+        let mut sql = r.prefix.clone();
+        let mut at = 0;
+        let mut first = None;
+        for e in &r.edits {
+            sql.push_str(&r.sql[at..e.range.start]);
+            sql.push_str(&e.before);
+            if let Some(name) = &e.sequence {
+                let v = drawn
+                    .get_mut(name)
+                    .and_then(|it| it.next())
+                    .ok_or_else(|| {
+                        MysqlError::new(1003, "HY000", "mycat sequnce err.no value drawn")
+                    })?;
+                first.get_or_insert(v);
+                sql.push_str(&v.to_string());
+            }
+            sql.push_str(&e.after);
+            at = e.range.end;
+        }
+        sql.push_str(&r.sql[at..]);
+        if r.reports_id {
+            self.next_insert_id = first.and_then(|v| u64::try_from(v).ok());
+        }
+        tracing::debug!(connection = self.id, %sql, "sequence values drawn");
+        Ok(sql)
     }
 
     /// The statements that put a fresh backend connection in the session's state.
@@ -715,6 +784,7 @@ impl Session {
         };
         match finished {
             Err(e) => {
+                self.next_insert_id = None;
                 if implicit {
                     let _ = finish_implicit(&mut fresh, &plan, "ROLLBACK", id).await;
                 } else if transactional
@@ -726,9 +796,16 @@ impl Session {
                 }
                 send_error(&slot, w, e.into()).await
             }
-            Ok(ok) => {
+            Ok(mut ok) => {
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
+                    self.next_insert_id = None;
                     return send_error(&slot, w, e).await;
+                }
+                if let Some(key) = self.next_insert_id.take() {
+                    ok.last_insert_id = Some(key);
+                }
+                if let Some(key) = ok.last_insert_id.filter(|k| *k > 0) {
+                    self.last_insert_id = key;
                 }
                 write_ok(w, ok, status).await
             }
@@ -1087,6 +1164,30 @@ impl Session {
             Err(e) => self.error(w, e.into()).await,
             Ok(Routed::Local(l)) => self.local(l, w).await,
             Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+            Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
+                Ok(sql) => match self.server.router.route(&sql, self.schema.as_deref()) {
+                    Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+                    Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
+                        Ok(plan) => self.execute(plan, w).await,
+                        Err(e) => self.error(w, e).await,
+                    },
+                    Ok(Routed::Local(l)) => self.local(l, w).await,
+                    Ok(Routed::Sequence(_)) => {
+                        self.next_insert_id = None;
+                        let e = MysqlError::new(
+                            1003,
+                            "HY000",
+                            "mycat sequnce err.the statement still needs sequence values after they were drawn",
+                        );
+                        self.error(w, e).await
+                    }
+                    Err(e) => {
+                        self.next_insert_id = None;
+                        self.error(w, e.into()).await
+                    }
+                },
+                Err(e) => self.error(w, e).await,
+            },
             Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
                 Ok(plan) => self.execute(plan, w).await,
                 Err(e) => self.error(w, e).await,

@@ -25,7 +25,7 @@ use function::{BuildContext, PartitionFunction};
 pub use analyze::Partitions;
 pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
-    ParentLookup, Plan, Routed, SessionSet, SortKey, Target,
+    ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
 pub use statement::like;
@@ -104,6 +104,9 @@ pub struct TableRoute {
     pub primary_key: Option<String>,
     /// `needAddLimit` (default true): whether `sqlMaxLimit` applies to this table.
     pub need_add_limit: bool,
+    /// `autoIncrement="true"`: an INSERT without the primary key gets it from the global
+    /// sequence named after the table (SPEC §5.17).
+    pub auto_increment: bool,
 }
 
 impl TableRoute {
@@ -345,6 +348,7 @@ impl Router {
                         rule,
                         primary_key: t.primary_key.as_ref().map(|k| k.to_ascii_uppercase()),
                         need_add_limit: t.need_add_limit,
+                        auto_increment: t.auto_increment,
                     },
                 );
             }

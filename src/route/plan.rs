@@ -217,6 +217,9 @@ pub enum Local {
     VersionComment,
     /// `SELECT DATABASE()` / `SELECT SCHEMA()`.
     Database,
+    /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
+    /// session's last insert id (SPEC §5.15).
+    LastInsertId(String),
     /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
     Ok,
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
@@ -239,6 +242,33 @@ pub struct ParentLookup {
     pub inserts: Vec<Target>,
 }
 
+/// A statement that needs global sequence values before it can be routed (SPEC §5.17): the
+/// session draws a value for each edit that names a sequence, writes the statement, and
+/// routes the result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceRewrite {
+    /// The statement the edits refer to.
+    pub sql: String,
+    /// Text put in front of the rewritten statement before it is routed (a `/*balance*/` hint).
+    pub prefix: String,
+    /// Byte ranges of `sql` to replace, in order, each by `before`, a value of `sequence` (when
+    /// set) and `after`.
+    pub edits: Vec<SequenceEdit>,
+    /// The values are the keys of an `autoIncrement` table: the first one is reported as the
+    /// insert id (OK packet and `LAST_INSERT_ID()`).
+    pub reports_id: bool,
+}
+
+/// One replacement of a [`SequenceRewrite`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceEdit {
+    pub range: std::ops::Range<usize>,
+    pub before: String,
+    /// Upper-cased sequence name, or `None` for a fixed text.
+    pub sequence: Option<String>,
+    pub after: String,
+}
+
 /// The router's answer for one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Routed {
@@ -246,4 +276,6 @@ pub enum Routed {
     Local(Local),
     /// The node depends on data: found by the session before the statement runs.
     Lookup(ParentLookup),
+    /// The statement needs sequence values first.
+    Sequence(SequenceRewrite),
 }

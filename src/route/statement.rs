@@ -10,15 +10,15 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Span;
+use sqlparser::tokenizer::{Span, Token};
 
 use super::analyze::{self, ColumnMatcher, Partitions};
 use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::{
-    HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SessionSet,
-    TableRoute, Target,
+    HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SequenceEdit,
+    SequenceRewrite, SessionSet, TableRoute, Target,
 };
 use crate::config::TableKind;
 
@@ -71,6 +71,9 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
         }
         return route(r, body, schema);
     }
+    if let Some(rewrite) = sequence_calls(stmt) {
+        return Ok(Routed::Sequence(rewrite));
+    }
     if let Some(local) = canned_select(stmt) {
         return Ok(Routed::Local(local));
     }
@@ -110,6 +113,9 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
                     ddl: false,
                     host: HostHint::None,
                 }))),
+                Routed::Sequence(_) => Err(RouteError::syntax(
+                    "insert sql using mycat seq,you must provide primaryKey value for explain",
+                )),
                 Routed::Local(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
@@ -201,6 +207,12 @@ fn with_host(routed: Routed, host: HostHint) -> Routed {
         Routed::Plan(mut p) => {
             p.host = host;
             Routed::Plan(p)
+        }
+        Routed::Sequence(mut s) => {
+            if host == HostHint::Master {
+                s.prefix = format!("/*balance*/{}", s.prefix);
+            }
+            Routed::Sequence(s)
         }
         // EXPLAIN shows the route; the hint changes only the server.
         Routed::Local(Local::Explain(mut p)) => {
@@ -316,8 +328,39 @@ fn canned_select(stmt: &str) -> Option<Local> {
             Some(Local::VersionComment)
         }
         "select database()" | "select schema()" => Some(Local::Database),
-        _ => None,
+        _ => last_insert_id(stmt),
     }
+}
+
+/// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` [[AS] alias] as the whole statement: the
+/// session's value, labelled by the alias or the expression as written (SPEC §5.15).
+fn last_insert_id(stmt: &str) -> Option<Local> {
+    let toks = rewrite::tokens(stmt)?;
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
+    if !toks.first().is_some_and(|t| word(&t.0, "SELECT")) {
+        return None;
+    }
+    let (expr_end, rest) = match toks.get(1).map(|t| &t.0) {
+        Some(t)
+            if word(t, "LAST_INSERT_ID")
+                && matches!(toks.get(2).map(|t| &t.0), Some(Token::LParen))
+                && matches!(toks.get(3).map(|t| &t.0), Some(Token::RParen)) =>
+        {
+            (toks[3].1.end, &toks[4..])
+        }
+        Some(Token::AtSign) => return None,
+        Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("@@identity") => {
+            (toks[1].1.end, &toks[2..])
+        }
+        _ => return None,
+    };
+    let label = match rest {
+        [] => stmt[toks[1].1.start..expr_end].to_string(),
+        [(a, _, _), (Token::Word(alias), _, _)] if word(a, "AS") => alias.value.clone(),
+        [(Token::Word(alias), _, _)] => alias.value.clone(),
+        _ => return None,
+    };
+    Some(Local::LastInsertId(label))
 }
 
 fn single(node: String, sql: String, read_only: bool) -> Routed {
@@ -1915,6 +1958,11 @@ fn insert_route(
             None => Err(unknown_table(&table, &ctx.s.name)),
         };
     };
+    if t.auto_increment
+        && let Some(routed) = auto_increment(ctx, insert, t)?
+    {
+        return Ok(routed);
+    }
     let rule = match (&t.kind, &t.rule) {
         (TableKind::Global, _) => {
             check_global_write(statement, &t.name)?;
@@ -2161,6 +2209,111 @@ fn parent_lookup(
 
 fn insert_value(e: &Expr) -> String {
     analyze::literal_text(e).unwrap_or_else(|| e.to_string())
+}
+
+/// `next value for MYCATSEQ_<NAME>` occurrences (SPEC §5.17), found by tokens (so never inside
+/// a string literal or comment). Each draws from its own sequence (Mycat draws every value of
+/// a statement from the first name it sees, which would hand one table another's keys).
+fn sequence_calls(stmt: &str) -> Option<SequenceRewrite> {
+    if !stmt.to_ascii_lowercase().contains("mycatseq_") {
+        return None;
+    }
+    let toks = rewrite::tokens(stmt)?;
+    let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut edits = Vec::new();
+    let mut i = 0;
+    while i + 3 < toks.len() {
+        let name = match &toks[i + 3].0 {
+            Token::Word(w) if w.quote_style.is_none() => w
+                .value
+                .get(..9)
+                .filter(|p| p.eq_ignore_ascii_case("MYCATSEQ_"))
+                .map(|_| w.value[9..].to_ascii_uppercase()),
+            _ => None,
+        };
+        match name {
+            Some(name) if word(i, "NEXT") && word(i + 1, "VALUE") && word(i + 2, "FOR") => {
+                edits.push(SequenceEdit {
+                    range: toks[i].1.start..toks[i + 3].1.end,
+                    before: String::new(),
+                    sequence: Some(name),
+                    after: String::new(),
+                });
+                i += 4;
+            }
+            _ => i += 1,
+        }
+    }
+    (!edits.is_empty()).then(|| SequenceRewrite {
+        sql: stmt.to_string(),
+        prefix: String::new(),
+        edits,
+        reports_id: false,
+    })
+}
+
+/// An INSERT into an `autoIncrement` table without its primary key: the key is added as the
+/// first column, each row's value drawn from the sequence named after the table (SPEC §5.17).
+/// `None` when the INSERT names the key.
+fn auto_increment(
+    ctx: &Ctx<'_>,
+    insert: &sqlparser::ast::Insert,
+    t: &TableRoute,
+) -> Result<Option<Routed>, RouteError> {
+    let Some(pk) = &t.primary_key else {
+        return Err(RouteError::syntax(format!(
+            "please make sure the primaryKey's config is not null in schemal.xml (table {} has autoIncrement)",
+            t.name
+        )));
+    };
+    if insert.columns.iter().any(|c| {
+        c.0.last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(pk))
+    }) {
+        return Ok(None);
+    }
+    let Some(first) = insert
+        .columns
+        .first()
+        .and_then(|c| c.0.first()?.as_ident().cloned())
+    else {
+        return Err(RouteError::syntax(format!(
+            "insert must provide ColumnList (table {} takes its {pk} from a global sequence)",
+            t.name
+        )));
+    };
+    let values = insert.source.as_ref().map(|s| &*s.body);
+    if !matches!(values, Some(SetExpr::Values(_))) {
+        return Err(RouteError::syntax(format!(
+            "multi insert not provided (INSERT ... SELECT into table {} whose {pk} comes from a global sequence)",
+            t.name
+        )));
+    }
+    let at = rewrite::offset(ctx.stmt, first.span.start)
+        .ok_or_else(|| RouteError::syntax("cannot place the primary key column"))?;
+    let rows = rewrite::insert_rows(ctx.stmt)
+        .ok_or_else(|| RouteError::syntax("cannot place the primary key values"))?;
+    let mut edits = vec![SequenceEdit {
+        range: at..at,
+        before: format!("`{}`, ", pk.to_ascii_lowercase()),
+        sequence: None,
+        after: String::new(),
+    }];
+    for r in rows {
+        edits.push(SequenceEdit {
+            range: r.start + 1..r.start + 1,
+            before: String::new(),
+            sequence: Some(t.name.clone()),
+            after: ", ".to_string(),
+        });
+    }
+    Ok(Some(Routed::Sequence(SequenceRewrite {
+        sql: ctx.stmt.to_string(),
+        prefix: String::new(),
+        edits,
+        reports_id: true,
+    })))
 }
 
 /// DDL on tables: every dataNode of the table; undeclared tables on the default node (SPEC §5.10).
