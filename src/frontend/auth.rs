@@ -1,7 +1,11 @@
-//! `mysql_native_password` (MySQL protocol: the client proves it knows the password with
-//! `SHA1(pw) XOR SHA1(scramble ++ SHA1(SHA1(pw)))`).
+//! Password proofs clients send at login (MySQL protocol):
+//! - `mysql_native_password`: `SHA1(pw) XOR SHA1(scramble ++ SHA1(SHA1(pw)))`, 20 bytes;
+//! - `caching_sha2_password` (MySQL 8's default) fast path:
+//!   `SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) ++ scramble)`, 32 bytes. manx knows every
+//!   user's password, so the fast path always applies (no full authentication exchange).
 
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 /// `true` when `response` is the client's proof for `password` against `scramble`. An empty
 /// configured password accepts only an empty response (SPEC §3.3).
@@ -27,9 +31,38 @@ pub fn expected(password: &str, scramble: &[u8]) -> [u8; 20] {
     out
 }
 
+/// `true` when `response` is a `caching_sha2_password` fast-path proof for `password`.
+pub fn verify_caching_sha2(password: &str, scramble: &[u8], response: &[u8]) -> bool {
+    !password.is_empty() && response.len() == 32 && expected_sha2(password, scramble) == response
+}
+
+/// The `caching_sha2_password` proof a client sends for `password` and `scramble`.
+pub fn expected_sha2(password: &str, scramble: &[u8]) -> [u8; 32] {
+    let stage1: [u8; 32] = Sha256::digest(password.as_bytes()).into();
+    let stage2: [u8; 32] = Sha256::digest(stage1).into();
+    let mut h = Sha256::new();
+    h.update(stage2);
+    h.update(scramble);
+    let mix: [u8; 32] = h.finalize().into();
+    let mut out = [0u8; 32];
+    for i in 0..32 {
+        out[i] = stage1[i] ^ mix[i];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn caching_sha2_round_trip() {
+        let scramble = b"01234567890123456789";
+        let proof = expected_sha2("123456", scramble);
+        assert!(verify_caching_sha2("123456", scramble, &proof));
+        assert!(!verify_caching_sha2("12345", scramble, &proof));
+        assert!(!verify_native_password("123456", scramble, &proof));
+    }
 
     #[test]
     fn native_password_round_trip() {

@@ -1012,7 +1012,23 @@ impl AsyncMysqlShim<Writer> for Session {
             .users
             .get(&name)
             .is_some_and(|u| auth::verify_native_password(&u.password, salt, auth_data));
-        if ok {
+        tracing::debug!(
+            connection = self.id,
+            plugin = _plugin,
+            response_len = auth_data.len(),
+            "login"
+        );
+        let sha2 = !ok
+            && self
+                .server
+                .config
+                .users
+                .get(&name)
+                .is_some_and(|u| auth::verify_caching_sha2(&u.password, salt, auth_data));
+        if sha2 {
+            self.slot.fast_auth_success();
+        }
+        if ok || sha2 {
             let _ = self.user.set(name);
         } else {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "authentication failed");
@@ -1027,7 +1043,7 @@ impl AsyncMysqlShim<Writer> for Session {
                 ),
             });
         }
-        ok
+        ok || sha2
     }
 
     async fn on_init<'a>(

@@ -47,6 +47,9 @@ struct Pending {
     /// Metadata for the next result set: whether its column-count packet went by, then one
     /// entry per column definition still to patch.
     columns: Option<(bool, VecDeque<ColumnMeta>)>,
+    /// A `caching_sha2_password` login succeeded: the next packet (opensrv's OK) is preceded by
+    /// the fast-auth-success packet `0x01 0x03` the client waits for, and moves one sequence id.
+    fast_auth: bool,
 }
 
 /// Shared between the session (which sets it) and the [`Tap`] (which applies it).
@@ -62,6 +65,11 @@ impl ErrorSlot {
     /// The next result set's column definitions get these collations, lengths and decimals.
     pub fn set_columns(&self, columns: impl IntoIterator<Item = ColumnMeta>) {
         self.lock().columns = Some((false, columns.into_iter().collect()));
+    }
+
+    /// The client logged in with `caching_sha2_password`'s fast path: announce its success.
+    pub fn fast_auth_success(&self) {
+        self.lock().fast_auth = true;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -138,6 +146,15 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     as usize;
             if self.buf.len() < start + 4 + len {
                 return;
+            }
+            if pending.fast_auth {
+                pending.fast_auth = false;
+                let seq = self.buf[start + 3];
+                self.buf[start + 3] = seq.wrapping_add(1);
+                let more = [2, 0, 0, seq, 0x01, 0x03];
+                self.buf.splice(start..start, more);
+                self.packet_start = start + more.len();
+                continue;
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
             if is_err {
