@@ -92,3 +92,35 @@ async fn caching_sha2_password_fast_path_logs_in() {
     assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1045);
     assert_eq!(&err[3..9], b"#28000");
 }
+
+#[tokio::test]
+async fn a_user_with_an_encrypted_password_logs_in_with_the_plain_one() {
+    // usingDecrypt="1": the password is Mycat DecryptUtil's ciphertext of `0:enc:enc`.
+    let f = Fixture::start(
+        "authenc",
+        Extra {
+            users_xml: r#"<user name="enc"><property name="password">lvOcJa2dR6ZDY3smdMusR/7eTwQuYmBmAyPE2XoJWqIbGoX7KU26pv+h05OR41zsMk2Un37OwZbqoIYy0mA0Qw==</property><property name="schemas">TESTDB</property><property name="usingDecrypt">1</property></user>"#.to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "enc", "enc", Some("TESTDB")))
+        .await
+        .unwrap();
+    use mysql_async::prelude::Queryable;
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    let e = mysql_async::Conn::new(common::opts(
+        f.port,
+        "enc",
+        "lvOcJa2dR6ZDY3smdMusR/7eTwQuYmBmAyPE2XoJWqIbGoX7KU26pv+h05OR41zsMk2Un37OwZbqoIYy0mA0Qw==",
+        Some("TESTDB"),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(
+        common::server_error(e).0,
+        1045,
+        "the ciphertext itself is not the password"
+    );
+}

@@ -427,3 +427,66 @@ fn sequence_handler_spellings_must_agree_and_be_known() {
     let c = Config::load(dir.path()).unwrap();
     assert_eq!(c.system.sequence_handler_type, 2);
 }
+
+/// Ciphertexts made with Mycat's `DecryptUtil` key (Druid's ConfigTools default pair).
+const ENC_USER: &str =
+    "lvOcJa2dR6ZDY3smdMusR/7eTwQuYmBmAyPE2XoJWqIbGoX7KU26pv+h05OR41zsMk2Un37OwZbqoIYy0mA0Qw=="; // 0:enc:enc
+const HOST_M1_MANX: &str =
+    "TEuYMn9wN50uop0lncCftFmf1MbyxsML4Nv0HoTD9/+SW9pi8+L6ZOO/5JmRlaBBMxjinCyQOEkYhxLt9iwnOg=="; // 1:hostM1:manx:manx
+const HOST_M1_OTHER: &str =
+    "OVCZd44EQh66wYhejKpKkZy4oir4fSIBGRbGzMCRWDb0Nqv5E+5x8hMdeGRTYu5NpUnGnaEgnZh2okLtzvk0iw=="; // 1:hostM1:other:manx
+
+#[test]
+fn encrypted_passwords_are_decrypted_as_mycat_does() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replace(
+            "</mycat:server>",
+            &format!(
+                r#"<user name="enc"><property name="password">{ENC_USER}</property><property name="schemas">TESTDB</property><property name="usingDecrypt">1</property></user></mycat:server>"#
+            ),
+        )
+    });
+    std::fs::write(
+        dir.path().join("schema.xml"),
+        std::fs::read_to_string(dir.path().join("schema.xml"))
+            .unwrap()
+            .replace(
+                r#"user="manx" password="manx">"#,
+                &format!(r#"user="manx" password="{HOST_M1_MANX}" usingDecrypt="1">"#),
+            ),
+    )
+    .unwrap();
+    let c = Config::load(dir.path()).unwrap();
+    assert_eq!(c.users["enc"].password, "enc");
+    let host = &c.data_hosts["localhost1"].write_hosts[0];
+    assert_eq!(host.host.password, "manx");
+
+    // A ciphertext for another user or host is refused with Mycat's message, at its line.
+    let dir = bundled_with("server.xml", |s| {
+        s.replace(
+            "</mycat:server>",
+            &format!(
+                r#"<user name="someone"><property name="password">{ENC_USER}</property><property name="schemas">TESTDB</property><property name="usingDecrypt">true</property></user></mycat:server>"#
+            ),
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("user someone passwrod need to decrype ,but decrype password is wrong !"),
+        "{e}"
+    );
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            r#"user="manx" password="manx">"#,
+            &format!(r#"user="manx" password="{HOST_M1_OTHER}" usingDecrypt="1">"#),
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "schema.xml", "usingDecrypt=\"1\"");
+    assert!(
+        e.contains(&format!(
+            "schema.xml:{line}: <writeHost host=\"hostM1\">: host hostM1,user manx password need to decrype ,but decrype password is wrong !"
+        )),
+        "{e}"
+    );
+}

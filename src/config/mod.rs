@@ -7,6 +7,7 @@
 //! start-up. Meanings and defaults follow `shared/mycat-compat/SPEC.md` §1-§3 (Mycat's code
 //! defaults, not its documentation's) and `DECISIONS.md`.
 
+mod decrypt;
 pub mod dnindex;
 mod expand;
 mod rule;

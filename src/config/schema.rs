@@ -570,8 +570,8 @@ fn load_host(
 ) -> Option<HostConfig> {
     check_attrs(
         e,
-        &["host", "url", "user", "password", "weight"],
-        &["usingDecrypt", "checkAlive"],
+        &["host", "url", "user", "password", "weight", "usingDecrypt"],
+        &["checkAlive"],
         warnings,
     );
     let host = e.attr("host").unwrap_or("");
@@ -586,14 +586,17 @@ fn load_host(
         ));
         return None;
     }
+    let mut password = e.attr("password").unwrap_or("").to_string();
     if e.attr("usingDecrypt")
         .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
     {
-        errors.push(ConfigError::new(
-            &e.origin,
-            element.clone(),
-            "usingDecrypt (encrypted passwords) is not supported yet",
-        ));
+        match super::decrypt::host_password(host, user, &password) {
+            Ok(p) => password = p,
+            Err(m) => {
+                errors.push(ConfigError::new(&e.origin, element.clone(), m));
+                return None;
+            }
+        }
     }
     let Some((address, port)) = parse_url(url) else {
         errors.push(ConfigError::new(
@@ -620,7 +623,7 @@ fn load_host(
         address,
         port,
         user: user.to_string(),
-        password: e.attr("password").unwrap_or("").to_string(),
+        password,
         weight,
         origin: e.origin.clone(),
     })

@@ -155,6 +155,7 @@ fn load_user(
         origin: u.origin.clone(),
     };
     let mut has_schemas = false;
+    let mut decrypt = None;
     for (pname, value, origin) in u.properties() {
         match pname.as_str() {
             "password" => user.password = value,
@@ -171,18 +172,18 @@ fn load_user(
             "readOnly" => user.read_only = value.eq_ignore_ascii_case("true"),
             "defaultSchema" => user.default_schema = Some(value),
             "usingDecrypt" => {
-                if value == "1" || value.eq_ignore_ascii_case("true") {
-                    errors.push(ConfigError::new(
-                        &origin,
-                        element.clone(),
-                        "usingDecrypt (encrypted passwords) is not supported yet",
-                    ));
-                }
+                decrypt = Some((value == "1" || value.eq_ignore_ascii_case("true"), origin))
             }
             other => warnings.push(ConfigWarning {
                 origin,
                 message: format!("user {name}: property {other} is accepted but not acted on yet"),
             }),
+        }
+    }
+    if let Some((true, origin)) = decrypt {
+        match super::decrypt::user_password(name, &user.password) {
+            Ok(p) => user.password = p,
+            Err(m) => errors.push(ConfigError::new(&origin, element.clone(), m)),
         }
     }
     if !has_schemas {
