@@ -635,6 +635,34 @@ async fn explain_shows_the_statement_per_data_node() {
         rows,
         [("dn1".to_string(), sql.clone()), ("dn3".to_string(), sql)]
     );
+    // Ranges: only the nodes that can hold a value in them.
+    for (sql, nodes) in [
+        ("SELECT * FROM travelrecord WHERE id < 100", vec!["dn1"]),
+        (
+            "SELECT * FROM travelrecord WHERE 10000001 <= id",
+            vec!["dn3"],
+        ),
+        (
+            "SELECT * FROM travelrecord WHERE id > 4999999 AND id <= 5000001",
+            vec!["dn1", "dn2"],
+        ),
+        (
+            "SELECT * FROM hotnews WHERE id BETWEEN 4 AND 5",
+            vec!["dn2", "dn3"],
+        ),
+        (
+            "SELECT * FROM hotnews WHERE id >= 4",
+            vec!["dn1", "dn2", "dn3"],
+        ),
+        (
+            "SELECT * FROM travelrecord WHERE id > 'x'",
+            vec!["dn1", "dn2", "dn3"],
+        ),
+    ] {
+        let rows: Vec<(String, String)> = c.query(format!("EXPLAIN {sql}")).await.unwrap();
+        let got: Vec<&str> = rows.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(got, nodes, "{sql}");
+    }
     let rows: Vec<(String, String)> = c
         .query("explain INSERT INTO TESTDB.hotnews (id, title) VALUES (1, 'a'), (2, 'b')")
         .await

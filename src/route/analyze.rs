@@ -254,6 +254,40 @@ pub fn partitions(
                 None => Partitions::All,
             }
         }
+        // One-sided comparisons: the range up to or from the value (bounds taken inclusive, a
+        // superset for `<` and `>`), for functions that route ranges; others read everything.
+        // A bound the function cannot read also reads everything.
+        Expr::BinaryOp {
+            left,
+            op:
+                op @ (BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq),
+            right,
+        } => {
+            let below = matches!(op, BinaryOperator::Lt | BinaryOperator::LtEq);
+            let (value, upper) = if m.matches(left) {
+                (literal_text(right), below)
+            } else if m.matches(right) {
+                (literal_text(left), !below)
+            } else {
+                (None, false)
+            };
+            match value {
+                Some(v) if !collation_ambiguous(if m.matches(left) { right } else { left }) => {
+                    let (lo, hi) = if upper {
+                        (i64::MIN.to_string(), v)
+                    } else {
+                        (v, i64::MAX.to_string())
+                    };
+                    table
+                        .partitions_between(&lo, &hi)
+                        .unwrap_or(Partitions::All)
+                }
+                _ => Partitions::All,
+            }
+        }
         Expr::Between {
             expr,
             negated: false,

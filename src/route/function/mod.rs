@@ -202,6 +202,37 @@ pub(crate) fn sequence_range(
     })
 }
 
+/// The partitions of every integer in `[begin, end]`, for functions defined only on integers
+/// (a column they shard holds integers, so a range of it holds exactly these values). A range
+/// of more than `limit` values, or bounds that are not integers, may reach every partition:
+/// all. Never fewer partitions than the rows can be on (DECISIONS.md item 14).
+pub(crate) fn integer_range(
+    f: &dyn PartitionFunction,
+    begin: &str,
+    end: &str,
+    limit: i64,
+) -> Result<RangePartitions, PartitionError> {
+    let parse = |v: &str| java::parse_long(java::remove_backquote(v));
+    let (Some(b), Some(e)) = (parse(begin), parse(end)) else {
+        return Ok(RangePartitions::All);
+    };
+    if e < b {
+        return Ok(RangePartitions::Some(Vec::new()));
+    }
+    if (e as i128) - (b as i128) >= limit as i128 {
+        return Ok(RangePartitions::All);
+    }
+    let mut out: Vec<i32> = Vec::new();
+    for v in b..=e {
+        if let Some(p) = f.calculate(&v.to_string())? {
+            out.push(p);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(RangePartitions::Some(out))
+}
+
 /// Test support: runs `f` with `props` and a context whose every map file reads `file`.
 #[cfg(test)]
 pub(crate) fn with_map_file<T>(

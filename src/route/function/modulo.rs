@@ -1,6 +1,6 @@
 //! `io.mycat.route.function.PartitionByMod` (SPEC §2.5.1).
 
-use super::{PartitionError, PartitionFunction, Props, java};
+use super::{PartitionError, PartitionFunction, Props, RangePartitions, java};
 use crate::config::MycatVersion;
 
 /// `|BigInteger(v)| mod count`. A non-numeric value: Mycat 1.6.7.6 (`main`) hashes it,
@@ -40,7 +40,40 @@ impl PartitionFunction for PartitionByMod {
         Ok(Some((h % count as i64) as i32))
     }
 
+    /// A range of fewer than `count` integers reaches only their residues; a longer one, all.
+    fn route_range(&self, begin: &str, end: &str) -> Result<RangePartitions, PartitionError> {
+        super::integer_range(self, begin, end, i64::from(self.count.max(1)))
+    }
+
     fn partition_num(&self) -> Option<usize> {
         usize::try_from(self.count).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_ranges_reach_only_their_residues() {
+        let f = PartitionByMod {
+            count: 3,
+            hash_non_numeric: true,
+        };
+        assert_eq!(
+            f.route_range("4", "5"),
+            Ok(RangePartitions::Some(vec![1, 2]))
+        );
+        assert_eq!(
+            f.route_range("'6'", "6"),
+            Ok(RangePartitions::Some(vec![0]))
+        );
+        assert_eq!(
+            f.route_range("4", "6"),
+            Ok(RangePartitions::Some(vec![0, 1, 2]))
+        );
+        assert_eq!(f.route_range("4", "7"), Ok(RangePartitions::All));
+        assert_eq!(f.route_range("5", "4"), Ok(RangePartitions::Some(vec![])));
+        assert_eq!(f.route_range("a", "4"), Ok(RangePartitions::All));
     }
 }
