@@ -12,10 +12,21 @@
 //!   query the session answers with OK ([`STMT_RESET_QUERY`]): manx binds parameters at each
 //!   execution, so a prepared statement has nothing else to reset.
 //!
+//! - `COM_STMT_EXECUTE` (0x17) that re-uses the parameter types of the previous execution
+//!   (`new_params_bound_flag = 0`, sent by libmariadb and Connector/J from the second
+//!   execution on) gets those types written back in: opensrv-mysql 0.7 does not skip the flag
+//!   byte in that case and reads every parameter one byte off.
+//!
+//! Reads stop at packet boundaries: opensrv-mysql 0.7's packet reader frees its buffer while
+//! the packet it just returned still points into it when a read brought more than one packet
+//! (several pipelined queries), so it must never get more than one packet per read.
+//!
 //! Only command packets (sequence id 0) are looked at; everything else passes through as is.
 
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
@@ -27,9 +38,31 @@ pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
 pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
 
 const COM_STMT_RESET: u8 = 0x1A;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_CLOSE: u8 = 0x19;
 const COM_CHANGE_USER: u8 = 0x11;
 const COM_RESET_CONNECTION: u8 = 0x1F;
 const COM_QUERY: u8 = 0x03;
+
+/// The parameter count of each prepared statement (set by the session at COM_STMT_PREPARE)
+/// and the parameter types its last execution bound.
+#[derive(Debug, Clone, Default)]
+pub struct Statements(Arc<Mutex<HashMap<u32, StatementShape>>>);
+
+/// A prepared statement's parameter count and the types its last execution bound (2 bytes
+/// per parameter, as COM_STMT_EXECUTE carries them).
+type StatementShape = (usize, Option<Vec<u8>>);
+
+impl Statements {
+    /// Statement `id` takes `params` parameters.
+    pub fn prepared(&self, id: u32, params: usize) {
+        self.lock().insert(id, (params, None));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, StatementShape>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// Reader over the client socket (see the module docs).
 pub struct Commands<R> {
@@ -38,19 +71,65 @@ pub struct Commands<R> {
     input: Vec<u8>,
     /// Bytes ready for opensrv.
     output: Vec<u8>,
+    /// Bytes handed on so far, and the positions (in that count) where packets end.
+    handed: u64,
+    boundaries: VecDeque<u64>,
     /// Payload bytes of the current packet still to pass through unexamined.
     passing: usize,
     closed: bool,
+    statements: Statements,
 }
 
 impl<R: AsyncRead + Unpin> Commands<R> {
-    pub fn new(inner: R) -> Self {
+    pub fn new(inner: R, statements: Statements) -> Self {
         Commands {
             inner,
             input: Vec::new(),
             output: Vec::new(),
+            handed: 0,
+            boundaries: VecDeque::new(),
             passing: 0,
             closed: false,
+            statements,
+        }
+    }
+
+    /// Appends a whole packet to the output and marks where it ends.
+    fn emit(&mut self, seq: u8, payload: &[u8]) {
+        let mut header = (payload.len() as u32).to_le_bytes();
+        header[3] = seq;
+        self.output.extend_from_slice(&header);
+        self.output.extend_from_slice(payload);
+        self.boundaries
+            .push_back(self.handed + self.output.len() as u64);
+    }
+
+    /// A COM_STMT_EXECUTE payload with the previous execution's parameter types written in
+    /// when it re-uses them; the types it binds are remembered.
+    fn execute(&self, payload: &[u8]) -> Option<Vec<u8>> {
+        let id = u32::from_le_bytes(payload.get(1..5)?.try_into().ok()?);
+        let mut statements = self.statements.lock();
+        let (params, types) = statements.get_mut(&id)?;
+        let params = *params;
+        if params == 0 {
+            return None;
+        }
+        let flag_at = 10 + params.div_ceil(8);
+        match payload.get(flag_at)? {
+            1 => {
+                *types = Some(payload.get(flag_at + 1..flag_at + 1 + 2 * params)?.to_vec());
+                None
+            }
+            0 => {
+                let types = types.as_ref()?;
+                let mut out = Vec::with_capacity(payload.len() + types.len());
+                out.extend_from_slice(&payload[..flag_at]);
+                out.push(1);
+                out.extend_from_slice(types);
+                out.extend_from_slice(&payload[flag_at + 1..]);
+                Some(out)
+            }
+            _ => None,
         }
     }
 
@@ -70,6 +149,8 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 if self.input.len() == 4 && self.input[..3] == [0, 0, 0] {
                     // An empty packet: nothing to look at.
                     self.output.extend(self.input.drain(..4));
+                    self.boundaries
+                        .push_back(self.handed + self.output.len() as u64);
                     continue;
                 }
                 return;
@@ -89,10 +170,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.input.drain(..4 + len);
                 let mut payload = vec![COM_QUERY];
                 payload.extend_from_slice(query.as_bytes());
-                self.output
-                    .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
-                self.output.push(0);
-                self.output.extend_from_slice(&payload);
+                self.emit(0, &payload);
                 continue;
             }
             if seq == 0 && command == COM_CHANGE_USER {
@@ -101,7 +179,29 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.input.clear();
                 return;
             }
+            if seq == 0 && command == COM_STMT_CLOSE && len == 5 && self.input.len() >= 9 {
+                let id = u32::from_le_bytes([
+                    self.input[5],
+                    self.input[6],
+                    self.input[7],
+                    self.input[8],
+                ]);
+                self.statements.lock().remove(&id);
+            }
+            if seq == 0 && command == COM_STMT_EXECUTE && len < 0xFF_FFFF {
+                if self.input.len() < 4 + len {
+                    return;
+                }
+                let packet: Vec<u8> = self.input.drain(..4 + len).collect();
+                match self.execute(&packet[4..]) {
+                    Some(payload) => self.emit(0, &payload),
+                    None => self.emit(0, &packet[4..]),
+                }
+                continue;
+            }
             self.output.extend(self.input.drain(..4));
+            self.boundaries
+                .push_back(self.handed + (self.output.len() + len) as u64);
             self.passing = len;
         }
     }
@@ -116,9 +216,18 @@ impl<R: AsyncRead + Unpin> AsyncRead for Commands<R> {
         let this = &mut *self;
         loop {
             if !this.output.is_empty() {
-                let n = this.output.len().min(buf.remaining());
+                // Never past the end of the packet being handed on (see the module docs).
+                while this.boundaries.front().is_some_and(|b| *b <= this.handed) {
+                    this.boundaries.pop_front();
+                }
+                let to_boundary = this
+                    .boundaries
+                    .front()
+                    .map_or(usize::MAX, |b| (*b - this.handed) as usize);
+                let n = this.output.len().min(buf.remaining()).min(to_boundary);
                 buf.put_slice(&this.output[..n]);
                 this.output.drain(..n);
+                this.handed += n as u64;
                 return Poll::Ready(Ok(()));
             }
             if this.closed {
@@ -163,7 +272,7 @@ mod tests {
         input.extend(packet(0, b"\x11root\0"));
         input.extend(packet(0, b"\x03SELECT 2"));
         let mut out = Vec::new();
-        Commands::new(&input[..])
+        Commands::new(&input[..], Statements::default())
             .read_to_end(&mut out)
             .await
             .unwrap();
@@ -183,7 +292,7 @@ mod tests {
         let mut input = packet(0, &[0x1A, 7, 0, 0, 0]);
         input.extend(packet(0, b"\x03SELECT 1"));
         let mut out = Vec::new();
-        Commands::new(&input[..])
+        Commands::new(&input[..], Statements::default())
             .read_to_end(&mut out)
             .await
             .unwrap();

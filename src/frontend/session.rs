@@ -26,7 +26,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use super::Server;
 use super::auth;
 use super::binary::Cell;
-use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY};
+use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY, Statements};
 use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
@@ -46,6 +46,7 @@ pub async fn run(
 ) -> io::Result<()> {
     let (read, write) = stream.into_split();
     let slot = ErrorSlot::default();
+    let statements = Statements::default();
     let session = Session {
         server,
         id,
@@ -63,8 +64,15 @@ pub async fn run(
         state: Vec::new(),
         last_insert_id: 0,
         next_insert_id: None,
+        statements: statements.clone(),
     };
-    AsyncMysqlIntermediary::run_on(session, Commands::new(read), Tap::new(write, slot)).await
+    slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
+    AsyncMysqlIntermediary::run_on(
+        session,
+        Commands::new(read, statements),
+        Tap::new(write, slot),
+    )
+    .await
 }
 
 /// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).
@@ -96,6 +104,8 @@ struct Session {
     interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
+    /// Parameter counts and types of prepared statements, shared with the socket reader.
+    statements: Statements,
     /// Statements prepared by the client (COM_STMT_PREPARE), by statement id.
     prepared: HashMap<u32, Prepared>,
     /// The id the next prepared statement gets.
@@ -345,6 +355,18 @@ impl Session {
                     std::iter::once(vec![Some(comment)]),
                 )
                 .await
+            }
+            Local::Autocommit(label) => {
+                let column = WireColumn {
+                    table: String::new(),
+                    column: label,
+                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                    colflags: ColumnFlags::NOT_NULL_FLAG,
+                };
+                let mut rw = w.start(std::slice::from_ref(&column)).await?;
+                rw.write_col(i64::from(self.autocommit))?;
+                rw.end_row().await?;
+                rw.finish().await
             }
             Local::LastInsertId(label) => {
                 let column = WireColumn {
@@ -757,6 +779,7 @@ impl Session {
         }
         let slot = self.slot.clone();
         let status = self.status();
+        slot.set_status(status.bits());
         let id = self.id;
         let conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
             let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
@@ -1088,6 +1111,7 @@ impl AsyncMysqlShim<Writer> for Session {
             })
             .collect();
         let columns: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+        self.statements.prepared(id, placeholders.len());
         self.prepared.insert(
             id,
             Prepared {
@@ -1174,6 +1198,7 @@ impl Session {
     /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
     /// bound), answering on `w`.
     async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        self.slot.set_status(self.status().bits());
         let routed = self.server.router.route(query, self.schema.as_deref());
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         match routed {

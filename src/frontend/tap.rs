@@ -47,6 +47,13 @@ struct Pending {
     /// Metadata for the next result set: whether its column-count packet went by, then one
     /// entry per column definition still to patch.
     columns: Option<(bool, VecDeque<ColumnMeta>)>,
+    /// The session's status flags (autocommit, in transaction), for the packets opensrv writes
+    /// without them.
+    status: u16,
+    /// The server greeting has gone by (its status flags are patched too).
+    greeted: bool,
+    /// The login's OK packet (written by opensrv with no status flags) is still to come.
+    login_ok: bool,
     /// A `caching_sha2_password` login succeeded: the next packet (opensrv's OK) is preceded by
     /// the fast-auth-success packet `0x01 0x03` the client waits for, and moves one sequence id.
     fast_auth: bool,
@@ -65,6 +72,14 @@ impl ErrorSlot {
     /// The next result set's column definitions get these collations, lengths and decimals.
     pub fn set_columns(&self, columns: impl IntoIterator<Item = ColumnMeta>) {
         self.lock().columns = Some((false, columns.into_iter().collect()));
+    }
+
+    /// The session's current status flags (`SERVER_STATUS_AUTOCOMMIT`, `SERVER_STATUS_IN_TRANS`):
+    /// opensrv-mysql 0.7 writes the greeting and every result set's EOF (or its 0xFE OK) with
+    /// none, so clients that read autocommit from them (PyMySQL, mysqlclient, Connector/J)
+    /// believe it is off and never send `SET autocommit=0`.
+    pub fn set_status(&self, bits: u16) {
+        self.lock().status = bits;
     }
 
     /// The client logged in with `caching_sha2_password`'s fast path: announce its success.
@@ -107,6 +122,50 @@ fn patch_column(payload: &mut [u8], meta: ColumnMeta) -> bool {
     payload[p + 3..p + 7].copy_from_slice(&meta.length.to_le_bytes());
     payload[p + 10] = meta.decimals;
     true
+}
+
+/// `CLIENT_TRANSACTIONS`: the server reports transaction state in status flags. opensrv-mysql
+/// 0.7 does not announce it, and drivers (mysqlclient) then never switch autocommit off.
+const CLIENT_TRANSACTIONS: u16 = 0x2000;
+
+/// Sets the status flags of a protocol-10 greeting (after the NUL-terminated version, the
+/// connection id, 8 scramble bytes, a filler, 2 capability bytes and the charset) and adds
+/// `CLIENT_TRANSACTIONS` to its capabilities.
+fn patch_greeting(payload: &mut [u8], status: u16) {
+    if payload.first() != Some(&10) {
+        return;
+    }
+    let Some(nul) = payload.iter().position(|b| *b == 0) else {
+        return;
+    };
+    let caps = nul + 1 + 4 + 8 + 1;
+    if let Some(c) = payload.get_mut(caps..caps + 2) {
+        let old = u16::from_le_bytes([c[0], c[1]]);
+        c.copy_from_slice(&(old | CLIENT_TRANSACTIONS).to_le_bytes());
+    }
+    let at = caps + 2 + 1;
+    if let Some(s) = payload.get_mut(at..at + 2) {
+        s.copy_from_slice(&status.to_le_bytes());
+    }
+}
+
+/// Adds the session's status flags to an EOF packet (`FE warnings status`) or an OK packet
+/// (`00`/`FE` `affected insert-id status warnings`), keeping opensrv's
+/// `SERVER_MORE_RESULTS_EXISTS`.
+fn patch_eof(payload: &mut [u8], status: u16) {
+    let at = if payload.len() == 5 && payload[0] == 0xFE {
+        3
+    } else {
+        // Two length-encoded integers after the header; only 1-byte ones fit in 8 bytes.
+        if payload[1] >= 0xFB || payload.get(2).is_none_or(|b| *b >= 0xFB) {
+            return;
+        }
+        3
+    };
+    if let Some(s) = payload.get_mut(at..at + 2) {
+        let old = u16::from_le_bytes([s[0], s[1]]);
+        s.copy_from_slice(&(old | status).to_le_bytes());
+    }
 }
 
 /// Buffered writer over the client socket that rewrites ERR packets (see the module docs).
@@ -155,6 +214,18 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 self.buf.splice(start..start, more);
                 self.packet_start = start + more.len();
                 continue;
+            }
+            if !pending.greeted {
+                pending.greeted = true;
+                pending.login_ok = true;
+                patch_greeting(&mut self.buf[start + 4..start + 4 + len], pending.status);
+            } else if pending.login_ok && len >= 7 && matches!(self.buf[start + 4], 0x00 | 0xFF) {
+                pending.login_ok = false;
+                if self.buf[start + 4] == 0x00 {
+                    patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status);
+                }
+            } else if (5..9).contains(&len) && self.buf[start + 4] == 0xFE {
+                patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status);
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
             if is_err {

@@ -217,6 +217,9 @@ pub enum Local {
     VersionComment,
     /// `SELECT DATABASE()` / `SELECT SCHEMA()`.
     Database,
+    /// `SELECT @@autocommit` / `SELECT @@session.autocommit` (the label as written): the
+    /// session's own setting, which its backend connections do not carry.
+    Autocommit(String),
     /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
     /// session's last insert id (SPEC §5.15).
     LastInsertId(String),

@@ -328,6 +328,9 @@ fn canned_select(stmt: &str) -> Option<Local> {
             Some(Local::VersionComment)
         }
         "select database()" | "select schema()" => Some(Local::Database),
+        "select @@autocommit" | "select @@session.autocommit" => {
+            Some(Local::Autocommit(stmt[6..].trim().to_string()))
+        }
         _ => last_insert_id(stmt),
     }
 }

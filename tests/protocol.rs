@@ -1,0 +1,206 @@
+//! Wire-level behaviour checked byte for byte on a raw socket: status flags in the greeting and
+//! at the end of result sets, pipelined commands, and COM_STMT_EXECUTE re-using its parameter
+//! types (what libmariadb, Connector/J and sysbench send).
+
+mod common;
+
+use common::{Extra, Fixture};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const AUTOCOMMIT: u16 = 0x0002;
+
+async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut header = [0u8; 4];
+    s.read_exact(&mut header).await.unwrap();
+    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).await.unwrap();
+    (header[3], payload)
+}
+
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = (payload.len() as u32).to_le_bytes().to_vec();
+    p[3] = seq;
+    p.extend_from_slice(payload);
+    p
+}
+
+/// Logs in as root (caching_sha2 fast path, CLIENT_PROTOCOL_41 without DEPRECATE_EOF); returns
+/// the socket and the greeting's status flags.
+async fn connect(port: u16) -> (TcpStream, u16) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let (_, g) = read_packet(&mut s).await;
+    let nul = g.iter().position(|b| *b == 0).unwrap();
+    let p = nul + 1 + 4;
+    let mut scramble = g[p..p + 8].to_vec();
+    let part2 = p + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    scramble.extend_from_slice(&g[part2..part2 + 12]);
+    let caps_at = p + 8 + 1;
+    let server_caps = u16::from_le_bytes([g[caps_at], g[caps_at + 1]]);
+    assert_eq!(
+        server_caps & 0x2000,
+        0x2000,
+        "CLIENT_TRANSACTIONS is announced"
+    );
+    let status_at = p + 8 + 1 + 2 + 1;
+    let status = u16::from_le_bytes([g[status_at], g[status_at + 1]]);
+    let stage1 = Sha256::digest(b"123456");
+    let mut h = Sha256::new();
+    h.update(Sha256::digest(stage1));
+    h.update(&scramble);
+    let proof: Vec<u8> = stage1
+        .iter()
+        .zip(h.finalize())
+        .map(|(a, b)| a ^ b)
+        .collect();
+    let caps: u32 = 0x1 | 0x8 | 0x200 | 0x8000 | 0x80000;
+    let mut r = caps.to_le_bytes().to_vec();
+    r.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    r.push(45);
+    r.extend_from_slice(&[0; 23]);
+    r.extend_from_slice(b"root\0");
+    r.push(32);
+    r.extend_from_slice(&proof);
+    r.extend_from_slice(b"TESTDB\0caching_sha2_password\0");
+    s.write_all(&packet(1, &r)).await.unwrap();
+    assert_eq!(read_packet(&mut s).await.1, [1, 3]);
+    let ok = read_packet(&mut s).await.1;
+    assert_eq!(ok[0], 0);
+    assert_eq!(
+        u16::from_le_bytes([ok[3], ok[4]]) & AUTOCOMMIT,
+        AUTOCOMMIT,
+        "the login's OK says autocommit"
+    );
+    (s, status)
+}
+
+/// Reads one text result set: (column count, rows as text, status of the final EOF).
+async fn result_set(s: &mut TcpStream) -> (usize, Vec<Vec<Option<String>>>, u16) {
+    let (_, first) = read_packet(s).await;
+    assert_ne!(first[0], 0xFF, "error: {}", String::from_utf8_lossy(&first));
+    let columns = first[0] as usize;
+    for _ in 0..columns {
+        read_packet(s).await;
+    }
+    let (_, eof) = read_packet(s).await;
+    assert_eq!(eof[0], 0xFE);
+    let mut rows = Vec::new();
+    loop {
+        let (_, p) = read_packet(s).await;
+        if p[0] == 0xFE && p.len() < 9 {
+            return (columns, rows, u16::from_le_bytes([p[3], p[4]]));
+        }
+        let mut row = Vec::new();
+        let mut i = 0;
+        while i < p.len() {
+            if p[i] == 0xFB {
+                row.push(None);
+                i += 1;
+            } else {
+                let n = p[i] as usize;
+                row.push(Some(
+                    String::from_utf8_lossy(&p[i + 1..i + 1 + n]).into_owned(),
+                ));
+                i += 1 + n;
+            }
+        }
+        rows.push(row);
+    }
+}
+
+#[tokio::test]
+async fn status_flags_and_pipelined_queries() {
+    let f = Fixture::start("proto", Extra::default()).await;
+    let (mut s, greeting_status) = connect(f.port).await;
+    assert_eq!(
+        greeting_status & AUTOCOMMIT,
+        AUTOCOMMIT,
+        "the greeting says autocommit"
+    );
+
+    // Three queries in one write: each gets its own answer, in order.
+    let mut batch = packet(0, b"\x03SELECT 1");
+    batch.extend(packet(0, b"\x03SELECT 2"));
+    batch.extend(packet(0, b"\x03SELECT 3"));
+    s.write_all(&batch).await.unwrap();
+    for n in 1..=3 {
+        let (cols, rows, status) = result_set(&mut s).await;
+        assert_eq!((cols, rows), (1, vec![vec![Some(n.to_string())]]));
+        assert_eq!(
+            status & AUTOCOMMIT,
+            AUTOCOMMIT,
+            "a result set ends with the autocommit flag"
+        );
+    }
+
+    // SET autocommit=0: later result sets say so, and @@autocommit answers 0.
+    s.write_all(&packet(0, b"\x03SET autocommit=0"))
+        .await
+        .unwrap();
+    let (_, ok) = read_packet(&mut s).await;
+    assert_eq!(ok[0], 0);
+    s.write_all(&packet(0, b"\x03SELECT @@autocommit"))
+        .await
+        .unwrap();
+    let (_, rows, status) = result_set(&mut s).await;
+    assert_eq!(rows, vec![vec![Some("0".to_string())]]);
+    assert_eq!(status & AUTOCOMMIT, 0);
+}
+
+#[tokio::test]
+async fn an_execute_that_reuses_its_parameter_types_binds_the_right_values() {
+    let f = Fixture::start("protops", Extra::default()).await;
+    let (mut s, _) = connect(f.port).await;
+    s.write_all(&packet(0, b"\x16SELECT CAST(? AS CHAR), ?"))
+        .await
+        .unwrap();
+    let (_, ok) = read_packet(&mut s).await;
+    assert_eq!(ok[0], 0);
+    let id = u32::from_le_bytes([ok[1], ok[2], ok[3], ok[4]]);
+    let params = u16::from_le_bytes([ok[7], ok[8]]) as usize;
+    let columns = u16::from_le_bytes([ok[5], ok[6]]) as usize;
+    assert_eq!(params, 2);
+    for _ in 0..params + 1 + columns + usize::from(columns > 0) {
+        read_packet(&mut s).await;
+    }
+    // EXECUTE (id, no cursor, 1 iteration, null bitmap, types bound: LONGLONG, VAR_STRING).
+    let execute = |first: bool, n: i64, text: &str| {
+        let mut p = vec![0x17];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.push(0);
+        p.extend_from_slice(&1u32.to_le_bytes());
+        p.push(0);
+        if first {
+            p.extend_from_slice(&[1, 0x08, 0, 0xFD, 0]);
+        } else {
+            p.push(0);
+        }
+        p.extend_from_slice(&n.to_le_bytes());
+        p.push(text.len() as u8);
+        p.extend_from_slice(text.as_bytes());
+        packet(0, &p)
+    };
+    for (first, n, text) in [(true, 41, "a"), (false, 5000001, "bc"), (false, -7, "def")] {
+        s.write_all(&execute(first, n, text)).await.unwrap();
+        let (_, head) = read_packet(&mut s).await;
+        assert_eq!(head, [2], "two columns");
+        read_packet(&mut s).await;
+        read_packet(&mut s).await;
+        read_packet(&mut s).await; // EOF after the column definitions
+        let (_, row) = read_packet(&mut s).await;
+        // Binary row: header 0, null bitmap, then both values as length-encoded text.
+        let rest = &row[2..];
+        let number_text = String::from_utf8_lossy(&rest[1..1 + rest[0] as usize]).into_owned();
+        let after = &rest[1 + rest[0] as usize..];
+        let text_back = String::from_utf8_lossy(&after[1..1 + after[0] as usize]).into_owned();
+        assert_eq!(
+            (number_text.as_str(), text_back.as_str()),
+            (n.to_string().as_str(), text),
+            "execution with first={first}"
+        );
+        let (_, eof) = read_packet(&mut s).await;
+        assert_eq!(eof[0], 0xFE);
+    }
+}
