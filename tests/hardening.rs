@@ -208,11 +208,11 @@ async fn answers_that_would_need_a_cross_node_merge_are_refused() {
         ),
         (
             "INSERT INTO goods (id, name) SELECT id, user_id FROM travelrecord",
-            "INSERT reading table TRAVELRECORD",
+            "INSERT ... SELECT into GOODS reading table TRAVELRECORD is not supported",
         ),
         (
             "INSERT INTO travelrecord (id, user_id) VALUES (42, (SELECT MAX(title) FROM hotnews))",
-            "INSERT reading table HOTNEWS",
+            "reading table HOTNEWS is not supported: a subquery in VALUES",
         ),
         (
             "INSERT INTO company (id, name) VALUES (30, UUID())",

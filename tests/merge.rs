@@ -181,3 +181,66 @@ async fn strings_merge_in_the_column_collation_and_unmergeable_reads_are_refused
         assert!(msg.contains(text), "{sql}: {msg}");
     }
 }
+
+#[tokio::test]
+async fn insert_select_runs_where_its_rows_are_read_or_is_refused() {
+    let f = Fixture::start(
+        "insel",
+        Extra {
+            schema_xml: r#"<schema name="INS">
+                <table name="a" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="b" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="solo" dataNode="dn2" />
+            </schema>"#
+                .to_string(),
+            users_xml: r#"<user name="ins"><property name="password">ins</property><property name="schemas">INS</property></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "ins", "ins", Some("INS")))
+        .await
+        .unwrap();
+    for t in ["a", "b", "solo"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+            .await
+            .unwrap();
+    }
+    c.query_drop("INSERT INTO a (id, v) VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)")
+        .await
+        .unwrap();
+    // Co-located: b's sharding column comes from a's, same function and nodes.
+    c.query_drop("INSERT INTO b (id, v) SELECT id, v * 10 FROM a WHERE v > 1")
+        .await
+        .unwrap();
+    for n in 1..=3 {
+        let a: Vec<i64> = f.ids_on(n, "a").await;
+        let b: Vec<i64> = f.ids_on(n, "b").await;
+        assert_eq!(
+            b,
+            a.into_iter().filter(|id| *id > 1).collect::<Vec<_>>(),
+            "dn{n}"
+        );
+    }
+    // One node both sides: a's id 4 is on dn2 (4 % 3 = 1), where solo lives.
+    c.query_drop("INSERT INTO solo (id, v) SELECT id, v FROM a WHERE id = 4")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "solo").await, [4]);
+    for sql in [
+        "INSERT INTO solo (id, v) SELECT id, v FROM a WHERE id = 3",
+        "INSERT INTO b (id, v) SELECT v + 100, id FROM a",
+        "INSERT INTO b (id, v) SELECT id, v FROM a ORDER BY id LIMIT 2",
+        "INSERT INTO solo (id, v) SELECT id, v FROM a",
+    ] {
+        let (code, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains("INSERT ... SELECT into"), "{sql}: {msg}");
+    }
+    assert_eq!(
+        f.ids_on(2, "solo").await,
+        [4],
+        "refused statements wrote nothing"
+    );
+}

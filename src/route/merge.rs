@@ -69,7 +69,8 @@ pub(super) struct ShardColumn<'a> {
 }
 
 impl ShardColumn<'_> {
-    fn is(&self, e: &Expr) -> bool {
+    /// Whether `e` names the sharding column (bare, or qualified by the table or its alias).
+    pub(super) fn is(&self, e: &Expr) -> bool {
         match e {
             Expr::Identifier(i) => i.value.eq_ignore_ascii_case(self.column),
             Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {

@@ -5,8 +5,8 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use sqlparser::ast::{
-    Expr, FromTable, ObjectName, ObjectType, OnInsert, Query, SetExpr, Statement, TableFactor,
-    TableObject, Visit, Visitor,
+    Expr, FromTable, GroupByExpr, ObjectName, ObjectType, OnInsert, Query, SelectItem, SetExpr,
+    Statement, TableFactor, TableObject, Visit, Visitor,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -1947,13 +1947,10 @@ fn insert_route(
     let Statement::Insert(insert) = statement else {
         unreachable!("called for INSERT only")
     };
-    // Values read from other tables (INSERT ... SELECT, subqueries in VALUES): each node would
-    // read only its own rows of a non-global table.
+    // Values read from other tables (INSERT ... SELECT, subqueries in VALUES): each node reads
+    // only its own rows of a non-global table.
     if let Some(o) = occurrences.iter().find(|o| !is_global(ctx, o)) {
-        return Err(RouteError::syntax(format!(
-            "INSERT reading table {} (INSERT ... SELECT or a subquery) is not supported yet",
-            o.name
-        )));
+        return insert_select(ctx, insert, occurrences, &table, o);
     }
     let Some(t) = ctx.table(&table) else {
         return match &ctx.s.default_node {
@@ -2104,6 +2101,113 @@ fn insert_route(
 
 /// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the
 /// expression's SQL text (so `NULL` is the text `NULL`, as in Mycat).
+/// `INSERT ... SELECT` reading a non-global table: run where the rows are read, which is right
+/// when (i) the SELECT reads one dataNode and the target table lives on that node only, or
+/// (ii) the target's sharding column is filled from the source's sharding column and both
+/// tables are sharded by the same function over the same dataNodes (every row read on a node
+/// belongs on that node). Anything else is refused: a node cannot insert rows another holds.
+fn insert_select(
+    ctx: &Ctx<'_>,
+    insert: &sqlparser::ast::Insert,
+    occurrences: &[Occurrence],
+    table: &str,
+    first: &Occurrence,
+) -> Result<Routed, RouteError> {
+    let refuse = |why: &str| {
+        Err(RouteError::syntax(format!(
+            "INSERT ... SELECT into {table} reading table {} is not supported: {why}",
+            first.name
+        )))
+    };
+    let Some(source) = &insert.source else {
+        return refuse("a subquery in VALUES");
+    };
+    let sel = match &*source.body {
+        SetExpr::Select(sel) => sel,
+        SetExpr::Values(_) => return refuse("a subquery in VALUES may read another dataNode"),
+        _ => return refuse("the SELECT is a set operation"),
+    };
+    if occurrences
+        .iter()
+        .any(|o| o.depth != 1 && !is_global(ctx, o))
+    {
+        return refuse("a sharded table in a subquery of the SELECT");
+    }
+    let placements = placements(ctx, occurrences, sel.selection.as_ref(), 1)?;
+    let nodes = match read_nodes(&placements) {
+        Ok(ReadNodes::All(nodes)) => nodes,
+        Ok(ReadNodes::AnyOf(nodes)) => nodes.into_iter().take(1).collect(),
+        Err(e) => match colocated_nodes(ctx, source, occurrences, &placements) {
+            Some(nodes) => nodes,
+            None => return Err(e),
+        },
+    };
+    let target_nodes: Vec<String> = match ctx.table(table) {
+        Some(t) => t.nodes.clone(),
+        None => match &ctx.s.default_node {
+            Some(d) => vec![d.clone()],
+            None => return Err(unknown_table(table, &ctx.s.name)),
+        },
+    };
+    // (i) One node reads and holds everything.
+    if nodes.len() == 1 && target_nodes.len() == 1 && nodes.contains(&target_nodes[0]) {
+        return Ok(ctx.plan(nodes, false, OkMerge::Sum));
+    }
+    // (ii) Co-located: the target's sharding value is the source's sharding column.
+    let Some(t) = ctx.table(table) else {
+        return refuse("the SELECT reads several dataNodes but the table is on one");
+    };
+    let (Some(rule), true) = (&t.rule, t.kind != TableKind::Global) else {
+        return refuse(
+            "the target is not sharded like the source, so the rows would not be where they belong",
+        );
+    };
+    let sources: Vec<(&Occurrence, &TableRoute)> = occurrences
+        .iter()
+        .filter(|o| o.depth == 1)
+        .filter_map(|o| {
+            ctx.table(&o.name)
+                .filter(|s| s.kind != TableKind::Global)
+                .map(|s| (o, s))
+        })
+        .collect();
+    let [(o, src)] = sources.as_slice() else {
+        return refuse("several sharded tables are read");
+    };
+    let Some(src_rule) = &src.rule else {
+        return refuse("the source table has no sharding rule");
+    };
+    let position = insert.columns.iter().position(|c| {
+        c.0.last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(&rule.column))
+    });
+    let item = position.and_then(|k| sel.projection.get(k));
+    let fed = match item {
+        Some(SelectItem::UnnamedExpr(e)) | Some(SelectItem::ExprWithAlias { expr: e, .. }) => {
+            merge::ShardColumn {
+                column: &src_rule.column,
+                qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
+            }
+            .is(e)
+        }
+        _ => false,
+    };
+    let grouped = sel.distinct.is_some()
+        || !matches!(&sel.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
+        || sel.having.is_some()
+        || source.limit_clause.is_some();
+    if !fed || grouped || !Arc::ptr_eq(&rule.function, &src_rule.function) || t.nodes != src.nodes {
+        return refuse(&format!(
+            "it reads {} dataNodes; the target's {} must be the source's sharding column {} (same function and dataNodes, no DISTINCT, GROUP BY or LIMIT) for every row to stay on its node",
+            nodes.len(),
+            rule.column,
+            src_rule.column
+        ));
+    }
+    Ok(ctx.plan(nodes, false, OkMerge::Sum))
+}
+
 /// An INSERT of one row into an ER child table whose node is its parent row's (SPEC §5.12).
 ///
 /// Errors (Mycat's texts): several rows (`ChildTable multi insert not provided`), no joinKey
