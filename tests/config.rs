@@ -490,3 +490,21 @@ fn encrypted_passwords_are_decrypted_as_mycat_does() {
         "{e}"
     );
 }
+
+#[test]
+fn sub_tables_are_refused_not_misread() {
+    let dir = bundled_with("schema.xml", |s| {
+        s.replace(
+            r#"<table name="hotnews" primaryKey="id""#,
+            r#"<table name="hotnews" subTables="hotnews$1-4" primaryKey="id""#,
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "schema.xml", "subTables=");
+    assert!(
+        e.contains(&format!(
+            "schema.xml:{line}: <table name=\"hotnews\">: subTables (sub-table sharding inside one dataNode) is not supported"
+        )),
+        "{e}"
+    );
+}

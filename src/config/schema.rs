@@ -168,17 +168,23 @@ fn load_tables(
             "ruleRequired",
             "autoIncrement",
             "needAddLimit",
-        ],
-        &[
-            "subTables",
             "splitTableNames",
-            "nameSuffix",
-            "fetchStoreNodeByJdbc",
+            "subTables",
         ],
+        &["nameSuffix", "fetchStoreNodeByJdbc"],
         warnings,
     );
     let names = t.attr("name").unwrap_or("");
     let element = format!("table name=\"{names}\"");
+    // Sub-tables put rows in tables whose names routing would have to rewrite; read as a plain
+    // table they would land in the wrong place, so they are refused rather than misread.
+    if t.attr("subTables").is_some_and(|v| !v.is_empty()) {
+        errors.push(ConfigError::new(
+            &t.origin,
+            element.clone(),
+            "subTables (sub-table sharding inside one dataNode) is not supported",
+        ));
+    }
     if names.is_empty() {
         errors.push(ConfigError::new(
             &t.origin,
@@ -291,12 +297,20 @@ fn load_children(
                 "primaryKey",
                 "needAddLimit",
                 "autoIncrement",
+                "subTables",
             ],
-            &["subTables"],
+            &[],
             warnings,
         );
         let name = c.attr("name").unwrap_or("");
         let element_name = format!("childTable name=\"{name}\"");
+        if c.attr("subTables").is_some_and(|v| !v.is_empty()) {
+            errors.push(ConfigError::new(
+                &c.origin,
+                element_name.clone(),
+                "subTables (sub-table sharding inside one dataNode) is not supported",
+            ));
+        }
         let (join_key, parent_key) = match (
             c.attr("joinKey").filter(|v| !v.is_empty()),
             c.attr("parentKey").filter(|v| !v.is_empty()),
