@@ -124,3 +124,91 @@ async fn a_user_with_an_encrypted_password_logs_in_with_the_plain_one() {
         "the ciphertext itself is not the password"
     );
 }
+
+#[tokio::test]
+async fn dml_privileges_are_enforced_per_schema_and_table() {
+    let f = Fixture::start(
+        "authpriv",
+        Extra {
+            users_xml: r#"<user name="priv"><property name="password">priv</property><property name="schemas">TESTDB</property>
+                <privileges check="true">
+                    <schema name="TESTDB" dml="0110">
+                        <table name="travelrecord" dml="1111" />
+                        <table name="hotnews" dml="0010" />
+                    </schema>
+                </privileges></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    use mysql_async::prelude::Queryable;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "priv", "priv", Some("TESTDB")))
+        .await
+        .unwrap();
+    // travelrecord: everything; the schema's other tables: UPDATE and SELECT; hotnews: SELECT.
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a')")
+        .await
+        .unwrap();
+    c.query_drop("UPDATE travelrecord SET days = 2 WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("DELETE FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    let _: Vec<i64> = c.query("SELECT id FROM company").await.unwrap();
+    c.query_drop("UPDATE company SET name = 'x' WHERE id = 999")
+        .await
+        .unwrap();
+    let _: Vec<i64> = c.query("SELECT id FROM hotnews").await.unwrap();
+    for sql in [
+        "INSERT INTO company (id, name) VALUES (1, 'c')",
+        "REPLACE INTO company (id, name) VALUES (1, 'c')",
+        "DELETE FROM company WHERE id = 1",
+        "UPDATE hotnews SET title = 't' WHERE id = 1",
+        "INSERT INTO hotnews (id, title) VALUES (1, 't')",
+    ] {
+        let (code, _, msg) = common::server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(code, 3012, "{sql}: {msg}");
+        assert!(
+            msg.contains("The statement DML privilege check is not passed, reject for user 'priv'"),
+            "{msg}"
+        );
+    }
+    // Nothing was written by the refused statements.
+    for n in 1..=3 {
+        assert!(f.ids_on(n, "company").await.is_empty());
+    }
+    // Other users are unrestricted.
+    let mut root = f.client().await;
+    root.query_drop("INSERT INTO company (id, name) VALUES (1, 'c')")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn the_firewall_whitehost_list_admits_only_listed_addresses() {
+    // 127.0.0.1 admits root only; the wildcard entry 10.* does not match loopback.
+    let f = Fixture::start(
+        "authfw",
+        Extra {
+            users_xml: r#"<firewall><whitehost>
+                    <host host="127.0.0.1" user="root"/>
+                    <host host="10.*" user="user"/>
+                </whitehost></firewall>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    use mysql_async::prelude::Queryable;
+    let mut root = f.client().await;
+    let one: Option<i64> = root.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    let e = mysql_async::Conn::new(common::opts(f.port, "user", "user", Some("TESTDB")))
+        .await
+        .unwrap_err();
+    let (code, state, msg) = common::server_error(e);
+    assert_eq!((code, state.as_str()), (1045, "28000"), "{msg}");
+    assert!(msg.contains("with host '127.0.0.1'"), "{msg}");
+}

@@ -149,8 +149,51 @@ pub struct SystemConfig {
     /// ids (`sequence_time_conf.properties`); 3-5 (ZooKeeper, custom classes) are refused when a
     /// sequence is used.
     pub sequence_handler_type: u8,
+    /// `<firewall><whitehost>` entries (SPEC §3.5): a host pattern and the users it admits.
+    /// When there are any, logins must match one.
+    pub white_hosts: Vec<WhiteHost>,
     /// Every property as written (trimmed, empty ones left out), for the features that read more.
     pub properties: BTreeMap<String, (String, Origin)>,
+}
+
+/// One `<whitehost><host host=".." user=".."/>` address (one per comma-separated host).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WhiteHost {
+    /// An IP, or a pattern where `*` and `%` stand for any run of digits.
+    pub host: String,
+    pub users: Vec<String>,
+}
+
+impl SystemConfig {
+    /// Whether `user` may log in from `ip` under the whitehost list (SPEC §3.5): no entries
+    /// admit everyone; an exact IP admits its users; a wildcard entry admits any user from an
+    /// address it matches anywhere (Mycat searches, unanchored, and ignores its user list).
+    pub fn admits(&self, user: &str, ip: &str) -> bool {
+        self.white_hosts.is_empty()
+            || self.white_hosts.iter().any(|h| {
+                if h.host.contains(['*', '%']) {
+                    wildcard_search(h.host.as_bytes(), ip.as_bytes())
+                } else {
+                    h.host == ip && h.users.iter().any(|u| u == user)
+                }
+            })
+    }
+}
+
+/// Whether `pattern` (`*` / `%` = any run of digits, other bytes literal) matches somewhere
+/// in `text`.
+fn wildcard_search(pattern: &[u8], text: &[u8]) -> bool {
+    fn at(p: &[u8], t: &[u8]) -> bool {
+        match p.first() {
+            None => true,
+            Some(b'*' | b'%') => {
+                let digits = t.iter().take_while(|b| b.is_ascii_digit()).count();
+                (0..=digits).rev().any(|n| at(&p[1..], &t[n..]))
+            }
+            Some(c) => t.first() == Some(c) && at(&p[1..], &t[1..]),
+        }
+    }
+    (0..=text.len()).any(|i| at(pattern, &text[i..]))
 }
 
 /// Mycat release whose data placement manx reproduces (DECISIONS.md items 1-2).
@@ -176,7 +219,19 @@ pub struct UserConfig {
     pub read_only: bool,
     /// `defaultSchema` [1.6.7]: used when a statement arrives with no current schema.
     pub default_schema: Option<String>,
+    /// `<privileges check="true">`: DML masks per logical schema (SPEC §3.4); `None` when
+    /// absent or not checked.
+    pub privileges: Option<BTreeMap<String, SchemaPrivileges>>,
     pub origin: Origin,
+}
+
+/// A user's DML mask for one logical schema and its tables (SPEC §3.4): four flags in the
+/// order INSERT, UPDATE, SELECT, DELETE (`dml="0110"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaPrivileges {
+    pub dml: [bool; 4],
+    /// Table name exactly as written in server.xml (Mycat compares without case folding).
+    pub tables: BTreeMap<String, [bool; 4]>,
 }
 
 /// A `schema.xml` `<schema>`.
@@ -445,6 +500,7 @@ impl Default for SystemConfig {
             heartbeat_period_ms: 10_000,
             heartbeat_timeout_ms: 30_000,
             sequence_handler_type: 0,
+            white_hosts: Vec::new(),
             properties: BTreeMap::new(),
         }
     }
@@ -483,5 +539,33 @@ pub(crate) fn check_attrs(
             origin: e.origin.clone(),
             message,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whitehost_patterns_match_as_mycat_searches_them() {
+        let system = SystemConfig {
+            white_hosts: vec![
+                WhiteHost {
+                    host: "192.168.1.5".to_string(),
+                    users: vec!["root".to_string()],
+                },
+                WhiteHost {
+                    host: "10.%.0.*".to_string(),
+                    users: vec!["nobody".to_string()],
+                },
+            ],
+            ..SystemConfig::default()
+        };
+        assert!(system.admits("root", "192.168.1.5"));
+        assert!(!system.admits("app", "192.168.1.5"), "exact entries check users");
+        assert!(system.admits("app", "10.20.0.7"), "wildcards admit any user");
+        assert!(system.admits("app", "110.3.0.99"), "Mycat's search is not anchored");
+        assert!(!system.admits("app", "10.20.1.7"));
+        assert!(SystemConfig::default().admits("anyone", "1.2.3.4"));
     }
 }

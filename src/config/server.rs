@@ -120,8 +120,58 @@ pub(super) fn load(
             "no <user> is defined",
         ));
     }
+    for fw in root.children_named("firewall") {
+        for w in fw.children_named("whitehost") {
+            for h in w.children_named("host") {
+                check_attrs(h, &["host", "user"], &[], warnings);
+                let hosts = h.attr("host").unwrap_or("");
+                let element = format!("host host=\"{hosts}\"");
+                let list: Vec<String> = h
+                    .attr("user")
+                    .unwrap_or("")
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|u| !u.is_empty())
+                    .map(String::from)
+                    .collect();
+                for u in &list {
+                    if !users.contains_key(u) {
+                        errors.push(ConfigError::new(
+                            &h.origin,
+                            element.clone(),
+                            format!("[user: {u}] doesn't exist in [host: {hosts}]"),
+                        ));
+                    }
+                }
+                for host in hosts.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+                    if system.white_hosts.iter().any(|w| w.host == host) {
+                        errors.push(ConfigError::new(
+                            &h.origin,
+                            element.clone(),
+                            format!("host duplicated : {host}"),
+                        ));
+                        continue;
+                    }
+                    system.white_hosts.push(super::WhiteHost {
+                        host: host.to_string(),
+                        users: list.clone(),
+                    });
+                }
+            }
+        }
+        for b in fw.children_named("blacklist") {
+            if b.attr("check")
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            {
+                warnings.push(ConfigWarning {
+                    origin: b.origin.clone(),
+                    message: "<blacklist check=\"true\"> (Druid's SQL wall filter) is accepted but not acted on yet".to_string(),
+                });
+            }
+        }
+    }
     for other in root.children.iter() {
-        if !matches!(other.name.as_str(), "system" | "user") {
+        if !matches!(other.name.as_str(), "system" | "user" | "firewall") {
             warnings.push(ConfigWarning {
                 origin: other.origin.clone(),
                 message: format!("<{}> is accepted but not acted on yet", other.name),
@@ -152,6 +202,7 @@ fn load_user(
         schemas: Vec::new(),
         read_only: false,
         default_schema: None,
+        privileges: None,
         origin: u.origin.clone(),
     };
     let mut has_schemas = false;
@@ -189,9 +240,67 @@ fn load_user(
     if !has_schemas {
         errors.push(ConfigError::new(
             &u.origin,
-            element,
+            element.clone(),
             format!("user {name} has no schemas property"),
         ));
     }
+    for p in u.children_named("privileges") {
+        check_attrs(p, &["check"], &[], warnings);
+        if !p
+            .attr("check")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        {
+            continue;
+        }
+        let mut schemas = BTreeMap::new();
+        for s in p.children_named("schema") {
+            check_attrs(s, &["name", "dml"], &[], warnings);
+            let Some(mask) = dml_mask(s, &element, errors) else {
+                continue;
+            };
+            let mut tables = BTreeMap::new();
+            for t in s.children_named("table") {
+                check_attrs(t, &["name", "dml"], &[], warnings);
+                if let Some(m) = dml_mask(t, &element, errors) {
+                    tables.insert(t.attr("name").unwrap_or("").to_string(), m);
+                }
+            }
+            schemas.insert(
+                s.attr("name").unwrap_or("").to_string(),
+                super::SchemaPrivileges { dml: mask, tables },
+            );
+        }
+        for d in p.children_named("dataNode") {
+            warnings.push(ConfigWarning {
+                origin: d.origin.clone(),
+                message: "<privileges><dataNode> only filters manager output in Mycat; ignored"
+                    .to_string(),
+            });
+        }
+        user.privileges = Some(schemas);
+    }
     Some(user)
+}
+
+/// A `dml="IUSD"` mask: four digits, each above 0 allowing INSERT, UPDATE, SELECT, DELETE.
+fn dml_mask(e: &Element, user: &str, errors: &mut Vec<ConfigError>) -> Option<[bool; 4]> {
+    let dml = e.attr("dml").unwrap_or("");
+    let digits: Vec<u8> = dml.bytes().collect();
+    if digits.len() != 4
+        || !digits.iter().all(u8::is_ascii_digit)
+        || e.attr("name").is_none_or(str::is_empty)
+    {
+        errors.push(ConfigError::new(
+            &e.origin,
+            format!("{user} privileges {}", e.name),
+            format!("dml '{dml}' must be four digits (INSERT, UPDATE, SELECT, DELETE) and name is required"),
+        ));
+        return None;
+    }
+    Some([
+        digits[0] > b'0',
+        digits[1] > b'0',
+        digits[2] > b'0',
+        digits[3] > b'0',
+    ])
 }

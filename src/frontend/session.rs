@@ -460,6 +460,46 @@ impl Session {
         Ok(sql)
     }
 
+    /// Mycat's DML privilege check (SPEC §3.4): the statement's kind against the mask of its
+    /// main table (or of the current schema) in the user's `<privileges check="true">`.
+    ///
+    /// Errors: 3012 as Mycat gives it (also for SQL that does not parse).
+    fn check_privileges(&self, query: &str) -> Result<(), MysqlError> {
+        let config = &self.server.config;
+        let Some(privileges) = config
+            .users
+            .get(self.user_name())
+            .and_then(|u| u.privileges.as_ref())
+        else {
+            return Ok(());
+        };
+        let reject = |detail: String| {
+            MysqlError::new(
+                3012,
+                "HY000",
+                format!(
+                    "The statement DML privilege check is not passed, reject for user '{}'{detail}",
+                    self.user_name()
+                ),
+            )
+        };
+        let Some(schema) = self.schema.as_deref().and_then(|s| privileges.get(s)) else {
+            return Ok(());
+        };
+        match crate::route::dml_main_table(query) {
+            Err(parse) => Err(reject(format!(": {parse}"))),
+            Ok(None) => Ok(()),
+            Ok(Some((kind, table))) => {
+                let mask = schema.tables.get(&table).unwrap_or(&schema.dml);
+                if mask[kind] {
+                    Ok(())
+                } else {
+                    Err(reject(String::new()))
+                }
+            }
+        }
+    }
+
     /// The statements that put a fresh backend connection in the session's state.
     fn state_statements(items: &[SessionSet]) -> Vec<String> {
         let mut out: Vec<String> = items
@@ -1048,6 +1088,16 @@ impl AsyncMysqlShim<Writer> for Session {
                 .users
                 .get(&name)
                 .is_some_and(|u| auth::verify_caching_sha2(&u.password, salt, auth_data));
+        let ip = self.peer.ip().to_string();
+        if (ok || sha2) && !self.server.config.system.admits(&name, &ip) {
+            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused by the firewall whitehost list");
+            self.slot.set(ErrPacket {
+                code: 1045,
+                state: "28000".to_string(),
+                message: format!("Access denied for user '{name}' with host '{ip}'"),
+            });
+            return false;
+        }
         if sha2 {
             self.slot.fast_auth_success();
         }
@@ -1199,6 +1249,9 @@ impl Session {
     /// bound), answering on `w`.
     async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         self.slot.set_status(self.status().bits());
+        if let Err(e) = self.check_privileges(query) {
+            return self.error(w, e).await;
+        }
         let routed = self.server.router.route(query, self.schema.as_deref());
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         match routed {

@@ -28,7 +28,7 @@ pub use plan::{
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
-pub use statement::like;
+pub use statement::{dml_main_table, like};
 
 /// A statement manx refuses, as the MySQL error the client gets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

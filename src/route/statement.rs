@@ -1609,6 +1609,51 @@ fn colocated_nodes(
     Some(nodes)
 }
 
+/// For Mycat's DML privilege check (SPEC §3.4): which of INSERT (0, REPLACE too), UPDATE (1),
+/// SELECT (2), DELETE (3) a statement is and its main table as written (back-quotes and a
+/// schema qualifier removed, case kept). `Ok(None)` for other statements and table-less
+/// SELECTs; `Err` with the parser's message for SQL that does not parse.
+pub fn dml_main_table(sql: &str) -> Result<Option<(usize, String)>, String> {
+    let stmt = scan::strip(sql);
+    let first = scan::words(stmt)
+        .first()
+        .map(|w| w.to_ascii_uppercase())
+        .unwrap_or_default();
+    if !matches!(
+        first.as_str(),
+        "SELECT" | "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "WITH" | "("
+    ) {
+        return Ok(None);
+    }
+    let statements = Parser::parse_sql(&MySqlDialect {}, stmt).map_err(|e| e.to_string())?;
+    let Some(statement) = statements.first() else {
+        return Ok(None);
+    };
+    let name_of = |n: &ObjectName| split_name(n).1;
+    let first_table = |t: &sqlparser::ast::TableWithJoins| match &t.relation {
+        TableFactor::Table { name, .. } => Some(name_of(name)),
+        _ => None,
+    };
+    Ok(match statement {
+        Statement::Query(q) => match &*q.body {
+            SetExpr::Select(sel) => sel.from.first().and_then(first_table).map(|t| (2, t)),
+            _ => None,
+        },
+        Statement::Insert(i) => match &i.table {
+            TableObject::TableName(n) => Some((0, name_of(n))),
+            _ => None,
+        },
+        Statement::Update(u) => first_table(&u.table).map(|t| (1, t)),
+        Statement::Delete(d) => {
+            let from = match &d.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            from.first().and_then(first_table).map(|t| (3, t))
+        }
+        _ => None,
+    })
+}
+
 /// Mycat's auto-LIMIT (SPEC §5.11): `sqlMaxLimit` rows for a single-table SELECT without
 /// `LIMIT`, unless the table says `needAddLimit="false"` or the WHERE names its `primaryKey`.
 fn auto_limit(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Option<u64> {
