@@ -1248,6 +1248,34 @@ fn tricky(data: &Dataset) -> Vec<Query> {
     let spaced = quote(&format!("{} ", data.codes[11]));
     use Check::*;
     vec![
+        // Found by a hunt: groups ordered by a string MAX (its weight must follow the fold),
+        // aggregates only in HAVING / ORDER BY (one implicit group), exponents in HAVING.
+        q(
+            "SELECT grp FROM d_orders GROUP BY grp ORDER BY MAX(name), grp",
+            Ordered,
+            &[],
+        ),
+        q(
+            "SELECT grp FROM d_orders GROUP BY grp ORDER BY MIN(name) DESC, grp LIMIT 1, 3",
+            Ordered,
+            &[],
+        ),
+        q("SELECT 1 FROM d_orders HAVING COUNT(*) > 0", Unordered, &[]),
+        q(
+            "SELECT COUNT(*) FROM d_events HAVING COUNT(*) > 0 ORDER BY MAX(id)",
+            Unordered,
+            &[],
+        ),
+        q(
+            "SELECT grp, COUNT(*) FROM d_orders GROUP BY grp HAVING COUNT(*) > 1e0 ORDER BY grp",
+            Ordered,
+            &[],
+        ),
+        q(
+            "SELECT grp, SUM(amount) FROM d_orders GROUP BY grp HAVING SUM(amount) > 1.5E2 OR grp > 2.5e0 ORDER BY grp",
+            Ordered,
+            &[],
+        ),
         q(
             "SELECT id, name FROM d_orders ORDER BY id LIMIT 100000, 5",
             Ordered,

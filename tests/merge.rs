@@ -244,3 +244,96 @@ async fn insert_select_runs_where_its_rows_are_read_or_is_refused() {
         "refused statements wrote nothing"
     );
 }
+
+/// A table sharded by a text hash on a `_ci` column: 'a', 'A' and 'ä' are one group for
+/// MySQL but may be stored on different nodes, so GROUP BY / DISTINCT on the sharding column
+/// must merge across nodes, and a self-join on it must not be pushed down.
+#[tokio::test]
+async fn groups_on_a_text_hashed_sharding_column_are_merged_across_nodes() {
+    let rule = std::fs::read_to_string(common::repo().join("rule.xml"))
+        .unwrap()
+        .replace(
+            "</mycat:rule>",
+            r#"<tableRule name="code-murmur"><rule><columns>code</columns><algorithm>murmur3</algorithm></rule></tableRule>
+            <function name="murmur3" class="io.mycat.route.function.PartitionByMurmurHash">
+                <property name="seed">0</property><property name="count">3</property><property name="virtualBucketTimes">160</property>
+            </function></mycat:rule>"#,
+        );
+    let f = Fixture::start(
+        "cicode",
+        Extra {
+            schema_xml: r#"<schema name="CI"><table name="m" dataNode="dn1,dn2,dn3" rule="code-murmur" /></schema>"#.to_string(),
+            users_xml: r#"<user name="ci"><property name="password">ci</property><property name="schemas">CI</property></user>"#.to_string(),
+            files: vec![("rule.xml".to_string(), rule)],
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "ci", "ci", Some("CI")))
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE m (id INT PRIMARY KEY, code VARCHAR(8)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci")
+        .await
+        .unwrap();
+    let variants = ["a", "A", "ä", "Ä", "b", "B", "bb", "BB"];
+    let values: Vec<String> = variants
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("({i}, '{v}')"))
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO m (id, code) VALUES {}",
+        values.join(", ")
+    ))
+    .await
+    .unwrap();
+    let mut nodes = 0;
+    for n in 1..=3 {
+        nodes += usize::from(!f.ids_on(n, "m").await.is_empty());
+    }
+    assert!(nodes > 1, "the variants are spread over several nodes");
+    let groups: Vec<(String, i64)> = c
+        .query("SELECT LOWER(code), COUNT(*) FROM m GROUP BY code ORDER BY 1")
+        .await
+        .unwrap();
+    let groups: Vec<(String, i64)> = groups
+        .into_iter()
+        .map(|(k, n)| (k.replace('ä', "a"), n))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("a".to_string(), 4),
+            ("b".to_string(), 2),
+            ("bb".to_string(), 2)
+        ]
+    );
+    let distinct: Vec<String> = c.query("SELECT DISTINCT code FROM m").await.unwrap();
+    assert_eq!(distinct.len(), 3, "{distinct:?}");
+    let pairs: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM m x JOIN m y ON x.code = y.code")
+        .await
+        .map_or(None, |n| n);
+    // 4x4 + 2x2 + 2x2 = 24 pairs, or a clear refusal, never a partial count.
+    assert!(pairs.is_none_or(|n| n == 24), "{pairs:?}");
+}
+
+#[tokio::test]
+async fn lock_in_share_mode_reads_route_like_any_read() {
+    let f = Fixture::start("lockshare", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
+        .await
+        .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    let one: Vec<i64> = c
+        .query("SELECT id FROM travelrecord WHERE id = 1 LOCK IN SHARE MODE")
+        .await
+        .unwrap();
+    assert_eq!(one, [1]);
+    let all: Vec<i64> = c
+        .query("SELECT id FROM travelrecord ORDER BY id DESC LOCK IN SHARE MODE")
+        .await
+        .unwrap();
+    assert_eq!(all, [5000001, 1]);
+    c.query_drop("COMMIT").await.unwrap();
+}

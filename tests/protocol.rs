@@ -204,3 +204,35 @@ async fn an_execute_that_reuses_its_parameter_types_binds_the_right_values() {
         assert_eq!(eof[0], 0xFE);
     }
 }
+
+#[tokio::test]
+async fn bad_commands_get_errors_and_the_connection_lives_on() {
+    let f = Fixture::start("protobad", Extra::default()).await;
+    let (mut s, _) = connect(f.port).await;
+    let expect_err = |p: &[u8], code: u16| {
+        assert_eq!(p[0], 0xFF, "{p:?}");
+        assert_eq!(
+            u16::from_le_bytes([p[1], p[2]]),
+            code,
+            "{}",
+            String::from_utf8_lossy(p)
+        );
+    };
+    // A command byte nobody knows: 1047.
+    s.write_all(&packet(0, &[0xEE, 1, 2])).await.unwrap();
+    expect_err(&read_packet(&mut s).await.1, 1047);
+    // EXECUTE of a statement never prepared: 1243 (opensrv would drop the connection).
+    s.write_all(&packet(0, &[0x17, 9, 9, 0, 0, 0, 1, 0, 0, 0]))
+        .await
+        .unwrap();
+    expect_err(&read_packet(&mut s).await.1, 1243);
+    // SQL that is not UTF-8 (a latin1 client): 1300 (opensrv would drop the connection).
+    s.write_all(&packet(0, b"\x03SELECT '\xC9va'"))
+        .await
+        .unwrap();
+    expect_err(&read_packet(&mut s).await.1, 1300);
+    // Still serving.
+    s.write_all(&packet(0, b"\x03SELECT 7")).await.unwrap();
+    let (_, rows, _) = result_set(&mut s).await;
+    assert_eq!(rows, vec![vec![Some("7".to_string())]]);
+}

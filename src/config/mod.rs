@@ -562,9 +562,18 @@ mod tests {
             ..SystemConfig::default()
         };
         assert!(system.admits("root", "192.168.1.5"));
-        assert!(!system.admits("app", "192.168.1.5"), "exact entries check users");
-        assert!(system.admits("app", "10.20.0.7"), "wildcards admit any user");
-        assert!(system.admits("app", "110.3.0.99"), "Mycat's search is not anchored");
+        assert!(
+            !system.admits("app", "192.168.1.5"),
+            "exact entries check users"
+        );
+        assert!(
+            system.admits("app", "10.20.0.7"),
+            "wildcards admit any user"
+        );
+        assert!(
+            system.admits("app", "110.3.0.99"),
+            "Mycat's search is not anchored"
+        );
         assert!(!system.admits("app", "10.20.1.7"));
         assert!(SystemConfig::default().admits("anyone", "1.2.3.4"));
     }

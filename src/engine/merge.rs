@@ -771,6 +771,11 @@ impl Condition {
                     let x: f64 = value.trim().parse().ok()?;
                     let y: f64 = number.parse().ok()?;
                     x.partial_cmp(&y)?
+                } else if number.contains(['e', 'E']) || value.contains(['e', 'E']) {
+                    // Scientific notation (`> 1e0`): compared as exact decimals.
+                    let x = BigDecimal::from_str(value.trim()).ok()?;
+                    let y = BigDecimal::from_str(number).ok()?;
+                    x.cmp(&y)
                 } else {
                     compare_decimal(&value, number)
                 };

@@ -34,6 +34,19 @@ use tokio::io::{AsyncRead, ReadBuf};
 /// The query text a `COM_RESET_CONNECTION` is turned into.
 pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
 
+/// The start of the query text a command the gateway refuses is turned into (see
+/// [`refusal`]): `/* manx: refuse <errno> */`.
+pub const REFUSE_PREFIX: &str = "/* manx: refuse ";
+
+/// The errno a refusal query carries, if `query` is one.
+pub fn refusal(query: &str) -> Option<u16> {
+    query
+        .strip_prefix(REFUSE_PREFIX)?
+        .strip_suffix(" */")?
+        .parse()
+        .ok()
+}
+
 /// The query text a `COM_STMT_RESET` is turned into.
 pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
 
@@ -43,6 +56,13 @@ const COM_STMT_CLOSE: u8 = 0x19;
 const COM_CHANGE_USER: u8 = 0x11;
 const COM_RESET_CONNECTION: u8 = 0x1F;
 const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+
+/// Commands opensrv-mysql (or this reader) answers; any other command byte gets 1047
+/// `Unknown command` (opensrv would answer OK).
+const KNOWN_COMMANDS: &[u8] = &[
+    0x01, 0x02, 0x03, 0x04, 0x09, 0x0E, 0x11, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1F,
+];
 
 /// The parameter count of each prepared statement (set by the session at COM_STMT_PREPARE)
 /// and the parameter types its last execution bound.
@@ -102,6 +122,13 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         self.output.extend_from_slice(payload);
         self.boundaries
             .push_back(self.handed + self.output.len() as u64);
+    }
+
+    /// Hands on the refusal query carrying `errno` in place of the command.
+    fn refuse(&mut self, errno: u16) {
+        let mut payload = vec![COM_QUERY];
+        payload.extend_from_slice(format!("{REFUSE_PREFIX}{errno} */").as_bytes());
+        self.emit(0, &payload);
     }
 
     /// A COM_STMT_EXECUTE payload with the previous execution's parameter types written in
@@ -188,16 +215,44 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 ]);
                 self.statements.lock().remove(&id);
             }
+            if seq == 0 && !KNOWN_COMMANDS.contains(&command) {
+                if self.input.len() < 4 + len {
+                    return;
+                }
+                self.input.drain(..4 + len);
+                self.refuse(1047);
+                continue;
+            }
             if seq == 0 && command == COM_STMT_EXECUTE && len < 0xFF_FFFF {
                 if self.input.len() < 4 + len {
                     return;
                 }
                 let packet: Vec<u8> = self.input.drain(..4 + len).collect();
+                let known = packet
+                    .get(5..9)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .is_some_and(|id| self.statements.lock().contains_key(&id));
+                if !known {
+                    // opensrv would drop the connection; MySQL answers 1243.
+                    self.refuse(1243);
+                    continue;
+                }
                 match self.execute(&packet[4..]) {
                     Some(payload) => self.emit(0, &payload),
                     None => self.emit(0, &packet[4..]),
                 }
                 continue;
+            }
+            if seq == 0 && matches!(command, COM_QUERY | COM_STMT_PREPARE) && len < 0xFF_FFFF {
+                // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
+                if self.input.len() < 4 + len {
+                    return;
+                }
+                if std::str::from_utf8(&self.input[5..4 + len]).is_err() {
+                    self.input.drain(..4 + len);
+                    self.refuse(1300);
+                    continue;
+                }
             }
             self.output.extend(self.input.drain(..4));
             self.boundaries

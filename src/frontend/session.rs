@@ -26,7 +26,7 @@ use tokio::net::tcp::OwnedWriteHalf;
 use super::Server;
 use super::auth;
 use super::binary::Cell;
-use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY, Statements};
+use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY, Statements, refusal};
 use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
@@ -1142,7 +1142,22 @@ impl AsyncMysqlShim<Writer> for Session {
         query: &'a str,
         info: StatementMetaWriter<'a, Writer>,
     ) -> io::Result<()> {
-        let Some(placeholders) = crate::route::placeholders(query) else {
+        let placeholders = crate::route::placeholders(query);
+        if placeholders
+            .as_ref()
+            .is_some_and(|p| p.len() > usize::from(u16::MAX))
+        {
+            let e = MysqlError::new(
+                1390,
+                "HY000",
+                "Prepared statement contains too many placeholders",
+            );
+            self.slot.set(ErrPacket::from(&e));
+            return info
+                .error(ErrorKind::ER_PS_MANY_PARAM, e.message.as_bytes())
+                .await;
+        }
+        let Some(placeholders) = placeholders else {
             let e = MysqlError::new(1064, "42000", "the statement cannot be tokenized");
             self.slot.set(ErrPacket::from(&e));
             return info
@@ -1239,6 +1254,22 @@ impl AsyncMysqlShim<Writer> for Session {
         }
         if query == STMT_RESET_QUERY {
             return self.ok(w, OkInfo::default()).await;
+        }
+        if let Some(errno) = refusal(query) {
+            let e = match errno {
+                1047 => MysqlError::new(1047, "08S01", "Unknown command"),
+                1243 => MysqlError::new(
+                    1243,
+                    "HY000",
+                    "Unknown prepared statement handler given to mysqld_stmt_execute",
+                ),
+                _ => MysqlError::new(
+                    1300,
+                    "HY000",
+                    "Invalid utf8mb4 character string: the gateway takes statements in UTF-8 (set the connection character set to utf8mb4)",
+                ),
+            };
+            return self.error(w, e).await;
         }
         self.run_query(query, w).await
     }

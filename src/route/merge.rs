@@ -64,6 +64,11 @@ const AFTER_SELECT_LIST: &[&str] = &[
 pub(super) struct ShardColumn<'a> {
     /// Upper-cased column name.
     pub column: &'a str,
+    /// The function places exact text ([`PartitionFunction::hashes_text`]): values equal under
+    /// the column's collation may be on different nodes, so its groups are not node-local.
+    ///
+    /// [`PartitionFunction::hashes_text`]: super::function::PartitionFunction::hashes_text
+    pub hashes_text: bool,
     /// Names the table may be qualified by (its alias, or its name), compared case-insensitively.
     pub qualifiers: Vec<String>,
 }
@@ -499,6 +504,10 @@ impl<'a> Planner<'a> {
         if aggregate.is_some_and(|a| matches!(a.name, "COUNT" | "SUM" | "AVG")) {
             return Ok(None);
         }
+        // A MIN / MAX key sorts by the weight its fold keeps up to date (one column for both).
+        if let Some(call) = aggregate.filter(|a| matches!(a.name, "MIN" | "MAX")) {
+            return self.minmax_weight(call);
+        }
         let text = self.text(range)?;
         if text
             .bytes()
@@ -511,6 +520,19 @@ impl<'a> Planner<'a> {
         ))
     }
 
+    /// The weight column of `MIN(x)` / `MAX(x)`: `WEIGHT_STRING(RTRIM(MIN(x)))`, written one way
+    /// so that the fold and any sort key on the aggregate share it. `None` for a literal.
+    fn minmax_weight(&mut self, call: &AggregateCall) -> Result<Option<ColumnRef>, RouteError> {
+        let args = self.text(&call.args)?.to_string();
+        if args.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return Ok(None);
+        }
+        Ok(Some(self.add_hidden(format!(
+            "WEIGHT_STRING(RTRIM({}({args})))",
+            call.name
+        ))))
+    }
+
     /// The aggregate entry for a select-list aggregate or a hidden one.
     fn aggregate(&mut self, call: &AggregateCall, at: ColumnRef) -> Result<Aggregate, RouteError> {
         let args = self.text(&call.args)?.to_string();
@@ -518,12 +540,7 @@ impl<'a> Planner<'a> {
             "COUNT" => Aggregate::Count,
             "SUM" => Aggregate::Sum,
             "MIN" | "MAX" => {
-                let whole = format!("{}({args})", call.name);
-                let weight = if args.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-                    None
-                } else {
-                    Some(self.add_hidden(format!("WEIGHT_STRING(RTRIM({whole}))")))
-                };
+                let weight = self.minmax_weight(call)?;
                 let _ = at;
                 if call.name == "MIN" {
                     Aggregate::Min { weight }
@@ -710,15 +727,22 @@ pub(super) fn plan(
             return Err(RouteError::syntax("DISTINCT ON is not supported"));
         }
     };
+    // Aggregates anywhere (select list, HAVING, ORDER BY) make the whole statement one group
+    // when there is no GROUP BY.
     let has_aggregates = p
         .items
         .iter()
-        .any(|i| i.aggregate.is_some() || i.nested_aggregate);
+        .any(|i| i.aggregate.is_some() || i.nested_aggregate)
+        || select.having.as_ref().is_some_and(contains_aggregate)
+        || q.order_by.as_ref().is_some_and(|o| match &o.kind {
+            OrderByKind::Expressions(list) => list.iter().any(|e| contains_aggregate(&e.expr)),
+            OrderByKind::All(_) => false,
+        });
     let grouped = !group_exprs.is_empty() || has_aggregates;
 
     // Groups keyed on the sharding column never span nodes: the nodes' rows are final and only
     // need ordering. So are DISTINCT rows that include the sharding column.
-    let local = shard.as_ref().is_some_and(|s| {
+    let local = shard.as_ref().filter(|s| !s.hashes_text).is_some_and(|s| {
         if !group_exprs.is_empty() {
             group_exprs.iter().any(|g| s.is(g))
         } else if distinct && !has_aggregates {

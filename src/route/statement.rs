@@ -827,10 +827,39 @@ impl Visitor for Collector<'_> {
     }
 }
 
+/// The text the parser reads: MySQL's `LOCK IN SHARE MODE`, which sqlparser does not know, as
+/// the equivalent `FOR SHARE` padded to the same length, so every source span still points
+/// at the client's text (which is what is sent: MariaDB does not know `FOR SHARE`).
+fn parse_form(stmt: &str) -> std::borrow::Cow<'_, str> {
+    if !stmt.to_ascii_lowercase().contains("share") {
+        return std::borrow::Cow::Borrowed(stmt);
+    }
+    let Some(toks) = rewrite::tokens(stmt) else {
+        return std::borrow::Cow::Borrowed(stmt);
+    };
+    let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, 0)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut text = stmt.to_string();
+    for i in 0..toks.len() {
+        if word(i, "LOCK") && word(i + 1, "IN") && word(i + 2, "SHARE") && word(i + 3, "MODE") {
+            let range = toks[i].1.start..toks[i + 3].1.end;
+            if stmt[range.clone()].contains('\n') {
+                // Line breaks inside would move the spans of everything after it.
+                continue;
+            }
+            let mut replacement = String::from("FOR SHARE");
+            while replacement.len() < range.len() {
+                replacement.push(' ');
+            }
+            text.replace_range(range, &replacement);
+        }
+    }
+    std::borrow::Cow::Owned(text)
+}
+
 /// Statements that go through the SQL parser.
 fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
-    let mut statements =
-        Parser::parse_sql(&MySqlDialect {}, stmt).map_err(|e| RouteError::syntax(e.to_string()))?;
+    let mut statements = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
+        .map_err(|e| RouteError::syntax(e.to_string()))?;
     if statements.len() != 1 {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
@@ -1401,6 +1430,7 @@ fn select(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Result<Routed
         match (sharded.next(), sharded.next()) {
             (Some((o, rule)), None) => Some(merge::ShardColumn {
                 column: &rule.column,
+                hashes_text: rule.function.hashes_text(),
                 qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
             }),
             _ => None,
@@ -1545,15 +1575,20 @@ fn colocated_nodes(
         let (Some(ta), Some(tb)) = (tables[*a], tables[*b]) else {
             return false;
         };
+        // A child placed by its parent's function on its joinKey is co-located only when the
+        // function reads numbers: a text function may place 'a' and 'A' (equal under a _ci
+        // collation) apart. Children placed by looking the parent row up are always with it.
         let er = |c: &TableRoute, ck: &str, p: &TableRoute, pk: &str| {
             matches!(&c.kind, TableKind::Child { parent, join_key, parent_key }
                 if *parent == p.name && join_key == ck && parent_key == pk)
+                && c.rule.as_ref().is_none_or(|r| !r.function.hashes_text())
         };
         let same_rule = match (&ta.rule, &tb.rule) {
             (Some(ra), Some(rb)) => {
                 ra.column == *x
                     && rb.column == *y
                     && Arc::ptr_eq(&ra.function, &rb.function)
+                    && !ra.function.hashes_text()
                     && ta.nodes == tb.nodes
             }
             _ => false,
@@ -1625,7 +1660,8 @@ pub fn dml_main_table(sql: &str) -> Result<Option<(usize, String)>, String> {
     ) {
         return Ok(None);
     }
-    let statements = Parser::parse_sql(&MySqlDialect {}, stmt).map_err(|e| e.to_string())?;
+    let statements =
+        Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt)).map_err(|e| e.to_string())?;
     let Some(statement) = statements.first() else {
         return Ok(None);
     };
@@ -2232,6 +2268,7 @@ fn insert_select(
         Some(SelectItem::UnnamedExpr(e)) | Some(SelectItem::ExprWithAlias { expr: e, .. }) => {
             merge::ShardColumn {
                 column: &src_rule.column,
+                hashes_text: false,
                 qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
             }
             .is(e)

@@ -58,6 +58,11 @@ impl PartitionByFileMap {
 }
 
 impl PartitionFunction for PartitionByFileMap {
+    /// String keys (`type` other than 0) are looked up by their exact text.
+    fn hashes_text(&self) -> bool {
+        !self.int_keys
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let key = if self.int_keys {
             Key::Int(java::parse_int(value).ok_or_else(|| PartitionError {

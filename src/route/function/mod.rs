@@ -102,6 +102,14 @@ pub trait PartitionFunction: Send + Sync + fmt::Debug {
         Ok(RangePartitions::All)
     }
 
+    /// Whether the function places text by its exact characters (hashes, map keys, prefixes),
+    /// so that strings equal under a case- or accent-insensitive collation (`'a'`, `'A'`,
+    /// `'ä'`) may be on different partitions: groups, DISTINCT values and joins on the column
+    /// then span nodes. `false` for functions of numbers and dates.
+    fn hashes_text(&self) -> bool {
+        false
+    }
+
     /// Mycat `getPartitionNum()`: how many partitions the function can produce, if it knows.
     /// Used for the start-up check that a table has enough dataNodes (SPEC §2.6).
     fn partition_num(&self) -> Option<usize>;

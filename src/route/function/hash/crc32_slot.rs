@@ -197,6 +197,10 @@ impl PartitionByCRC32PreSlot {
 }
 
 impl PartitionFunction for PartitionByCRC32PreSlot {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let slot = crc32(value.as_bytes()) % SLOTS;
         let run = self.runs.partition_point(|&(first, _)| first <= slot);

@@ -38,6 +38,10 @@ impl PartitionByHashMod {
 }
 
 impl PartitionFunction for PartitionByHashMod {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let n = u64::from(wang_hash(java::string_hash(value)).unsigned_abs());
         if self.power_of_two {

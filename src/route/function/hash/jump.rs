@@ -39,6 +39,10 @@ impl PartitionByJumpConsistentHash {
 }
 
 impl PartitionFunction for PartitionByJumpConsistentHash {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         if self.total_buckets < 0 {
             return Err(PartitionError {

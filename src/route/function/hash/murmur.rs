@@ -158,6 +158,10 @@ fn too_large(count: i32, times: i32) -> String {
 }
 
 impl PartitionFunction for PartitionByMurmurHash {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let h = murmur3(self.seed, value);
         match self

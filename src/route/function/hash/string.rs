@@ -78,6 +78,10 @@ impl PartitionByString {
 }
 
 impl PartitionFunction for PartitionByString {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         Ok(Some(self.table.partition(self.hash(value))))
     }

@@ -36,6 +36,10 @@ impl PartitionByPrefixPattern {
 }
 
 impl PartitionFunction for PartitionByPrefixPattern {
+    fn hashes_text(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let n = usize::try_from(self.prefix_length).unwrap_or(0);
         let sum = value
