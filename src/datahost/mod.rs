@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
+use crate::backend::postgres::{PostgresBackend, PostgresSettings};
 use crate::backend::{Backend, BackendConn, BackendError};
-use crate::config::{Config, DataHostConfig, dnindex};
+use crate::config::{Config, DataHostConfig, DbType, HostConfig, dnindex};
 
 /// Timeouts the datahost layer applies to backend connections.
 #[derive(Debug, Clone, Copy)]
@@ -64,21 +65,15 @@ pub struct DataHost {
 }
 
 impl DataHost {
-    fn new(config: &DataHostConfig, timeouts: Timeouts) -> Self {
+    /// `databases`: the databases of this dataHost's dataNodes (a PostgreSQL server pools
+    /// connections per database).
+    fn new(config: &DataHostConfig, timeouts: Timeouts, databases: Vec<String>) -> Self {
         let write_hosts = config
             .write_hosts
             .iter()
             .map(|w| Source {
                 name: w.host.name.clone(),
-                backend: Arc::new(MysqlBackend::new(MysqlSettings {
-                    host: w.host.address.clone(),
-                    port: w.host.port,
-                    user: w.host.user.clone(),
-                    password: w.host.password.clone(),
-                    max_connections: config.max_con,
-                    connect_timeout: timeouts.connect,
-                    wait_timeout: timeouts.pool_wait,
-                })) as Arc<dyn Backend>,
+                backend: backend(config, &w.host, timeouts, &databases),
             })
             .collect();
         if config.balance != 0 {
@@ -105,6 +100,37 @@ impl DataHost {
 
     fn active(&self) -> &Source {
         &self.write_hosts[self.active.load(Ordering::Relaxed) % self.write_hosts.len()]
+    }
+}
+
+/// The pool for one physical server, by the dataHost's `dbType` (`dbDriver` native and jdbc
+/// both mean manx's own driver).
+fn backend(
+    config: &DataHostConfig,
+    host: &HostConfig,
+    timeouts: Timeouts,
+    databases: &[String],
+) -> Arc<dyn Backend> {
+    match config.db_type {
+        DbType::Mysql => Arc::new(MysqlBackend::new(MysqlSettings {
+            host: host.address.clone(),
+            port: host.port,
+            user: host.user.clone(),
+            password: host.password.clone(),
+            max_connections: config.max_con,
+            connect_timeout: timeouts.connect,
+            wait_timeout: timeouts.pool_wait,
+        })),
+        DbType::Postgresql => Arc::new(PostgresBackend::new(PostgresSettings {
+            host: host.address.clone(),
+            port: host.port,
+            user: host.user.clone(),
+            password: host.password.clone(),
+            max_connections: config.max_con,
+            connect_timeout: timeouts.connect,
+            wait_timeout: timeouts.pool_wait,
+            databases: databases.to_vec(),
+        })),
     }
 }
 
@@ -156,7 +182,15 @@ impl Cluster {
                     h.name
                 ));
             }
-            let host = DataHost::new(h, timeouts);
+            let databases = config
+                .data_nodes
+                .values()
+                .filter(|n| n.data_host == h.name)
+                .map(|n| n.database.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let host = DataHost::new(h, timeouts, databases);
             host.active.store(index, Ordering::Relaxed);
             tracing::info!(data_host = %h.name, index, write_host = %h.write_hosts[index].host.name, "active writeHost");
             indexes.insert(h.name.clone(), index);

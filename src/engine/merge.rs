@@ -610,9 +610,13 @@ impl GroupState {
     }
 }
 
-/// A DECIMAL in MySQL's text form: `decimals` places, rounded half away from zero.
+/// A DECIMAL in MySQL's text form: `decimals` places, rounded half away from zero. Decimals
+/// 31 (`NOT_FIXED_DEC`, a PostgreSQL `numeric` without scale) keep the value's own scale.
 fn decimal_text(d: &BigDecimal, decimals: u8) -> Value {
-    let d = d.with_scale_round(i64::from(decimals.min(30)), RoundingMode::HalfUp);
+    if decimals > 30 {
+        return Value::Bytes(d.to_plain_string().into_bytes());
+    }
+    let d = d.with_scale_round(i64::from(decimals), RoundingMode::HalfUp);
     Value::Bytes(d.to_plain_string().into_bytes())
 }
 

@@ -1,0 +1,594 @@
+//! PostgreSQL dataNodes behind the gateway, with a real MySQL client (mysql_async) and the
+//! sandbox PostgreSQL (127.0.0.1:15432): types and column metadata, error codes, translation,
+//! last_insert_id, and a table sharded over three PostgreSQL databases answering like one
+//! PostgreSQL reference database.
+
+mod common;
+
+use common::{Extra, Fixture, server_error};
+use mysql_async::consts::{ColumnFlags, ColumnType};
+use mysql_async::prelude::Queryable;
+
+pub const PG_PORT: u16 = 15432;
+
+/// A direct connection to database `db` of the sandbox PostgreSQL as `manx`.
+pub async fn pg(db: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::Config::new()
+        .host("127.0.0.1")
+        .port(PG_PORT)
+        .user("manx")
+        .password("manx")
+        .dbname(db)
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("connect to the sandbox PostgreSQL database {db}: {e}"));
+    tokio::spawn(connection);
+    client
+}
+
+/// Fresh PostgreSQL databases `t_<prefix>_pg1..=n` (byte-order collation `C`, as manx's
+/// merge expects), dropping leftovers of an earlier run.
+pub async fn pg_databases(prefix: &str, n: usize) -> Vec<String> {
+    let admin = pg("postgres").await;
+    let names: Vec<String> = (1..=n).map(|i| format!("t_{prefix}_pg{i}")).collect();
+    for db in &names {
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+            .await
+            .unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE {db} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
+            ))
+            .await
+            .unwrap();
+    }
+    names
+}
+
+/// A gateway whose user `pg`/`pg` sees schema PGONE (every table on the first database) and
+/// PGDB (`orders` sharded by `mod-long` on id over the three databases).
+pub async fn pg_fixture(prefix: &str, databases: &[String]) -> Fixture {
+    let schema_xml = format!(
+        r#"<schema name="PGDB" checkSQLschema="false">
+  <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
+</schema>
+<schema name="PGONE" dataNode="pgdn1"></schema>
+<dataNode name="pgdn1" dataHost="pghost" database="{}" />
+<dataNode name="pgdn2" dataHost="pghost" database="{}" />
+<dataNode name="pgdn3" dataHost="pghost" database="{}" />
+<dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
+</dataHost>"#,
+        databases[0], databases[1], databases[2]
+    );
+    Fixture::start(
+        prefix,
+        Extra {
+            schema_xml,
+            users_xml: r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB,PGONE</property></user>"#.to_string(),
+            ..Extra::default()
+        },
+    )
+    .await
+}
+
+pub async fn client(f: &Fixture, schema: &str) -> mysql_async::Conn {
+    mysql_async::Conn::new(common::opts(f.port, "pg", "pg", Some(schema)))
+        .await
+        .expect("connect to the gateway")
+}
+
+/// A text-protocol result as strings (NULL: None).
+async fn rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
+    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.into_iter()
+        .map(|r| {
+            r.unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    mysql_async::Value::NULL => None,
+                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                    other => Some(format!("{other:?}")),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The same from a direct PostgreSQL connection (simple protocol: text values).
+async fn pg_rows(c: &tokio_postgres::Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    c.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn s(v: &str) -> Option<String> {
+    Some(v.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn types_round_trip_with_mysql_metadata() {
+    let dbs = pg_databases("h6types", 3).await;
+    let direct = pg(&dbs[0]).await;
+    // PostgreSQL-native types that MySQL DDL cannot name.
+    direct
+        .batch_execute(
+            "CREATE TABLE native (id int PRIMARY KEY, b boolean, u uuid, arr int[], jb jsonb, \
+             tz timestamptz(0), bc char(4), nu numeric)",
+        )
+        .await
+        .unwrap();
+    let f = pg_fixture("h6types", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+
+    // MySQL DDL, translated.
+    c.query_drop(
+        "CREATE TABLE `Types` (`id` INT NOT NULL AUTO_INCREMENT, i2 SMALLINT, i4 INT(11), i8 BIGINT, \
+         dec1 DECIMAL(10,2), f4 FLOAT, f8 DOUBLE, flag TINYINT(1), vc VARCHAR(20), tx LONGTEXT, \
+         bin BLOB, d DATE, t TIME, dt DATETIME, dt3 DATETIME(3), js JSON, PRIMARY KEY (`id`)) \
+         ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+    )
+    .await
+    .unwrap();
+    c.query_drop(
+        "INSERT INTO `Types` (i2, i4, i8, dec1, f4, f8, flag, vc, tx, bin, d, t, dt, dt3, js) VALUES \
+         (-7, 2147483647, 9223372036854775807, 12345678.91, 1.5, 2.25e-7, TRUE, 'it\\'s', 'long \\\\ text', \
+          0x00FF41, '2024-02-29', '23:59:58', '2024-01-02 03:04:05', '2024-01-02 03:04:05.123', '{\"a\": [1, 2]}')",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        c.last_insert_id(),
+        Some(1),
+        "identity column value via RETURNING"
+    );
+    assert_eq!(c.affected_rows(), 1);
+    c.query_drop("INSERT INTO Types (i2) VALUES (NULL), (1)")
+        .await
+        .unwrap();
+    assert_eq!(
+        c.last_insert_id(),
+        Some(2),
+        "first id of a multi-row INSERT"
+    );
+    assert_eq!(c.affected_rows(), 2);
+
+    let mut result = c
+        .query_iter(
+            "SELECT i2, i4, i8, dec1, f4, f8, flag, vc, tx, bin, d, t, dt, dt3, js FROM Types WHERE id = 1",
+        )
+        .await
+        .unwrap();
+    let columns = result.columns().unwrap().to_vec();
+    let got: Vec<mysql_async::Row> = result.collect().await.unwrap();
+    // (name, type, collation, length, decimals, value)
+    type Expected<'a> = (&'a str, ColumnType, u16, u32, u8, &'a [u8]);
+    let want: Vec<Expected> = vec![
+        ("i2", ColumnType::MYSQL_TYPE_SHORT, 63, 6, 0, b"-7"),
+        ("i4", ColumnType::MYSQL_TYPE_LONG, 63, 11, 0, b"2147483647"),
+        (
+            "i8",
+            ColumnType::MYSQL_TYPE_LONGLONG,
+            63,
+            20,
+            0,
+            b"9223372036854775807",
+        ),
+        (
+            "dec1",
+            ColumnType::MYSQL_TYPE_NEWDECIMAL,
+            63,
+            12,
+            2,
+            b"12345678.91",
+        ),
+        ("f4", ColumnType::MYSQL_TYPE_FLOAT, 63, 12, 31, b"1.5"),
+        ("f8", ColumnType::MYSQL_TYPE_DOUBLE, 63, 22, 31, b"2.25e-7"),
+        ("flag", ColumnType::MYSQL_TYPE_SHORT, 63, 6, 0, b"1"),
+        ("vc", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 80, 0, b"it's"),
+        (
+            "tx",
+            ColumnType::MYSQL_TYPE_BLOB,
+            45,
+            u32::MAX,
+            0,
+            b"long \\ text",
+        ),
+        (
+            "bin",
+            ColumnType::MYSQL_TYPE_BLOB,
+            63,
+            u32::MAX,
+            0,
+            b"\x00\xffA",
+        ),
+        ("d", ColumnType::MYSQL_TYPE_DATE, 63, 10, 0, b"2024-02-29"),
+        ("t", ColumnType::MYSQL_TYPE_TIME, 63, 10, 0, b"23:59:58"),
+        (
+            "dt",
+            ColumnType::MYSQL_TYPE_DATETIME,
+            63,
+            19,
+            0,
+            b"2024-01-02 03:04:05",
+        ),
+        (
+            "dt3",
+            ColumnType::MYSQL_TYPE_DATETIME,
+            63,
+            23,
+            3,
+            b"2024-01-02 03:04:05.123",
+        ),
+        (
+            "js",
+            ColumnType::MYSQL_TYPE_JSON,
+            63,
+            u32::MAX,
+            0,
+            br#"{"a": [1, 2]}"#,
+        ),
+    ];
+    let row = got[0].clone().unwrap();
+    for (i, (name, ty, charset, length, decimals, value)) in want.into_iter().enumerate() {
+        let col = &columns[i];
+        assert_eq!(col.name_str(), name);
+        assert_eq!(col.column_type(), ty, "{name} type");
+        assert_eq!(col.character_set(), charset, "{name} collation");
+        assert_eq!(col.column_length(), length, "{name} length");
+        assert_eq!(col.decimals(), decimals, "{name} decimals");
+        assert_eq!(
+            row[i],
+            mysql_async::Value::Bytes(value.to_vec()),
+            "{name} value"
+        );
+    }
+    // NULLs.
+    assert_eq!(
+        rows(&mut c, "SELECT i2, vc, d FROM Types WHERE id = 2").await,
+        vec![vec![None, None, None]]
+    );
+
+    // PostgreSQL-native types.
+    direct
+        .batch_execute(
+            "SET TimeZone = 'UTC'; INSERT INTO native VALUES (1, true, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', \
+             '{1,2}', '{\"k\": 1}', '2024-05-06 07:08:09+00', 'ab', 3.14159), (2, false, NULL, NULL, NULL, NULL, NULL, NULL)",
+        )
+        .await
+        .unwrap();
+    let mut result = c
+        .query_iter("SELECT b, u, arr, jb, bc, nu FROM native ORDER BY id")
+        .await
+        .unwrap();
+    let columns = result.columns().unwrap().to_vec();
+    let got: Vec<mysql_async::Row> = result.collect().await.unwrap();
+    assert_eq!(columns[0].column_type(), ColumnType::MYSQL_TYPE_TINY);
+    assert_eq!(columns[0].column_length(), 1);
+    assert!(columns[0].flags().contains(ColumnFlags::NUM_FLAG));
+    assert_eq!(columns[1].column_type(), ColumnType::MYSQL_TYPE_VAR_STRING);
+    assert_eq!(columns[1].column_length(), 144);
+    assert_eq!(columns[3].column_type(), ColumnType::MYSQL_TYPE_JSON);
+    assert_eq!(columns[4].column_type(), ColumnType::MYSQL_TYPE_STRING);
+    assert_eq!(columns[5].column_type(), ColumnType::MYSQL_TYPE_NEWDECIMAL);
+    let text = |r: &mysql_async::Row, i: usize| match &r.as_ref(i).unwrap() {
+        mysql_async::Value::Bytes(b) => Some(String::from_utf8(b.clone()).unwrap()),
+        mysql_async::Value::NULL => None,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        (0..6).map(|i| text(&got[0], i)).collect::<Vec<_>>(),
+        vec![
+            s("1"),
+            s("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            s("{1,2}"),
+            s(r#"{"k": 1}"#),
+            s("ab"),
+            s("3.14159"),
+        ]
+    );
+    assert_eq!(
+        (0..6).map(|i| text(&got[1], i)).collect::<Vec<_>>(),
+        vec![s("0"), None, None, None, None, None]
+    );
+    // timestamptz: the wall time in the connection's zone, without offset.
+    let tz = rows(&mut c, "SELECT tz FROM native WHERE id = 1").await;
+    let tz = tz[0][0].clone().unwrap();
+    assert_eq!(tz.len(), 19, "{tz}");
+    assert!(!tz.contains('+'), "{tz}");
+
+    // SHOW COLUMNS / DESC from the catalog.
+    let desc = rows(&mut c, "DESC `Types`").await;
+    assert_eq!(desc[0][0], s("id"));
+    assert_eq!(desc[0][3], s("PRI"));
+    assert_eq!(desc[0][5], s("auto_increment"));
+    assert_eq!(desc.len(), 16);
+    let show = rows(&mut c, "SHOW COLUMNS FROM native").await;
+    assert_eq!(show[1][0], s("b"));
+    assert_eq!(show[1][1], s("boolean"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn translated_statements_run_on_postgresql() {
+    let dbs = pg_databases("h6sql", 3).await;
+    let f = pg_fixture("h6sql", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+    c.query_drop(
+        "CREATE TABLE kv (k VARCHAR(10) NOT NULL, v INT, note TEXT, PRIMARY KEY (k)) ENGINE=InnoDB",
+    )
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO kv (k, v) VALUES ('a', 1), ('b', 2), ('c', NULL)")
+        .await
+        .unwrap();
+    assert_eq!(c.last_insert_id(), None, "no identity column: no id");
+    c.query_drop(
+        "INSERT INTO kv (k, v) VALUES ('a', 10) ON DUPLICATE KEY UPDATE v = v + VALUES(v)",
+    )
+    .await
+    .unwrap();
+    c.query_drop("REPLACE INTO kv (k, v, note) VALUES ('b', 20, 'replaced')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT IGNORE INTO kv (k, v) VALUES ('c', 99)")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 0, "INSERT IGNORE of a duplicate");
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT `k`, v, IFNULL(note, 'none') FROM kv ORDER BY k"
+        )
+        .await,
+        vec![
+            vec![s("a"), s("11"), s("none")],
+            vec![s("b"), s("20"), s("replaced")],
+            vec![s("c"), None, s("none")],
+        ]
+    );
+    assert_eq!(
+        rows(&mut c, "SELECT k FROM kv ORDER BY k LIMIT 1, 1").await,
+        vec![vec![s("b")]]
+    );
+    assert_eq!(
+        rows(&mut c, "SELECT CONCAT(k, '-', v), CONCAT(k, NULL), IF(v > 5, 'big', 'small') FROM kv WHERE k = 'a'").await,
+        vec![vec![s("a-11"), None, s("big")]]
+    );
+    assert_eq!(
+        rows(&mut c, "SELECT COUNT(*) FROM kv WHERE v <=> NULL").await,
+        vec![vec![s("1")]]
+    );
+    assert_eq!(
+        rows(&mut c, r"SELECT 'a\tb', 'x\\y', TRUE, 0x41").await,
+        vec![vec![s("a\tb"), s("x\\y"), s("1"), s("A")]]
+    );
+    let now = rows(&mut c, "SELECT NOW()").await;
+    assert_eq!(now[0][0].as_ref().unwrap().len(), 19);
+    c.query_drop("UPDATE kv SET v = 0 WHERE v IS NOT NULL")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+    c.query_drop("DELETE FROM kv WHERE k IN ('a', 'b', 'zz')")
+        .await
+        .unwrap();
+    assert_eq!(c.affected_rows(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgresql_errors_have_mysql_codes() {
+    let dbs = pg_databases("h6err", 3).await;
+    let direct = pg(&dbs[0]).await;
+    direct
+        .batch_execute(
+            "CREATE TABLE parent (id int PRIMARY KEY); \
+             CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent(id), name text NOT NULL); \
+             INSERT INTO parent VALUES (1); INSERT INTO child VALUES (1, 1, 'x');",
+        )
+        .await
+        .unwrap();
+    let f = pg_fixture("h6err", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+    let cases: Vec<(&str, u16, &str)> = vec![
+        ("INSERT INTO child VALUES (1, 1, 'y')", 1062, "23000"),
+        ("SELECT * FROM no_such_table", 1146, "42S02"),
+        ("SELECT no_such_column FROM child", 1054, "42S22"),
+        (
+            "INSERT INTO child (id, parent_id) VALUES (2, 1)",
+            1048,
+            "23000",
+        ),
+        ("INSERT INTO child VALUES (3, 42, 'z')", 1452, "23000"),
+        ("SELECT 1 / 0", 1365, "22012"),
+        ("SELECT GROUP_CONCAT(name) FROM child", 1235, "42000"),
+    ];
+    for (sql, code, state) in cases {
+        let e = c.query_drop(sql).await.unwrap_err();
+        let (got_code, got_state, message) = server_error(e);
+        assert_eq!(
+            (got_code, got_state.as_str()),
+            (code, state),
+            "{sql}: {message}"
+        );
+        assert!(!message.is_empty());
+    }
+    // The message is PostgreSQL's own.
+    let (_, _, message) = server_error(
+        c.query_drop("SELECT * FROM no_such_table")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(message, "relation \"no_such_table\" does not exist");
+    // A refused construct is named.
+    let (_, _, message) = server_error(
+        c.query_drop("SELECT GROUP_CONCAT(name) FROM child")
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.contains("GROUP_CONCAT"), "{message}");
+
+    // A row locked elsewhere: NOWAIT fails at once with MySQL's lock wait timeout.
+    let mut holder = pg(&dbs[0]).await;
+    let tx = holder.transaction().await.unwrap();
+    tx.batch_execute("SELECT * FROM parent WHERE id = 1 FOR UPDATE")
+        .await
+        .unwrap();
+    let (code, state, _) = server_error(
+        c.query_drop("SELECT * FROM parent WHERE id = 1 FOR UPDATE NOWAIT")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1205, "HY000"));
+    tx.rollback().await.unwrap();
+    // The session goes on after errors.
+    assert_eq!(
+        rows(&mut c, "SELECT COUNT(*) FROM child").await,
+        vec![vec![s("1")]]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_postgresql_table_answers_like_one_database() {
+    let dbs = pg_databases("h6shard", 4).await;
+    let create = "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20), amount numeric(10,2), qty int, note text)";
+    for db in &dbs {
+        pg(db).await.batch_execute(create).await.unwrap();
+    }
+    let reference = pg(&dbs[3]).await;
+    let f = pg_fixture("h6shard", &dbs[..3]).await;
+    let mut c = client(&f, "PGDB").await;
+    let custs = ["ann", "Bob", "carl", "dora", "bob", "Ann", "é"];
+    let mut values = Vec::new();
+    for id in 1..=60 {
+        let cust = custs[id % custs.len()];
+        let amount = format!("{}.{:02}", (id * 37) % 101, (id * 13) % 100);
+        let qty = if id % 9 == 0 {
+            "NULL".to_string()
+        } else {
+            ((id * 7) % 11).to_string()
+        };
+        values.push(format!("({id}, '{cust}', {amount}, {qty}, 'n{id}')"));
+    }
+    for v in &values {
+        c.query_drop(format!(
+            "INSERT INTO orders (id, cust, amount, qty, note) VALUES {v}"
+        ))
+        .await
+        .unwrap();
+        assert_eq!(c.affected_rows(), 1);
+    }
+    reference
+        .batch_execute(&format!(
+            "INSERT INTO orders (id, cust, amount, qty, note) VALUES {}",
+            values.join(", ")
+        ))
+        .await
+        .unwrap();
+    // Rows really are spread by id mod 3.
+    for (i, db) in dbs[..3].iter().enumerate() {
+        let on_node = pg_rows(
+            &pg(db).await,
+            "SELECT count(*), min(id % 3), max(id % 3) FROM orders",
+        )
+        .await;
+        assert_eq!(
+            on_node,
+            vec![vec![s("20"), s(&i.to_string()), s(&i.to_string())]]
+        );
+    }
+
+    // (gateway statement, reference statement)
+    let queries: Vec<(&str, &str)> = vec![
+        ("SELECT id, cust, amount, qty FROM orders ORDER BY id", ""),
+        ("SELECT id, cust FROM orders ORDER BY cust, id", ""),
+        (
+            "SELECT id, cust FROM orders ORDER BY cust DESC, id DESC",
+            "",
+        ),
+        (
+            "SELECT id, amount FROM orders ORDER BY amount DESC, id LIMIT 5, 4",
+            "SELECT id, amount FROM orders ORDER BY amount DESC, id LIMIT 4 OFFSET 5",
+        ),
+        (
+            "SELECT cust, COUNT(*), SUM(amount), MIN(qty), MAX(amount) FROM orders GROUP BY cust ORDER BY cust",
+            "",
+        ),
+        (
+            "SELECT COUNT(*), COUNT(qty), SUM(qty), MIN(cust), MAX(cust) FROM orders",
+            "",
+        ),
+        ("SELECT DISTINCT cust FROM orders ORDER BY cust", ""),
+        (
+            "SELECT id, note FROM orders WHERE amount > 50 AND qty IS NOT NULL ORDER BY qty, id",
+            "",
+        ),
+        ("SELECT id, cust FROM orders ORDER BY cust, id LIMIT 3", ""),
+        (
+            "SELECT id, cust FROM orders WHERE id IN (3, 4, 5, 59) ORDER BY id",
+            "",
+        ),
+        (
+            "SELECT qty, COUNT(*) FROM orders GROUP BY qty ORDER BY qty",
+            "SELECT qty, COUNT(*) FROM orders GROUP BY qty ORDER BY qty NULLS FIRST",
+        ),
+        (
+            "SELECT id, qty FROM orders ORDER BY qty DESC, id",
+            "SELECT id, qty FROM orders ORDER BY qty DESC NULLS LAST, id",
+        ),
+        (
+            "SELECT `id`, `cust` FROM `orders` WHERE `id` = 7",
+            "SELECT id, cust FROM orders WHERE id = 7",
+        ),
+    ];
+    for (sql, reference_sql) in queries {
+        let reference_sql = if reference_sql.is_empty() {
+            sql
+        } else {
+            reference_sql
+        };
+        assert_eq!(
+            rows(&mut c, sql).await,
+            pg_rows(&reference, reference_sql).await,
+            "{sql}"
+        );
+    }
+
+    // Writes report what the one database reports.
+    for (sql, pg_sql) in [
+        (
+            "UPDATE orders SET qty = qty + 1 WHERE cust = 'ann'",
+            "UPDATE orders SET qty = qty + 1 WHERE cust = 'ann'",
+        ),
+        (
+            "DELETE FROM orders WHERE amount < 20",
+            "DELETE FROM orders WHERE amount < 20",
+        ),
+    ] {
+        c.query_drop(sql).await.unwrap();
+        let affected = c.affected_rows();
+        let want = reference.execute(pg_sql, &[]).await.unwrap();
+        assert_eq!(affected, want, "{sql}");
+        assert!(affected > 0, "{sql} changed nothing");
+    }
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT id, cust, amount, qty FROM orders ORDER BY id"
+        )
+        .await,
+        pg_rows(
+            &reference,
+            "SELECT id, cust, amount, qty FROM orders ORDER BY id"
+        )
+        .await
+    );
+}
