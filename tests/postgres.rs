@@ -333,13 +333,19 @@ async fn translated_statements_run_on_postgresql() {
         .unwrap();
     assert_eq!(c.last_insert_id(), None, "no identity column: no id");
     c.query_drop(
-        "INSERT INTO kv (k, v) VALUES ('a', 10) ON DUPLICATE KEY UPDATE v = v + VALUES(v)",
+        "INSERT INTO kv (k, v) VALUES ('a', 10), ('d', 4) ON DUPLICATE KEY UPDATE v = v + VALUES(v)",
     )
     .await
     .unwrap();
+    assert_eq!(
+        c.affected_rows(),
+        3,
+        "MySQL counts 2 for the update, 1 for the insert"
+    );
     c.query_drop("REPLACE INTO kv (k, v, note) VALUES ('b', 20, 'replaced')")
         .await
         .unwrap();
+    assert_eq!(c.affected_rows(), 2, "REPLACE of an existing row");
     c.query_drop("INSERT IGNORE INTO kv (k, v) VALUES ('c', 99)")
         .await
         .unwrap();
@@ -354,6 +360,7 @@ async fn translated_statements_run_on_postgresql() {
             vec![s("a"), s("11"), s("none")],
             vec![s("b"), s("20"), s("replaced")],
             vec![s("c"), None, s("none")],
+            vec![s("d"), s("4"), s("none")],
         ]
     );
     assert_eq!(
@@ -377,7 +384,7 @@ async fn translated_statements_run_on_postgresql() {
     c.query_drop("UPDATE kv SET v = 0 WHERE v IS NOT NULL")
         .await
         .unwrap();
-    assert_eq!(c.affected_rows(), 2);
+    assert_eq!(c.affected_rows(), 3);
     c.query_drop("DELETE FROM kv WHERE k IN ('a', 'b', 'zz')")
         .await
         .unwrap();
@@ -392,7 +399,7 @@ async fn postgresql_errors_have_mysql_codes() {
         .batch_execute(
             "CREATE TABLE parent (id int PRIMARY KEY); \
              CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent(id), name text NOT NULL); \
-             INSERT INTO parent VALUES (1); INSERT INTO child VALUES (1, 1, 'x');",
+             INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (1, 1, 'x');",
         )
         .await
         .unwrap();
@@ -410,6 +417,7 @@ async fn postgresql_errors_have_mysql_codes() {
         ("INSERT INTO child VALUES (3, 42, 'z')", 1452, "23000"),
         ("SELECT 1 / 0", 1365, "22012"),
         ("SELECT GROUP_CONCAT(name) FROM child", 1235, "42000"),
+        ("SELECT name FROM child WHERE", 1064, "42000"),
     ];
     for (sql, code, state) in cases {
         let e = c.query_drop(sql).await.unwrap_err();
@@ -449,6 +457,32 @@ async fn postgresql_errors_have_mysql_codes() {
     );
     assert_eq!((code, state.as_str()), (1205, "HY000"));
     tx.rollback().await.unwrap();
+
+    // Two gateway transactions locking two rows in opposite orders: PostgreSQL's deadlock
+    // detector aborts one, which the client sees as MySQL's deadlock error.
+    let mut a = client(&f, "PGONE").await;
+    let mut b = client(&f, "PGONE").await;
+    for (conn, id) in [(&mut a, 1), (&mut b, 2)] {
+        conn.query_drop("BEGIN").await.unwrap();
+        conn.query_drop(format!("UPDATE parent SET id = id WHERE id = {id}"))
+            .await
+            .unwrap();
+    }
+    let (ra, rb) = tokio::join!(
+        a.query_drop("UPDATE parent SET id = id WHERE id = 2"),
+        b.query_drop("UPDATE parent SET id = id WHERE id = 1")
+    );
+    let failed: Vec<_> = [ra, rb].into_iter().filter_map(Result::err).collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "exactly one transaction is chosen as the victim"
+    );
+    let (code, state, message) = server_error(failed.into_iter().next().unwrap());
+    assert_eq!((code, state.as_str()), (1213, "40001"), "{message}");
+    a.query_drop("ROLLBACK").await.unwrap();
+    b.query_drop("ROLLBACK").await.unwrap();
+
     // The session goes on after errors.
     assert_eq!(
         rows(&mut c, "SELECT COUNT(*) FROM child").await,

@@ -86,9 +86,13 @@ pub struct Finished {
     pub sql: String,
     /// The statement returns rows to the client (a query or SHOW).
     pub returns_rows: bool,
-    /// manx added `RETURNING <identity column>`: the rows give `last_insert_id` and are not
-    /// the client's.
+    /// manx added `RETURNING <identity column>`: the rows' first column gives
+    /// `last_insert_id`; these rows are not the client's.
     pub returning_id: bool,
+    /// manx added `RETURNING (xmax = 0)` (last column) to an upsert: `t` for a row inserted,
+    /// `f` for a row updated, counted 1 and 2 affected rows as MySQL counts
+    /// `ON DUPLICATE KEY UPDATE` and `REPLACE`.
+    pub returning_inserted: bool,
 }
 
 /// Translates one MySQL statement (see the module doc).
@@ -235,9 +239,11 @@ impl Translation {
                 sql: String::new(),
                 returns_rows: false,
                 returning_id: false,
+                returning_inserted: false,
             });
         };
         let mut returning_id = false;
+        let mut returning_inserted = false;
         if let Statement::Insert(insert) = &mut statement {
             let conflict_target = || -> Result<ConflictTarget, DialectError> {
                 let pk = table.map(|t| t.primary_key.clone()).unwrap_or_default();
@@ -306,16 +312,38 @@ impl Translation {
                     }));
                 }
             }
-            if insert.returning.is_none()
-                && let Some(col) = table.and_then(|t| t.auto_column.as_ref())
-            {
-                insert.returning = Some(vec![SelectItem::UnnamedExpr(Expr::Identifier(
-                    Ident::with_quote('"', col),
-                ))]);
-                returning_id = true;
+            let upsert = matches!(
+                &insert.on,
+                Some(OnInsert::OnConflict(OnConflict {
+                    action: OnConflictAction::DoUpdate(_),
+                    ..
+                }))
+            );
+            if insert.returning.is_none() {
+                let mut items = Vec::new();
+                if let Some(col) = table.and_then(|t| t.auto_column.as_ref()) {
+                    items.push(SelectItem::UnnamedExpr(Expr::Identifier(
+                        Ident::with_quote('"', col),
+                    )));
+                    returning_id = true;
+                }
+                if upsert {
+                    items.push(SelectItem::UnnamedExpr(Expr::Nested(Box::new(
+                        Expr::BinaryOp {
+                            left: Box::new(Expr::Identifier(Ident::new("xmax"))),
+                            op: BinaryOperator::Eq,
+                            right: Box::new(Expr::value(Value::Number("0".into(), false))),
+                        },
+                    ))));
+                    returning_inserted = true;
+                }
+                if !items.is_empty() {
+                    insert.returning = Some(items);
+                }
             }
         }
         let returns_rows = !returning_id
+            && !returning_inserted
             && match &statement {
                 Statement::Query(_) => true,
                 Statement::Insert(i) => i.returning.is_some(),
@@ -327,6 +355,7 @@ impl Translation {
             sql: statement.to_string(),
             returns_rows,
             returning_id,
+            returning_inserted,
         })
     }
 }
@@ -966,9 +995,9 @@ mod tests {
         let f = t.finish(Some(&info)).unwrap();
         assert_eq!(
             f.sql,
-            "INSERT INTO \"t\" (id, v) VALUES (1, 'a') ON CONFLICT(\"id\") DO UPDATE SET v = EXCLUDED.v RETURNING \"id\""
+            "INSERT INTO \"t\" (id, v) VALUES (1, 'a') ON CONFLICT(\"id\") DO UPDATE SET v = EXCLUDED.v RETURNING \"id\", (xmax = 0)"
         );
-        assert!(f.returning_id && !f.returns_rows);
+        assert!(f.returning_id && f.returning_inserted && !f.returns_rows);
         let f = translate("INSERT IGNORE INTO t (v) VALUES ('a')")
             .unwrap()
             .finish(None)
@@ -983,7 +1012,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             f.sql,
-            "INSERT INTO t (id, v) VALUES (1, 'b') ON CONFLICT(\"id\") DO UPDATE SET id = EXCLUDED.id, v = EXCLUDED.v RETURNING \"id\""
+            "INSERT INTO t (id, v) VALUES (1, 'b') ON CONFLICT(\"id\") DO UPDATE SET id = EXCLUDED.id, v = EXCLUDED.v RETURNING \"id\", (xmax = 0)"
         );
         let f = translate("INSERT INTO t SET v = 'a', w = 2")
             .unwrap()

@@ -289,10 +289,8 @@ impl BackendConn for PgConn {
             return Ok(Response::Ok(OkInfo::default()));
         }
         let client = &conn.client;
-        if finished.returning_id {
-            return insert_returning(client, &finished.sql)
-                .await
-                .map(Response::Ok);
+        if finished.returning_id || finished.returning_inserted {
+            return insert_returning(client, &finished).await.map(Response::Ok);
         }
         if !finished.returns_rows {
             let mut stream = std::pin::pin!(
@@ -348,22 +346,38 @@ impl BackendConn for PgConn {
     }
 }
 
-/// An INSERT with manx's `RETURNING <identity column>`: affected rows and the first id
-/// (MySQL's `last_insert_id` of a multi-row INSERT is its first row's).
+/// An INSERT with manx's `RETURNING` (see [`dialect::Finished`]): the first id (MySQL's
+/// `last_insert_id` of a multi-row INSERT is its first row's) and, for an upsert, MySQL's
+/// affected rows (1 per row inserted, 2 per row updated).
 async fn insert_returning(
     client: &tokio_postgres::Client,
-    sql: &str,
+    finished: &dialect::Finished,
 ) -> Result<OkInfo, BackendError> {
     let mut ok = OkInfo::default();
-    let mut stream = std::pin::pin!(client.simple_query_raw(sql).await.map_err(error::convert)?);
+    let mut upserted = 0;
+    let mut stream = std::pin::pin!(
+        client
+            .simple_query_raw(&finished.sql)
+            .await
+            .map_err(error::convert)?
+    );
     while let Some(m) = stream.next().await {
         match m.map_err(error::convert)? {
-            SimpleQueryMessage::Row(row) if ok.last_insert_id.is_none() => {
-                ok.last_insert_id = row.get(0).and_then(|v| v.parse().ok());
+            SimpleQueryMessage::Row(row) => {
+                if finished.returning_id && ok.last_insert_id.is_none() {
+                    ok.last_insert_id = row.get(0).and_then(|v| v.parse().ok());
+                }
+                if finished.returning_inserted {
+                    let inserted = row.len().checked_sub(1).and_then(|i| row.get(i)) == Some("t");
+                    upserted += if inserted { 1 } else { 2 };
+                }
             }
             SimpleQueryMessage::CommandComplete(n) => ok.affected_rows = n,
             _ => {}
         }
+    }
+    if finished.returning_inserted {
+        ok.affected_rows = upserted;
     }
     Ok(ok)
 }
