@@ -49,6 +49,17 @@ pub async fn pg_databases(prefix: &str, n: usize) -> Vec<String> {
 /// A gateway whose user `pg`/`pg` sees schema PGONE (every table on the first database) and
 /// PGDB (`orders` sharded by `mod-long` on id over the three databases).
 pub async fn pg_fixture(prefix: &str, databases: &[String]) -> Fixture {
+    pg_fixture_with(prefix, databases, "", "", "").await
+}
+
+/// [`pg_fixture`] with more schema.xml, more schemas for user `pg` and more users.
+pub async fn pg_fixture_with(
+    prefix: &str,
+    databases: &[String],
+    more_xml: &str,
+    more_schemas: &str,
+    more_users: &str,
+) -> Fixture {
     let schema_xml = format!(
         r#"<schema name="PGDB" checkSQLschema="false">
   <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
@@ -60,14 +71,15 @@ pub async fn pg_fixture(prefix: &str, databases: &[String]) -> Fixture {
 <dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
   <heartbeat>select 1</heartbeat>
   <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
-</dataHost>"#,
+</dataHost>
+{more_xml}"#,
         databases[0], databases[1], databases[2]
     );
     Fixture::start(
         prefix,
         Extra {
             schema_xml,
-            users_xml: r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB,PGONE</property></user>"#.to_string(),
+            users_xml: format!(r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB,PGONE{more_schemas}</property></user>{more_users}"#),
             ..Extra::default()
         },
     )
@@ -685,5 +697,67 @@ async fn a_million_postgresql_rows_are_streamed_not_buffered() {
     assert!(
         growth_mib < 100.0,
         "gateway memory grew by {growth_mib:.1} MiB while streaming"
+    );
+}
+
+/// Both PostgreSQL password methods work (the sandbox stores `manx`'s password as
+/// SCRAM-SHA-256 and `manx_md5`'s as MD5, each checked by that method), and a wrong password
+/// reaches the client as MySQL's access-denied error with PostgreSQL's message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn md5_and_scram_passwords_authenticate() {
+    let dbs = pg_databases("h6auth", 3).await;
+    let host = |name: &str, user: &str, password: &str| {
+        format!(
+            r#"<dataHost name="{name}" maxCon="5" minCon="0" balance="0" writeType="0" dbType="postgresql" dbDriver="jdbc" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="{name}M" url="127.0.0.1:{PG_PORT}" user="{user}" password="{password}" />
+</dataHost>"#
+        )
+    };
+    let more = format!(
+        r#"<schema name="PGMD5" dataNode="md5dn"></schema>
+<schema name="ZBAD" dataNode="baddn"></schema>
+<dataNode name="md5dn" dataHost="md5host" database="{db}" />
+<dataNode name="baddn" dataHost="badhost" database="{db}" />
+{}
+{}"#,
+        host("md5host", "manx_md5", "manx_md5"),
+        host("badhost", "manx", "wrong"),
+        db = dbs[0]
+    );
+    let f = pg_fixture_with(
+        "h6auth",
+        &dbs,
+        &more,
+        ",PGMD5",
+        r#"<user name="bad"><property name="password">bad</property><property name="schemas">ZBAD</property></user>"#,
+    )
+    .await;
+    let who = |v: Vec<Vec<Option<String>>>| v[0][0].clone().unwrap();
+    let mut scram = client(&f, "PGONE").await;
+    assert_eq!(who(rows(&mut scram, "SELECT current_user").await), "manx");
+    let mut md5 = client(&f, "PGMD5").await;
+    assert_eq!(who(rows(&mut md5, "SELECT current_user").await), "manx_md5");
+    let methods = pg_rows(
+        &pg("postgres").await,
+        "SELECT rolname, left(rolpassword, 3) FROM pg_authid WHERE rolname IN ('manx', 'manx_md5') ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        methods,
+        vec![vec![s("manx"), s("SCR")], vec![s("manx_md5"), s("md5")]]
+    );
+    // The client's connect already runs a statement (SELECT @@max_allowed_packet) on the
+    // schema's node, so the failure shows at connect or at the first statement.
+    let bad = mysql_async::Conn::new(common::opts(f.port, "bad", "bad", Some("ZBAD"))).await;
+    let e = match bad {
+        Err(e) => e,
+        Ok(mut c) => c.query_drop("SELECT 1").await.unwrap_err(),
+    };
+    let (code, state, message) = server_error(e);
+    assert_eq!((code, state.as_str()), (1045, "28000"), "{message}");
+    assert!(
+        message.contains("password authentication failed"),
+        "{message}"
     );
 }
