@@ -761,3 +761,139 @@ async fn md5_and_scram_passwords_authenticate() {
         "{message}"
     );
 }
+
+/// Real-looking MySQL application statements (DDL, ORM-style DML with backquotes, reports)
+/// run unchanged through the gateway on a PostgreSQL dataNode; each must succeed, and the
+/// final state is checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_application_statements_run_on_postgresql() {
+    let dbs = pg_databases("h6corpus", 3).await;
+    let f = pg_fixture("h6corpus", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+    let corpus: &[&str] = &[
+        "CREATE TABLE `users` (`id` bigint(20) unsigned NOT NULL AUTO_INCREMENT, `email` varchar(191) NOT NULL, \
+         `name` varchar(100) DEFAULT NULL, `is_admin` tinyint(1) NOT NULL DEFAULT '0', `balance` decimal(12,2) NOT NULL DEFAULT '0.00', \
+         `created_at` datetime NOT NULL, `updated_at` timestamp NULL DEFAULT NULL, PRIMARY KEY (`id`), UNIQUE KEY `users_email_unique` (`email`), \
+         KEY `users_created_at_index` (`created_at`)) ENGINE=InnoDB AUTO_INCREMENT=1 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
+        "CREATE TABLE `posts` (`id` int(11) NOT NULL AUTO_INCREMENT, `user_id` bigint NOT NULL, `title` varchar(255) NOT NULL, \
+         `body` longtext, `views` int(10) unsigned NOT NULL DEFAULT 0, `score` double DEFAULT NULL, `published` tinyint(1) DEFAULT 0, \
+         `published_at` datetime DEFAULT NULL, PRIMARY KEY (`id`), KEY `posts_user_id_foreign` (`user_id`)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        "CREATE TABLE IF NOT EXISTS `tags` (`id` int NOT NULL AUTO_INCREMENT PRIMARY KEY, `name` varchar(50) NOT NULL UNIQUE) ENGINE=InnoDB",
+        "CREATE TABLE `post_tag` (`post_id` int NOT NULL, `tag_id` int NOT NULL, PRIMARY KEY (`post_id`, `tag_id`))",
+        "CREATE TABLE `settings` (`k` varchar(64) NOT NULL, `v` text, `blob_v` mediumblob, PRIMARY KEY (`k`))",
+        "CREATE INDEX `posts_title_index` ON `posts` (`title`)",
+        "INSERT INTO `users` (`email`, `name`, `is_admin`, `balance`, `created_at`) VALUES ('ann@example.com', 'Ann', 1, 10.50, '2024-01-01 10:00:00')",
+        "INSERT INTO `users` (`email`, `name`, `created_at`) VALUES ('bob@example.com', 'Bob', NOW())",
+        "INSERT INTO users (email, name, created_at, updated_at) VALUES ('carl@example.com', NULL, '2024-02-03 04:05:06', '2024-02-03 04:05:06')",
+        "INSERT INTO `users` SET `email` = 'dora@example.com', `name` = 'Dora', `created_at` = '2024-03-01'",
+        "INSERT INTO `posts` (`user_id`, `title`, `body`, `published`, `published_at`) VALUES (1, 'Hello', 'First post\\nwith a newline', 1, '2024-01-02 00:00:00')",
+        "INSERT INTO `posts` (`user_id`, `title`, `body`, `score`) VALUES (1, 'It\\'s \"quoted\"', 'back\\\\slash', 4.5), (2, 'Bob''s', NULL, NULL)",
+        "INSERT INTO posts (user_id, title, views, published) VALUES (3, 'Third', 7, TRUE)",
+        "INSERT INTO `tags` (`name`) VALUES ('rust'), ('sql'), ('mysql')",
+        "INSERT IGNORE INTO `tags` (`name`) VALUES ('rust')",
+        "INSERT INTO `post_tag` VALUES (1, 1), (1, 2), (2, 2), (3, 3)",
+        "INSERT INTO `settings` (`k`, `v`) VALUES ('theme', 'dark') ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)",
+        "INSERT INTO `settings` (`k`, `v`) VALUES ('theme', 'light') ON DUPLICATE KEY UPDATE `v` = VALUES(`v`)",
+        "INSERT INTO settings (k, v, blob_v) VALUES ('logo', NULL, 0x89504E47)",
+        "REPLACE INTO `settings` (`k`, `v`) VALUES ('lang', 'en')",
+        "SELECT * FROM `users` WHERE `id` = 1 LIMIT 1",
+        "SELECT `users`.* FROM `users` WHERE `users`.`email` = 'ann@example.com' LIMIT 1",
+        "SELECT `id`, `email` FROM `users` ORDER BY `created_at` DESC LIMIT 0, 20",
+        "SELECT COUNT(*) AS `aggregate` FROM `users` WHERE `is_admin` = 0",
+        "SELECT count(*) FROM users WHERE name IS NULL OR name = ''",
+        "SELECT `p`.`id`, `p`.`title`, `u`.`name` AS `author` FROM `posts` `p` INNER JOIN `users` `u` ON `u`.`id` = `p`.`user_id` WHERE `p`.`published` = 1",
+        "SELECT p.id, COUNT(pt.tag_id) AS tag_count FROM posts p LEFT JOIN post_tag pt ON pt.post_id = p.id GROUP BY p.id HAVING COUNT(pt.tag_id) >= 1 ORDER BY tag_count DESC, p.id",
+        "SELECT `t`.`name` FROM `tags` `t` WHERE `t`.`id` IN (SELECT `tag_id` FROM `post_tag` WHERE `post_id` = 1)",
+        "SELECT * FROM `posts` WHERE `title` LIKE '%o%' AND `views` BETWEEN 0 AND 100",
+        "SELECT * FROM posts WHERE EXISTS (SELECT 1 FROM users WHERE users.id = posts.user_id AND users.is_admin = 1)",
+        "SELECT IFNULL(`name`, 'anonymous') AS `display_name` FROM `users` ORDER BY `id`",
+        "SELECT CONCAT(`name`, ' <', `email`, '>') FROM `users` WHERE `name` IS NOT NULL",
+        "SELECT IF(`balance` > 0, 'credit', 'none') AS state, COUNT(*) FROM users GROUP BY IF(`balance` > 0, 'credit', 'none')",
+        "SELECT CASE WHEN views > 5 THEN 'hot' ELSE 'cold' END AS heat FROM posts",
+        "SELECT DATE_FORMAT(`created_at`, '%Y-%m') AS `month`, COUNT(*) FROM `users` GROUP BY DATE_FORMAT(`created_at`, '%Y-%m')",
+        "SELECT * FROM users WHERE created_at >= STR_TO_DATE('01/01/2024', '%d/%m/%Y')",
+        "SELECT * FROM users WHERE created_at < NOW() AND created_at > '2000-01-01'",
+        "SELECT UPPER(name), LOWER(email), LENGTH(email), SUBSTRING(email, 1, 3), TRIM('  x  '), REPLACE(email, '@', ' at ') FROM users",
+        "SELECT ROUND(balance, 1), ABS(-balance), CEIL(score), FLOOR(score), MOD(views, 3) FROM users, posts WHERE posts.user_id = users.id",
+        "SELECT COALESCE(score, 0) + 1 FROM posts",
+        "SELECT MAX(`id`), MIN(`created_at`), SUM(`balance`), AVG(`balance`) FROM `users`",
+        "SELECT DISTINCT `user_id` FROM `posts` ORDER BY `user_id`",
+        "SELECT * FROM posts ORDER BY score DESC, id LIMIT 2 OFFSET 1",
+        "SELECT * FROM users WHERE id = 1 FOR UPDATE",
+        "SELECT 1",
+        "SELECT @@max_allowed_packet, @@session.transaction_isolation",
+        "SELECT `id` FROM `users` WHERE `id` IN (1, 2, 3) AND NOT (`is_admin` <=> 1)",
+        "SELECT u.name, (SELECT COUNT(*) FROM posts WHERE posts.user_id = u.id) AS n FROM users u ORDER BY n DESC, u.id",
+        "SELECT p.title FROM posts p WHERE p.body IS NULL UNION SELECT t.name FROM tags t",
+        "SELECT CAST(`views` AS CHAR), CAST('12' AS SIGNED), CAST('2024-01-01 00:00:00' AS DATETIME) FROM posts",
+        "SELECT * FROM settings WHERE blob_v = 0x89504E47",
+        "UPDATE `users` SET `name` = 'Ann B.', `updated_at` = NOW() WHERE `id` = 1",
+        "UPDATE `posts` SET `views` = `views` + 1 WHERE `id` IN (1, 2)",
+        "UPDATE posts SET published = FALSE, published_at = NULL WHERE user_id = 2",
+        "UPDATE `users` SET `balance` = `balance` - 1.25 WHERE `email` = 'ann@example.com' AND `balance` >= 1.25",
+        "DELETE FROM `post_tag` WHERE `post_id` = 3",
+        "DELETE FROM `tags` WHERE `name` = 'mysql'",
+        "START TRANSACTION",
+        "INSERT INTO `tags` (`name`) VALUES ('tx')",
+        "ROLLBACK",
+        "BEGIN",
+        "UPDATE tags SET name = 'sql2' WHERE name = 'sql'",
+        "COMMIT",
+        "DESC `users`",
+        "SHOW COLUMNS FROM `posts`",
+        "SHOW FULL COLUMNS FROM `tags`",
+        "ALTER TABLE `posts` ADD COLUMN `slug` varchar(255) DEFAULT NULL",
+        "ALTER TABLE posts DROP COLUMN slug",
+        "TRUNCATE TABLE `post_tag`",
+        "DROP TABLE IF EXISTS `post_tag`",
+        "SET NAMES utf8mb4",
+        "SET autocommit = 1",
+    ];
+    for sql in corpus {
+        if let Err(e) = c.query_drop(*sql).await {
+            panic!("{sql}\n  failed: {e}");
+        }
+    }
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT `id`, `name`, `balance`, `is_admin` FROM `users` ORDER BY `id`"
+        )
+        .await,
+        vec![
+            vec![s("1"), s("Ann B."), s("9.25"), s("1")],
+            vec![s("2"), s("Bob"), s("0.00"), s("0")],
+            vec![s("3"), None, s("0.00"), s("0")],
+            vec![s("4"), s("Dora"), s("0.00"), s("0")],
+        ]
+    );
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT `title`, `body`, `views` FROM `posts` ORDER BY `id`"
+        )
+        .await,
+        vec![
+            vec![s("Hello"), s("First post\nwith a newline"), s("1")],
+            vec![s("It's \"quoted\""), s("back\\slash"), s("1")],
+            vec![s("Bob's"), None, s("0")],
+            vec![s("Third"), None, s("7")],
+        ]
+    );
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT `k`, `v`, HEX(`blob_v`) FROM `settings` ORDER BY `k`"
+        )
+        .await,
+        vec![
+            vec![s("lang"), s("en"), None],
+            vec![s("logo"), None, s("89504E47")],
+            vec![s("theme"), s("light"), None],
+        ]
+    );
+    assert_eq!(
+        rows(&mut c, "SELECT name FROM tags ORDER BY id").await,
+        vec![vec![s("rust")], vec![s("sql2")]]
+    );
+}

@@ -14,7 +14,9 @@
 //! - functions: `IFNULL` → `COALESCE`, `NOW()`/`CURRENT_TIMESTAMP()`/`SYSDATE()` →
 //!   `CAST(now() AS TIMESTAMP(0))` (MySQL's seconds precision, no zone), `CURDATE()` →
 //!   `CURRENT_DATE`, `CONCAT(a, ..)` → `CAST(a AS TEXT) || ..` (NULL in, NULL out, as MySQL),
-//!   `IF(c, a, b)` → `CASE`, `LAST_INSERT_ID()` → `lastval()`, `RAND()` → `random()`, and
+//!   `IF(c, a, b)` → `CASE`, `LAST_INSERT_ID()` → `lastval()`, `RAND()` → `random()`,
+//!   `DATE_FORMAT`/`STR_TO_DATE` with a literal format → `to_char`/`to_date`/`to_timestamp`,
+//!   `DATABASE()` → `current_database()`, `HEX(s)`/`UNHEX(s)` of strings and blobs, `UNIX_TIMESTAMP()`, `FROM_UNIXTIME(n)`, and
 //!   the merge's `WEIGHT_STRING(RTRIM(x))` → `convert_to(rtrim(CAST(x AS TEXT)), 'UTF8')`;
 //! - `a <=> b` → `a IS NOT DISTINCT FROM b`; `CAST(x AS SIGNED/CHAR/DATETIME)` → PostgreSQL types;
 //! - `INSERT IGNORE` → `ON CONFLICT DO NOTHING`, `ON DUPLICATE KEY UPDATE` → `ON CONFLICT
@@ -520,7 +522,16 @@ fn create_table(create: &mut sqlparser::ast::CreateTable) -> Result<(), DialectE
     create.table_options = sqlparser::ast::CreateTableOptions::None;
     create.comment = None;
     for column in &mut create.columns {
-        column.data_type = data_type(&column.data_type)?;
+        let auto_increment = column.options.iter().any(|o| {
+            matches!(&o.option, ColumnOption::DialectSpecific(tokens) if tokens.iter().any(|t| {
+                matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
+            }))
+        });
+        column.data_type = match &column.data_type {
+            // An identity must be an integer type: ids past 2^63 do not occur in practice.
+            DataType::BigIntUnsigned(_) if auto_increment => DataType::BigInt(None),
+            other => data_type(other)?,
+        };
         let mut options = Vec::new();
         for o in std::mem::take(&mut column.options) {
             match &o.option {
@@ -785,13 +796,132 @@ fn rewrite_function(f: &Function) -> Result<Option<Expr>, DialectError> {
                 vec![cast(a.remove(0), DataType::Text), string("UTF8")],
             )
         }
-        "GROUP_CONCAT" | "FOUND_ROWS" | "DATABASE" | "SCHEMA" | "UUID_SHORT" | "INET_ATON"
-        | "UNIX_TIMESTAMP" | "FROM_UNIXTIME" | "DATE_FORMAT" | "STR_TO_DATE" | "DATE_ADD"
-        | "DATE_SUB" | "FIELD" | "FIND_IN_SET" | "ELT" => {
+        // HEX of a string or blob (the bytes); HEX of a number is not translated.
+        "HEX" if args()?.len() == 1 => call(
+            "upper",
+            vec![call(
+                "encode",
+                vec![cast(args()?.remove(0), DataType::Bytea), string("hex")],
+            )],
+        ),
+        "UNHEX" if args()?.len() == 1 => call("decode", vec![args()?.remove(0), string("hex")]),
+        "DATABASE" | "SCHEMA" if args()?.is_empty() => call("current_database", Vec::new()),
+        "UNIX_TIMESTAMP" if args()?.is_empty() => cast(
+            call("date_part", vec![string("epoch"), call("now", Vec::new())]),
+            DataType::BigInt(None),
+        ),
+        "FROM_UNIXTIME" if args()?.len() == 1 => cast(
+            call("to_timestamp", args()?),
+            DataType::Timestamp(Some(0), TimezoneInfo::None),
+        ),
+        "DATE_FORMAT" => {
+            let [value, format]: [Expr; 2] = args()?.try_into().map_err(|_| {
+                DialectError::Unsupported("DATE_FORMAT() without 2 arguments".into())
+            })?;
+            let (pattern, _) = to_char_pattern(&literal_text(&format, "DATE_FORMAT")?)?;
+            call("to_char", vec![value, string(&pattern)])
+        }
+        "STR_TO_DATE" => {
+            let [value, format]: [Expr; 2] = args()?.try_into().map_err(|_| {
+                DialectError::Unsupported("STR_TO_DATE() without 2 arguments".into())
+            })?;
+            let (pattern, has_time) = to_char_pattern(&literal_text(&format, "STR_TO_DATE")?)?;
+            if has_time {
+                cast(
+                    call("to_timestamp", vec![value, string(&pattern)]),
+                    DataType::Timestamp(Some(0), TimezoneInfo::None),
+                )
+            } else {
+                call("to_date", vec![value, string(&pattern)])
+            }
+        }
+        "GROUP_CONCAT" | "FOUND_ROWS" | "UUID_SHORT" | "INET_ATON" | "UNIX_TIMESTAMP"
+        | "DATE_ADD" | "DATE_SUB" | "FIELD" | "FIND_IN_SET" | "ELT" => {
             return Err(DialectError::Unsupported(format!("the function {name}()")));
         }
         _ => return Ok(None),
     }))
+}
+
+/// The text of a string literal argument of `function` (formats must be constants).
+fn literal_text(e: &Expr, function: &str) -> Result<String, DialectError> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => Ok(t.clone()),
+            _ => Err(DialectError::Unsupported(format!(
+                "{function}() with a format that is not a string literal"
+            ))),
+        },
+        _ => Err(DialectError::Unsupported(format!(
+            "{function}() with a format that is not a string literal"
+        ))),
+    }
+}
+
+/// A MySQL `DATE_FORMAT`/`STR_TO_DATE` format as a PostgreSQL `to_char`/`to_timestamp`
+/// pattern, and whether it has a time of day. Literal text is double-quoted (PostgreSQL
+/// would read letters as patterns). Specifiers without a PostgreSQL equivalent (`%U`, `%u`,
+/// `%V`, `%v`, `%X`, `%x`, `%D`, `%w`) are refused by name.
+fn to_char_pattern(mysql: &str) -> Result<(String, bool), DialectError> {
+    let mut out = String::new();
+    let mut literal = String::new();
+    let mut has_time = false;
+    let flush = |out: &mut String, literal: &mut String| {
+        if !literal.is_empty() {
+            out.push('"');
+            out.push_str(&literal.replace('\\', "\\\\").replace('"', "\\\""));
+            out.push('"');
+            literal.clear();
+        }
+    };
+    let mut chars = mysql.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            literal.push(c);
+            continue;
+        }
+        let Some(spec) = chars.next() else {
+            literal.push('%');
+            break;
+        };
+        let (pattern, time) = match spec {
+            'Y' => ("YYYY", false),
+            'y' => ("YY", false),
+            'm' => ("MM", false),
+            'c' => ("FMMM", false),
+            'd' => ("DD", false),
+            'e' => ("FMDD", false),
+            'j' => ("DDD", false),
+            'M' => ("FMMonth", false),
+            'b' => ("Mon", false),
+            'W' => ("FMDay", false),
+            'a' => ("Dy", false),
+            'H' => ("HH24", true),
+            'k' => ("FMHH24", true),
+            'h' | 'I' => ("HH12", true),
+            'l' => ("FMHH12", true),
+            'i' => ("MI", true),
+            's' | 'S' => ("SS", true),
+            'f' => ("US", true),
+            'p' => ("AM", true),
+            'T' => ("HH24:MI:SS", true),
+            'r' => ("HH12:MI:SS AM", true),
+            '%' => {
+                literal.push('%');
+                continue;
+            }
+            other => {
+                return Err(DialectError::Unsupported(format!(
+                    "the date format specifier %{other}"
+                )));
+            }
+        };
+        flush(&mut out, &mut literal);
+        out.push_str(pattern);
+        has_time |= time;
+    }
+    flush(&mut out, &mut literal);
+    Ok((out, has_time))
 }
 
 /// The lower-case name of a MySQL system variable reference (`@@x`, `@@session.x`).
@@ -968,6 +1098,35 @@ mod tests {
         assert_eq!(
             pg("SELECT CAST(a AS SIGNED), CAST(b AS CHAR) FROM t"),
             "SELECT CAST(a AS BIGINT), CAST(b AS TEXT) FROM t"
+        );
+    }
+
+    #[test]
+    fn date_functions() {
+        assert_eq!(
+            pg("SELECT DATE_FORMAT(d, '%Y-%m-%d %H:%i:%s') FROM t"),
+            "SELECT to_char(d, 'YYYY\"-\"MM\"-\"DD\" \"HH24\":\"MI\":\"SS') FROM t"
+        );
+        assert_eq!(
+            pg("SELECT STR_TO_DATE('05/01/2024', '%d/%m/%Y')"),
+            "SELECT to_date('05/01/2024', 'DD\"/\"MM\"/\"YYYY')"
+        );
+        assert_eq!(
+            pg("SELECT STR_TO_DATE(s, '%Y%m%d %T') FROM t"),
+            "SELECT CAST(to_timestamp(s, 'YYYYMMDD\" \"HH24:MI:SS') AS TIMESTAMP(0)) FROM t"
+        );
+        assert_eq!(
+            refused("SELECT DATE_FORMAT(d, '%U') FROM t"),
+            "the date format specifier %U"
+        );
+        assert_eq!(
+            refused("SELECT DATE_FORMAT(d, f) FROM t"),
+            "DATE_FORMAT() with a format that is not a string literal"
+        );
+        assert_eq!(pg("SELECT DATABASE()"), "SELECT current_database()");
+        assert_eq!(
+            pg("SELECT HEX(b) FROM t"),
+            "SELECT upper(encode(CAST(b AS BYTEA), 'hex')) FROM t"
         );
     }
 
