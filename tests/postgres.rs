@@ -897,3 +897,71 @@ async fn mysql_application_statements_run_on_postgresql() {
         vec![vec![s("rust")], vec![s("sql2")]]
     );
 }
+
+/// The same rows sharded over three PostgreSQL databases and held by one MariaDB database:
+/// portable statements (no string ordering, where MariaDB's `_ci` collation and PostgreSQL's
+/// byte order differ) answer the same through the gateway as MariaDB answers directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_postgresql_answers_like_mysql_where_portable() {
+    let dbs = pg_databases("h6port", 3).await;
+    for db in &dbs {
+        pg(db)
+            .await
+            .batch_execute(
+                "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20), amount numeric(10,2), qty int, at timestamp(0))",
+            )
+            .await
+            .unwrap();
+    }
+    let f = pg_fixture("h6port", &dbs).await;
+    // The fixture made t_h6port_db1 on MariaDB; it serves as the MySQL reference.
+    let mut reference = f.backend(1).await;
+    reference
+        .query_drop(
+            "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20), amount decimal(10,2), qty int, at datetime)",
+        )
+        .await
+        .unwrap();
+    let mut c = client(&f, "PGDB").await;
+    let mut values = Vec::new();
+    for id in 1..=45 {
+        let amount = format!("{}.{:02}", (id * 37) % 101, (id * 13) % 100);
+        let qty = if id % 7 == 0 {
+            "NULL".to_string()
+        } else {
+            ((id * 5) % 9).to_string()
+        };
+        values.push(format!(
+            "({id}, 'c{}', {amount}, {qty}, '2024-01-{:02} 10:{:02}:00')",
+            id % 4,
+            id % 28 + 1,
+            id % 60
+        ));
+    }
+    let insert = format!(
+        "INSERT INTO orders (id, cust, amount, qty, at) VALUES {}",
+        values.join(", ")
+    );
+    c.query_drop(&insert).await.unwrap();
+    assert_eq!(c.affected_rows(), 45);
+    reference.query_drop(&insert).await.unwrap();
+    let queries = [
+        "SELECT id, cust, amount, qty, at FROM orders ORDER BY id",
+        "SELECT id, amount FROM orders ORDER BY amount DESC, id LIMIT 3, 5",
+        "SELECT qty, COUNT(*), SUM(amount), MIN(amount), MAX(at) FROM orders GROUP BY qty ORDER BY qty",
+        "SELECT qty, COUNT(*) FROM orders GROUP BY qty ORDER BY qty DESC",
+        "SELECT COUNT(*), COUNT(qty), SUM(qty), MIN(id), MAX(amount), SUM(amount) FROM orders",
+        "SELECT AVG(amount), AVG(qty) FROM orders",
+        "SELECT DISTINCT qty FROM orders ORDER BY qty",
+        "SELECT id, at FROM orders WHERE at BETWEEN '2024-01-05' AND '2024-01-09 23:59:59' ORDER BY at, id",
+        "SELECT id FROM orders WHERE id IN (1, 2, 3, 44) ORDER BY id DESC",
+        "SELECT id, IFNULL(qty, -1) FROM orders WHERE amount > 60 ORDER BY id LIMIT 4",
+    ];
+    for sql in queries {
+        assert_eq!(
+            rows(&mut c, sql).await,
+            rows(&mut reference, sql).await,
+            "{sql}"
+        );
+    }
+}

@@ -593,10 +593,14 @@ impl GroupState {
                             }
                             Acc::Int(i) => decimal_text(
                                 &(BigDecimal::from(i) / BigDecimal::from(count)),
-                                *decimals,
+                                avg_decimals(*decimals, 0),
                             ),
                             Acc::Decimal(d) => {
-                                decimal_text(&(d / BigDecimal::from(count)), *decimals)
+                                let scale = d.as_bigint_and_exponent().1;
+                                decimal_text(
+                                    &(d / BigDecimal::from(count)),
+                                    avg_decimals(*decimals, scale),
+                                )
                             }
                             _ => Value::Null,
                         }
@@ -607,6 +611,17 @@ impl GroupState {
             self.row[f.at] = value;
         }
         self.row
+    }
+}
+
+/// The decimals of an AVG: the column's, or when the node did not fix them (31, a PostgreSQL
+/// `numeric` AVG) MySQL's rule on the summed values' scale: scale + `div_precision_increment`
+/// (4), at most 30.
+fn avg_decimals(column_decimals: u8, sum_scale: i64) -> u8 {
+    if column_decimals > 30 {
+        (sum_scale.clamp(0, 26) + 4) as u8
+    } else {
+        column_decimals
     }
 }
 
