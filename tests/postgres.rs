@@ -391,6 +391,21 @@ async fn translated_statements_run_on_postgresql() {
         rows(&mut c, r"SELECT 'a\tb', 'x\\y', TRUE, 0x41").await,
         vec![vec![s("a\tb"), s("x\\y"), s("1"), s("A")]]
     );
+    // Column labels as MySQL writes them.
+    let result = c
+        .query_iter(
+            "SELECT COUNT(*), MAX(`K`), k AS `Key`, 'x' FROM kv GROUP BY k ORDER BY k LIMIT 1",
+        )
+        .await
+        .unwrap();
+    let labels: Vec<String> = result
+        .columns()
+        .unwrap()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    result.drop_result().await.unwrap();
+    assert_eq!(labels, ["COUNT(*)", "MAX(`K`)", "Key", "x"]);
     let now = rows(&mut c, "SELECT NOW()").await;
     assert_eq!(now[0][0].as_ref().unwrap().len(), 19);
     c.query_drop("UPDATE kv SET v = 0 WHERE v IS NOT NULL")

@@ -32,7 +32,10 @@
 //!   `KEY`s are dropped (storage and performance only, no effect on results);
 //! - `SHOW COLUMNS FROM t` / `DESC t` → a catalog query with MySQL's column names
 //!   (Field, Type, Null, Key, Default, Extra; Type is PostgreSQL's `format_type`);
-//! - `SET NAMES ..` is a no-op (connections are UTF-8).
+//! - `SET NAMES ..` is a no-op (connections are UTF-8);
+//! - column labels: the outermost SELECT's unaliased items are aliased with the text MySQL
+//!   labels them with (`COUNT(*)`, `Name`, a string literal's value), taken from the tokens;
+//! - `@@system_variable` → the value a PostgreSQL node behaves by (`@@sql_mode`, charsets, ..).
 //!
 //! What has no faithful translation is refused with [`DialectError::Unsupported`] naming the
 //! construct (`ON UPDATE CURRENT_TIMESTAMP`, `ENUM`, `UPDATE/DELETE .. LIMIT`, `USE`, ..).
@@ -49,7 +52,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
 
 /// Why a statement cannot be sent to PostgreSQL.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +109,7 @@ pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
     let tokens = Tokenizer::new(&dialect, mysql)
         .tokenize_with_location()
         .map_err(|e| DialectError::Parse(e.to_string()))?;
+    let original_tokens = tokens.clone();
     let mut tokens = tokens;
     let mut previous_is_as = false;
     for t in tokens.iter_mut() {
@@ -136,6 +140,9 @@ pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
         )));
     }
     let mut statement = statements.remove(0);
+    if let Statement::Query(query) = &mut statement {
+        label_columns(query, mysql, &original_tokens);
+    }
     if let ControlFlow::Break(e) = statement.visit(&mut Rewriter) {
         return Err(e);
     }
@@ -924,6 +931,161 @@ fn to_char_pattern(mysql: &str) -> Result<(String, bool), DialectError> {
     Ok((out, has_time))
 }
 
+/// MySQL labels an unaliased result column with its text as written (`COUNT(*)`, `Name`);
+/// PostgreSQL with a folded or generic name (`count`, `name`, `?column?`). The outermost
+/// SELECT's unaliased items get the MySQL label as a quoted alias, so clients that read
+/// columns by name see MySQL's names. (Inner queries keep theirs: outer references to them
+/// use PostgreSQL's folding.)
+fn label_columns(query: &mut Query, mysql: &str, tokens: &[TokenWithSpan]) {
+    if query.with.is_some() {
+        return;
+    }
+    let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    let Some(items) = select_item_spans(tokens) else {
+        return;
+    };
+    if items.len() != select.projection.len() {
+        return;
+    }
+    for (item, span) in select.projection.iter_mut().zip(items) {
+        let SelectItem::UnnamedExpr(expr) = &*item else {
+            continue;
+        };
+        let label = match expr {
+            Expr::Identifier(i) => source_text(mysql, i.span),
+            Expr::CompoundIdentifier(parts) => {
+                parts.last().and_then(|i| source_text(mysql, i.span))
+            }
+            // MySQL labels a string literal with its value.
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(t) | Value::DoubleQuotedString(t) => Some(t.clone()),
+                _ => source_text(mysql, span),
+            },
+            _ => source_text(mysql, span),
+        };
+        let Some(mut label) = label else {
+            continue;
+        };
+        if let Some(unquoted) = label.strip_prefix('`').and_then(|l| l.strip_suffix('`')) {
+            label = unquoted.replace("``", "`");
+        }
+        let plain_column = matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+        // PostgreSQL already labels a lower-case column so; it truncates names past 63 bytes
+        // (NAMEDATALEN) where MySQL keeps 256 characters.
+        if (plain_column && label == label.to_lowercase()) || label.len() > 63 {
+            continue;
+        }
+        *item = SelectItem::ExprWithAlias {
+            expr: expr.clone(),
+            alias: Ident::with_quote('"', label),
+        };
+    }
+}
+
+/// The source spans of the outermost select list's items, from the tokens: after the first
+/// `SELECT` (and its modifiers), split at top-level commas, up to the first top-level clause
+/// keyword. `None` when the statement does not start that way.
+fn select_item_spans(tokens: &[TokenWithSpan]) -> Option<Vec<Span>> {
+    use sqlparser::keywords::Keyword as K;
+    let mut it = tokens
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .peekable();
+    match it.next() {
+        Some(TokenWithSpan {
+            token: Token::Word(w),
+            ..
+        }) if w.keyword == K::SELECT => {}
+        _ => return None,
+    }
+    while let Some(TokenWithSpan {
+        token: Token::Word(w),
+        ..
+    }) = it.peek()
+    {
+        let modifier = w.quote_style.is_none()
+            && (matches!(
+                w.keyword,
+                K::ALL | K::DISTINCT | K::DISTINCTROW | K::HIGH_PRIORITY | K::STRAIGHT_JOIN
+            ) || w.value.to_ascii_uppercase().starts_with("SQL_"));
+        if !modifier {
+            break;
+        }
+        it.next();
+    }
+    let mut items = Vec::new();
+    let mut current: Option<Span> = None;
+    let mut depth = 0i32;
+    for t in it {
+        if depth == 0 {
+            match &t.token {
+                Token::Comma => {
+                    items.push(current.take()?);
+                    continue;
+                }
+                Token::SemiColon => break,
+                Token::Word(w)
+                    if w.quote_style.is_none()
+                        && matches!(
+                            w.keyword,
+                            K::FROM
+                                | K::INTO
+                                | K::WHERE
+                                | K::GROUP
+                                | K::HAVING
+                                | K::ORDER
+                                | K::LIMIT
+                                | K::WINDOW
+                                | K::FOR
+                                | K::LOCK
+                                | K::UNION
+                                | K::EXCEPT
+                                | K::INTERSECT
+                        ) =>
+                {
+                    break;
+                }
+                _ => {}
+            }
+        }
+        match t.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        current = Some(match current {
+            Some(s) => Span::new(s.start, t.span.end),
+            None => t.span,
+        });
+    }
+    items.push(current?);
+    Some(items)
+}
+
+/// The text of `sql` that `span` covers (1-based lines and columns of characters).
+fn source_text(sql: &str, span: Span) -> Option<String> {
+    let offset = |loc: sqlparser::tokenizer::Location| -> Option<usize> {
+        if loc.line == 0 || loc.column == 0 {
+            return None;
+        }
+        let line_start = if loc.line == 1 {
+            0
+        } else {
+            sql.match_indices('\n').nth(loc.line as usize - 2)?.0 + 1
+        };
+        let line = &sql[line_start..];
+        let in_line = line
+            .char_indices()
+            .nth(loc.column as usize - 1)
+            .map_or(line.len(), |(i, _)| i);
+        Some(line_start + in_line)
+    };
+    let (start, end) = (offset(span.start)?, offset(span.end)?);
+    (start < end).then(|| sql[start..end].to_string())
+}
+
 /// The lower-case name of a MySQL system variable reference (`@@x`, `@@session.x`).
 fn system_variable(expr: &Expr) -> Option<String> {
     let name = match expr {
@@ -1036,10 +1198,22 @@ mod tests {
     }
 
     #[test]
+    fn mysql_labels() {
+        assert_eq!(
+            pg("SELECT COUNT(*), Name, t.`Code`, a+1, x AS y, id, IFNULL(a,  0), 'it''s' FROM t"),
+            "SELECT COUNT(*) AS \"COUNT(*)\", Name AS \"Name\", t.\"code\" AS \"Code\", a + 1 AS \"a+1\", x AS y, id, COALESCE(a, 0) AS \"IFNULL(a,  0)\", 'it''s' AS \"it's\" FROM t"
+        );
+        assert_eq!(
+            pg("SELECT DISTINCT\n  id,\n  MAX(v) ,\n  (a, b) IN ((1, 2)) FROM t"),
+            "SELECT DISTINCT id, MAX(v) AS \"MAX(v)\", (a, b) IN ((1, 2)) AS \"(a, b) IN ((1, 2))\" FROM t"
+        );
+    }
+
+    #[test]
     fn identifiers() {
         assert_eq!(
             pg("SELECT `Id`, name AS `Label` FROM `Orders` o WHERE o.`Code` = 1"),
-            "SELECT \"id\", name AS \"Label\" FROM \"orders\" o WHERE o.\"code\" = 1"
+            "SELECT \"id\" AS \"Id\", name AS \"Label\" FROM \"orders\" o WHERE o.\"code\" = 1"
         );
     }
 
@@ -1062,42 +1236,57 @@ mod tests {
 
     #[test]
     fn string_literals() {
-        assert_eq!(pg(r"SELECT 'it\'s'"), "SELECT 'it''s'");
-        assert_eq!(pg(r"SELECT 'a\\b'"), r"SELECT 'a\b'");
-        assert_eq!(pg(r#"SELECT "x""#), "SELECT 'x'");
-        assert_eq!(pg("SELECT 'a\\nb'"), "SELECT 'a\nb'");
+        assert_eq!(pg(r"SELECT 'it\'s' AS a"), "SELECT 'it''s' AS a");
+        assert_eq!(pg(r"SELECT 'a\\b'"), r#"SELECT 'a\b' AS "a\b""#);
+        assert_eq!(pg(r#"SELECT "x""#), "SELECT 'x' AS \"x\"");
+        assert_eq!(pg("SELECT 'a\\nb'"), "SELECT 'a\nb' AS \"a\nb\"");
     }
 
     #[test]
     fn literals() {
-        assert_eq!(pg("SELECT TRUE, FALSE"), "SELECT 1, 0");
-        assert_eq!(pg("SELECT 0x4142"), "SELECT decode('4142', 'hex')");
-        assert_eq!(pg("SELECT X'4142'"), "SELECT decode('4142', 'hex')");
+        assert_eq!(
+            pg("SELECT TRUE, FALSE"),
+            "SELECT 1 AS \"TRUE\", 0 AS \"FALSE\""
+        );
+        assert_eq!(
+            pg("SELECT 0x4142"),
+            "SELECT decode('4142', 'hex') AS \"0x4142\""
+        );
+        assert_eq!(
+            pg("SELECT X'4142'"),
+            "SELECT decode('4142', 'hex') AS \"X'4142'\""
+        );
     }
 
     #[test]
     fn functions() {
         assert_eq!(
             pg("SELECT IFNULL(a, 0) FROM t"),
-            "SELECT COALESCE(a, 0) FROM t"
+            "SELECT COALESCE(a, 0) AS \"IFNULL(a, 0)\" FROM t"
         );
-        assert_eq!(pg("SELECT NOW()"), "SELECT CAST(now() AS TIMESTAMP(0))");
+        assert_eq!(
+            pg("SELECT NOW()"),
+            "SELECT CAST(now() AS TIMESTAMP(0)) AS \"NOW()\""
+        );
         assert_eq!(
             pg("SELECT CONCAT(a, '-', 1) FROM t"),
-            "SELECT (CAST(a AS TEXT) || CAST('-' AS TEXT) || CAST(1 AS TEXT)) FROM t"
+            "SELECT (CAST(a AS TEXT) || CAST('-' AS TEXT) || CAST(1 AS TEXT)) AS \"CONCAT(a, '-', 1)\" FROM t"
         );
         assert_eq!(
             pg("SELECT IF(a > 1, 'x', 'y') FROM t"),
-            "SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END FROM t"
+            "SELECT CASE WHEN a > 1 THEN 'x' ELSE 'y' END AS \"IF(a > 1, 'x', 'y')\" FROM t"
         );
-        assert_eq!(pg("SELECT LAST_INSERT_ID()"), "SELECT lastval()");
+        assert_eq!(
+            pg("SELECT LAST_INSERT_ID()"),
+            "SELECT lastval() AS \"LAST_INSERT_ID()\""
+        );
         assert_eq!(
             pg("SELECT a <=> b FROM t"),
-            "SELECT a IS NOT DISTINCT FROM b FROM t"
+            "SELECT a IS NOT DISTINCT FROM b AS \"a <=> b\" FROM t"
         );
         assert_eq!(
             pg("SELECT CAST(a AS SIGNED), CAST(b AS CHAR) FROM t"),
-            "SELECT CAST(a AS BIGINT), CAST(b AS TEXT) FROM t"
+            "SELECT CAST(a AS BIGINT) AS \"CAST(a AS SIGNED)\", CAST(b AS TEXT) AS \"CAST(b AS CHAR)\" FROM t"
         );
     }
 
@@ -1105,15 +1294,15 @@ mod tests {
     fn date_functions() {
         assert_eq!(
             pg("SELECT DATE_FORMAT(d, '%Y-%m-%d %H:%i:%s') FROM t"),
-            "SELECT to_char(d, 'YYYY\"-\"MM\"-\"DD\" \"HH24\":\"MI\":\"SS') FROM t"
+            "SELECT to_char(d, 'YYYY\"-\"MM\"-\"DD\" \"HH24\":\"MI\":\"SS') AS \"DATE_FORMAT(d, '%Y-%m-%d %H:%i:%s')\" FROM t"
         );
         assert_eq!(
             pg("SELECT STR_TO_DATE('05/01/2024', '%d/%m/%Y')"),
-            "SELECT to_date('05/01/2024', 'DD\"/\"MM\"/\"YYYY')"
+            "SELECT to_date('05/01/2024', 'DD\"/\"MM\"/\"YYYY') AS \"STR_TO_DATE('05/01/2024', '%d/%m/%Y')\""
         );
         assert_eq!(
             pg("SELECT STR_TO_DATE(s, '%Y%m%d %T') FROM t"),
-            "SELECT CAST(to_timestamp(s, 'YYYYMMDD\" \"HH24:MI:SS') AS TIMESTAMP(0)) FROM t"
+            "SELECT CAST(to_timestamp(s, 'YYYYMMDD\" \"HH24:MI:SS') AS TIMESTAMP(0)) AS \"STR_TO_DATE(s, '%Y%m%d %T')\" FROM t"
         );
         assert_eq!(
             refused("SELECT DATE_FORMAT(d, '%U') FROM t"),
@@ -1123,10 +1312,13 @@ mod tests {
             refused("SELECT DATE_FORMAT(d, f) FROM t"),
             "DATE_FORMAT() with a format that is not a string literal"
         );
-        assert_eq!(pg("SELECT DATABASE()"), "SELECT current_database()");
+        assert_eq!(
+            pg("SELECT DATABASE()"),
+            "SELECT current_database() AS \"DATABASE()\""
+        );
         assert_eq!(
             pg("SELECT HEX(b) FROM t"),
-            "SELECT upper(encode(CAST(b AS BYTEA), 'hex')) FROM t"
+            "SELECT upper(encode(CAST(b AS BYTEA), 'hex')) AS \"HEX(b)\" FROM t"
         );
     }
 
