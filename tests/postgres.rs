@@ -787,7 +787,7 @@ async fn mysql_application_statements_run_on_postgresql() {
     let mut c = client(&f, "PGONE").await;
     let corpus: &[&str] = &[
         "CREATE TABLE `users` (`id` bigint(20) unsigned NOT NULL AUTO_INCREMENT, `email` varchar(191) NOT NULL, \
-         `name` varchar(100) DEFAULT NULL, `is_admin` tinyint(1) NOT NULL DEFAULT '0', `balance` decimal(12,2) NOT NULL DEFAULT '0.00', \
+         `name` varchar(100) DEFAULT NULL, `is_admin` tinyint(1) NOT NULL DEFAULT '0', `balance` decimal(12,2) NOT NULL DEFAULT 0.00, \
          `created_at` datetime NOT NULL, `updated_at` timestamp NULL DEFAULT NULL, PRIMARY KEY (`id`), UNIQUE KEY `users_email_unique` (`email`), \
          KEY `users_created_at_index` (`created_at`)) ENGINE=InnoDB AUTO_INCREMENT=1 DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
         "CREATE TABLE `posts` (`id` int(11) NOT NULL AUTO_INCREMENT, `user_id` bigint NOT NULL, `title` varchar(255) NOT NULL, \
@@ -910,6 +910,15 @@ async fn mysql_application_statements_run_on_postgresql() {
     assert_eq!(
         rows(&mut c, "SELECT name FROM tags ORDER BY id").await,
         vec![vec![s("rust")], vec![s("sql2")]]
+    );
+    let create = rows(&mut c, "SHOW CREATE TABLE `users`").await;
+    assert_eq!(create[0][0], s("users"));
+    assert_eq!(
+        create[0][1].as_deref().unwrap(),
+        "CREATE TABLE `users` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `email` varchar(191) NOT NULL,\n  \
+         `name` varchar(100) DEFAULT NULL,\n  `is_admin` smallint NOT NULL DEFAULT '0',\n  \
+         `balance` decimal(12,2) NOT NULL DEFAULT 0.00,\n  `created_at` datetime NOT NULL,\n  \
+         `updated_at` timestamp DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"
     );
 }
 
