@@ -777,7 +777,7 @@ async fn md5_and_scram_passwords_authenticate() {
     );
 }
 
-/// Real-looking MySQL application statements (DDL, ORM-style DML with backquotes, reports)
+/// 101 real-looking MySQL application statements (DDL, ORM-style DML with backquotes, reports)
 /// run unchanged through the gateway on a PostgreSQL dataNode; each must succeed, and the
 /// final state is checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -863,6 +863,37 @@ async fn mysql_application_statements_run_on_postgresql() {
         "DROP TABLE IF EXISTS `post_tag`",
         "SET NAMES utf8mb4",
         "SET autocommit = 1",
+        "CREATE TABLE `audit_log` (`id` bigint NOT NULL AUTO_INCREMENT, `user_id` int DEFAULT NULL, `action` varchar(32) NOT NULL, \
+         `payload` json DEFAULT NULL, `ip` varbinary(16) DEFAULT NULL, `at` datetime(3) NOT NULL, PRIMARY KEY (`id`), \
+         KEY `idx_user_at` (`user_id`, `at`)) ENGINE=InnoDB ROW_FORMAT=DYNAMIC",
+        "INSERT INTO `audit_log` (`user_id`, `action`, `payload`, `at`) VALUES (1, 'login', '{\"ok\": true}', '2024-04-01 08:00:00.125')",
+        "INSERT INTO `audit_log` (`user_id`, `action`, `at`) VALUES (2, 'login', NOW()), (1, 'logout', NOW())",
+        "INSERT INTO audit_log (user_id, action, ip, at) VALUES (NULL, 'probe', X'7F000001', '2024-04-02')",
+        "SELECT `action`, COUNT(*) AS `n` FROM `audit_log` GROUP BY `action` ORDER BY `n` DESC, `action`",
+        "SELECT * FROM `audit_log` WHERE `user_id` = 1 ORDER BY `at` DESC LIMIT 10",
+        "SELECT `id`, `payload` FROM `audit_log` WHERE `payload` IS NOT NULL",
+        "SELECT COUNT(DISTINCT `user_id`) FROM `audit_log`",
+        "SELECT `user_id`, MAX(`at`) AS `last_seen` FROM `audit_log` WHERE `user_id` IS NOT NULL GROUP BY `user_id`",
+        "SELECT u.email, a.action FROM users u LEFT OUTER JOIN audit_log a ON a.user_id = u.id ORDER BY u.id, a.id",
+        "SELECT * FROM users u WHERE NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.user_id = u.id)",
+        "SELECT email FROM users WHERE id NOT IN (SELECT user_id FROM audit_log WHERE user_id IS NOT NULL)",
+        "SELECT id FROM users WHERE email LIKE 'a%' OR email LIKE '%@example.org'",
+        "SELECT id FROM users WHERE name IN ('Bob', 'Dora') AND created_at IS NOT NULL",
+        "SELECT id, DATE_FORMAT(created_at, '%d/%m/%Y %H:%i') FROM users ORDER BY id",
+        "SELECT YEAR(created_at), MONTH(created_at), DAY(created_at) FROM users",
+        "SELECT id FROM posts WHERE published_at IS NULL LIMIT 5",
+        "SELECT SUM(views) AS total_views, MAX(score) FROM posts WHERE user_id = 1",
+        "SELECT GREATEST(views, 3), LEAST(views, 3) FROM posts",
+        "SELECT LEFT(email, 3), RIGHT(email, 4), LPAD(id, 5, '0'), REPEAT('ab', 2) FROM users",
+        "SELECT id FROM users ORDER BY RAND() LIMIT 1",
+        "SELECT COUNT(*) FROM users WHERE created_at BETWEEN '2024-01-01 00:00:00' AND '2024-12-31 23:59:59'",
+        "UPDATE audit_log SET payload = '{\"ok\": false}' WHERE action = 'logout'",
+        "UPDATE `users` u SET u.`name` = 'Carl' WHERE u.`id` = 3",
+        "DELETE FROM `audit_log` WHERE `at` < '2024-04-02' AND `action` = 'login'",
+        "INSERT INTO `settings` (`k`, `v`) VALUES ('a', '1'), ('b', '2') ON DUPLICATE KEY UPDATE `v` = CONCAT(`v`, VALUES(`v`))",
+        "INSERT INTO `settings` (`k`, `v`) VALUES ('a', '9') ON DUPLICATE KEY UPDATE `v` = CONCAT(`v`, VALUES(`v`))",
+        "SELECT `k`, `v` FROM `settings` WHERE `k` IN ('a', 'b') ORDER BY `k`",
+        "DROP TABLE `audit_log`",
     ];
     for sql in corpus {
         if let Err(e) = c.query_drop(*sql).await {
@@ -878,7 +909,7 @@ async fn mysql_application_statements_run_on_postgresql() {
         vec![
             vec![s("1"), s("Ann B."), s("9.25"), s("1")],
             vec![s("2"), s("Bob"), s("0.00"), s("0")],
-            vec![s("3"), None, s("0.00"), s("0")],
+            vec![s("3"), s("Carl"), s("0.00"), s("0")],
             vec![s("4"), s("Dora"), s("0.00"), s("0")],
         ]
     );
@@ -902,6 +933,8 @@ async fn mysql_application_statements_run_on_postgresql() {
         )
         .await,
         vec![
+            vec![s("a"), s("19"), None],
+            vec![s("b"), s("2"), None],
             vec![s("lang"), s("en"), None],
             vec![s("logo"), None, s("89504E47")],
             vec![s("theme"), s("light"), None],

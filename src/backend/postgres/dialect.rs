@@ -16,6 +16,8 @@
 //!   `CURRENT_DATE`, `CONCAT(a, ..)` → `CAST(a AS TEXT) || ..` (NULL in, NULL out, as MySQL),
 //!   `IF(c, a, b)` → `CASE`, `LAST_INSERT_ID()` → `lastval()`, `RAND()` → `random()`,
 //!   `DATE_FORMAT`/`STR_TO_DATE` with a literal format → `to_char`/`to_date`/`to_timestamp`,
+//!   `YEAR()`/`MONTH()`/`DAY()`/`HOUR()`/.. → `date_part`, `LENGTH` → `octet_length`, string
+//!   functions (`LPAD`, `LEFT`, `REPEAT`, ..) with their first argument cast to text,
 //!   `DATABASE()` → `current_database()`, `HEX(s)`/`UNHEX(s)` of strings and blobs, `UNIX_TIMESTAMP()`, `FROM_UNIXTIME(n)`, and
 //!   the merge's `WEIGHT_STRING(RTRIM(x))` → `convert_to(rtrim(CAST(x AS TEXT)), 'UTF8')`;
 //! - `a <=> b` → `a IS NOT DISTINCT FROM b`; `CAST(x AS SIGNED/CHAR/DATETIME)` → PostgreSQL types;
@@ -190,9 +192,21 @@ pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
             }
             Statement::Insert(insert)
         }
-        Statement::Update(u) => {
+        Statement::Update(mut u) => {
             if u.limit.is_some() || !u.order_by.is_empty() {
                 return Err(DialectError::Unsupported("UPDATE .. ORDER BY/LIMIT".into()));
+            }
+            if !u.table.joins.is_empty() || u.from.is_some() {
+                return Err(DialectError::Unsupported("UPDATE of several tables".into()));
+            }
+            // PostgreSQL names the target column without its table: `SET t.c = ..` → `c`.
+            for a in &mut u.assignments {
+                if let AssignmentTarget::ColumnName(name) = &mut a.target
+                    && name.0.len() > 1
+                    && let Some(last) = name.0.pop()
+                {
+                    name.0 = vec![last];
+                }
             }
             Statement::Update(u)
         }
@@ -877,6 +891,34 @@ fn rewrite_function(f: &Function) -> Result<Option<Expr>, DialectError> {
             )],
         ),
         "UNHEX" if args()?.len() == 1 => call("decode", vec![args()?.remove(0), string("hex")]),
+        "YEAR" | "MONTH" | "DAY" | "DAYOFMONTH" | "HOUR" | "MINUTE" | "SECOND" | "QUARTER"
+            if args()?.len() == 1 =>
+        {
+            let field = match name.as_str() {
+                "DAYOFMONTH" => "day".to_string(),
+                other => other.to_lowercase(),
+            };
+            cast(
+                call("date_part", vec![string(&field), args()?.remove(0)]),
+                DataType::Integer(None),
+            )
+        }
+        // MySQL converts numbers to strings for string functions; PostgreSQL does not.
+        "LPAD" | "RPAD" | "LEFT" | "RIGHT" | "REPEAT" | "CHAR_LENGTH" | "LENGTH" => {
+            let mut a = args()?;
+            if a.is_empty() {
+                return Ok(None);
+            }
+            let first = cast(a.remove(0), DataType::Text);
+            a.insert(0, first);
+            // MySQL's LENGTH counts bytes.
+            let pg_name = if name == "LENGTH" {
+                "octet_length".to_string()
+            } else {
+                name.to_lowercase()
+            };
+            call(&pg_name, a)
+        }
         "DATABASE" | "SCHEMA" if args()?.is_empty() => call("current_database", Vec::new()),
         "UNIX_TIMESTAMP" if args()?.is_empty() => cast(
             call("date_part", vec![string("epoch"), call("now", Vec::new())]),
@@ -1460,6 +1502,14 @@ mod tests {
     }
 
     #[test]
+    fn update_targets_lose_their_table() {
+        assert_eq!(
+            pg("UPDATE `users` u SET u.`name` = 'x', n = u.n + 1 WHERE u.id = 3"),
+            "UPDATE \"users\" u SET \"name\" = 'x', n = u.n + 1 WHERE u.id = 3"
+        );
+    }
+
+    #[test]
     fn refusals() {
         assert_eq!(
             refused("CREATE TABLE t (a TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)"),
@@ -1469,6 +1519,10 @@ mod tests {
         assert_eq!(
             refused("UPDATE t SET a = 1 LIMIT 1"),
             "UPDATE .. ORDER BY/LIMIT"
+        );
+        assert_eq!(
+            refused("UPDATE t JOIN u ON u.id = t.id SET t.a = 1"),
+            "UPDATE of several tables"
         );
         assert_eq!(refused("DELETE FROM t LIMIT 1"), "DELETE .. ORDER BY/LIMIT");
         assert_eq!(
