@@ -1022,3 +1022,33 @@ async fn sharded_postgresql_answers_like_mysql_where_portable() {
         );
     }
 }
+
+/// A table whose dataNodes are on MySQL and PostgreSQL dataHosts at once is refused at load
+/// (its cross-node merge would compare weights computed two different ways).
+#[test]
+fn a_table_on_mysql_and_postgresql_nodes_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let databases: Vec<String> = (1..=3).map(|i| format!("t_h6mixed_db{i}")).collect();
+    common::write_config(
+        dir.path(),
+        &databases,
+        &Extra {
+            schema_xml: format!(
+                r#"<schema name="MIXED"><table name="m" dataNode="dn1,pgdn1" rule="mod-long" /></schema>
+<dataNode name="pgdn1" dataHost="pghost" database="x" />
+<dataHost name="pghost" maxCon="5" minCon="0" balance="0" dbType="postgresql" dbDriver="native">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="127.0.0.1:{PG_PORT}" user="manx" password="manx" />
+</dataHost>"#
+            ),
+            ..Extra::default()
+        },
+    );
+    let e = manx::config::Config::load(dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a table on both MySQL and PostgreSQL dataHosts is not supported yet"),
+        "{e}"
+    );
+}
