@@ -265,6 +265,19 @@ async fn types_round_trip_with_mysql_metadata() {
             "{name} value"
         );
     }
+    // Flags and table from the catalog, as MySQL marks its columns.
+    let result = c
+        .query_iter("SELECT id, i2, 1 + 1 FROM Types WHERE id = 1")
+        .await
+        .unwrap();
+    let meta = result.columns().unwrap().to_vec();
+    result.drop_result().await.unwrap();
+    let key =
+        ColumnFlags::NOT_NULL_FLAG | ColumnFlags::PRI_KEY_FLAG | ColumnFlags::AUTO_INCREMENT_FLAG;
+    assert!(meta[0].flags().contains(key), "{:?}", meta[0].flags());
+    assert_eq!(meta[0].table_str(), "types");
+    assert!(!meta[1].flags().intersects(key), "{:?}", meta[1].flags());
+    assert_eq!(meta[2].table_str(), "");
     // NULLs.
     assert_eq!(
         rows(&mut c, "SELECT i2, vc, d FROM Types WHERE id = 2").await,

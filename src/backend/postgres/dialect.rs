@@ -100,6 +100,9 @@ pub struct Finished {
     /// `f` for a row updated, counted 1 and 2 affected rows as MySQL counts
     /// `ON DUPLICATE KEY UPDATE` and `REPLACE`.
     pub returning_inserted: bool,
+    /// The relations a row-returning statement reads, as PostgreSQL names them (for the
+    /// column flags of its result).
+    pub tables: Vec<String>,
 }
 
 /// Translates one MySQL statement (see the module doc).
@@ -267,6 +270,7 @@ impl Translation {
                 returns_rows: false,
                 returning_id: false,
                 returning_inserted: false,
+                tables: Vec::new(),
             });
         };
         let mut returning_id = false;
@@ -378,11 +382,22 @@ impl Translation {
                 Statement::Delete(d) => d.returning.is_some(),
                 _ => false,
             };
+        let mut tables = Vec::new();
+        if returns_rows {
+            let _ = sqlparser::ast::visit_relations(&statement, |name| {
+                let name = name.to_string();
+                if !tables.contains(&name) {
+                    tables.push(name);
+                }
+                ControlFlow::<()>::Continue(())
+            });
+        }
         Ok(Finished {
             sql: statement.to_string(),
             returns_rows,
             returning_id,
             returning_inserted,
+            tables,
         })
     }
 }
@@ -470,6 +485,22 @@ fn show_create_table(table: &ObjectName) -> Result<Statement, DialectError> {
     let mut parsed = Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
         .map_err(|e| DialectError::Parse(e.to_string()))?;
     Ok(parsed.remove(0))
+}
+
+/// The catalog query for the column flags of `tables` (PostgreSQL names as printed): one row
+/// per column: table oid, table name, column number, NOT NULL, in the primary key, identity or
+/// serial (`t`/`f`). Unknown names yield no rows.
+pub fn column_flags_query(tables: &[String]) -> String {
+    let names: Vec<String> = tables.iter().map(|t| regclass_literal(t)).collect();
+    format!(
+        "SELECT c.oid, c.relname, a.attnum, a.attnotnull, \
+         EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY (i.indkey)), \
+         (a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) \
+         FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
+         LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+         WHERE c.oid IN (SELECT to_regclass(n) FROM unnest(ARRAY[{}]::text[]) AS n)",
+        names.join(", ")
+    )
 }
 
 /// The catalog query for [`TableInfo`] of `table` (PostgreSQL name as printed): one row per
@@ -1554,6 +1585,15 @@ mod tests {
         assert!(f.returns_rows);
         assert!(f.sql.contains("CAST('\"t\"' AS REGCLASS)"), "{}", f.sql);
         assert!(f.sql.contains("AS \"Create Table\""), "{}", f.sql);
+    }
+
+    #[test]
+    fn tables_read() {
+        let f = translate("SELECT * FROM `Users` u JOIN s.t ON 1 = 1 WHERE x IN (SELECT y FROM w)")
+            .unwrap()
+            .finish(None)
+            .unwrap();
+        assert_eq!(f.tables, ["\"users\"", "s.t", "w"]);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! types included, reaches the client as text. Rows are read from the socket as the client
 //! consumes them (tokio-postgres hands each response to a channel of one message and stops
 //! reading while it is full), so a large result keeps memory bounded just as a portal would.
+//! The columns' table name and `NOT_NULL`/`PRI_KEY`/`AUTO_INCREMENT` flags come from the
+//! catalog, looked up (in the same round trip) the first time a connection reads a table; the
+//! table is its name, not the alias the statement gives it.
 //!
 //! **Session state.** Connections are opened with `DateStyle=ISO, YMD`, `bytea_output=hex`,
 //! `standard_conforming_strings=on` and UTF-8; on return to the pool an open transaction is
@@ -44,7 +47,7 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
-use super::{Backend, BackendConn, BackendError, Column, OkInfo, Response, Row};
+use super::{Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row};
 use dialect::TableInfo;
 use types::{Conversion, Mapped};
 
@@ -180,11 +183,16 @@ impl Backend for PostgresBackend {
     }
 }
 
-/// A live connection to one database, with what it learned about that database's tables.
+/// A live connection to one database, with what it learned about that database's tables
+/// (forgotten after DDL on the connection).
 struct Conn {
     client: tokio_postgres::Client,
     database: String,
     tables: HashMap<String, TableInfo>,
+    /// Relation names whose column flags were looked up (found or not).
+    flags_looked_up: std::collections::HashSet<String>,
+    /// Table oid → (name, column number → MySQL flags).
+    flags: HashMap<u32, (String, HashMap<i16, ColumnFlags>)>,
 }
 
 #[derive(Debug)]
@@ -212,6 +220,8 @@ impl managed::Manager for Manager {
                     client,
                     database: self.config.get_dbname().unwrap_or_default().to_string(),
                     tables: HashMap::new(),
+                    flags_looked_up: Default::default(),
+                    flags: HashMap::new(),
                 })
             }
             Ok(Err(e)) => Err(match error::convert(e) {
@@ -279,6 +289,8 @@ impl BackendConn for PgConn {
         let conn = self.conn().await?;
         if translation.is_ddl {
             conn.tables.clear();
+            conn.flags_looked_up.clear();
+            conn.flags.clear();
         }
         let info = match &translation.insert_table {
             Some(table) => Some(table_info(conn, table).await?),
@@ -307,20 +319,77 @@ impl BackendConn for PgConn {
             }
             return Ok(Response::Ok(ok));
         }
-        // Describe and run in one round trip: both requests are queued before either answer.
-        let (statement, stream) = futures::future::join(
+        // Describe, look up the column flags of tables not seen yet, and run, in one round
+        // trip: the requests are queued in this order before any answer is read.
+        let missing: Vec<String> = finished
+            .tables
+            .iter()
+            .filter(|t| !conn.flags_looked_up.contains(*t))
+            .cloned()
+            .collect();
+        let catalog = async {
+            if missing.is_empty() {
+                Ok(Vec::new())
+            } else {
+                client
+                    .simple_query(&dialect::column_flags_query(&missing))
+                    .await
+            }
+        };
+        let (statement, catalog, stream) = futures::future::join3(
             client.prepare(&finished.sql),
+            catalog,
             client.simple_query_raw(&finished.sql),
         )
         .await;
         // In a transaction a failed Describe aborts it and the query then fails with 25P02:
         // the Describe's error is the one to report.
         let statement = statement.map_err(error::convert)?;
+        let catalog = catalog.map_err(error::convert)?;
         let stream = stream.map_err(error::convert)?;
+        for m in catalog {
+            if let SimpleQueryMessage::Row(row) = m {
+                let (Some(oid), Some(name), Some(attnum)) = (
+                    row.get(0).and_then(|v| v.parse::<u32>().ok()),
+                    row.get(1),
+                    row.get(2).and_then(|v| v.parse::<i16>().ok()),
+                ) else {
+                    continue;
+                };
+                let mut flags = ColumnFlags::empty();
+                if row.get(3) == Some("t") {
+                    flags |= ColumnFlags::NOT_NULL_FLAG;
+                }
+                if row.get(4) == Some("t") {
+                    flags |= ColumnFlags::PRI_KEY_FLAG;
+                }
+                if row.get(5) == Some("t") {
+                    flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
+                }
+                conn.flags
+                    .entry(oid)
+                    .or_insert_with(|| (name.to_string(), HashMap::new()))
+                    .1
+                    .insert(attnum, flags);
+            }
+        }
+        conn.flags_looked_up.extend(missing);
+        let flags = &conn.flags;
         let mapped: Vec<Mapped> = statement
             .columns()
             .iter()
-            .map(|c| types::map_column(c.name(), c.type_(), c.type_modifier()))
+            .map(|c| {
+                let mut m = types::map_column(c.name(), c.type_(), c.type_modifier());
+                if let (Some(oid), Some(attnum)) = (c.table_oid(), c.column_id())
+                    && let Some((table, columns)) = flags.get(&oid)
+                {
+                    m.column.table = table.clone();
+                    if let Some(f) = columns.get(&attnum) {
+                        m.column.flags |= *f;
+                    }
+                }
+                m
+            })
             .collect();
         let columns: Arc<[Column]> = mapped.iter().map(|m| m.column.clone()).collect();
         let conversions: Vec<Conversion> = mapped.iter().map(|m| m.conversion).collect();
