@@ -438,7 +438,7 @@ async fn postgresql_errors_have_mysql_codes() {
     direct
         .batch_execute(
             "CREATE TABLE parent (id int PRIMARY KEY); \
-             CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent(id), name text NOT NULL); \
+             CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent(id), name text NOT NULL CHECK (name <> ''), code varchar(2)); \
              INSERT INTO parent VALUES (1), (2); INSERT INTO child VALUES (1, 1, 'x');",
         )
         .await
@@ -458,6 +458,29 @@ async fn postgresql_errors_have_mysql_codes() {
         ("SELECT 1 / 0", 1365, "22012"),
         ("SELECT GROUP_CONCAT(name) FROM child", 1235, "42000"),
         ("SELECT name FROM child WHERE", 1064, "42000"),
+        ("CREATE TABLE child (id INT)", 1050, "42S01"),
+        ("ALTER TABLE child ADD COLUMN name INT", 1060, "42S21"),
+        ("SELECT id FROM child, parent", 1052, "23000"),
+        ("SELECT parent_id, COUNT(*) FROM child", 1055, "42000"),
+        ("SELECT no_such_function(1)", 1305, "42000"),
+        (
+            "INSERT INTO child (id, parent_id, name, code) VALUES (5, 1, 'x', 'abc')",
+            1406,
+            "22001",
+        ),
+        (
+            "INSERT INTO child (id, parent_id, name) VALUES (99999999999, 1, 'x')",
+            1264,
+            "22003",
+        ),
+        ("SELECT CAST('abc' AS SIGNED)", 1366, "HY000"),
+        ("SELECT CAST('2024-13-45' AS DATE)", 1292, "22007"),
+        ("SELECT (SELECT id FROM parent)", 1242, "21000"),
+        (
+            "INSERT INTO child (id, parent_id, name) VALUES (6, 1, '')",
+            3819,
+            "HY000",
+        ),
     ];
     for (sql, code, state) in cases {
         let e = c.query_drop(sql).await.unwrap_err();
