@@ -248,6 +248,41 @@ pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
             is_ddl = true;
             s
         }
+        // MySQL statements whose PostgreSQL namesake means something else or does not exist.
+        Statement::ShowCreate { obj_type, .. } => {
+            return Err(DialectError::Unsupported(format!("SHOW CREATE {obj_type}")));
+        }
+        Statement::ShowVariables { .. } | Statement::ShowVariable { .. } => {
+            return Err(DialectError::Unsupported("SHOW VARIABLES".into()));
+        }
+        Statement::ShowStatus { .. } => {
+            return Err(DialectError::Unsupported("SHOW STATUS".into()));
+        }
+        Statement::ShowCollation { .. } | Statement::ShowCharset(_) => {
+            return Err(DialectError::Unsupported(
+                "SHOW COLLATION/CHARACTER SET".into(),
+            ));
+        }
+        Statement::ShowProcessList { .. } => {
+            return Err(DialectError::Unsupported("SHOW PROCESSLIST".into()));
+        }
+        Statement::ShowTables { .. }
+        | Statement::ShowDatabases { .. }
+        | Statement::ShowSchemas { .. }
+        | Statement::ShowViews { .. }
+        | Statement::ShowFunctions { .. } => {
+            return Err(DialectError::Unsupported("this SHOW statement".into()));
+        }
+        Statement::Kill { .. } => return Err(DialectError::Unsupported("KILL".into())),
+        Statement::LockTables { .. } | Statement::UnlockTables => {
+            return Err(DialectError::Unsupported("LOCK/UNLOCK TABLES".into()));
+        }
+        Statement::Flush { .. } => return Err(DialectError::Unsupported("FLUSH".into())),
+        Statement::Explain { .. } => {
+            return Err(DialectError::Unsupported(
+                "EXPLAIN of a statement on the node (PostgreSQL plans differ)".into(),
+            ));
+        }
         other => other,
     };
     Ok(Translation {
@@ -1561,6 +1596,9 @@ mod tests {
             "the function GROUP_CONCAT()"
         );
         assert_eq!(refused("USE db1"), "USE");
+        assert_eq!(refused("SHOW VARIABLES LIKE 'x%'"), "SHOW VARIABLES");
+        assert_eq!(refused("SHOW STATUS"), "SHOW STATUS");
+        assert_eq!(refused("LOCK TABLES t READ"), "LOCK/UNLOCK TABLES");
     }
 
     #[test]
