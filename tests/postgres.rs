@@ -645,6 +645,10 @@ async fn sharded_postgresql_table_answers_like_one_database() {
             "SELECT `id`, `cust` FROM `orders` WHERE `id` = 7",
             "SELECT id, cust FROM orders WHERE id = 7",
         ),
+        (
+            "SELECT id, cust FROM PGDB.orders WHERE id IN (5, 6) ORDER BY id",
+            "SELECT id, cust FROM orders WHERE id IN (5, 6) ORDER BY id",
+        ),
     ];
     for (sql, reference_sql) in queries {
         let reference_sql = if reference_sql.is_empty() {

@@ -109,7 +109,11 @@ pub struct Finished {
 ///
 /// Errors: [`DialectError::Parse`] when it is not one MySQL statement;
 /// [`DialectError::Unsupported`] naming a construct that cannot be translated faithfully.
-pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
+///
+/// `database` is the connection's database: a table qualified with it (`db.t`, as the router
+/// writes `schema.table` for a node) names `t` in PostgreSQL, where the qualifier would be a
+/// schema.
+pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectError> {
     let dialect = MySqlDialect {};
     let tokens = Tokenizer::new(&dialect, mysql)
         .tokenize_with_location()
@@ -148,7 +152,7 @@ pub fn translate(mysql: &str) -> Result<Translation, DialectError> {
     if let Statement::Query(query) = &mut statement {
         label_columns(query, mysql, &original_tokens);
     }
-    if let ControlFlow::Break(e) = statement.visit(&mut Rewriter) {
+    if let ControlFlow::Break(e) = statement.visit(&mut Rewriter { database }) {
         return Err(e);
     }
     let mut insert_table = None;
@@ -752,10 +756,24 @@ fn create_table(create: &mut sqlparser::ast::CreateTable) -> Result<(), DialectE
 }
 
 /// The expression- and query-level rewrites.
-struct Rewriter;
+struct Rewriter<'a> {
+    /// The connection's database (see [`translate`]).
+    database: &'a str,
+}
 
-impl VisitorMut for Rewriter {
+impl VisitorMut for Rewriter<'_> {
     type Break = DialectError;
+
+    fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<DialectError> {
+        if relation.0.len() == 2
+            && let Some(first) = relation.0[0].as_ident()
+            && (first.value == self.database
+                || (first.quote_style.is_none() && first.value.eq_ignore_ascii_case(self.database)))
+        {
+            relation.0.remove(0);
+        }
+        ControlFlow::Continue(())
+    }
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<DialectError> {
         // MySQL orders NULL before every value (ASC) and after (DESC); PostgreSQL the other
@@ -1360,11 +1378,11 @@ mod tests {
     use super::*;
 
     fn pg(mysql: &str) -> String {
-        translate(mysql).unwrap().finish(None).unwrap().sql
+        translate(mysql, "db").unwrap().finish(None).unwrap().sql
     }
 
     fn refused(mysql: &str) -> String {
-        match translate(mysql).and_then(|t| t.finish(None)) {
+        match translate(mysql, "db").and_then(|t| t.finish(None)) {
             Err(DialectError::Unsupported(what)) => what,
             other => panic!("{mysql}: expected a refusal, got {other:?}"),
         }
@@ -1395,6 +1413,18 @@ mod tests {
         assert_eq!(
             pg("SELECT a FROM t ORDER BY a, b DESC, c ASC"),
             "SELECT a FROM t ORDER BY a NULLS FIRST, b DESC NULLS LAST, c ASC NULLS FIRST"
+        );
+    }
+
+    #[test]
+    fn the_nodes_database_qualifier_is_dropped() {
+        assert_eq!(
+            pg("SELECT a FROM db.t JOIN other.u ON 1 = 1 WHERE a IN (SELECT b FROM `db`.v)"),
+            "SELECT a FROM t JOIN other.u ON 1 = 1 WHERE a IN (SELECT b FROM v)"
+        );
+        assert_eq!(
+            pg("INSERT INTO db.t (a) VALUES (1)"),
+            "INSERT INTO t (a) VALUES (1)"
         );
     }
 
@@ -1513,6 +1543,7 @@ mod tests {
         };
         let t = translate(
             "INSERT INTO `T` (id, v) VALUES (1, 'a') ON DUPLICATE KEY UPDATE v = VALUES(v)",
+            "db",
         )
         .unwrap();
         assert_eq!(t.insert_table.as_deref(), Some("\"t\""));
@@ -1522,7 +1553,7 @@ mod tests {
             "INSERT INTO \"t\" (id, v) VALUES (1, 'a') ON CONFLICT(\"id\") DO UPDATE SET v = EXCLUDED.v RETURNING \"id\", (xmax = 0)"
         );
         assert!(f.returning_id && f.returning_inserted && !f.returns_rows);
-        let f = translate("INSERT IGNORE INTO t (v) VALUES ('a')")
+        let f = translate("INSERT IGNORE INTO t (v) VALUES ('a')", "db")
             .unwrap()
             .finish(None)
             .unwrap();
@@ -1530,7 +1561,7 @@ mod tests {
             f.sql,
             "INSERT INTO t (v) VALUES ('a') ON CONFLICT DO NOTHING"
         );
-        let f = translate("REPLACE INTO t (id, v) VALUES (1, 'b')")
+        let f = translate("REPLACE INTO t (id, v) VALUES (1, 'b')", "db")
             .unwrap()
             .finish(Some(&info))
             .unwrap();
@@ -1538,16 +1569,19 @@ mod tests {
             f.sql,
             "INSERT INTO t (id, v) VALUES (1, 'b') ON CONFLICT(\"id\") DO UPDATE SET id = EXCLUDED.id, v = EXCLUDED.v RETURNING \"id\", (xmax = 0)"
         );
-        let f = translate("INSERT INTO t SET v = 'a', w = 2")
+        let f = translate("INSERT INTO t SET v = 'a', w = 2", "db")
             .unwrap()
             .finish(None)
             .unwrap();
         assert_eq!(f.sql, "INSERT INTO t (v, w) VALUES ('a', 2)");
         assert_eq!(
-            translate("INSERT INTO t (v) VALUES (1) ON DUPLICATE KEY UPDATE v = 2")
-                .unwrap()
-                .finish(Some(&TableInfo::default()))
-                .unwrap_err(),
+            translate(
+                "INSERT INTO t (v) VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
+                "db"
+            )
+            .unwrap()
+            .finish(Some(&TableInfo::default()))
+            .unwrap_err(),
             DialectError::Unsupported(
                 "ON DUPLICATE KEY UPDATE / REPLACE on a table without a primary key".into()
             )
@@ -1616,7 +1650,7 @@ mod tests {
 
     #[test]
     fn show_create_table() {
-        let f = translate("SHOW CREATE TABLE `T`")
+        let f = translate("SHOW CREATE TABLE `T`", "db")
             .unwrap()
             .finish(None)
             .unwrap();
@@ -1627,25 +1661,28 @@ mod tests {
 
     #[test]
     fn tables_read() {
-        let f = translate("SELECT * FROM `Users` u JOIN s.t ON 1 = 1 WHERE x IN (SELECT y FROM w)")
-            .unwrap()
-            .finish(None)
-            .unwrap();
+        let f = translate(
+            "SELECT * FROM `Users` u JOIN s.t ON 1 = 1 WHERE x IN (SELECT y FROM w)",
+            "db",
+        )
+        .unwrap()
+        .finish(None)
+        .unwrap();
         assert_eq!(f.tables, ["\"users\"", "s.t", "w"]);
     }
 
     #[test]
     fn show_columns_and_set_names() {
-        let f = translate("SHOW COLUMNS FROM `T`")
+        let f = translate("SHOW COLUMNS FROM `T`", "db")
             .unwrap()
             .finish(None)
             .unwrap();
         assert!(f.returns_rows);
         assert!(f.sql.contains("CAST('\"t\"' AS REGCLASS)"), "{}", f.sql);
-        let f = translate("DESC t").unwrap().finish(None).unwrap();
+        let f = translate("DESC t", "db").unwrap().finish(None).unwrap();
         assert!(f.sql.contains("CAST('t' AS REGCLASS)"), "{}", f.sql);
         assert_eq!(
-            translate("SET NAMES utf8mb4")
+            translate("SET NAMES utf8mb4", "db")
                 .unwrap()
                 .finish(None)
                 .unwrap()

@@ -285,8 +285,8 @@ impl BackendConn for PgConn {
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
-        let translation = dialect::translate(sql).map_err(dialect_error)?;
         let conn = self.conn().await?;
+        let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
         if translation.is_ddl {
             conn.tables.clear();
             conn.flags_looked_up.clear();
