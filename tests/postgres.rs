@@ -63,6 +63,7 @@ pub async fn pg_fixture_with(
     let schema_xml = format!(
         r#"<schema name="PGDB" checkSQLschema="false">
   <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
+  <table name="regions" primaryKey="id" type="global" dataNode="pgdn1,pgdn2,pgdn3" />
 </schema>
 <schema name="PGONE" dataNode="pgdn1"></schema>
 <dataNode name="pgdn1" dataHost="pghost" database="{}" />
@@ -1091,4 +1092,75 @@ fn a_table_on_mysql_and_postgresql_nodes_is_refused() {
         e.contains("a table on both MySQL and PostgreSQL dataHosts is not supported yet"),
         "{e}"
     );
+}
+
+/// Transactions over several PostgreSQL dataNodes commit or roll back on all of them, and a
+/// global table is written to every node and read from one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_and_global_tables_on_postgresql() {
+    let dbs = pg_databases("h6tx", 3).await;
+    for db in &dbs {
+        pg(db)
+            .await
+            .batch_execute(
+                "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20)); \
+                 CREATE TABLE regions (id int PRIMARY KEY, name varchar(20))",
+            )
+            .await
+            .unwrap();
+    }
+    let f = pg_fixture("h6tx", &dbs).await;
+    let mut c = client(&f, "PGDB").await;
+    let count_on = |db: String, table: &'static str| async move {
+        pg_rows(&pg(&db).await, &format!("SELECT count(*) FROM {table}")).await[0][0].clone()
+    };
+
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO orders (id, cust) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(&mut c, "SELECT COUNT(*) FROM orders").await,
+        vec![vec![s("3")]],
+        "the transaction sees its own rows"
+    );
+    assert_eq!(
+        count_on(dbs[1].clone(), "orders").await,
+        s("0"),
+        "not visible outside yet"
+    );
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(
+        rows(&mut c, "SELECT COUNT(*) FROM orders").await,
+        vec![vec![s("0")]]
+    );
+
+    c.query_drop("START TRANSACTION").await.unwrap();
+    c.query_drop("INSERT INTO orders (id, cust) VALUES (4, 'd'), (5, 'e'), (6, 'f')")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    for db in &dbs {
+        assert_eq!(count_on(db.clone(), "orders").await, s("1"), "{db}");
+    }
+
+    c.query_drop("INSERT INTO regions (id, name) VALUES (1, 'north'), (2, 'south')")
+        .await
+        .unwrap();
+    for db in &dbs {
+        assert_eq!(count_on(db.clone(), "regions").await, s("2"), "{db}");
+    }
+    assert_eq!(
+        rows(&mut c, "SELECT name FROM regions ORDER BY id").await,
+        vec![vec![s("north")], vec![s("south")]]
+    );
+    c.query_drop("UPDATE regions SET name = 'east' WHERE id = 2")
+        .await
+        .unwrap();
+    for db in &dbs {
+        assert_eq!(
+            pg_rows(&pg(db).await, "SELECT name FROM regions WHERE id = 2").await,
+            vec![vec![s("east")]]
+        );
+    }
 }
