@@ -18,8 +18,9 @@
 #            OPTION), repl/repl (REPLICATION SLAVE); root only via unix socket.
 #            Databases db1, db2, db3 (with the tables of sandbox-sample.sql)
 #            and manx_ref.
-#   PG:      manx/manx (SUPERUSER, scram-sha-256 over TCP); databases db1, db2,
-#            db3, manx_ref owned by manx; local socket connections are trusted.
+#   PG:      manx/manx (SUPERUSER, scram-sha-256 over TCP), manx_md5/manx_md5
+#            (SUPERUSER, md5 over TCP); databases db1, db2, db3, manx_ref owned by
+#            manx; local socket connections are trusted.
 #
 # Everything lives under $MANX_SANDBOX_DIR (default: <repo>/target/sandbox):
 #   <dir>/primary/{my.cnf,data/,mariadbd.sock,mariadbd.pid,error.log}
@@ -691,6 +692,7 @@ pg_init() {
 local   all       all                      trust
 host    all       postgres  127.0.0.1/32   trust
 host    all       manx      127.0.0.1/32   scram-sha-256
+host    all       manx_md5  127.0.0.1/32   md5
 host    all       all       127.0.0.1/32   scram-sha-256
 EOF
     printf "\n# added by scripts/sandbox.sh\ninclude_if_exists = 'manx-sandbox.conf'\n" >>"$PGDATA_DIR/postgresql.conf"
@@ -798,7 +800,39 @@ take_lock() {
 
 start_primary() { my_init primary; my_start primary; }
 start_replica() { my_init replica; my_start replica; }
-start_pg() { pg_init; pg_start; pg_setup; } # PG needs nothing from MariaDB
+# A role whose password is stored and checked as MD5 (the sandbox's other roles use
+# SCRAM-SHA-256), for tests of both password methods. Idempotent: sandboxes initialised
+# before this role existed get the pg_hba.conf line (then a reload) and the role.
+pg_setup_md5() {
+    local hba=$PGDATA_DIR/pg_hba.conf tmp
+    if ! grep -Eq '^host[[:space:]]+all[[:space:]]+manx_md5[[:space:]]' "$hba"; then
+        log "pg: adding md5 authentication for role manx_md5 to pg_hba.conf"
+        tmp=$(mktemp)
+        awk '/^host[[:space:]]+all[[:space:]]+all[[:space:]]/ && !done {
+                 print "host    all       manx_md5  127.0.0.1/32   md5"; done = 1 }
+             { print }' "$hba" >"$tmp"
+        pg_write_file "$hba" <"$tmp"
+        rm -f "$tmp"
+        pg_psql -d postgres -c 'SELECT pg_reload_conf()' >/dev/null || die "pg: reload failed"
+    fi
+    [[ -e $STATE/pg.md5 ]] && return 0
+    log "pg: creating role manx_md5 (md5 password)"
+    pg_psql -d postgres <<'EOF' || die "pg: role manx_md5 setup failed"
+SET password_encryption = 'md5';
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'manx_md5') THEN
+    CREATE ROLE manx_md5 LOGIN SUPERUSER PASSWORD 'manx_md5';
+  ELSE
+    ALTER ROLE manx_md5 LOGIN SUPERUSER PASSWORD 'manx_md5';
+  END IF;
+END
+$$;
+EOF
+    touch "$STATE/pg.md5"
+}
+
+start_pg() { pg_init; pg_start; pg_setup; pg_setup_md5; } # PG needs nothing from MariaDB
 
 cmd_start() {
     local t0=$SECONDS

@@ -231,9 +231,10 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
     eprintln!(
         "failover: writes succeed again {took:?} after SIGKILL ({failed} INSERTs failed meanwhile; heartbeat {PERIOD_MS} ms x maxRetryCount 3)"
     );
-    // Detection takes maxRetryCount (3) periods; the switch itself is immediate.
+    // Detection takes maxRetryCount (3) periods; the switch itself is immediate. The slack
+    // covers a loaded CI machine (scripts/failover-times.sh measures it quiet: ~0.8 s).
     assert!(
-        took <= Duration::from_millis(3 * PERIOD_MS + 1_000),
+        took <= Duration::from_millis(3 * PERIOD_MS + 3_000),
         "failover took {took:?}"
     );
     assert!(

@@ -509,19 +509,12 @@ fn load_data_host(
     }
     let db_type = match h.attr("dbType").unwrap_or("") {
         "mysql" => DbType::Mysql,
-        "postgresql" => {
-            errors.push(ConfigError::new(
-                &h.origin,
-                element.clone(),
-                "dbType postgresql is not supported yet",
-            ));
-            DbType::Postgresql
-        }
+        "postgresql" => DbType::Postgresql,
         other => {
             errors.push(ConfigError::new(
                 &h.origin,
                 element.clone(),
-                format!("dbType '{other}' is not supported (mysql)"),
+                format!("dbType '{other}' is not supported (mysql, postgresql)"),
             ));
             DbType::Mysql
         }
@@ -616,7 +609,7 @@ fn load_host(
         errors.push(ConfigError::new(
             &e.origin,
             element,
-            format!("url '{url}' is neither ip:port nor jdbc:mysql://host:port"),
+            format!("url '{url}' is neither ip:port nor jdbc:mysql://host:port nor jdbc:postgresql://host:port"),
         ));
         return None;
     };
@@ -643,14 +636,19 @@ fn load_host(
     })
 }
 
-/// `ip:port` (split at the first `:`, parts trimmed, SPEC §1.9) or
-/// `jdbc:mysql://host[:port][/db][?params]` (port 3306 when absent).
+/// `ip:port` (split at the first `:`, parts trimmed, SPEC §1.9),
+/// `jdbc:mysql://host[:port][/db][?params]` (port 3306 when absent) or
+/// `jdbc:postgresql://host[:port][/db][?params]` (port 5432 when absent). The `/db` part is
+/// ignored: the dataNode's `database` names the database, as in Mycat.
 fn parse_url(url: &str) -> Option<(String, u16)> {
-    if let Some(rest) = url.strip_prefix("jdbc:mysql://") {
+    for (prefix, default_port) in [("jdbc:mysql://", 3306), ("jdbc:postgresql://", 5432)] {
+        let Some(rest) = url.strip_prefix(prefix) else {
+            continue;
+        };
         let authority = rest.split(['/', '?']).next().unwrap_or("");
         return match authority.split_once(':') {
             Some((h, p)) => Some((h.to_string(), p.parse().ok()?)),
-            None if !authority.is_empty() => Some((authority.to_string(), 3306)),
+            None if !authority.is_empty() => Some((authority.to_string(), default_port)),
             None => None,
         };
     }
@@ -681,6 +679,14 @@ mod tests {
         assert_eq!(
             parse_url("jdbc:mysql://db.example"),
             Some(("db.example".into(), 3306))
+        );
+        assert_eq!(
+            parse_url("jdbc:postgresql://pg.example:15432/db1"),
+            Some(("pg.example".into(), 15432))
+        );
+        assert_eq!(
+            parse_url("jdbc:postgresql://pg.example/db1"),
+            Some(("pg.example".into(), 5432))
         );
         assert_eq!(parse_url("nope"), None);
         assert_eq!(parse_url("h:notaport"), None);

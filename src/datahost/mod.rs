@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
+use crate::backend::postgres::{PostgresBackend, PostgresSettings};
 use crate::backend::{Backend, BackendConn, BackendError};
-use crate::config::{Config, DataHostConfig, HostConfig, dnindex};
+use crate::config::{Config, DataHostConfig, DbType, HostConfig, dnindex};
 use balance::{SourceId, View, WriteView};
 use health::{Health, Status};
 
@@ -136,7 +137,12 @@ pub struct DataHost {
     dnindex: Arc<DnIndex>,
 }
 
-fn source(h: &HostConfig, config: &DataHostConfig, timeouts: Timeouts) -> Source {
+fn source(
+    h: &HostConfig,
+    config: &DataHostConfig,
+    timeouts: Timeouts,
+    databases: &[String],
+) -> Source {
     // Without a heartbeat statement nothing can tell a dead server from a live one; every
     // server counts as alive, as Mycat treats an empty heartbeat (SPEC §1.8).
     let initial = if config.heartbeat.is_empty() {
@@ -146,31 +152,30 @@ fn source(h: &HostConfig, config: &DataHostConfig, timeouts: Timeouts) -> Source
     };
     Source {
         name: h.name.clone(),
-        backend: Arc::new(MysqlBackend::new(MysqlSettings {
-            host: h.address.clone(),
-            port: h.port,
-            user: h.user.clone(),
-            password: h.password.clone(),
-            max_connections: config.max_con,
-            connect_timeout: timeouts.connect,
-            wait_timeout: timeouts.pool_wait,
-        })),
+        backend: backend(config, h, timeouts, databases),
         health: Health::new(initial),
         weight: h.weight,
     }
 }
 
 impl DataHost {
-    fn new(config: &DataHostConfig, timeouts: Timeouts, dnindex: Arc<DnIndex>) -> Self {
+    /// `databases`: the databases of this dataHost's dataNodes (a PostgreSQL server pools
+    /// connections per database).
+    fn new(
+        config: &DataHostConfig,
+        timeouts: Timeouts,
+        dnindex: Arc<DnIndex>,
+        databases: Vec<String>,
+    ) -> Self {
         let write_hosts = config
             .write_hosts
             .iter()
             .map(|w| WriteHost {
-                source: source(&w.host, config, timeouts),
+                source: source(&w.host, config, timeouts, &databases),
                 reads: w
                     .read_hosts
                     .iter()
-                    .map(|r| source(r, config, timeouts))
+                    .map(|r| source(r, config, timeouts, &databases))
                     .collect(),
             })
             .collect();
@@ -318,6 +323,37 @@ impl DataHost {
     }
 }
 
+/// The pool for one physical server, by the dataHost's `dbType` (`dbDriver` native and jdbc
+/// both mean manx's own driver).
+fn backend(
+    config: &DataHostConfig,
+    host: &HostConfig,
+    timeouts: Timeouts,
+    databases: &[String],
+) -> Arc<dyn Backend> {
+    match config.db_type {
+        DbType::Mysql => Arc::new(MysqlBackend::new(MysqlSettings {
+            host: host.address.clone(),
+            port: host.port,
+            user: host.user.clone(),
+            password: host.password.clone(),
+            max_connections: config.max_con,
+            connect_timeout: timeouts.connect,
+            wait_timeout: timeouts.pool_wait,
+        })),
+        DbType::Postgresql => Arc::new(PostgresBackend::new(PostgresSettings {
+            host: host.address.clone(),
+            port: host.port,
+            user: host.user.clone(),
+            password: host.password.clone(),
+            max_connections: config.max_con,
+            connect_timeout: timeouts.connect,
+            wait_timeout: timeouts.pool_wait,
+            databases: databases.to_vec(),
+        })),
+    }
+}
+
 #[derive(Debug)]
 struct DataNode {
     host: Arc<DataHost>,
@@ -373,7 +409,15 @@ impl Cluster {
                     h.name
                 ));
             }
-            let host = DataHost::new(h, timeouts, store.clone());
+            let databases = config
+                .data_nodes
+                .values()
+                .filter(|n| n.data_host == h.name)
+                .map(|n| n.database.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let host = DataHost::new(h, timeouts, store.clone(), databases);
             host.active.store(index, Ordering::Relaxed);
             tracing::info!(data_host = %h.name, index, write_host = %h.write_hosts[index].host.name, "active writeHost");
             indexes.insert(h.name.clone(), index);

@@ -593,10 +593,14 @@ impl GroupState {
                             }
                             Acc::Int(i) => decimal_text(
                                 &(BigDecimal::from(i) / BigDecimal::from(count)),
-                                *decimals,
+                                avg_decimals(*decimals, 0),
                             ),
                             Acc::Decimal(d) => {
-                                decimal_text(&(d / BigDecimal::from(count)), *decimals)
+                                let scale = d.as_bigint_and_exponent().1;
+                                decimal_text(
+                                    &(d / BigDecimal::from(count)),
+                                    avg_decimals(*decimals, scale),
+                                )
                             }
                             _ => Value::Null,
                         }
@@ -610,9 +614,24 @@ impl GroupState {
     }
 }
 
-/// A DECIMAL in MySQL's text form: `decimals` places, rounded half away from zero.
+/// The decimals of an AVG: the column's, or when the node did not fix them (31, a PostgreSQL
+/// `numeric` AVG) MySQL's rule on the summed values' scale: scale + `div_precision_increment`
+/// (4), at most 30.
+fn avg_decimals(column_decimals: u8, sum_scale: i64) -> u8 {
+    if column_decimals > 30 {
+        (sum_scale.clamp(0, 26) + 4) as u8
+    } else {
+        column_decimals
+    }
+}
+
+/// A DECIMAL in MySQL's text form: `decimals` places, rounded half away from zero. Decimals
+/// 31 (`NOT_FIXED_DEC`, a PostgreSQL `numeric` without scale) keep the value's own scale.
 fn decimal_text(d: &BigDecimal, decimals: u8) -> Value {
-    let d = d.with_scale_round(i64::from(decimals.min(30)), RoundingMode::HalfUp);
+    if decimals > 30 {
+        return Value::Bytes(d.to_plain_string().into_bytes());
+    }
+    let d = d.with_scale_round(i64::from(decimals), RoundingMode::HalfUp);
     Value::Bytes(d.to_plain_string().into_bytes())
 }
 

@@ -1,0 +1,523 @@
+//! PostgreSQL backend on `tokio-postgres`, pooled with `deadpool`, for MySQL clients.
+//!
+//! **Databases.** A PostgreSQL connection belongs to one database for its whole life, so
+//! `select_database` cannot switch it. The backend therefore keeps one pool per database of
+//! the server (each at most `maxCon` connections, created on first use), and the connection
+//! handed out by [`Backend::acquire`] is a handle that takes a real connection from the pool
+//! of the database that [`BackendConn::select_database`] names (the datahost layer always
+//! selects the dataNode's database first). Selecting another database returns the held
+//! connection to its pool and takes one of the other database's.
+//!
+//! **Statements.** Each statement arrives in MySQL's dialect and is translated
+//! ([`dialect`]). A statement that returns rows is described (Parse/Describe: the column
+//! types) and run with the simple query protocol in one pipelined round trip: its rows come
+//! in PostgreSQL's text form, which is MySQL's text protocol form for most types ([`types`]
+//! converts the rest), so no binary decoding is needed and every type, arrays and extension
+//! types included, reaches the client as text. Rows are read from the socket as the client
+//! consumes them (tokio-postgres hands each response to a channel of one message and stops
+//! reading while it is full), so a large result keeps memory bounded just as a portal would.
+//! The columns' table name and `NOT_NULL`/`PRI_KEY`/`AUTO_INCREMENT` flags come from the
+//! catalog, looked up (in the same round trip) the first time a connection reads a table; the
+//! table is its name, not the alias the statement gives it.
+//!
+//! **Session state.** Connections are opened with `DateStyle=ISO, YMD`, `bytea_output=hex`,
+//! `standard_conforming_strings=on` and UTF-8; on return to the pool an open transaction is
+//! rolled back and session state reset (`RESET ALL`, temporary tables, advisory locks,
+//! cursors, LISTENs) — PostgreSQL's `DISCARD ALL` minus the prepared statements that
+//! tokio-postgres keeps for type lookups.
+//!
+//! **Ordering.** Cross-node merges compare string sort keys by the bytes of
+//! `WEIGHT_STRING(RTRIM(x))`, translated to the UTF-8 bytes of `rtrim(x)`. These agree with
+//! the node's `ORDER BY x` when the database's collation is `C` (byte order); under any other
+//! collation the nodes' order and the merge's could differ, so PostgreSQL shards should use
+//! `C` (the sandbox does). MySQL's `_ci` collations order case-insensitively (`a` < `B`),
+//! byte order does not (`B` < `a`): a PostgreSQL-backed table orders strings like a MySQL
+//! `utf8mb4_bin` column.
+
+pub mod dialect;
+pub mod error;
+pub mod types;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleResult};
+use futures::StreamExt;
+use tokio_postgres::{NoTls, SimpleQueryMessage};
+
+use super::{Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row};
+use dialect::TableInfo;
+use types::{Conversion, Mapped};
+
+/// How to reach one PostgreSQL server and how its pools behave.
+#[derive(Debug, Clone)]
+pub struct PostgresSettings {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    /// Pool size per database (`maxCon`).
+    pub max_connections: usize,
+    /// Longest wait for the TCP connect, authentication and start-up of a new connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for a free connection when a pool is full.
+    pub wait_timeout: Duration,
+    /// The databases of this server's dataNodes: `warm_up` opens connections to each.
+    pub databases: Vec<String>,
+}
+
+/// A pooled PostgreSQL server (one pool per database).
+pub struct PostgresBackend {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    address: String,
+    settings: PostgresSettings,
+    pools: Mutex<HashMap<String, Pool<Manager>>>,
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("address", &self.shared.address)
+            .finish()
+    }
+}
+
+impl PostgresBackend {
+    /// Pools that open connections on demand (none is opened here).
+    pub fn new(settings: PostgresSettings) -> Self {
+        let address = format!("{}:{}", settings.host, settings.port);
+        PostgresBackend {
+            shared: Arc::new(Shared {
+                address,
+                settings,
+                pools: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+}
+
+impl Shared {
+    fn pool(&self, database: &str) -> Pool<Manager> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools
+            .entry(database.to_string())
+            .or_insert_with(|| {
+                let s = &self.settings;
+                let mut config = tokio_postgres::Config::new();
+                config
+                    .host(&s.host)
+                    .port(s.port)
+                    .user(&s.user)
+                    .password(s.password.as_bytes())
+                    .dbname(database)
+                    .application_name("manx")
+                    .connect_timeout(s.connect_timeout)
+                    .options(
+                        "-c DateStyle=ISO,YMD -c bytea_output=hex -c standard_conforming_strings=on -c IntervalStyle=postgres",
+                    );
+                let manager = Manager {
+                    config,
+                    connect_timeout: s.connect_timeout,
+                    address: format!("{}/{database}", self.address),
+                };
+                Pool::builder(manager)
+                    .max_size(s.max_connections.max(1))
+                    .wait_timeout(Some(s.wait_timeout))
+                    .create_timeout(Some(s.connect_timeout))
+                    .recycle_timeout(Some(s.connect_timeout))
+                    .runtime(deadpool::Runtime::Tokio1)
+                    .build()
+                    .expect("a runtime and a positive size are always given")
+            })
+            .clone()
+    }
+
+    async fn get(&self, database: &str) -> Result<managed::Object<Manager>, BackendError> {
+        let pool = self.pool(database);
+        pool.get().await.map_err(|e| self.pool_error(e, database))
+    }
+
+    fn pool_error(&self, e: PoolError<BackendError>, database: &str) -> BackendError {
+        match e {
+            PoolError::Backend(e) => e,
+            PoolError::Timeout(kind) => BackendError::Timeout(format!(
+                "no connection to {} database {database} within the time limit ({kind:?}): pool exhausted or server not answering",
+                self.address
+            )),
+            other => BackendError::Other(format!(
+                "pool of {} database {database}: {other}",
+                self.address
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for PostgresBackend {
+    async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError> {
+        Ok(Box::new(PgConn {
+            shared: self.shared.clone(),
+            conn: None,
+        }))
+    }
+
+    async fn warm_up(&self, connections: usize) -> Result<(), BackendError> {
+        for database in &self.shared.settings.databases {
+            let pool = self.shared.pool(database);
+            let missing = connections.saturating_sub(pool.status().size);
+            let opened = futures::future::join_all((0..missing).map(|_| pool.get())).await;
+            for o in opened {
+                drop(o.map_err(|e| self.shared.pool_error(e, database))?);
+            }
+        }
+        Ok(())
+    }
+
+    /// For the heartbeat: a handle on the first dataNode database's pool (PostgreSQL pools are
+    /// per database; a statement needs one selected).
+    async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError> {
+        let mut c = PgConn {
+            shared: self.shared.clone(),
+            conn: None,
+        };
+        match self.shared.settings.databases.first() {
+            Some(db) => c.select_database(db).await?,
+            None => {
+                c.conn().await?;
+            }
+        }
+        Ok(Box::new(c))
+    }
+
+    fn close_idle(&self) {
+        let pools = self.shared.pools.lock().unwrap_or_else(|p| p.into_inner());
+        for pool in pools.values() {
+            pool.retain(|_, _| false);
+        }
+    }
+
+    fn address(&self) -> &str {
+        &self.shared.address
+    }
+}
+
+/// A live connection to one database, with what it learned about that database's tables
+/// (forgotten after DDL on the connection).
+struct Conn {
+    client: tokio_postgres::Client,
+    database: String,
+    tables: HashMap<String, TableInfo>,
+    /// Relation names whose column flags were looked up (found or not).
+    flags_looked_up: std::collections::HashSet<String>,
+    /// Table oid → (name, column number → MySQL flags).
+    flags: HashMap<u32, (String, HashMap<i16, ColumnFlags>)>,
+}
+
+#[derive(Debug)]
+struct Manager {
+    config: tokio_postgres::Config,
+    connect_timeout: Duration,
+    address: String,
+}
+
+impl managed::Manager for Manager {
+    type Type = Conn;
+    type Error = BackendError;
+
+    async fn create(&self) -> Result<Conn, BackendError> {
+        let connect = self.config.connect(NoTls);
+        match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok((client, connection))) => {
+                let address = self.address.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection.await {
+                        tracing::debug!(%address, error = %e, "PostgreSQL connection ended");
+                    }
+                });
+                Ok(Conn {
+                    client,
+                    database: self.config.get_dbname().unwrap_or_default().to_string(),
+                    tables: HashMap::new(),
+                    flags_looked_up: Default::default(),
+                    flags: HashMap::new(),
+                })
+            }
+            Ok(Err(e)) => Err(match error::convert(e) {
+                server @ BackendError::Server { .. } => server,
+                other => {
+                    BackendError::Closed(format!("cannot connect to {}: {other}", self.address))
+                }
+            }),
+            Err(_) => Err(BackendError::Timeout(format!(
+                "cannot connect to {}: no answer within {} ms",
+                self.address,
+                self.connect_timeout.as_millis()
+            ))),
+        }
+    }
+
+    async fn recycle(&self, conn: &mut Conn, _: &Metrics) -> RecycleResult<BackendError> {
+        if conn.client.is_closed() {
+            return Err(RecycleError::Backend(BackendError::Closed(
+                "connection to the server is closed".into(),
+            )));
+        }
+        // What DISCARD ALL does, without deallocating tokio-postgres's own prepared statements.
+        conn.client
+            .batch_execute(
+                "ROLLBACK; RESET ALL; DISCARD TEMP; DISCARD SEQUENCES; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()",
+            )
+            .await
+            .map_err(|e| RecycleError::Backend(error::convert(e)))
+    }
+}
+
+/// The handle [`PostgresBackend::acquire`] returns: holds a connection of the selected
+/// database's pool.
+struct PgConn {
+    shared: Arc<Shared>,
+    conn: Option<managed::Object<Manager>>,
+}
+
+impl PgConn {
+    async fn conn(&mut self) -> Result<&mut Conn, BackendError> {
+        if self.conn.is_none() {
+            // No database selected: the user's default database, as PostgreSQL's libpq does.
+            let database = self.shared.settings.user.clone();
+            self.conn = Some(self.shared.get(&database).await?);
+        }
+        Ok(self.conn.as_mut().expect("set above"))
+    }
+}
+
+#[async_trait]
+impl BackendConn for PgConn {
+    async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
+        if self.conn.as_ref().is_some_and(|c| c.database == database) {
+            return Ok(());
+        }
+        // Return the held connection before waiting for another pool's.
+        self.conn = None;
+        self.conn = Some(self.shared.get(database).await?);
+        Ok(())
+    }
+
+    /// Not offered for PostgreSQL dataNodes: a prepared statement is described when it runs.
+    async fn describe(&mut self, _sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
+        Err(BackendError::Other(
+            "PostgreSQL dataNodes do not describe statements before they run".to_string(),
+        ))
+    }
+
+    async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
+        let conn = self.conn().await?;
+        let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
+        if translation.is_ddl {
+            conn.tables.clear();
+            conn.flags_looked_up.clear();
+            conn.flags.clear();
+        }
+        let info = match &translation.insert_table {
+            Some(table) => Some(table_info(conn, table).await?),
+            None => None,
+        };
+        let finished = translation.finish(info.as_ref()).map_err(dialect_error)?;
+        if finished.sql.is_empty() {
+            return Ok(Response::Ok(OkInfo::default()));
+        }
+        let client = &conn.client;
+        if finished.returning_id || finished.returning_inserted {
+            return insert_returning(client, &finished).await.map(Response::Ok);
+        }
+        if !finished.returns_rows {
+            let mut stream = std::pin::pin!(
+                client
+                    .simple_query_raw(&finished.sql)
+                    .await
+                    .map_err(error::convert)?
+            );
+            let mut ok = OkInfo::default();
+            while let Some(m) = stream.next().await {
+                if let SimpleQueryMessage::CommandComplete(n) = m.map_err(error::convert)? {
+                    ok.affected_rows = n;
+                }
+            }
+            return Ok(Response::Ok(ok));
+        }
+        // Describe, look up the column flags of tables not seen yet, and run, in one round
+        // trip: the requests are queued in this order before any answer is read.
+        let missing: Vec<String> = finished
+            .tables
+            .iter()
+            .filter(|t| !conn.flags_looked_up.contains(*t))
+            .cloned()
+            .collect();
+        let catalog = async {
+            if missing.is_empty() {
+                Ok(Vec::new())
+            } else {
+                client
+                    .simple_query(&dialect::column_flags_query(&missing))
+                    .await
+            }
+        };
+        let (statement, catalog, stream) = futures::future::join3(
+            client.prepare(&finished.sql),
+            catalog,
+            client.simple_query_raw(&finished.sql),
+        )
+        .await;
+        // In a transaction a failed Describe aborts it and the query then fails with 25P02:
+        // the Describe's error is the one to report.
+        let statement = statement.map_err(error::convert)?;
+        let catalog = catalog.map_err(error::convert)?;
+        let stream = stream.map_err(error::convert)?;
+        for m in catalog {
+            if let SimpleQueryMessage::Row(row) = m {
+                let (Some(oid), Some(name), Some(attnum)) = (
+                    row.get(0).and_then(|v| v.parse::<u32>().ok()),
+                    row.get(1),
+                    row.get(2).and_then(|v| v.parse::<i16>().ok()),
+                ) else {
+                    continue;
+                };
+                let mut flags = ColumnFlags::empty();
+                if row.get(3) == Some("t") {
+                    flags |= ColumnFlags::NOT_NULL_FLAG;
+                }
+                if row.get(4) == Some("t") {
+                    flags |= ColumnFlags::PRI_KEY_FLAG;
+                }
+                if row.get(5) == Some("t") {
+                    flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
+                }
+                conn.flags
+                    .entry(oid)
+                    .or_insert_with(|| (name.to_string(), HashMap::new()))
+                    .1
+                    .insert(attnum, flags);
+            }
+        }
+        conn.flags_looked_up.extend(missing);
+        let flags = &conn.flags;
+        let mapped: Vec<Mapped> = statement
+            .columns()
+            .iter()
+            .map(|c| {
+                let mut m = types::map_column(c.name(), c.type_(), c.type_modifier());
+                if let (Some(oid), Some(attnum)) = (c.table_oid(), c.column_id())
+                    && let Some((table, columns)) = flags.get(&oid)
+                {
+                    m.column.table = table.clone();
+                    if let Some(f) = columns.get(&attnum) {
+                        m.column.flags |= *f;
+                    }
+                }
+                m
+            })
+            .collect();
+        let columns: Arc<[Column]> = mapped.iter().map(|m| m.column.clone()).collect();
+        let conversions: Vec<Conversion> = mapped.iter().map(|m| m.conversion).collect();
+        let rows = stream.filter_map(move |m| {
+            let out = match m {
+                Ok(SimpleQueryMessage::Row(row)) => Some(Ok((0..row.len())
+                    .map(|i| {
+                        types::convert_value(
+                            row.get(i),
+                            conversions.get(i).copied().unwrap_or(Conversion::AsIs),
+                        )
+                    })
+                    .collect::<Row>())),
+                Ok(_) => None,
+                Err(e) => Some(Err(error::convert(e))),
+            };
+            futures::future::ready(out)
+        });
+        Ok(Response::Rows {
+            columns,
+            rows: rows.boxed(),
+        })
+    }
+}
+
+/// An INSERT with manx's `RETURNING` (see [`dialect::Finished`]): the first id (MySQL's
+/// `last_insert_id` of a multi-row INSERT is its first row's) and, for an upsert, MySQL's
+/// affected rows (1 per row inserted, 2 per row updated).
+async fn insert_returning(
+    client: &tokio_postgres::Client,
+    finished: &dialect::Finished,
+) -> Result<OkInfo, BackendError> {
+    let mut ok = OkInfo::default();
+    let mut upserted = 0;
+    let mut stream = std::pin::pin!(
+        client
+            .simple_query_raw(&finished.sql)
+            .await
+            .map_err(error::convert)?
+    );
+    while let Some(m) = stream.next().await {
+        match m.map_err(error::convert)? {
+            SimpleQueryMessage::Row(row) => {
+                if finished.returning_id && ok.last_insert_id.is_none() {
+                    ok.last_insert_id = row.get(0).and_then(|v| v.parse().ok());
+                }
+                if finished.returning_inserted {
+                    let inserted = row.len().checked_sub(1).and_then(|i| row.get(i)) == Some("t");
+                    upserted += if inserted { 1 } else { 2 };
+                }
+            }
+            SimpleQueryMessage::CommandComplete(n) => ok.affected_rows = n,
+            _ => {}
+        }
+    }
+    if finished.returning_inserted {
+        ok.affected_rows = upserted;
+    }
+    Ok(ok)
+}
+
+/// The primary key and identity column of `table`, from the catalog (cached per connection,
+/// cleared by DDL on it).
+async fn table_info(conn: &mut Conn, table: &str) -> Result<TableInfo, BackendError> {
+    if let Some(info) = conn.tables.get(table) {
+        return Ok(info.clone());
+    }
+    let messages = conn
+        .client
+        .simple_query(&dialect::table_info_query(table))
+        .await
+        .map_err(error::convert)?;
+    let mut info = TableInfo::default();
+    for m in messages {
+        if let SimpleQueryMessage::Row(row) = m {
+            let name = row.get(0).unwrap_or_default().to_string();
+            if row.get(1) == Some("t") {
+                info.primary_key.push(name.clone());
+            }
+            if row.get(2) == Some("t") && info.auto_column.is_none() {
+                info.auto_column = Some(name);
+            }
+        }
+    }
+    conn.tables.insert(table.to_string(), info.clone());
+    Ok(info)
+}
+
+/// A translation failure as the client sees it: a statement that does not parse is a syntax
+/// error (1064/42000); a refused construct is `ER_NOT_SUPPORTED_YET` (1235/42000).
+fn dialect_error(e: dialect::DialectError) -> BackendError {
+    let (code, state) = match e {
+        dialect::DialectError::Parse(_) => (1064, "42000"),
+        dialect::DialectError::Unsupported(_) => (1235, "42000"),
+    };
+    BackendError::Server {
+        code,
+        state: state.to_string(),
+        message: e.to_string(),
+    }
+}
