@@ -61,6 +61,6 @@ callgrind_control -d "$VG" >/dev/null 2>&1
 kill "$VG"
 wait "$VG" 2>/dev/null || true
 queries=$(awk '/queries:/ {print $2; exit}' <<<"$out")
-total=$(callgrind_annotate "$OUT.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1; exit}')
+total=$(callgrind_annotate "$OUT.1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(/,/, "", $1); print $1}' | head -1)
 echo "$WORKLOAD ps=$PS $TARGET: $queries statements, $total instructions, $((total / queries)) per statement"
-callgrind_annotate --inclusive=yes "$OUT.1" 2>/dev/null | sed -n '/file:function/,$p' | head -30
+callgrind_annotate --inclusive=yes "$OUT.1" 2>/dev/null | sed -n '/file:function/,$p' | head -30 || true
