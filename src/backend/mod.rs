@@ -7,6 +7,7 @@
 //! through to the client unchanged.
 
 pub mod mysql;
+pub mod stateless;
 
 use std::fmt;
 use std::sync::Arc;
