@@ -315,18 +315,19 @@ impl BackendConn for PooledConn {
             return Ok(Response::Ok(ok));
         }
         let columns: Arc<[Column]> = columns.iter().map(convert_column).collect();
-        let rows = futures::stream::try_unfold((result, dirty), move |(mut result, dirty)| async move {
-            match result.next().await {
-                Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty)))),
-                Ok(None) => {
-                    if stateless && result.warnings() == 0 {
-                        *dirty = dirty_before;
+        let rows =
+            futures::stream::try_unfold((result, dirty), move |(mut result, dirty)| async move {
+                match result.next().await {
+                    Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty)))),
+                    Ok(None) => {
+                        if stateless && result.warnings() == 0 {
+                            *dirty = dirty_before;
+                        }
+                        Ok(None)
                     }
-                    Ok(None)
+                    Err(e) => Err(convert_error(e)),
                 }
-                Err(e) => Err(convert_error(e)),
-            }
-        });
+            });
         Ok(Response::Rows {
             columns,
             rows: rows.boxed(),

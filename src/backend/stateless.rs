@@ -19,14 +19,73 @@
 /// shadowed by unqualified stored functions in MySQL/MariaDB).
 const ALLOWED_BEFORE_PAREN: &[&str] = &[
     // keywords
-    "ALL", "AND", "ANY", "AS", "BETWEEN", "BY", "CASE", "DISTINCT", "ELSE", "EXISTS", "FROM",
-    "HAVING", "IN", "IS", "JOIN", "LIKE", "NOT", "ON", "OR", "SELECT", "SOME", "THEN", "UNION",
-    "USING", "WHEN", "WHERE", "XOR",
+    "ALL",
+    "AND",
+    "ANY",
+    "AS",
+    "BETWEEN",
+    "BY",
+    "CASE",
+    "DISTINCT",
+    "ELSE",
+    "EXISTS",
+    "FROM",
+    "HAVING",
+    "IN",
+    "IS",
+    "JOIN",
+    "LIKE",
+    "NOT",
+    "ON",
+    "OR",
+    "SELECT",
+    "SOME",
+    "THEN",
+    "UNION",
+    "USING",
+    "WHEN",
+    "WHERE",
+    "XOR",
     // aggregates and pure built-ins
-    "ABS", "AVG", "CAST", "CEIL", "CEILING", "CHAR_LENGTH", "COALESCE", "CONCAT", "CONCAT_WS",
-    "CONVERT", "COUNT", "DATE", "DAY", "FLOOR", "GREATEST", "HEX", "IF", "IFNULL", "LCASE",
-    "LEAST", "LEFT", "LENGTH", "LOWER", "MAX", "MD5", "MIN", "MOD", "MONTH", "NULLIF", "REPLACE",
-    "RIGHT", "ROUND", "SUBSTR", "SUBSTRING", "SUM", "TRIM", "UCASE", "UPPER", "WEIGHT_STRING",
+    "ABS",
+    "AVG",
+    "CAST",
+    "CEIL",
+    "CEILING",
+    "CHAR_LENGTH",
+    "COALESCE",
+    "CONCAT",
+    "CONCAT_WS",
+    "CONVERT",
+    "COUNT",
+    "DATE",
+    "DAY",
+    "FLOOR",
+    "GREATEST",
+    "HEX",
+    "IF",
+    "IFNULL",
+    "LCASE",
+    "LEAST",
+    "LEFT",
+    "LENGTH",
+    "LOWER",
+    "MAX",
+    "MD5",
+    "MIN",
+    "MOD",
+    "MONTH",
+    "NULLIF",
+    "REPLACE",
+    "RIGHT",
+    "ROUND",
+    "SUBSTR",
+    "SUBSTRING",
+    "SUM",
+    "TRIM",
+    "UCASE",
+    "UPPER",
+    "WEIGHT_STRING",
     "YEAR",
 ];
 
@@ -67,6 +126,11 @@ pub fn is_stateless(sql: &str) -> bool {
                 let Some(end) = quoted_end(b, i) else {
                     return false;
                 };
+                // A quoted name called as a function (`my func`(1)) is a stored function.
+                let next = b[end..].iter().find(|x| !x.is_ascii_whitespace());
+                if c == b'`' && next == Some(&b'(') {
+                    return false;
+                }
                 i = end;
                 prev = c;
             }
@@ -74,7 +138,10 @@ pub fn is_stateless(sql: &str) -> bool {
             _ if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 => {
                 let start = i;
                 while i < b.len()
-                    && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
+                    && (b[i].is_ascii_alphanumeric()
+                        || b[i] == b'_'
+                        || b[i] == b'$'
+                        || b[i] >= 0x80)
                 {
                     i += 1;
                 }
