@@ -9,6 +9,14 @@
 //! decided by the table names, keywords and structure of the statement — all of which the shape
 //! keeps verbatim — so every statement of the same shape gets the same plan, with its own text.
 //!
+//! The other kind of entry is a sharded point select: `SELECT ... FROM t WHERE col = <integer>`
+//! with one table, `col` its sharding column, and that integer the statement's only literal.
+//! Its plan depends on the literal only through the partition function, so the entry keeps the
+//! table and, on a hit, places the new value with the same function (SPEC §2.2's routing text,
+//! the same as the router's) and the learned plan's everything else. The pattern is checked on
+//! the parsed statement when the shape is first seen, and the learned node is checked against the
+//! function's answer; a value the function rejects goes through the full routing.
+//!
 //! The shape is conservative: comments, identifiers, quoted identifiers, double-quoted strings
 //! and any string literal holding quotes, backslashes or characters that could open a comment
 //! are kept as written; only plain numbers and plain single-quoted strings become markers (one
@@ -19,29 +27,66 @@
 //! a session runs, so nothing else invalidates it.
 
 use std::collections::HashMap;
+use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
-use super::Plan;
+use sqlparser::ast::{BinaryOperator, Expr, SetExpr, Statement, TableFactor, Value};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use super::{Plan, SchemaRoute};
+use crate::config::TableKind;
 
 /// Shapes one session keeps at most.
 pub const CAPACITY: usize = 256;
 
-/// Marks an abstracted number in a shape (never part of SQL text the shape keeps).
+/// Marks an abstracted integer in a shape (never part of SQL text the shape keeps).
 const NUMBER: char = '\u{1}';
 /// Marks an abstracted single-quoted string.
 const STRING: char = '\u{2}';
+/// Marks an abstracted decimal number (`1.5`).
+const DECIMAL: char = '\u{3}';
+
+/// One abstracted literal of a statement: where it is and its marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Literal {
+    pub range: Range<usize>,
+    pub kind: char,
+}
+
+#[derive(Debug)]
+enum Entry {
+    /// The plan of every statement of the shape (with the statement's own text).
+    Fixed(Plan),
+    /// A sharded point select: `table`'s function places the one integer literal.
+    Point { table: String, template: Plan },
+}
 
 /// Plans of statements routed without depending on their literals, by (schema, shape).
 #[derive(Debug, Default)]
 pub struct PlanCache {
-    plans: HashMap<String, Plan>,
+    plans: HashMap<String, Entry>,
 }
 
 impl PlanCache {
-    /// The cached plan for `stmt` (its text as the single target's SQL), if its shape is known.
-    pub(super) fn get(&self, key: &str, stmt: &str) -> Option<Plan> {
-        let cached = self.plans.get(key)?;
-        let mut plan = cached.clone();
+    /// The cached plan for `stmt` (its text as the single target's SQL), if its shape is known
+    /// (and, for a point select, its value is placed without error).
+    pub(super) fn get(
+        &self,
+        key: &str,
+        literals: &[Literal],
+        stmt: &str,
+        schema: &SchemaRoute,
+    ) -> Option<Plan> {
+        let mut plan = match self.plans.get(key)? {
+            Entry::Fixed(plan) => plan.clone(),
+            Entry::Point { table, template } => {
+                let node = point_node(schema, table, &stmt[literals.first()?.range.clone()])?;
+                let mut plan = template.clone();
+                plan.targets.first_mut()?.node = node;
+                plan
+            }
+        };
         let sql: Arc<str> = Arc::from(stmt);
         for t in &mut plan.targets {
             t.sql = sql.clone();
@@ -50,10 +95,29 @@ impl PlanCache {
     }
 
     pub(super) fn insert(&mut self, key: String, plan: Plan) {
+        self.put(key, Entry::Fixed(plan));
+    }
+
+    /// Keeps `plan` as a point-select template when `stmt` is one (see the module docs).
+    pub(super) fn learn_point(
+        &mut self,
+        key: String,
+        literals: &[Literal],
+        stmt: &str,
+        schema: &SchemaRoute,
+        plan: &Plan,
+    ) {
+        if let Some(table) = point_table(schema, literals, stmt, plan) {
+            let template = plan.clone();
+            self.put(key, Entry::Point { table, template });
+        }
+    }
+
+    fn put(&mut self, key: String, entry: Entry) {
         if self.plans.len() >= CAPACITY {
             self.plans.clear();
         }
-        self.plans.insert(key, plan);
+        self.plans.insert(key, entry);
     }
 
     /// Number of cached shapes.
@@ -66,12 +130,88 @@ impl PlanCache {
     }
 }
 
-/// The cache key of `stmt` in `schema`: the schema name, a NUL, then the statement's shape.
-/// `None` for statements not worth a key (very long ones, or text with NUL or marker bytes).
-pub(super) fn key(schema: &str, stmt: &str) -> Option<String> {
-    if stmt.len() > 4096 || stmt.bytes().any(|b| b <= 2) {
+/// The node `table`'s function places the integer `text` on, or `None` (the full routing then
+/// decides, with its error).
+fn point_node(schema: &SchemaRoute, table: &str, text: &str) -> Option<String> {
+    let t = schema.tables.get(table)?;
+    let i = t
+        .partition_of(&super::analyze::canonical_number(text))
+        .ok()?;
+    t.nodes.get(i).cloned()
+}
+
+/// The table of a sharded point select (module docs) whose plan is `plan`, or `None`.
+fn point_table(
+    schema: &SchemaRoute,
+    literals: &[Literal],
+    stmt: &str,
+    plan: &Plan,
+) -> Option<String> {
+    let [literal] = literals else { return None };
+    if literal.kind != NUMBER || plan.targets.len() != 1 {
         return None;
     }
+    let text = &stmt[literal.range.clone()];
+    let mut statements = Parser::parse_sql(&MySqlDialect {}, stmt).ok()?;
+    let statement = statements.pop()?;
+    if !statements.is_empty() {
+        return None;
+    }
+    let mut relations = 0;
+    let _ = sqlparser::ast::visit_relations(&statement, |_| {
+        relations += 1;
+        ControlFlow::<()>::Continue(())
+    });
+    let Statement::Query(q) = &statement else {
+        return None;
+    };
+    let SetExpr::Select(select) = &*q.body else {
+        return None;
+    };
+    if relations != 1 || q.with.is_some() || select.from.len() != 1 {
+        return None;
+    }
+    let from = &select.from[0];
+    let TableFactor::Table { name, .. } = &from.relation else {
+        return None;
+    };
+    if !from.joins.is_empty() || name.0.len() != 1 {
+        return None;
+    }
+    let table = name.0[0].as_ident()?.value.to_ascii_uppercase();
+    let t = schema.tables.get(&table)?;
+    let rule = t.rule.as_ref()?;
+    if !matches!(t.kind, TableKind::Sharded { .. }) {
+        return None;
+    }
+    let Some(Expr::BinaryOp {
+        left,
+        op: BinaryOperator::Eq,
+        right,
+    }) = &select.selection
+    else {
+        return None;
+    };
+    let (Expr::Identifier(column), Expr::Value(v)) = (&**left, &**right) else {
+        return None;
+    };
+    let Value::Number(n, _) = &v.value else {
+        return None;
+    };
+    if !column.value.eq_ignore_ascii_case(&rule.column) || n != text {
+        return None;
+    }
+    (point_node(schema, &table, text)? == plan.targets[0].node).then_some(table)
+}
+
+/// The cache key of `stmt` in `schema` (the schema name, a NUL, then the statement's shape) and
+/// the literals the shape abstracts, in order. `None` for statements not worth a key (very long
+/// ones, or text with NUL or marker bytes).
+pub(super) fn key_and_literals(schema: &str, stmt: &str) -> Option<(String, Vec<Literal>)> {
+    if stmt.len() > 4096 || stmt.bytes().any(|b| b <= 3) {
+        return None;
+    }
+    let mut literals = Vec::new();
     let b = stmt.as_bytes();
     let mut out = String::with_capacity(schema.len() + 1 + stmt.len());
     out.push_str(schema);
@@ -98,6 +238,10 @@ pub(super) fn key(schema: &str, stmt: &str) -> Option<String> {
             let content = &b[i + 1..end - 1];
             if c == b'\'' && !in_word && plain_string(content) {
                 out.push(STRING);
+                literals.push(Literal {
+                    range: i..end,
+                    kind: STRING,
+                });
             } else {
                 copy_to(end, &mut out);
             }
@@ -108,7 +252,9 @@ pub(super) fn key(schema: &str, stmt: &str) -> Option<String> {
             while end < b.len() && b[end].is_ascii_digit() {
                 end += 1;
             }
+            let mut kind = NUMBER;
             if end + 1 < b.len() && b[end] == b'.' && b[end + 1].is_ascii_digit() {
+                kind = DECIMAL;
                 end += 1;
                 while end < b.len() && b[end].is_ascii_digit() {
                     end += 1;
@@ -123,7 +269,11 @@ pub(super) fn key(schema: &str, stmt: &str) -> Option<String> {
                 copy_to(end, &mut out);
                 in_word = true;
             } else {
-                out.push(NUMBER);
+                out.push(kind);
+                literals.push(Literal {
+                    range: i..end,
+                    kind,
+                });
                 in_word = false;
             }
             i = end;
@@ -134,7 +284,7 @@ pub(super) fn key(schema: &str, stmt: &str) -> Option<String> {
             i += ch.len_utf8();
         }
     }
-    Some(out)
+    Some((out, literals))
 }
 
 fn is_word_byte(c: u8) -> bool {
@@ -179,7 +329,9 @@ fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::key;
+    fn key(schema: &str, stmt: &str) -> Option<String> {
+        super::key_and_literals(schema, stmt).map(|(k, _)| k)
+    }
 
     fn same(a: &str, b: &str) -> bool {
         key("S", a).unwrap() == key("S", b).unwrap()
@@ -193,7 +345,7 @@ mod tests {
         ));
         assert!(same(
             "SELECT c FROM t WHERE id BETWEEN 1 AND 100 AND s = 'abc'",
-            "SELECT c FROM t WHERE id BETWEEN 77 AND 2.5 AND s = 'x y'"
+            "SELECT c FROM t WHERE id BETWEEN 77 AND 25 AND s = 'x y'"
         ));
         assert_ne!(key("A", "SELECT 1"), key("B", "SELECT 1"));
     }
@@ -204,6 +356,7 @@ mod tests {
             ("SELECT c FROM t1 WHERE id=1", "SELECT c FROM t2 WHERE id=1"),
             ("SELECT c FROM t WHERE id=1", "SELECT c FROM t WHERE id='1'"),
             ("SELECT c FROM t WHERE id=1", "SELECT c FROM t WHERE id=-1"),
+            ("SELECT c FROM t WHERE id=1", "SELECT c FROM t WHERE id=1.5"),
             (
                 "SELECT c FROM t WHERE id=1e5",
                 "SELECT c FROM t WHERE id=1e6",

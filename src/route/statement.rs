@@ -851,22 +851,27 @@ fn cached(
     schema: &str,
     cache: &mut PlanCache,
 ) -> Result<Routed, RouteError> {
-    let Some(key) = shape::key(schema, stmt) else {
+    let (Some((key, literals)), Some(s)) =
+        (shape::key_and_literals(schema, stmt), r.schema(schema))
+    else {
         return parsed(r, stmt, Some(schema), &mut false);
     };
-    if let Some(plan) = cache.get(&key, stmt) {
+    if let Some(plan) = cache.get(&key, &literals, stmt, s) {
         return Ok(Routed::Plan(plan));
     }
     let mut literal_free = false;
     let routed = parsed(r, stmt, Some(schema), &mut literal_free)?;
-    if literal_free
-        && let Routed::Plan(plan) = &routed
+    if let Routed::Plan(plan) = &routed
         && plan.targets.len() == 1
         && *plan.targets[0].sql == *stmt
         && plan.merge.is_none()
         && plan.fallback.is_empty()
     {
-        cache.insert(key, plan.clone());
+        if literal_free {
+            cache.insert(key, plan.clone());
+        } else {
+            cache.learn_point(key, &literals, stmt, s, plan);
+        }
     }
     Ok(routed)
 }
