@@ -8,6 +8,7 @@
 
 pub mod mysql;
 pub mod postgres;
+pub mod stateless;
 
 use std::fmt;
 use std::sync::Arc;

@@ -126,10 +126,64 @@ impl Backend for MysqlBackend {
     }
 }
 
-/// A raw connection and the database it has selected.
+/// A connection checked out again within this time skips the liveness round trip (when it needs
+/// no reset either): a server that died since is noticed by the statement itself. Longer idle
+/// connections are checked before they are handed out, as every one was before.
+const RECENTLY_USED: Duration = Duration::from_secs(1);
+
+/// A raw connection, the database it has selected, and what may be left on it (see
+/// [`super::stateless`]).
 struct Conn {
     conn: mysql_async::Conn,
     database: Option<String>,
+    /// A statement that may have left session state ran since the last reset (or its result was
+    /// not read to the end, or it ended with an error or warnings): reset before the next holder.
+    dirty: bool,
+    /// A statement ran since the last reset.
+    used: bool,
+    /// Handed out without a reset after another holder used it: a statement that may read
+    /// session state (`FOUND_ROWS()`, `SHOW WARNINGS`...) gets a reset first.
+    inherited: bool,
+}
+
+impl Conn {
+    fn new(conn: mysql_async::Conn) -> Self {
+        Conn {
+            conn,
+            database: None,
+            dirty: false,
+            used: false,
+            inherited: false,
+        }
+    }
+
+    /// COM_RESET_CONNECTION (or a ping on servers without it): clears what earlier statements
+    /// left (user variables, GET_LOCK locks, temporary tables, session variables) and keeps the
+    /// selected database.
+    async fn reset(&mut self) -> Result<(), BackendError> {
+        match self.conn.reset().await {
+            Ok(true) => {}
+            // Servers before MySQL 5.7.3 / MariaDB 10.2.4: only check that it is alive.
+            Ok(false) => self.conn.ping().await.map_err(convert_error)?,
+            Err(e) => return Err(convert_error(e)),
+        }
+        self.dirty = false;
+        self.used = false;
+        self.inherited = false;
+        Ok(())
+    }
+
+    /// Called before each statement: marks what it may leave behind, and resets first when it
+    /// may read state a previous holder left.
+    async fn before(&mut self, sql: &str) -> Result<bool, BackendError> {
+        let stateless = super::stateless::is_stateless(sql);
+        if !stateless && self.inherited {
+            self.reset().await?;
+        }
+        self.inherited &= stateless;
+        self.used = true;
+        Ok(stateless)
+    }
 }
 
 #[derive(Debug)]
@@ -146,10 +200,7 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<Conn, BackendError> {
         let connect = mysql_async::Conn::new(self.opts.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(Conn {
-                conn,
-                database: None,
-            }),
+            Ok(Ok(conn)) => Ok(Conn::new(conn)),
             Ok(Err(e)) => Err(match convert_error(e) {
                 BackendError::Server {
                     code,
@@ -172,21 +223,18 @@ impl managed::Manager for Manager {
         }
     }
 
-    async fn recycle(&self, conn: &mut Conn, _: &Metrics) -> RecycleResult<BackendError> {
+    async fn recycle(&self, conn: &mut Conn, metrics: &Metrics) -> RecycleResult<BackendError> {
+        // A connection that only ran stateless statements (module `stateless`) since its last
+        // reset and was used moments ago is handed out as it is: no round trip. Otherwise
         // COM_RESET_CONNECTION clears what the previous session left on the connection (user
         // variables, GET_LOCK locks, temporary tables, session variables) so nothing leaks to
         // the next client; it keeps the selected database and doubles as the liveness check.
         // A connection dropped mid-result has its remaining rows read out first by mysql_async.
-        match conn.conn.reset().await {
-            Ok(true) => Ok(()),
-            // Servers before MySQL 5.7.3 / MariaDB 10.2.4: only check that it is alive.
-            Ok(false) => conn
-                .conn
-                .ping()
-                .await
-                .map_err(|e| RecycleError::Backend(convert_error(e))),
-            Err(e) => Err(RecycleError::Backend(convert_error(e))),
+        if !conn.dirty && metrics.last_used() < RECENTLY_USED {
+            conn.inherited = conn.used;
+            return Ok(());
         }
+        conn.reset().await.map_err(RecycleError::Backend)
     }
 }
 
@@ -236,16 +284,22 @@ impl BackendConn for PooledConn {
     }
 
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
-        describe(&mut self.conn.conn, sql).await
+        let c: &mut Conn = &mut self.conn;
+        // A prepared (then closed) statement: not on the stateless list, reset afterwards.
+        c.before("").await?;
+        c.dirty = true;
+        describe(&mut c.conn, sql).await
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
-        let result = self
-            .conn
-            .conn
-            .query_iter(sql)
-            .await
-            .map_err(convert_error)?;
+        let c: &'a mut Conn = &mut self.conn;
+        let stateless = c.before(sql).await?;
+        // Dirty until the statement is seen to end cleanly (a result dropped half-read, an
+        // error or warnings keep it so).
+        let dirty_before = c.dirty;
+        c.dirty = true;
+        let dirty = &mut c.dirty;
+        let result = c.conn.query_iter(sql).await.map_err(convert_error)?;
         let columns = result.columns_ref();
         if columns.is_empty() {
             let ok = OkInfo {
@@ -255,16 +309,25 @@ impl BackendConn for PooledConn {
                 info: result.info().into_owned(),
             };
             result.drop_result().await.map_err(convert_error)?;
+            if stateless && ok.warnings == 0 {
+                *dirty = dirty_before;
+            }
             return Ok(Response::Ok(ok));
         }
         let columns: Arc<[Column]> = columns.iter().map(convert_column).collect();
-        let rows = futures::stream::try_unfold(result, |mut result| async move {
-            match result.next().await {
-                Ok(Some(row)) => Ok(Some((convert_row(row), result))),
-                Ok(None) => Ok(None),
-                Err(e) => Err(convert_error(e)),
-            }
-        });
+        let rows =
+            futures::stream::try_unfold((result, dirty), move |(mut result, dirty)| async move {
+                match result.next().await {
+                    Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty)))),
+                    Ok(None) => {
+                        if stateless && result.warnings() == 0 {
+                            *dirty = dirty_before;
+                        }
+                        Ok(None)
+                    }
+                    Err(e) => Err(convert_error(e)),
+                }
+            });
         Ok(Response::Rows {
             columns,
             rows: rows.boxed(),

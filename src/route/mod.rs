@@ -13,6 +13,7 @@ mod merge;
 mod plan;
 mod rewrite;
 mod scan;
+mod shape;
 mod statement;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +29,7 @@ pub use plan::{
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
+pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache};
 pub use statement::{dml_main_table, like};
 
 /// A statement manx refuses, as the MySQL error the client gets.
@@ -429,6 +431,18 @@ impl Router {
     /// schema and none is selected (1046), names an unknown table, has a shard value its
     /// function rejects, or needs a cross-node operation manx does not do yet (1064 naming it).
     pub fn route(&self, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
-        statement::route(self, sql, schema)
+        statement::route(self, sql, schema, None)
+    }
+
+    /// [`Router::route`] with a session's [`PlanCache`]: a statement whose plan cannot depend on
+    /// its literals is parsed once per shape (module `shape`); the answer is always the one
+    /// `route` gives.
+    pub fn route_cached(
+        &self,
+        sql: &str,
+        schema: Option<&str>,
+        cache: &mut PlanCache,
+    ) -> Result<Routed, RouteError> {
+        statement::route(self, sql, schema, Some(cache))
     }
 }

@@ -16,6 +16,7 @@ use super::analyze::{self, ColumnMatcher, Partitions};
 use super::merge;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
+use super::shape::{self, PlanCache};
 use super::{
     HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SequenceEdit,
     SequenceRewrite, SessionSet, TableRoute, Target,
@@ -32,13 +33,18 @@ const SYSTEM_SCHEMAS: &[&str] = &["information_schema", "mysql", "performance_sc
 /// `id = 1 OR id = 2 OR ...` must get an error, not overflow the stack.
 const MAX_OPERATORS: usize = 4_000;
 
-pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+pub(super) fn route(
+    r: &Router,
+    sql: &str,
+    schema: Option<&str>,
+    cache: Option<&mut PlanCache>,
+) -> Result<Routed, RouteError> {
     if let Some(annotation) = scan::annotation(sql) {
         return annotated(r, annotation.map_err(RouteError::syntax)?, schema);
     }
     // `/*balance*/` forces the active writeHost (DECISIONS.md item 11; not Mycat's meaning).
     if let Some(rest) = sql.trim_start().strip_prefix("/*balance*/") {
-        return Ok(with_host(route(r, rest, schema)?, HostHint::Master));
+        return Ok(with_host(route(r, rest, schema, None)?, HostHint::Master));
     }
     let stmt = scan::strip(sql);
     if stmt.is_empty() {
@@ -69,7 +75,7 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
         {
             return Ok(Routed::Local(Local::Ok));
         }
-        return route(r, body, schema);
+        return route(r, body, schema, None);
     }
     if let Some(rewrite) = sequence_calls(stmt) {
         return Ok(Routed::Sequence(rewrite));
@@ -101,7 +107,7 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
             {
                 return Err(RouteError::syntax("EXPLAIN of EXPLAIN is not supported"));
             }
-            match route(r, inner, schema)? {
+            match route(r, inner, schema, None)? {
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
                 // The statements that would look for the parent row.
                 Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
@@ -132,7 +138,10 @@ pub(super) fn route(r: &Router, sql: &str, schema: Option<&str>) -> Result<Route
                 true,
             ))
         }
-        _ => parsed(r, stmt, schema),
+        _ => match (cache, schema) {
+            (Some(cache), Some(schema)) => cached(r, stmt, schema, cache),
+            _ => parsed(r, stmt, schema, &mut false),
+        },
     }
 }
 
@@ -168,7 +177,7 @@ fn annotated(
                     a.text
                 )));
             };
-            Ok(with_host(route(r, a.statement, schema)?, host))
+            Ok(with_host(route(r, a.statement, schema, None)?, host))
         }
         "datanode" => {
             let s = require_schema(r, schema)?;
@@ -181,7 +190,7 @@ fn annotated(
             verbatim(r, a.statement, schema, vec![a.value.to_string()], true)
         }
         "sql" => {
-            let Routed::Plan(by) = route(r, a.value, schema)? else {
+            let Routed::Plan(by) = route(r, a.value, schema, None)? else {
                 return Err(RouteError::syntax(format!(
                     "the statement of {} does not route to a fixed set of dataNodes",
                     a.text
@@ -261,7 +270,7 @@ fn verbatim(
         }
         // SHOW and DESC forms the parser does not know: checked by routing them as usual.
         "SHOW" | "DESC" | "DESCRIBE" => {
-            route(r, stmt, schema)?;
+            route(r, stmt, schema, None)?;
             (true, false)
         }
         _ => {
@@ -338,6 +347,16 @@ fn canned_select(stmt: &str) -> Option<Local> {
 /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` [[AS] alias] as the whole statement: the
 /// session's value, labelled by the alias or the expression as written (SPEC §5.15).
 fn last_insert_id(stmt: &str) -> Option<Local> {
+    // Tokenizing every statement to find these two names cost ~19,000 instructions per
+    // statement (callgrind); a statement without either text cannot match.
+    let mentions = |name: &str| {
+        stmt.as_bytes()
+            .windows(name.len())
+            .any(|w| w.eq_ignore_ascii_case(name.as_bytes()))
+    };
+    if !mentions("last_insert_id") && !mentions("@@identity") {
+        return None;
+    }
     let toks = rewrite::tokens(stmt)?;
     let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
     if !toks.first().is_some_and(|t| word(&t.0, "SELECT")) {
@@ -857,7 +876,47 @@ fn parse_form(stmt: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Statements that go through the SQL parser.
-fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
+/// [`parsed`] through the session's plan cache (module `shape`).
+fn cached(
+    r: &Router,
+    stmt: &str,
+    schema: &str,
+    cache: &mut PlanCache,
+) -> Result<Routed, RouteError> {
+    let (Some((key, literals)), Some(s)) =
+        (shape::key_and_literals(schema, stmt), r.schema(schema))
+    else {
+        return parsed(r, stmt, Some(schema), &mut false);
+    };
+    if let Some(plan) = cache.get(&key, &literals, stmt, s) {
+        return Ok(Routed::Plan(plan));
+    }
+    let mut literal_free = false;
+    let routed = parsed(r, stmt, Some(schema), &mut literal_free)?;
+    if let Routed::Plan(plan) = &routed
+        && plan.targets.len() == 1
+        && *plan.targets[0].sql == *stmt
+        && plan.merge.is_none()
+        && plan.fallback.is_empty()
+    {
+        if literal_free {
+            cache.insert(key, plan.clone());
+        } else {
+            cache.learn_point(key, &literals, stmt, s, plan);
+        }
+    }
+    Ok(routed)
+}
+
+/// Parses and routes `stmt`. Sets `literal_free` when the plan cannot depend on the statement's
+/// literals: a SELECT whose first table is undeclared in a schema with a default dataNode
+/// (SPEC §5.4: the whole statement goes there).
+fn parsed(
+    r: &Router,
+    stmt: &str,
+    schema: Option<&str>,
+    literal_free: &mut bool,
+) -> Result<Routed, RouteError> {
     let mut statements = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
         .map_err(|e| RouteError::syntax(e.to_string()))?;
     if statements.len() != 1 {
@@ -932,6 +991,11 @@ fn parsed(r: &Router, stmt: &str, schema: Option<&str>) -> Result<Routed, RouteE
         _ => false,
     };
     let routed = route_parsed(&ctx, &statement, &occurrences)?;
+    *literal_free = matches!(statement, Statement::Query(_))
+        && s.default_node.is_some()
+        && occurrences
+            .first()
+            .is_some_and(|o| ctx.table(&o.name).is_none());
     if returning && matches!(&routed, Routed::Plan(p) if p.targets.len() > 1) {
         return Err(RouteError::syntax(
             "RETURNING from a write to several dataNodes is not supported yet",
