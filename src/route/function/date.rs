@@ -229,6 +229,12 @@ impl PartitionFunction for PartitionByDate {
         Ok(Some(p))
     }
 
+    /// Mycat's range walks every day from `begin` to `end` and collects each day's partition
+    /// (all partitions past the walk limit or for bounds it cannot read): never too narrow.
+    fn route_range(&self, begin: &str, end: &str) -> Result<RangePartitions, PartitionError> {
+        self.calculate_range(begin, end)
+    }
+
     fn calculate_range(&self, begin: &str, end: &str) -> Result<RangePartitions, PartitionError> {
         let (Some(mut day), Some(last)) = (self.dates.parse(begin), self.dates.parse(end)) else {
             return Ok(RangePartitions::All);
@@ -440,6 +446,12 @@ impl PartitionFunction for PartitionByMonth {
     }
 
     fn calculate_range(&self, begin: &str, end: &str) -> Result<RangePartitions, PartitionError> {
+        Ok(self.0.calculate_range(begin, end))
+    }
+
+    /// Every month index from `begin`'s to `end`'s (wrapped as the partitions repeat): the
+    /// partitions any date between can be on.
+    fn route_range(&self, begin: &str, end: &str) -> Result<RangePartitions, PartitionError> {
         Ok(self.0.calculate_range(begin, end))
     }
 

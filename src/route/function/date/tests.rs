@@ -140,6 +140,15 @@ fn partition_by_date_errors_and_ranges() {
         f.calculate_range("0001-01-01", "9999-01-01").unwrap(),
         RangePartitions::All
     );
+    // Routing uses the same walk: every day's partition, so never too narrow.
+    assert_eq!(
+        f.route_range("2014-01-05", "2014-01-25").unwrap(),
+        RangePartitions::Some(vec![0, 1, 2])
+    );
+    assert_eq!(
+        f.route_range(&i64::MIN.to_string(), "2014-01-25").unwrap(),
+        RangePartitions::All
+    );
 
     // Without sBeginDate the period is 0: Mycat divides by zero on every value.
     let f = func(
