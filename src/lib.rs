@@ -12,3 +12,4 @@ pub mod engine;
 pub mod frontend;
 pub mod route;
 pub mod sequence;
+pub mod sqltext;

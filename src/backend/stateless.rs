@@ -13,6 +13,8 @@
 //! session state (`FOUND_ROWS()`, `ROW_COUNT()`, `SHOW WARNINGS`, `@@session...`), so on a
 //! connection that served another client since its last reset it runs only after a reset.
 
+use crate::sqltext::quoted_end;
+
 /// Words that may stand before `(` in a stateless statement: SQL keywords that open a
 /// parenthesised expression or subquery, and built-in functions without side effects. A stored
 /// function is never on it (`db.f(` is refused as a qualified call; built-in names cannot be
@@ -179,28 +181,6 @@ pub fn is_stateless(sql: &str) -> bool {
         }
     }
     !first_word
-}
-
-/// The index just past the quoted string or identifier starting at `start` (MySQL rules:
-/// doubled quotes, and backslash escapes inside string literals).
-fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
-    let q = b[start];
-    let mut i = start + 1;
-    while i < b.len() {
-        if b[i] == b'\\' && q != b'`' {
-            i += 2;
-            continue;
-        }
-        if b[i] == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-                continue;
-            }
-            return Some(i + 1);
-        }
-        i += 1;
-    }
-    None
 }
 
 #[cfg(test)]

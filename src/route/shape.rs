@@ -36,6 +36,7 @@ use sqlparser::parser::Parser;
 
 use super::{Plan, SchemaRoute};
 use crate::config::TableKind;
+use crate::sqltext::quoted_end;
 
 /// Shapes one session keeps at most.
 pub const CAPACITY: usize = 256;
@@ -303,28 +304,6 @@ fn plain_string(content: &[u8]) -> bool {
                 )
                 || (c == b'-' && content.get(i + 1) != Some(&b'-'))
         })
-}
-
-/// The index just past the quoted text starting at `start` (doubled quotes; backslash escapes
-/// outside backquotes), or `None` when it is not closed.
-fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
-    let q = b[start];
-    let mut i = start + 1;
-    while i < b.len() {
-        if b[i] == b'\\' && q != b'`' {
-            i += 2;
-            continue;
-        }
-        if b[i] == q {
-            if b.get(i + 1) == Some(&q) {
-                i += 2;
-                continue;
-            }
-            return Some(i + 1);
-        }
-        i += 1;
-    }
-    None
 }
 
 #[cfg(test)]
