@@ -327,6 +327,10 @@ relay_log_index = $dir/data/$name-relay-bin.index
 binlog_format = ROW
 log_slave_updates = ON
 sync_binlog = 0
+# Test runs stream millions of rows: rotate binary logs often and drop them after an hour, so
+# the sandbox does not fill the disk (it once did, breaking the replica).
+max_binlog_size = 64M
+binlog_expire_logs_seconds = 3600
 slave_net_timeout = 10
 lower_case_table_names = 1
 character-set-server = utf8mb4
