@@ -11,13 +11,18 @@ use mysql_async::prelude::Queryable;
 
 const ROWS: u64 = 1_000_000;
 
-fn rss_kib(pid: u32) -> u64 {
+/// A `/proc/PID/status` field in KiB (`VmRSS:` now, `VmHWM:` the peak so far).
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,12 +64,7 @@ async fn a_million_row_select_is_streamed_not_buffered() {
     drop(result);
     let elapsed = t.elapsed();
     // The kernel's high-water mark covers the whole run, so no sample can miss the peak.
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let peak: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let peak = status_kib(pid, "VmHWM:");
     drop(gateway);
     assert_eq!(count, ROWS);
     assert_eq!(last, ROWS as u32);
@@ -131,12 +131,7 @@ async fn a_cross_node_order_by_is_merged_as_it_streams() {
     }
     drop(result);
     let elapsed = t.elapsed();
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let peak: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+    let peak = status_kib(pid, "VmHWM:");
     drop(gateway);
     assert_eq!(count, 3 * PER_NODE);
     let growth_mib = (peak.saturating_sub(idle)) as f64 / 1024.0;
