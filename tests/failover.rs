@@ -517,3 +517,103 @@ async fn measure_failover_times() {
         times[times.len() - 1]
     );
 }
+
+/// Waits until one of `servers` runs a statement containing `marker` (its processlist shows it),
+/// then kills that server with SIGKILL; returns its port.
+async fn kill_the_one_running(servers: &mut [&mut Throwaway], marker: &str) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        for s in servers.iter_mut() {
+            let mut c = s.conn(None).await;
+            let n: Option<i64> = c
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
+                ))
+                .await
+                .unwrap();
+            drop(c);
+            if n.unwrap_or(0) > 0 {
+                let port = s.port;
+                s.kill();
+                return port;
+            }
+        }
+        assert!(Instant::now() < deadline, "no server ran {marker}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_whose_server_dies_mid_statement_is_retried_on_another_host() {
+    let (a, mut b) = pair("mid").await;
+    // A heartbeat too slow to notice the kill: only the statement's own failure can.
+    let dir = config(
+        r#"balance="1""#,
+        &format!(
+            "<heartbeat>select user()</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
+            a.port,
+            host("readHost", "b", &b)
+        ),
+    );
+    let port = start_gateway(dir.path()).await;
+    let mut c = client(port).await;
+    wait_reads_on(&mut c, b.port, Duration::from_secs(10)).await;
+    // The readHost dies while it runs the read; the client sees the writeHost's answer, no error.
+    let read = c.query_first::<(i64, u16), _>("SELECT SLEEP(1.5) AS h5mid_marker, @@port");
+    let mut servers = [&mut b];
+    let (answer, killed) = tokio::join!(read, kill_the_one_running(&mut servers, "h5mid_marker"));
+    assert_eq!(killed, b.port);
+    assert_eq!(answer.unwrap(), Some((0, a.port)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_or_a_transaction_whose_server_dies_mid_statement_is_not_retried() {
+    // writeType 1: both servers take writes, so a retried write would land on the survivor.
+    let (mut a, mut b) = pair("nort").await;
+    let dir = config(
+        r#"balance="0" writeType="1""#,
+        &format!(
+            "<heartbeat>select 1</heartbeat>{}{}",
+            host("writeHost", "a", &a),
+            host("writeHost", "b", &b)
+        ),
+    );
+    let port = start_gateway(dir.path()).await;
+    let mut c = client(port).await;
+    let write =
+        c.query_drop("INSERT INTO t (id) SELECT 7 FROM DUAL WHERE SLEEP(1.5) = 0 /* h5nort_w */");
+    let mut servers = [&mut a, &mut b];
+    let (result, killed) = tokio::join!(write, kill_the_one_running(&mut servers, "h5nort_w"));
+    let e = result.expect_err("a write whose server died must fail, not run again elsewhere");
+    eprintln!("write on {killed} failed: {e}");
+    let survivor = if killed == a.port { &b } else { &a };
+    assert!(
+        !ids(survivor).await.contains(&7),
+        "the write was retried on the survivor"
+    );
+
+    if killed == a.port {
+        a.restart().await;
+    } else {
+        b.restart().await;
+    }
+
+    // In a transaction, a read whose server dies fails too: a retry elsewhere would read outside
+    // the transaction. (balance 2 would send a retried read to the other server.)
+    let dir = config(
+        r#"balance="2" writeType="1""#,
+        &format!(
+            "<heartbeat>select 1</heartbeat>{}{}",
+            host("writeHost", "a", &a),
+            host("writeHost", "b", &b)
+        ),
+    );
+    let port = start_gateway(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("BEGIN").await.unwrap();
+    let read = c.query_first::<(i64, u16), _>("SELECT SLEEP(1.5) AS h5nort_t, @@port");
+    let mut servers = [&mut a, &mut b];
+    let (result, killed) = tokio::join!(read, kill_the_one_running(&mut servers, "h5nort_t"));
+    let e = result.expect_err("a read in a transaction whose server died must fail");
+    eprintln!("read in a transaction on {killed} failed: {e}");
+}

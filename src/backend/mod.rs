@@ -118,6 +118,9 @@ impl BackendError {
 /// it to the pool.
 #[async_trait]
 pub trait BackendConn: Send + Sync {
+    /// The server's `host:port` (the [`Backend::address`] of the pool it came from).
+    fn address(&self) -> &str;
+
     /// Makes `database` the connection's current database (a no-op when it already is).
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError>;
 

@@ -29,7 +29,7 @@ pub struct MysqlSettings {
 
 /// A pooled MySQL server.
 pub struct MysqlBackend {
-    address: String,
+    address: Arc<str>,
     pool: Pool<Manager>,
 }
 
@@ -61,6 +61,7 @@ impl MysqlBackend {
             connect_timeout: settings.connect_timeout,
             address: address.clone(),
         };
+        let address: Arc<str> = address.into();
         let pool = Pool::builder(manager)
             .max_size(settings.max_connections)
             .wait_timeout(Some(settings.wait_timeout))
@@ -79,6 +80,7 @@ impl Backend for MysqlBackend {
         match self.pool.get().await {
             Ok(conn) => Ok(Box::new(PooledConn {
                 conn: Holder::Pooled(conn),
+                address: self.address.clone(),
             })),
             Err(PoolError::Backend(e)) => Err(e),
             Err(PoolError::Timeout(kind)) => Err(BackendError::Timeout(format!(
@@ -112,6 +114,7 @@ impl Backend for MysqlBackend {
         let conn = self.pool.manager().create().await?;
         Ok(Box::new(PooledConn {
             conn: Holder::Direct(conn),
+            address: self.address.clone(),
         }))
     }
 
@@ -240,6 +243,8 @@ impl managed::Manager for Manager {
 
 struct PooledConn {
     conn: Holder,
+    /// The server's `host:port`.
+    address: Arc<str>,
 }
 
 /// A connection checked out of the pool, or one opened beside it ([`Backend::connect`]).
@@ -269,6 +274,10 @@ impl std::ops::DerefMut for Holder {
 
 #[async_trait]
 impl BackendConn for PooledConn {
+    fn address(&self) -> &str {
+        &self.address
+    }
+
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
         if self.conn.database.as_deref() == Some(database) {
             return Ok(());

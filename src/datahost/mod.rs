@@ -543,6 +543,32 @@ impl Cluster {
         tracing::warn!(node, error = %e, next = %second.name, "read retried on another server");
         connect(node, n, second).await
     }
+
+    /// A connection for `node` to run a read again after the connection to the server at
+    /// `failed` (`host:port`, [`BackendConn::address`]) broke mid-statement: on another server
+    /// eligible for `intent`, or on the same one when no other may take the read (a pooled
+    /// connection the server dropped is then replaced by a fresh one). Only for reads outside a
+    /// transaction: the caller never calls it for a write, which is never retried silently.
+    ///
+    /// Errors: as [`Cluster::acquire_for`].
+    pub async fn acquire_instead(
+        &self,
+        node: &str,
+        intent: Intent,
+        failed: &str,
+    ) -> Result<Box<dyn BackendConn>, DatahostError> {
+        let Some(n) = self.nodes.get(node) else {
+            return self.acquire_for(node, intent).await;
+        };
+        let excluded = n
+            .host
+            .sources()
+            .map(|(_, s)| s)
+            .find(|s| s.backend.address() == failed);
+        let next = n.host.choose(intent, excluded);
+        tracing::warn!(node, failed, next = %next.name, "read retried after its connection broke");
+        connect(node, n, next).await
+    }
 }
 
 /// A connection to `source` for dataNode `n`, its database selected.

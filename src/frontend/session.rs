@@ -848,6 +848,56 @@ impl Session {
                 Err(e) => Err(e),
             }
         };
+        // A read outside a transaction whose connection broke before its result began (the
+        // server died or dropped a pooled connection) runs once more, on another eligible server
+        // for the failed node. Nothing has reached the client yet. Writes and statements in a
+        // transaction are never retried: the client gets the error.
+        let finished = match finished {
+            Err(e) if !transactional && plan.read_only && e.source.is_closed() => {
+                let failed = plan
+                    .targets
+                    .iter()
+                    .position(|t| t.node == e.node)
+                    .and_then(|i| fresh.get(i))
+                    .map(|c| c.address().to_string())
+                    .unwrap_or_default();
+                tracing::warn!(connection = id, error = %e, "read retried after its connection broke");
+                // The first attempt's connections go back to their pools (reset there).
+                fresh.clear();
+                let want = intent(&plan);
+                let acquired = futures::future::join_all(plan.targets.iter().map(|t| {
+                    let failed = (t.node == e.node).then_some(failed.as_str());
+                    let cluster = &server.cluster;
+                    async move {
+                        match failed {
+                            Some(a) => cluster.acquire_instead(&t.node, want, a).await,
+                            None => cluster.acquire_for(&t.node, want).await,
+                        }
+                    }
+                }))
+                .await;
+                for a in acquired {
+                    match a {
+                        Ok(c) => fresh.push(c),
+                        Err(e) => return self.error(w, e.into()).await,
+                    }
+                }
+                for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                    if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                        return self.error(w, e).await;
+                    }
+                }
+                let conns = fresh.iter_mut().map(|b| b.as_mut()).collect();
+                match engine::execute(&plan, conns).await {
+                    Ok(Output::Rows { columns, rows }) => {
+                        return stream_rows(w, &columns, rows, &slot).await;
+                    }
+                    Ok(Output::Ok(ok)) => Ok(ok),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        };
         match finished {
             Err(e) => {
                 self.next_insert_id = None;

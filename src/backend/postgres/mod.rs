@@ -297,6 +297,10 @@ impl PgConn {
 
 #[async_trait]
 impl BackendConn for PgConn {
+    fn address(&self) -> &str {
+        &self.shared.address
+    }
+
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
         if self.conn.as_ref().is_some_and(|c| c.database == database) {
             return Ok(());
