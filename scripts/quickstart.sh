@@ -2,7 +2,7 @@
 #
 # scripts/quickstart.sh — from a fresh clone to a running manx gateway:
 #   1. start the sandbox backends (scripts/sandbox.sh start: MariaDB primary
-#      13306 + replica 13307, PostgreSQL 15432, under target/sandbox/),
+#      13306 + replica 13307 + standby 13308, PostgreSQL 15432, under target/sandbox/),
 #   2. cargo build --release,
 #   3. exec target/release/manx --conf <repo>  (runs in the foreground; Ctrl-C
 #      stops the gateway, the sandbox keeps running: scripts/sandbox.sh stop).
@@ -22,7 +22,7 @@ cat <<'EOF'
 
 ==> starting manx (Ctrl-C to stop). Connect with:
       mysql -h127.0.0.1 -P8066 -uroot -p123456 TESTDB
-    Backends: MariaDB 127.0.0.1:13306 (primary) / 13307 (replica), PostgreSQL
+    Backends: MariaDB 127.0.0.1:13306 (primary) / 13307 (replica) / 13308 (standby), PostgreSQL
     127.0.0.1:15432, all as manx/manx; stop them with scripts/sandbox.sh stop.
 
 EOF

@@ -11,6 +11,9 @@
 # Servers (all bound to 127.0.0.1 only):
 #   primary  MariaDB, port 13306, server_id=1, binlog on
 #   replica  MariaDB, port 13307, server_id=2, GTID replica of the primary
+#   standby  MariaDB, port 13308, server_id=3, GTID replica of the primary with
+#            log_slave_updates: the standby writeHost of the bundled schema.xml
+#            (switchType=1), which a gateway switches to when the primary dies
 #   pg       PostgreSQL, port 15432
 #
 # Credentials:
@@ -25,6 +28,7 @@
 # Everything lives under $MANX_SANDBOX_DIR (default: <repo>/target/sandbox):
 #   <dir>/primary/{my.cnf,data/,mariadbd.sock,mariadbd.pid,error.log}
 #   <dir>/replica/{...same...}
+#   <dir>/standby/{...same...}
 #   <dir>/pg/                PostgreSQL data dir (+ server.log, unix socket);
 #                            may be a symlink, see pg_prepare_dir()
 #   <dir>/.state/            "initialisation done" marker files
@@ -53,6 +57,7 @@ LOCK_FILE=$SB/.lock
 
 PRIMARY_PORT=13306
 REPLICA_PORT=13307
+STANDBY_PORT=13308
 PG_PORT=15432
 START_TIMEOUT=${MANX_SANDBOX_TIMEOUT:-60}
 STOP_TIMEOUT=30
@@ -128,6 +133,7 @@ locate_binaries() {
     MARIADBD=$(find_bin mariadbd mysqld || true)
     INSTALL_DB=$(find_bin mariadb-install-db mysql_install_db || true)
     MYSQL=$(find_bin mariadb mysql || true)
+    MYSQLDUMP=$(find_bin mariadb-dump mysqldump || true)
     PGBIN=$(find_pg_bindir || true)
     PSQL=""
     PG_ISREADY=""
@@ -140,7 +146,7 @@ locate_binaries() {
 missing_packages() {
     local pkgs=()
     [[ -n $MARIADBD && -n $INSTALL_DB ]] || pkgs+=(mariadb-server)
-    [[ -n $MYSQL ]] || pkgs+=(mariadb-client)
+    [[ -n $MYSQL && -n $MYSQLDUMP ]] || pkgs+=(mariadb-client)
     [[ -n $PGBIN ]] || pkgs+=(postgresql)
     [[ -n $PSQL && -n $PG_ISREADY ]] || pkgs+=(postgresql-client)
     echo "${pkgs[*]}"
@@ -268,8 +274,8 @@ run_parallel() {
 # MariaDB
 # ---------------------------------------------------------------------------
 
-my_port() { case $1 in primary) echo "$PRIMARY_PORT" ;; replica) echo "$REPLICA_PORT" ;; esac; }
-my_server_id() { case $1 in primary) echo 1 ;; replica) echo 2 ;; esac; }
+my_port() { case $1 in primary) echo "$PRIMARY_PORT" ;; replica) echo "$REPLICA_PORT" ;; standby) echo "$STANDBY_PORT" ;; esac; }
+my_server_id() { case $1 in primary) echo 1 ;; replica) echo 2 ;; standby) echo 3 ;; esac; }
 my_dir() { echo "$SB/$1"; }
 my_cnf() { echo "$SB/$1/my.cnf"; }
 my_pidfile() { echo "$SB/$1/mariadbd.pid"; }
@@ -424,6 +430,21 @@ my_stop() {
     fi
 }
 
+# The sandbox's accounts (manx/manx, repl/repl), idempotent.
+my_accounts_sql() {
+    local host h
+    host=$(hostname 2>/dev/null || echo localhost)
+    # (no anonymous accounts are created by 10.11's install-db; just in case)
+    echo "DROP USER IF EXISTS ''@'localhost';
+DROP USER IF EXISTS ''@'$host';"
+    for h in '%' '127.0.0.1' 'localhost'; do
+        echo "CREATE USER IF NOT EXISTS 'manx'@'$h' IDENTIFIED BY 'manx';
+GRANT ALL PRIVILEGES ON *.* TO 'manx'@'$h' WITH GRANT OPTION;"
+    done
+    echo "CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'repl';
+GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';"
+}
+
 # Accounts and databases, on the primary only (they reach the replica through
 # the binlog). Runs once, before the replica is attached; everything is
 # idempotent (IF NOT EXISTS) because the replica replays the binlog from its
@@ -431,21 +452,9 @@ my_stop() {
 my_setup_primary() {
     [[ -e $STATE/primary.setup ]] && return 0
     log "primary: creating accounts and databases"
-    local sql host h db
-    host=$(hostname 2>/dev/null || echo localhost)
-    # (no anonymous accounts are created by 10.11's install-db; just in case)
+    local sql db
     sql="RESET MASTER;
-DROP USER IF EXISTS ''@'localhost';
-DROP USER IF EXISTS ''@'$host';
-"
-    for h in '%' '127.0.0.1' 'localhost'; do
-        sql+="CREATE USER IF NOT EXISTS 'manx'@'$h' IDENTIFIED BY 'manx';
-GRANT ALL PRIVILEGES ON *.* TO 'manx'@'$h' WITH GRANT OPTION;
-"
-    done
-    sql+="CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'repl';
-GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';
-"
+$(my_accounts_sql)"
     for db in "${MY_DATABASES[@]}"; do
         sql+="CREATE DATABASE IF NOT EXISTS \`$db\` CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci;
 "
@@ -467,27 +476,39 @@ my_load_sample() {
     echo "$sum" >"$STATE/sample.sha1"
 }
 
-# Attach the replica to the primary (once). With an empty gtid_slave_pos the
-# replica starts at the beginning of the primary's binlog (which was RESET
-# right before the accounts were created), so it receives everything.
+# Attach replica or standby ($1) to the primary (once). With an empty
+# gtid_slave_pos it starts at the beginning of the primary's binlog (which was
+# RESET right before the accounts were created), so it receives everything.
+# When the primary's first binary logs have expired (a sandbox older than
+# binlog_expire_logs_seconds gaining the standby), it is seeded with a dump of
+# the primary's databases taken at a consistent GTID position instead.
 my_setup_replica() {
-    [[ -e $STATE/replica.setup ]] && return 0
-    log "replica: configuring GTID replication from 127.0.0.1:$PRIMARY_PORT"
-    my_sql replica -e "STOP SLAVE;
-RESET SLAVE ALL;
-RESET MASTER;
-SET GLOBAL gtid_slave_pos = '';
-CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT,
+    local name=$1 first dbs
+    [[ -e $STATE/$name.setup ]] && return 0
+    my_sql "$name" -e "STOP SLAVE; RESET SLAVE ALL; RESET MASTER; SET GLOBAL gtid_slave_pos = '';" ||
+        die "$name: cannot reset replication state"
+    first=$(my_sql primary -e 'SHOW BINARY LOGS' | head -n1 | cut -f1)
+    if [[ -n $first && $first != *-bin.000001 ]]; then
+        log "$name: the primary's first binary logs expired; seeding from a dump of the primary"
+        dbs=$(my_sql primary -e "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME NOT IN ('mysql','information_schema','performance_schema','sys')" | tr '\n' ' ')
+        my_sql "$name" -e "SET sql_log_bin = 0; $(my_accounts_sql)" || die "$name: account setup failed"
+        # shellcheck disable=SC2086 # one word per database
+        "$MYSQLDUMP" --no-defaults --protocol=socket --socket="$(my_sock primary)" -u"$MY_ADMIN" \
+            --single-transaction --gtid --master-data=1 --routines --events --databases $dbs |
+            my_sql "$name" || die "$name: loading the dump of the primary failed"
+    fi
+    log "$name: configuring GTID replication from 127.0.0.1:$PRIMARY_PORT"
+    my_sql "$name" -e "CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$PRIMARY_PORT,
   MASTER_USER='repl', MASTER_PASSWORD='repl',
   MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
-START SLAVE;" || die "replica: CHANGE MASTER failed"
-    touch "$STATE/replica.setup"
+START SLAVE;" || die "$name: CHANGE MASTER failed"
+    touch "$STATE/$name.setup"
 }
 
-# Prints "IO SQL" (e.g. "Yes Yes") of the replica, or "- -".
+# Prints "IO SQL" (e.g. "Yes Yes") of replica or standby ($1), or "- -".
 my_slave_state() {
     local out
-    out=$(my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' 2>/dev/null) || { echo "- -"; return 0; }
+    out=$(my_sql "$1" --column-names -e 'SHOW SLAVE STATUS\G' 2>/dev/null) || { echo "- -"; return 0; }
     awk -F': ' '
         $1 ~ /^ *Slave_IO_Running$/  { io = $2 }
         $1 ~ /^ *Slave_SQL_Running$/ { sq = $2 }
@@ -495,41 +516,41 @@ my_slave_state() {
 }
 
 # Bounded wait until Slave_IO_Running = Slave_SQL_Running = Yes, then until
-# the replica has applied everything the primary has logged so far.
+# replica or standby ($1) has applied everything the primary has logged so far.
 my_check_replication() {
-    local deadline state kicked=0 pos res
+    local name=$1 deadline state kicked=0 pos res
     deadline=$((SECONDS + REPL_TIMEOUT))
     while :; do
-        state=$(my_slave_state)
+        state=$(my_slave_state "$name")
         [[ $state == "Yes Yes" ]] && break
-        if [[ $state == *" No" ]] && my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_SQL_Error: .+'; then
+        if [[ $state == *" No" ]] && my_sql "$name" --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_SQL_Error: .+'; then
             # the applier stopped on an error: waiting won't help
-            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
-            die "replica: replication SQL thread stopped with an error (see Last_SQL_Error above); '$0 reset' rebuilds the sandbox"
+            my_sql "$name" --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            die "$name: replication SQL thread stopped with an error (see Last_SQL_Error above); '$0 reset' rebuilds the sandbox"
         fi
         if [[ $state == "No No" || $state == "No Yes" || $state == "Yes No" ]] && ((!kicked)) &&
-            ! my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_(IO|SQL)_Error: .+'; then
+            ! my_sql "$name" --column-names -e 'SHOW SLAVE STATUS\G' | grep -qE 'Last_(IO|SQL)_Error: .+'; then
             # stopped without an error (someone ran STOP SLAVE): restart it
-            log "replica: replication threads stopped ($state), starting them"
-            my_sql replica -e 'START SLAVE' || true
+            log "$name: replication threads stopped ($state), starting them"
+            my_sql "$name" -e 'START SLAVE' || true
             kicked=1
         fi
         if ((SECONDS >= deadline)); then
-            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
-            show_log "$(my_errlog replica)"
-            die "replica: replication not running after ${REPL_TIMEOUT}s (IO/SQL: $state)"
+            my_sql "$name" --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            show_log "$(my_errlog "$name")"
+            die "$name: replication not running after ${REPL_TIMEOUT}s (IO/SQL: $state)"
         fi
         sleep 0.2
     done
     pos=$(my_sql primary -e 'SELECT @@GLOBAL.gtid_binlog_pos') || die "primary: cannot read gtid_binlog_pos"
     if [[ -n $pos ]]; then
-        res=$(my_sql replica -e "SELECT MASTER_GTID_WAIT('$pos', $REPL_TIMEOUT)") || res=error
+        res=$(my_sql "$name" -e "SELECT MASTER_GTID_WAIT('$pos', $REPL_TIMEOUT)") || res=error
         if [[ $res != 0 ]]; then
-            my_sql replica --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
-            die "replica: did not catch up with primary position $pos within ${REPL_TIMEOUT}s"
+            my_sql "$name" --column-names -e 'SHOW SLAVE STATUS\G' >&2 || true
+            die "$name: did not catch up with primary position $pos within ${REPL_TIMEOUT}s"
         fi
     fi
-    log "replica: replication running (Slave_IO_Running=Yes, Slave_SQL_Running=Yes, at $pos)"
+    log "$name: replication running (Slave_IO_Running=Yes, Slave_SQL_Running=Yes, at $pos)"
 }
 
 # ---------------------------------------------------------------------------
@@ -804,6 +825,7 @@ take_lock() {
 
 start_primary() { my_init primary; my_start primary; }
 start_replica() { my_init replica; my_start replica; }
+start_standby() { my_init standby; my_start standby; }
 # A role whose password is stored and checked as MD5 (the sandbox's other roles use
 # SCRAM-SHA-256), for tests of both password methods. Idempotent: sandboxes initialised
 # before this role existed get the pg_hba.conf line (then a reload) and the role.
@@ -848,11 +870,13 @@ cmd_start() {
     # Initialise (first time) and start the three servers concurrently; each
     # job waits for its server to answer (bounded by START_TIMEOUT). The PG
     # job also creates its role/databases; MariaDB setup needs both servers.
-    run_parallel start_primary start_replica start_pg || die "start failed (see messages above)"
+    run_parallel start_primary start_replica start_standby start_pg || die "start failed (see messages above)"
     my_setup_primary
     my_load_sample
-    my_setup_replica
-    my_check_replication
+    my_setup_replica replica
+    my_setup_replica standby
+    my_check_replication replica
+    my_check_replication standby
     log "sandbox ready in $((SECONDS - t0))s ($SB)"
     print_status || true
 }
@@ -861,12 +885,13 @@ cmd_stop() {
     take_lock
     locate_binaries
     pg_resolve_dir
-    # all three at once (a MariaDB shutdown alone takes ~1.5 s)
-    run_parallel stop_replica stop_primary pg_stop
+    # all four at once (a MariaDB shutdown alone takes ~1.5 s)
+    run_parallel stop_replica stop_standby stop_primary pg_stop
 }
 
 stop_primary() { my_stop primary; }
 stop_replica() { my_stop replica; }
+stop_standby() { my_stop standby; }
 
 cmd_reset() {
     cmd_stop || die "could not stop all servers; not deleting $SB"
@@ -892,13 +917,13 @@ cmd_reset() {
 # One line per server: name, address, up/down, pid. Returns 0 iff all up.
 print_status() {
     local all=0 pid state extra name port
-    for name in primary replica; do
+    for name in primary replica standby; do
         port=$(my_port "$name"); extra=""
         if pid=$(my_pid "$name"); then
             if [[ -n ${MYSQL:-} ]] && my_ping "$name"; then state=up; else state=down; all=1; extra=" (process alive but not answering)"; fi
-            if [[ $name == replica && $state == up ]]; then
+            if [[ $name != primary && $state == up ]]; then
                 local io sq
-                read -r io sq <<<"$(my_slave_state)"
+                read -r io sq <<<"$(my_slave_state "$name")"
                 extra=" (Slave_IO_Running=$io Slave_SQL_Running=$sq)"
             fi
         else
