@@ -236,10 +236,11 @@ fn users_must_name_existing_schemas_and_hosts_need_their_attributes() {
     assert!(e.contains(&format!("server.xml:{line}: <user name=\"user\">: schema NOPE referred by user user does not exist")), "{e}");
     let dir = bundled_with("schema.xml", |s| {
         s.replace("maxCon=\"100\"", "maxCon=\"many\"")
-            .replace("writeType=\"0\"", "writeType=\"2\"")
+            .replace("writeType=\"0\"", "writeType=\"2\" balanceType=\"3\"")
     });
     let e = errors(dir.path());
     assert!(e.contains("maxCon 'many' is not an integer"), "{e}");
+    assert!(e.contains("balanceType 3 is not one of 0, 1, 2"), "{e}");
     assert!(
         e.contains("writeType=\"2\" fails every write in Mycat and is refused"),
         "{e}"

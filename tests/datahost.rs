@@ -468,3 +468,67 @@ async fn max_con_exhausted_by_transactions_gives_an_error_after_the_wait_not_a_h
     c3.query_drop("SELECT 1").await.unwrap();
     t2.query_drop("ROLLBACK").await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_type_1_is_a_smooth_weighted_round_robin() {
+    // balance 2 over the writeHost (weight 1) and the readHost (weight 2): every 3 reads, one on
+    // the master and two on the replica, never two on the master in a row. (Weighted random
+    // gives exactly 10 of 30 on the master about one time in seven.)
+    let f = Fixture::start(
+        "h5rr",
+        rw_extra(
+            "h5rr",
+            r#"balance="2" balanceType="1""#,
+            r#"weight="1""#,
+            &replica_xml(2),
+        ),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    wait_for_port(&mut c, PRIMARY_PORT).await;
+    let seen = ports(&mut c, 30).await;
+    let on_primary = seen.iter().filter(|p| **p == PRIMARY_PORT).count();
+    assert_eq!(on_primary, 10, "{seen:?}");
+    assert!(
+        seen.windows(2)
+            .all(|w| !(w[0] == PRIMARY_PORT && w[1] == PRIMARY_PORT)),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn balance_type_2_reads_the_server_with_the_fewest_connections_in_use() {
+    // Equal weights (a weight-0 server never gets a read under balanceType 1 or 2).
+    let f = Fixture::start(
+        "h5la",
+        rw_extra(
+            "h5la",
+            r#"balance="2" balanceType="2""#,
+            r#"weight="1""#,
+            &replica_xml(1),
+        ),
+    )
+    .await;
+    let mut c = rw_client(&f).await;
+    wait_for_port(&mut c, REPLICA_PORT).await;
+    wait_for_port(&mut c, PRIMARY_PORT).await;
+    // A transaction holds a connection to the master: reads go to the replica.
+    let mut holder = rw_client(&f).await;
+    holder.query_drop("BEGIN").await.unwrap();
+    holder
+        .query_drop("SELECT COUNT(*) FROM company")
+        .await
+        .unwrap();
+    assert!(ports(&mut c, 20).await.iter().all(|p| *p == REPLICA_PORT));
+    holder.query_drop("COMMIT").await.unwrap();
+    // A long read held on the replica (db_type=slave): reads go to the master meanwhile.
+    let long = holder.query_drop("/*#mycat:db_type=slave*/ SELECT SLEEP(2)");
+    let reads = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        ports(&mut c, 10).await
+    };
+    let (held, seen) = tokio::join!(long, reads);
+    held.unwrap();
+    assert!(seen.iter().all(|p| *p == PRIMARY_PORT), "{seen:?}");
+}

@@ -160,4 +160,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// `host:port`, for messages and logs.
     fn address(&self) -> &str;
+
+    /// Connections checked out of the pool now (Mycat's "active" count, which
+    /// `balanceType="2"` compares).
+    fn in_use(&self) -> usize;
 }

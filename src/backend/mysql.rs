@@ -127,6 +127,11 @@ impl Backend for MysqlBackend {
     fn address(&self) -> &str {
         &self.address
     }
+
+    fn in_use(&self) -> usize {
+        let s = self.pool.status();
+        s.size.saturating_sub(s.available)
+    }
 }
 
 /// A connection checked out again within this time skips the liveness round trip (when it needs

@@ -308,6 +308,9 @@ pub struct DataHostConfig {
     pub min_con: usize,
     /// Read balancing mode 0-3 (SPEC §4.3).
     pub balance: i32,
+    /// `balanceType` [1.6.7], default 0: how a read picks among its candidates (SPEC §4.4):
+    /// 0 weighted random, 1 smooth weighted round robin, 2 least active connections.
+    pub balance_type: u8,
     /// `writeType`, default 0.
     pub write_type: i32,
     /// `switchType`, default -1 (Mycat's code default, DECISIONS.md item 6).

@@ -433,8 +433,9 @@ fn load_data_host(
             "tempReadHostAvailable",
             "maxRetryCount",
             "notSwitch",
+            "balanceType",
         ],
-        &["balanceType", "filters", "logTime", "slaveIDs"],
+        &["filters", "logTime", "slaveIDs"],
         warnings,
     );
     let name = h.attr("name").unwrap_or("").to_string();
@@ -477,6 +478,7 @@ fn load_data_host(
     // Mycat: `Integer.parseInt(value) > 0`; a non-integer fails start-up (SPEC §1.7).
     let temp_read_host_available = int_attr("tempReadHostAvailable", Some(0)) > 0;
     let max_retry_count = int_attr("maxRetryCount", Some(3));
+    let balance_type = int_attr("balanceType", Some(0));
     if max_con < 1 || min_con < 0 || min_con > max_con {
         errors.push(ConfigError::new(
             &h.origin,
@@ -498,6 +500,13 @@ fn load_data_host(
             &h.origin,
             element.clone(),
             format!("balance {balance} is not one of 0, 1, 2, 3"),
+        ));
+    }
+    if !(0..=2).contains(&balance_type) {
+        errors.push(ConfigError::new(
+            &h.origin,
+            element.clone(),
+            format!("balanceType {balance_type} is not one of 0, 1, 2"),
         ));
     }
     if write_type == 2 {
@@ -555,6 +564,7 @@ fn load_data_host(
         max_con: max_con as usize,
         min_con: min_con as usize,
         balance: balance as i32,
+        balance_type: balance_type as u8,
         write_type: write_type as i32,
         switch_type: switch_type as i32,
         slave_threshold,

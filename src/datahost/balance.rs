@@ -3,7 +3,7 @@
 
 /// One server of a dataHost: a writeHost (`read: None`) or readHost `read` of writeHost `write`
 /// (indexes in document order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SourceId {
     pub write: usize,
     pub read: Option<usize>,
@@ -122,6 +122,55 @@ pub fn pick(weights: &[u32], draw: u64) -> Option<usize> {
     None
 }
 
+/// Mycat 1.6.7's `balanceType=1` pick (SPEC §4.4): smooth weighted round robin. `current` is
+/// the dataHost's running state (one counter per server, kept between calls). Each call adds
+/// every candidate's weight to its counter, picks the largest counter (the first on a tie) and
+/// takes the total weight off it, so weights 1:2 give the order b, a, b, b, a, b, ... with no
+/// burst on the heavier server. Candidates of weight 0 are skipped; `None` when none is left
+/// (the caller then picks uniformly, as Mycat does). Returns an index into `candidates`.
+pub fn pick_round_robin(
+    candidates: &[(SourceId, u32)],
+    current: &mut std::collections::HashMap<SourceId, i64>,
+) -> Option<usize> {
+    let mut total = 0i64;
+    let mut best: Option<(usize, i64)> = None;
+    for (i, (id, weight)) in candidates.iter().enumerate() {
+        if *weight == 0 {
+            continue;
+        }
+        let w = i64::from(*weight);
+        total += w;
+        let c = current.entry(*id).or_insert(0);
+        *c += w;
+        if best.is_none_or(|(_, b)| *c > b) {
+            best = Some((i, *c));
+        }
+    }
+    let (i, _) = best?;
+    if let Some(c) = current.get_mut(&candidates[i].0) {
+        *c -= total;
+    }
+    Some(i)
+}
+
+/// Mycat 1.6.7's `balanceType=2` pick (SPEC §4.4): the candidate with the fewest connections in
+/// use (`active[i]` for `weights[i]`), ties broken by [`pick`]'s weighted random with `draw`.
+/// Candidates of weight 0 are skipped; `None` when none is left (the caller then picks
+/// uniformly). Returns an index into `weights`.
+pub fn pick_least_active(weights: &[u32], active: &[usize], draw: u64) -> Option<usize> {
+    let least = weights
+        .iter()
+        .zip(active)
+        .filter(|(w, _)| **w > 0)
+        .map(|(_, a)| *a)
+        .min()?;
+    let tied: Vec<usize> = (0..weights.len())
+        .filter(|&i| weights[i] > 0 && active[i] == least)
+        .collect();
+    let tied_weights: Vec<u32> = tied.iter().map(|&i| weights[i]).collect();
+    pick(&tied_weights, draw).map(|k| tied[k])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +258,50 @@ mod tests {
         // Weighted: [1, 0, 3] over a total of 4; weight 0 is never chosen.
         let picks: Vec<_> = (0..8).map(|d| pick(&[1, 0, 3], d).unwrap()).collect();
         assert_eq!(picks, [0, 2, 2, 2, 0, 2, 2, 2]);
+    }
+
+    fn sid(w: usize) -> SourceId {
+        SourceId {
+            write: w,
+            read: None,
+        }
+    }
+
+    #[test]
+    fn round_robin_is_smooth_and_follows_the_weights() {
+        let c = [(sid(0), 1), (sid(1), 2)];
+        let mut state = std::collections::HashMap::new();
+        let order: Vec<usize> = (0..6)
+            .map(|_| pick_round_robin(&c, &mut state).unwrap())
+            .collect();
+        assert_eq!(order, [1, 0, 1, 1, 0, 1]);
+        let c = [(sid(0), 5), (sid(1), 1), (sid(2), 1)];
+        let mut state = std::collections::HashMap::new();
+        let order: Vec<usize> = (0..7)
+            .map(|_| pick_round_robin(&c, &mut state).unwrap())
+            .collect();
+        // nginx's classic example: a a b a c a a (never five in a row).
+        assert_eq!(order, [0, 0, 1, 0, 2, 0, 0]);
+    }
+
+    #[test]
+    fn round_robin_skips_weight_zero_and_gives_up_when_all_are_zero() {
+        let mut state = std::collections::HashMap::new();
+        let c = [(sid(0), 0), (sid(1), 3)];
+        assert!((0..5).all(|_| pick_round_robin(&c, &mut state) == Some(1)));
+        assert_eq!(pick_round_robin(&[(sid(0), 0)], &mut state), None);
+        assert_eq!(pick_round_robin(&[], &mut state), None);
+    }
+
+    #[test]
+    fn least_active_prefers_the_idlest_and_breaks_ties_by_weight() {
+        assert_eq!(pick_least_active(&[1, 1, 1], &[3, 0, 2], 0), Some(1));
+        assert_eq!(pick_least_active(&[1, 1, 1], &[3, 0, 2], 7), Some(1));
+        // Weight 0 never chosen even when idle.
+        assert_eq!(pick_least_active(&[0, 1], &[0, 5], 0), Some(1));
+        // Tie between 0 and 2 with weights 1 and 3: draw 0 -> 0, draws 1..3 -> 2.
+        assert_eq!(pick_least_active(&[1, 9, 3], &[1, 4, 1], 0), Some(0));
+        assert_eq!(pick_least_active(&[1, 9, 3], &[1, 4, 1], 3), Some(2));
+        assert_eq!(pick_least_active(&[0, 0], &[0, 0], 0), None);
     }
 }

@@ -11,7 +11,8 @@
 //!   transaction): the active writeHost (`writeType="0"`), or a random live writeHost
 //!   (`writeType="1"`);
 //! * [`Intent::Read`]: the dataHost's `balance` candidates ([`balance::read_candidates`]),
-//!   weighted by `weight`; the active writeHost when there are none;
+//!   picked by `balanceType` (0 weighted random by `weight`, 1 smooth weighted round robin, 2
+//!   least connections in use, SPEC §4.4); the active writeHost when there are none;
 //! * [`Intent::Replica`] (`db_type=slave`): a live readHost; the active writeHost when none.
 //!
 //! A server its heartbeat marked down never receives a statement: when the only possible server
@@ -21,7 +22,7 @@ mod balance;
 mod health;
 mod heartbeat;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -98,6 +99,7 @@ struct WriteHost {
 #[derive(Debug, Clone)]
 struct Policy {
     balance: i32,
+    balance_type: u8,
     write_type: i32,
     switch_type: i32,
     slave_threshold: i64,
@@ -135,6 +137,8 @@ pub struct DataHost {
     min_con: usize,
     policy: Policy,
     dnindex: Arc<DnIndex>,
+    /// `balanceType="1"`'s round-robin counters, per server.
+    round_robin: Mutex<HashMap<SourceId, i64>>,
 }
 
 fn source(
@@ -194,6 +198,7 @@ impl DataHost {
         tracing::info!(
             data_host = %config.name,
             balance = config.balance,
+            balance_type = config.balance_type,
             write_type = config.write_type,
             switch_type = config.switch_type,
             slave_threshold = config.slave_threshold,
@@ -208,6 +213,7 @@ impl DataHost {
             min_con: config.min_con,
             policy: Policy {
                 balance: config.balance,
+                balance_type: config.balance_type,
                 write_type: config.write_type,
                 switch_type: config.switch_type,
                 slave_threshold: config.slave_threshold,
@@ -217,6 +223,7 @@ impl DataHost {
                 heartbeat: config.heartbeat.clone(),
             },
             dnindex,
+            round_robin: Mutex::new(HashMap::new()),
         }
     }
 
@@ -315,11 +322,28 @@ impl DataHost {
             .into_iter()
             .filter(|(id, _)| excluded.is_none_or(|x| !std::ptr::eq(self.source(*id), x)))
             .collect();
-        let weights: Vec<u32> = candidates.iter().map(|(_, w)| *w).collect();
-        match balance::pick(&weights, rand::random()) {
-            Some(i) => self.source(candidates[i].0),
-            None => self.write_source(),
+        if candidates.is_empty() {
+            return self.write_source();
         }
+        let weights: Vec<u32> = candidates.iter().map(|(_, w)| *w).collect();
+        let picked = match self.policy.balance_type {
+            1 => {
+                let mut state = self.round_robin.lock().unwrap_or_else(|p| p.into_inner());
+                balance::pick_round_robin(&candidates, &mut state)
+            }
+            2 => {
+                let active: Vec<usize> = candidates
+                    .iter()
+                    .map(|(id, _)| self.source(*id).backend.in_use())
+                    .collect();
+                balance::pick_least_active(&weights, &active, rand::random())
+            }
+            _ => balance::pick(&weights, rand::random()),
+        };
+        // balanceType 1 and 2 skip weight-0 servers; with none left Mycat picks uniformly.
+        let i =
+            picked.unwrap_or_else(|| (rand::random::<u64>() % candidates.len() as u64) as usize);
+        self.source(candidates[i].0)
     }
 }
 

@@ -204,6 +204,17 @@ impl Backend for PostgresBackend {
     fn address(&self) -> &str {
         &self.shared.address
     }
+
+    fn in_use(&self) -> usize {
+        let pools = self.shared.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools
+            .values()
+            .map(|p| {
+                let s = p.status();
+                s.size.saturating_sub(s.available)
+            })
+            .sum()
+    }
 }
 
 /// A live connection to one database, with what it learned about that database's tables
