@@ -147,6 +147,9 @@ missing_packages() {
     local pkgs=()
     [[ -n $MARIADBD && -n $INSTALL_DB ]] || pkgs+=(mariadb-server)
     [[ -n $MYSQL && -n $MYSQLDUMP ]] || pkgs+=(mariadb-client)
+    # The Galera provider, for the switchType=3 tests' one-node clusters (a dependency of
+    # Debian's mariadb-server, checked in case the server came from elsewhere).
+    [[ -e /usr/lib/galera/libgalera_smm.so || -e /usr/lib/libgalera_smm.so ]] || pkgs+=(galera-4)
     [[ -n $PGBIN ]] || pkgs+=(postgresql)
     [[ -n $PSQL && -n $PG_ISREADY ]] || pkgs+=(postgresql-client)
     echo "${pkgs[*]}"

@@ -617,3 +617,54 @@ async fn a_write_or_a_transaction_whose_server_dies_mid_statement_is_not_retried
     let e = result.expect_err("a read in a transaction whose server died must fail");
     eprintln!("read in a transaction on {killed} failed: {e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn switch_type_3_leaves_a_galera_node_that_is_not_ready() {
+    // Two one-node Galera clusters as the writeHosts. A node that leaves its cluster still
+    // answers queries (a plain heartbeat would keep it), but its wsrep status says it must not
+    // take statements: Mycat's switchType 3 heartbeat marks it down and fails over.
+    let mut a = Throwaway::start_galera("gala", 1).await;
+    let b = Throwaway::start_galera("galb", 2).await;
+    for s in [&a, &b] {
+        let mut c = s.conn(None).await;
+        c.query_drop("CREATE DATABASE h5fo").await.unwrap();
+        c.query_drop("CREATE TABLE h5fo.t (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+    }
+    let dir = config(
+        r#"balance="0" switchType="3""#,
+        &format!(
+            "<heartbeat>show status like 'wsrep%'</heartbeat>{}{}",
+            host("writeHost", "a", &a),
+            host("writeHost", "b", &b)
+        ),
+    );
+    let mut c = client(start_gateway(dir.path()).await).await;
+    // Healthy Galera nodes pass the check: statements stay on a.
+    tokio::time::sleep(Duration::from_millis(5 * PERIOD_MS)).await;
+    all_reads_on(&mut c, a.port).await;
+    c.query_drop("INSERT INTO t (id) VALUES (1)").await.unwrap();
+    assert_eq!(ids(&a).await, [1]);
+
+    let mut admin = a.conn(None).await;
+    admin
+        .query_drop("SET GLOBAL wsrep_cluster_address = ''")
+        .await
+        .unwrap();
+    let ready: Option<(String, String)> = admin
+        .query_first("SHOW STATUS LIKE 'wsrep_ready'")
+        .await
+        .unwrap();
+    assert_eq!(ready.map(|r| r.1).as_deref(), Some("OFF"));
+    let took = wait_reads_on(&mut c, b.port, Duration::from_secs(10)).await;
+    eprintln!("switched to b {took:?} after a left its cluster");
+    c.query_drop("INSERT INTO t (id) VALUES (2)").await.unwrap();
+    assert_eq!(ids(&b).await, [2]);
+    assert!(
+        dnindex(dir.path()).contains("fo=1\n"),
+        "{}",
+        dnindex(dir.path())
+    );
+    a.kill();
+}

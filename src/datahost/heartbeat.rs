@@ -4,7 +4,9 @@
 //! `dataNodeHeartbeatPeriod` on a connection of its own, opened beside the pool (so clients
 //! holding every pooled connection cannot make a healthy server look dead), and records the
 //! outcome in the server's [`Health`](super::health::Health). Transitions are logged: down at
-//! warn, up at info.
+//! warn, up at info. Two statements are read, not only run (SPEC §1.8): `show slave status`
+//! gives the replication state and lag (`switchType="2"`), and `show status like 'wsrep%'`
+//! counts as failed unless the Galera node is connected, ready and Primary (`switchType="3"`).
 //!
 //! After a heartbeat that leaves a writeHost not alive, the failover check runs
 //! ([`DataHost::fail_over`]): with `switchType` 1 (or 2, 3), `writeType="0"`, `notSwitch` unset,
@@ -46,6 +48,32 @@ pub fn is_show_slave_status(sql: &str) -> bool {
     words == ["show", "slave", "status"]
 }
 
+/// Whether a heartbeat statement is `SHOW STATUS LIKE 'wsrep%'` (case-insensitive, any white
+/// space, either quote), the Galera status check of `switchType="3"` (SPEC §1.8, §4.7).
+pub fn is_show_wsrep_status(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    words.len() == 4
+        && words[..3] == ["show", "status", "like"]
+        && (words[3] == "'wsrep%'" || words[3] == "\"wsrep%\"")
+}
+
+/// What a heartbeat's rows are read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Only that the statement succeeds.
+    Plain,
+    /// `SHOW SLAVE STATUS`: the replication state.
+    Replication,
+    /// `SHOW STATUS LIKE 'wsrep%'`: the Galera node must be connected, ready and in the primary
+    /// component.
+    Galera,
+}
+
 /// Starts the heartbeat tasks of `host`'s servers (none when it has no heartbeat statement).
 pub fn spawn(host: &Arc<DataHost>, settings: Settings) {
     if host.policy.heartbeat.is_empty() {
@@ -69,10 +97,16 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
             return;
         };
         let source = host.source(id);
-        let replication = is_show_slave_status(&host.policy.heartbeat);
+        let check = if is_show_slave_status(&host.policy.heartbeat) {
+            Check::Replication
+        } else if is_show_wsrep_status(&host.policy.heartbeat) {
+            Check::Galera
+        } else {
+            Check::Plain
+        };
         let beat = tokio::time::timeout(
             settings.timeout,
-            once(&mut conn, source, &host.policy.heartbeat, replication),
+            once(&mut conn, source, &host.policy.heartbeat, check),
         )
         .await;
         let outcome = match beat {
@@ -124,12 +158,16 @@ fn log_transition(host: &DataHost, source: &Source, old: Status, new: Status, ou
 }
 
 /// Runs the heartbeat statement once, opening the heartbeat connection if needed. Returns the
-/// replication state when `replication` is set and the server reports one.
+/// replication state when `check` is [`Check::Replication`] and the server reports one.
+///
+/// Errors: the statement fails, or (with [`Check::Galera`]) the node is not `wsrep_connected =
+/// ON`, `wsrep_ready = ON` and `wsrep_cluster_status = Primary` (Mycat's rule, SPEC §4.7): a
+/// Galera node outside the primary component answers queries but must not take statements.
 async fn once(
     conn: &mut Option<Box<dyn BackendConn>>,
     source: &Source,
     sql: &str,
-    replication: bool,
+    check: Check,
 ) -> Result<Option<Replication>, BackendError> {
     if conn.is_none() {
         *conn = Some(source.backend.connect().await?);
@@ -141,14 +179,22 @@ async fn once(
         Response::Ok(_) => Ok(None),
         Response::Rows { columns, mut rows } => {
             let mut first = None;
+            let mut status = std::collections::HashMap::new();
             while let Some(row) = rows.next().await {
                 let row = row?;
+                if check == Check::Galera
+                    && let [name, value, ..] = row.as_slice()
+                {
+                    status.insert(text(name).to_ascii_lowercase(), text(value));
+                }
                 if first.is_none() {
                     first = Some(row);
                 }
             }
-            if !replication {
-                return Ok(None);
+            match check {
+                Check::Plain => return Ok(None),
+                Check::Galera => return galera_ready(&status).map(|()| None),
+                Check::Replication => {}
             }
             let Some(row) = first else {
                 // No row: not a replica (the active master), simply OK (SPEC §4.7).
@@ -160,10 +206,7 @@ async fn once(
                     .position(|c| c.name.eq_ignore_ascii_case(name))?;
                 match row.get(i)? {
                     Value::Null => None,
-                    Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-                    Value::Int(n) => Some(n.to_string()),
-                    Value::UInt(n) => Some(n.to_string()),
-                    Value::Double(n) => Some(n.to_string()),
+                    v => Some(text(v)),
                 }
             };
             let yes = |name: &str| field(name).is_some_and(|v| v.eq_ignore_ascii_case("Yes"));
@@ -175,6 +218,51 @@ async fn once(
                 seconds_behind: field("Seconds_Behind_Master").and_then(|v| v.parse().ok()),
             }))
         }
+    }
+}
+
+/// A value as text (NULL as the empty string).
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Int(n) => n.to_string(),
+        Value::UInt(n) => n.to_string(),
+        Value::Double(n) => n.to_string(),
+    }
+}
+
+/// Mycat's Galera rule over `SHOW STATUS LIKE 'wsrep%'` (names lower-cased): connected, ready
+/// and in the primary component.
+///
+/// Errors: names the variables that fail, with their values.
+fn galera_ready(status: &std::collections::HashMap<String, String>) -> Result<(), BackendError> {
+    let wanted = [
+        ("wsrep_connected", "ON"),
+        ("wsrep_ready", "ON"),
+        ("wsrep_cluster_status", "Primary"),
+    ];
+    let failing: Vec<String> = wanted
+        .iter()
+        .filter(|(name, want)| {
+            !status
+                .get(*name)
+                .is_some_and(|v| v.eq_ignore_ascii_case(want))
+        })
+        .map(|(name, _)| {
+            format!(
+                "{name}={}",
+                status.get(*name).map(String::as_str).unwrap_or("(absent)")
+            )
+        })
+        .collect();
+    if failing.is_empty() {
+        Ok(())
+    } else {
+        Err(BackendError::Other(format!(
+            "Galera node not usable: {}",
+            failing.join(", ")
+        )))
     }
 }
 
@@ -256,7 +344,32 @@ impl DataHost {
 
 #[cfg(test)]
 mod tests {
-    use super::is_show_slave_status;
+    use super::{galera_ready, is_show_slave_status, is_show_wsrep_status};
+
+    #[test]
+    fn recognises_show_wsrep_status_and_applies_the_galera_rule() {
+        assert!(is_show_wsrep_status("show status like 'wsrep%'"));
+        assert!(is_show_wsrep_status(" SHOW  STATUS\tLIKE \"WSREP%\";"));
+        assert!(!is_show_wsrep_status("show status like 'wsrep_ready'"));
+        assert!(!is_show_wsrep_status("show slave status"));
+        let status = |connected: &str, ready: &str, cluster: &str| {
+            [
+                ("wsrep_connected", connected),
+                ("wsrep_ready", ready),
+                ("wsrep_cluster_status", cluster),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+        };
+        assert!(galera_ready(&status("ON", "ON", "Primary")).is_ok());
+        let e = galera_ready(&status("ON", "OFF", "non-Primary")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Galera node not usable: wsrep_ready=OFF, wsrep_cluster_status=non-Primary"
+        );
+        assert!(galera_ready(&Default::default()).is_err());
+    }
 
     #[test]
     fn recognises_show_slave_status() {

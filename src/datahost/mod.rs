@@ -189,10 +189,11 @@ impl DataHost {
                 "no <heartbeat> statement: every server counts as alive and none is ever marked down"
             );
         }
-        if config.switch_type == 3 {
+        if config.switch_type == 3 && !heartbeat::is_show_wsrep_status(&config.heartbeat) {
             tracing::warn!(
                 data_host = %config.name,
-                "switchType=3: the Galera wsrep status is not checked; the heartbeat's success alone decides, as with switchType=1"
+                heartbeat = %config.heartbeat,
+                "switchType=3 expects the heartbeat show status like 'wsrep%'; with another statement the Galera state is not checked and the heartbeat's success alone decides"
             );
         }
         tracing::info!(

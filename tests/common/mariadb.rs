@@ -170,6 +170,32 @@ impl Throwaway {
         t
     }
 
+    /// [`Throwaway::start`] for a one-node Galera cluster of its own (`wsrep_cluster_address =
+    /// gcomm://` bootstraps it; the Debian package galera-4 comes with mariadb-server): its
+    /// `SHOW STATUS LIKE 'wsrep%'` reports connected, ready and Primary.
+    pub async fn start_galera(name: &str, server_id: u32) -> Throwaway {
+        let provider = [
+            "/usr/lib/galera/libgalera_smm.so",
+            "/usr/lib/libgalera_smm.so",
+        ]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("the Galera provider (Debian package galera-4) is not installed");
+        let mut t = Throwaway::start(name, server_id).await;
+        t.kill();
+        let (gcomm, ist) = (closed_port(), closed_port());
+        let mut cnf = std::fs::read_to_string(t.dir.join("my.cnf")).unwrap();
+        cnf.push_str(&format!(
+            "innodb_autoinc_lock_mode = 2\nwsrep_on = ON\nwsrep_provider = {provider}\n\
+             wsrep_cluster_address = gcomm://\nwsrep_cluster_name = {name}\n\
+             wsrep_node_address = 127.0.0.1\n\
+             wsrep_provider_options = \"gmcast.listen_addr=tcp://127.0.0.1:{gcomm};ist.recv_addr=127.0.0.1:{ist}\"\n"
+        ));
+        std::fs::write(t.dir.join("my.cnf"), cnf).unwrap();
+        t.restart().await;
+        t
+    }
+
     fn launch(&mut self) {
         let child = Command::new(find(&["mariadbd", "mysqld"]))
             .arg(format!(
