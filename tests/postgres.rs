@@ -1164,3 +1164,75 @@ async fn transactions_and_global_tables_on_postgresql() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_time_zone_and_isolation_follow_the_client_onto_postgresql() {
+    let dbs = pg_databases("h6tz", 3).await;
+    for db in &dbs {
+        let direct = pg(db).await;
+        direct
+            .batch_execute(
+                "CREATE TABLE orders (id int PRIMARY KEY, at timestamptz(0)); \
+                 INSERT INTO orders VALUES (1, '2026-01-01 12:00:00+00'), (2, '2026-01-01 12:00:00+00'), (3, '2026-01-01 12:00:00+00')",
+            )
+            .await
+            .unwrap();
+    }
+    let f = pg_fixture("h6tz", &dbs).await;
+    let mut c = client(&f, "PGDB").await;
+    let ats = |rows: Vec<Vec<Option<String>>>| -> Vec<String> {
+        rows.into_iter().map(|r| r[0].clone().unwrap()).collect()
+    };
+    // timestamptz is shown as the wall time in the session's time zone, on every node (each
+    // database holds ids 1-3, so the IN list reads 3 rows from each).
+    c.query_drop("SET time_zone = '+08:00'").await.unwrap();
+    let got = ats(rows(&mut c, "SELECT at FROM orders WHERE id IN (1, 2, 3)").await);
+    assert_eq!(got, vec!["2026-01-01 20:00:00"; 9]);
+    c.query_drop("SET time_zone = 'America/New_York'")
+        .await
+        .unwrap();
+    let got = ats(rows(&mut c, "SELECT at FROM orders WHERE id = 1").await);
+    assert_eq!(got, ["2026-01-01 07:00:00"]);
+    // NOW() follows it too: 8 hours ahead of UTC_TIMESTAMP() as seen by PostgreSQL itself.
+    c.query_drop("SET time_zone = '+08:00'").await.unwrap();
+    let now: Option<String> = c
+        .query_first("SELECT DATE_FORMAT(NOW(), '%H') FROM orders WHERE id = 1")
+        .await
+        .unwrap();
+    let direct = pg(&dbs[0]).await;
+    let utc_hour: String = direct
+        .query_one("SELECT to_char(now() AT TIME ZONE 'UTC', 'HH24')", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let expected = (utc_hour.parse::<u32>().unwrap() + 8) % 24;
+    let got = now.unwrap().parse::<u32>().unwrap();
+    assert!(
+        got == expected || got == (expected + 1) % 24,
+        "NOW() hour {got}, expected {expected}"
+    );
+
+    // Isolation level: in a transaction, PostgreSQL's own setting says SERIALIZABLE.
+    c.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .await
+        .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    let level: Option<String> = c
+        .query_first("SELECT current_setting('transaction_isolation') FROM orders WHERE id = 1")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(level.as_deref(), Some("serializable"));
+
+    // sql_mode and charset settings are accepted (no PostgreSQL equivalent to apply).
+    c.query_drop("SET sql_mode = 'STRICT_TRANS_TABLES', character_set_results = NULL")
+        .await
+        .unwrap();
+    // A user variable has no PostgreSQL counterpart: a clear error, and the session goes on.
+    let (code, _, msg) = server_error(c.query_drop("SET @x = 1").await.unwrap_err());
+    assert!(msg.contains("user variable @x"), "{code} {msg}");
+    assert_eq!(
+        ats(rows(&mut c, "SELECT at FROM orders WHERE id = 2").await),
+        ["2026-01-01 20:00:00"]
+    );
+}

@@ -34,7 +34,9 @@
 //!   `KEY`s are dropped (storage and performance only, no effect on results);
 //! - `SHOW COLUMNS FROM t` / `DESC t` → a catalog query with MySQL's column names
 //!   (Field, Type, Null, Key, Default, Extra; Type is PostgreSQL's `format_type`);
-//! - `SET NAMES ..` is a no-op (connections are UTF-8);
+//! - session `SET`s: `NAMES`, charsets and `sql_mode` are no-ops (connections are UTF-8; the
+//!   gateway parses as MySQL), `time_zone`, isolation, read-only, `max_execution_time` and lock
+//!   timeouts become PostgreSQL settings, others are refused by name ([`session_set`]);
 //! - column labels: the outermost SELECT's unaliased items are aliased with the text MySQL
 //!   labels them with (`COUNT(*)`, `Name`, a string literal's value), taken from the tokens;
 //! - `@@system_variable` → the value a PostgreSQL node behaves by (`@@sql_mode`, charsets, ..).
@@ -80,6 +82,9 @@ pub struct TableInfo {
 #[derive(Debug)]
 pub struct Translation {
     statement: Option<Statement>,
+    /// PostgreSQL text written directly (session `SET`s, which may become several statements);
+    /// used instead of `statement` when present.
+    raw: Option<String>,
     /// The table an INSERT/REPLACE writes, as PostgreSQL names it (for the catalog lookup).
     pub insert_table: Option<String>,
     /// A CREATE/ALTER/DROP: cached catalog facts about tables may change.
@@ -159,18 +164,13 @@ pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectErro
     let mut is_ddl = false;
     let statement = match statement {
         Statement::Set(set) => {
-            return match set {
-                sqlparser::ast::Set::SetNames { .. } | sqlparser::ast::Set::SetNamesDefault {} => {
-                    Ok(Translation {
-                        statement: None,
-                        insert_table: None,
-                        is_ddl: false,
-                    })
-                }
-                other => Err(DialectError::Unsupported(format!(
-                    "SET statement `{other}`"
-                ))),
-            };
+            let sets = session_set(set)?;
+            return Ok(Translation {
+                statement: None,
+                raw: (!sets.is_empty()).then(|| sets.join("; ")),
+                insert_table: None,
+                is_ddl: false,
+            });
         }
         Statement::Use(_) => return Err(DialectError::Unsupported("USE".into())),
         Statement::Insert(mut insert) => {
@@ -291,9 +291,179 @@ pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectErro
     };
     Ok(Translation {
         statement: Some(statement),
+        raw: None,
         insert_table,
         is_ddl,
     })
+}
+
+/// The PostgreSQL statements for a MySQL session `SET` (empty: nothing to send).
+///
+/// - `NAMES`, `CHARACTER SET`, `character_set_*`, `collation_*`: nothing (connections are
+///   UTF-8); so are `sql_mode` (the gateway parses as MySQL whatever it says), `autocommit`
+///   (kept by the session) and MySQL-only client settings (`net_*_timeout`, `wait_timeout`,
+///   `interactive_timeout`, `sql_auto_is_null`, `sql_safe_updates`, `group_concat_max_len`,
+///   `sql_select_limit = DEFAULT`, `sql_quote_show_create`, `foreign_key_checks`, `unique_checks`);
+/// - `time_zone`: `'+hh:mm'` → `SET TIME ZONE INTERVAL '+hh:mm' HOUR TO MINUTE`, a named zone
+///   → `SET TIME ZONE 'name'`, `'SYSTEM'` → `SET TIME ZONE LOCAL` (the server's own);
+/// - isolation (`transaction_isolation`, `tx_isolation`, `SET [SESSION] TRANSACTION ISOLATION
+///   LEVEL ..`) and `transaction_read_only`/`tx_read_only` → `SET SESSION CHARACTERISTICS AS
+///   TRANSACTION ..`;
+/// - `max_execution_time` (ms) → `statement_timeout`; `lock_wait_timeout` and
+///   `innodb_lock_wait_timeout` (s) → `lock_timeout` (ms).
+///
+/// Errors: user variables and any other variable are [`DialectError::Unsupported`], naming it.
+fn session_set(set: sqlparser::ast::Set) -> Result<Vec<String>, DialectError> {
+    use sqlparser::ast::{Set, TransactionIsolationLevel, TransactionMode};
+    let assignments: Vec<(String, Expr)> = match set {
+        Set::SetNames { .. } | Set::SetNamesDefault {} => return Ok(Vec::new()),
+        Set::SetTransaction { modes, .. } => {
+            let modes: Vec<String> = modes
+                .iter()
+                .map(|m| match m {
+                    TransactionMode::IsolationLevel(level) => format!(
+                        "ISOLATION LEVEL {}",
+                        match level {
+                            TransactionIsolationLevel::ReadUncommitted => "READ UNCOMMITTED",
+                            TransactionIsolationLevel::ReadCommitted => "READ COMMITTED",
+                            TransactionIsolationLevel::RepeatableRead => "REPEATABLE READ",
+                            TransactionIsolationLevel::Serializable => "SERIALIZABLE",
+                            TransactionIsolationLevel::Snapshot => "REPEATABLE READ",
+                        }
+                    ),
+                    TransactionMode::AccessMode(mode) => mode.to_string(),
+                })
+                .collect();
+            return Ok(vec![format!(
+                "SET SESSION CHARACTERISTICS AS TRANSACTION {}",
+                modes.join(", ")
+            )]);
+        }
+        Set::SingleAssignment {
+            variable, values, ..
+        } if values.len() == 1 => {
+            vec![(
+                variable.to_string(),
+                values.into_iter().next().expect("one value"),
+            )]
+        }
+        Set::MultipleAssignments { assignments } => assignments
+            .into_iter()
+            .map(|a| (a.name.to_string(), a.value))
+            .collect(),
+        other => {
+            return Err(DialectError::Unsupported(format!(
+                "SET statement `{other}`"
+            )));
+        }
+    };
+    let mut out = Vec::new();
+    for (name, value) in assignments {
+        let lower = name.to_ascii_lowercase();
+        let variable = lower
+            .trim_start_matches("@@session.")
+            .trim_start_matches("@@local.")
+            .trim_start_matches("@@");
+        if variable.starts_with('@') {
+            return Err(DialectError::Unsupported(format!(
+                "user variable {name} (PostgreSQL has no session variables of that kind)"
+            )));
+        }
+        // The value as text: a string literal's contents, a number, or a bare word.
+        let text = match &value {
+            Expr::Value(v) => match &v.value {
+                Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
+                Value::Number(n, _) => n.clone(),
+                Value::Boolean(b) => if *b { "1" } else { "0" }.to_string(),
+                other => other.to_string(),
+            },
+            Expr::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        };
+        let number = |unit_ms: f64| -> Result<String, DialectError> {
+            text.parse::<f64>()
+                .ok()
+                .filter(|n| *n >= 0.0)
+                .map(|n| format!("{}", (n * unit_ms).round() as u64))
+                .ok_or_else(|| {
+                    DialectError::Unsupported(format!("{variable} = {value} (not a number)"))
+                })
+        };
+        let quoted = |s: &str| format!("'{}'", s.replace('\'', "''"));
+        match variable {
+            "names"
+            | "sql_mode"
+            | "autocommit"
+            | "net_read_timeout"
+            | "net_write_timeout"
+            | "wait_timeout"
+            | "interactive_timeout"
+            | "sql_auto_is_null"
+            | "sql_safe_updates"
+            | "group_concat_max_len"
+            | "sql_quote_show_create"
+            | "foreign_key_checks"
+            | "unique_checks"
+            | "sql_notes"
+            | "sql_warnings" => {}
+            v if v.starts_with("character_set_") || v.starts_with("collation_") => {}
+            "sql_select_limit" if text.eq_ignore_ascii_case("default") => {}
+            "time_zone" => {
+                let zone = text.trim();
+                let offset = zone.len() >= 5
+                    && (zone.starts_with('+') || zone.starts_with('-'))
+                    && zone[1..].split_once(':').is_some_and(|(h, m)| {
+                        h.len() <= 2
+                            && m.len() == 2
+                            && h.chars().chain(m.chars()).all(|c| c.is_ascii_digit())
+                    });
+                if zone.eq_ignore_ascii_case("system") {
+                    out.push("SET TIME ZONE LOCAL".to_string());
+                } else if offset {
+                    out.push(format!(
+                        "SET TIME ZONE INTERVAL {} HOUR TO MINUTE",
+                        quoted(zone)
+                    ));
+                } else {
+                    out.push(format!("SET TIME ZONE {}", quoted(zone)));
+                }
+            }
+            "transaction_isolation" | "tx_isolation" => {
+                let level = text.replace('-', " ").to_ascii_uppercase();
+                if !matches!(
+                    level.as_str(),
+                    "READ UNCOMMITTED" | "READ COMMITTED" | "REPEATABLE READ" | "SERIALIZABLE"
+                ) {
+                    return Err(DialectError::Unsupported(format!(
+                        "{variable} = '{text}' (not an isolation level)"
+                    )));
+                }
+                out.push(format!(
+                    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {level}"
+                ));
+            }
+            "transaction_read_only" | "tx_read_only" => {
+                let mode = match text.to_ascii_lowercase().as_str() {
+                    "1" | "on" | "true" => "READ ONLY",
+                    "0" | "off" | "false" => "READ WRITE",
+                    _ => {
+                        return Err(DialectError::Unsupported(format!("{variable} = '{text}'")));
+                    }
+                };
+                out.push(format!("SET SESSION CHARACTERISTICS AS TRANSACTION {mode}"));
+            }
+            "max_execution_time" => out.push(format!("SET statement_timeout = {}", number(1.0)?)),
+            "lock_wait_timeout" | "innodb_lock_wait_timeout" => {
+                out.push(format!("SET lock_timeout = {}", number(1000.0)?))
+            }
+            _ => {
+                return Err(DialectError::Unsupported(format!(
+                    "SET {name} (no PostgreSQL equivalent)"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl Translation {
@@ -303,6 +473,15 @@ impl Translation {
     /// Errors: `ON DUPLICATE KEY UPDATE` / `REPLACE` on a table without a primary key, or
     /// `REPLACE` without a column list.
     pub fn finish(self, table: Option<&TableInfo>) -> Result<Finished, DialectError> {
+        if let Some(sql) = self.raw {
+            return Ok(Finished {
+                sql,
+                returns_rows: false,
+                returning_id: false,
+                returning_inserted: false,
+                tables: Vec::new(),
+            });
+        }
         let Some(mut statement) = self.statement else {
             return Ok(Finished {
                 sql: String::new(),
@@ -1689,5 +1868,41 @@ mod tests {
                 .sql,
             ""
         );
+    }
+
+    #[test]
+    fn session_sets() {
+        assert_eq!(
+            pg("SET time_zone = '+08:00'"),
+            "SET TIME ZONE INTERVAL '+08:00' HOUR TO MINUTE"
+        );
+        assert_eq!(
+            pg("SET @@session.time_zone = '-03:30'"),
+            "SET TIME ZONE INTERVAL '-03:30' HOUR TO MINUTE"
+        );
+        assert_eq!(
+            pg("SET time_zone = 'Europe/Paris'"),
+            "SET TIME ZONE 'Europe/Paris'"
+        );
+        assert_eq!(pg("SET time_zone = 'SYSTEM'"), "SET TIME ZONE LOCAL");
+        assert_eq!(
+            pg("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"),
+            "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+        );
+        assert_eq!(
+            pg("SET transaction_isolation = 'REPEATABLE-READ'"),
+            "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+        );
+        assert_eq!(
+            pg(
+                "SET sql_mode = 'STRICT_TRANS_TABLES', character_set_results = NULL, time_zone = '+00:00', max_execution_time = 1500, innodb_lock_wait_timeout = 2"
+            ),
+            "SET TIME ZONE INTERVAL '+00:00' HOUR TO MINUTE; SET statement_timeout = 1500; SET lock_timeout = 2000"
+        );
+        assert_eq!(pg("SET autocommit = 1"), "");
+        assert_eq!(pg("SET NAMES utf8mb4 COLLATE utf8mb4_general_ci"), "");
+        assert!(refused("SET @x = 5").contains("user variable @x"));
+        assert!(refused("SET optimizer_switch = 'index_merge=off'").contains("optimizer_switch"));
+        assert!(refused("SET tx_isolation = 'SOMETIMES'").contains("not an isolation level"));
     }
 }
