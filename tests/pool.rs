@@ -1,0 +1,108 @@
+//! Backend connections go back to their pool clean after the statements the gateway sends most,
+//! so the next checkout needs no `COM_RESET_CONNECTION` round trip. Counted on a throwaway
+//! MariaDB server of the test's own (`Com_admin_commands` is server-wide: the shared sandbox's
+//! counters move with other tests).
+
+mod common;
+
+use common::mariadb::Throwaway;
+use common::{opts, start_gateway};
+use mysql_async::prelude::Queryable;
+
+/// Schema `PL` with `t` sharded by `mod-long` on `id` over three databases of `server`.
+fn config(server: &Throwaway) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = common::repo();
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("schema.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="PL"><table name="t" dataNode="dn$1-3" rule="mod-long" /></schema>
+    <dataNode name="dn$1-3" dataHost="h" database="pl$1-3" />
+    <dataHost name="h" maxCon="10" minCon="0" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="m" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>
+</mycat:schema>"#,
+            server.port
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("server.xml"),
+        r#"<?xml version="1.0"?>
+<mycat:server xmlns:mycat="http://io.mycat/">
+    <user name="pl"><property name="password">pl</property><property name="schemas">PL</property></user>
+</mycat:server>"#,
+    )
+    .unwrap();
+    dir
+}
+
+async fn resets(server: &Throwaway) -> u64 {
+    let mut c = server.conn(None).await;
+    let row: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Com_admin_commands'")
+        .await
+        .unwrap();
+    row.unwrap().1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merged_order_by_limit_leaves_its_connections_clean() {
+    let server = Throwaway::start("pool", 1).await;
+    let mut admin = server.conn(None).await;
+    for i in 1..=3 {
+        admin
+            .query_drop(format!(
+                "CREATE DATABASE pl{i}; CREATE TABLE pl{i}.t (id INT PRIMARY KEY, v VARCHAR(10))"
+            ))
+            .await
+            .unwrap();
+    }
+    drop(admin);
+    let dir = config(&server);
+    let port = start_gateway(dir.path()).await;
+    let mut c = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
+        .await
+        .unwrap();
+    let values: Vec<String> = (1..=90).map(|id| format!("({id}, 'v{id}')")).collect();
+    c.query_drop(format!(
+        "INSERT INTO t (id, v) VALUES {}",
+        values.join(", ")
+    ))
+    .await
+    .unwrap();
+    // Warm: every node's connection has served a merged read once (the INSERT's connections
+    // are reset after it, as any write's are).
+    let _: Vec<i64> = c
+        .query("SELECT id FROM t ORDER BY v DESC LIMIT 10")
+        .await
+        .unwrap();
+    let before = resets(&server).await;
+    for _ in 0..20 {
+        // Each node returns 10 rows and the merge needs 10 in all: the nodes' results are cut,
+        // and the string key is compared by WEIGHT_STRING(RTRIM(v)).
+        let ids: Vec<i64> = c
+            .query("SELECT id FROM t ORDER BY v DESC LIMIT 10")
+            .await
+            .unwrap();
+        assert_eq!(ids, [90, 9, 89, 88, 87, 86, 85, 84, 83, 82]);
+    }
+    let after = resets(&server).await;
+    // The counter also counts this test's own admin connection's commands (none) — a reset
+    // per node statement would add 40 or more.
+    assert!(
+        after - before <= 1,
+        "{} COM_RESET_CONNECTIONs for 20 merged reads",
+        after - before
+    );
+}
