@@ -1236,3 +1236,55 @@ async fn the_session_time_zone_and_isolation_follow_the_client_onto_postgresql()
         ["2026-01-01 20:00:00"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_postgresql_connection_carries_no_session_state_to_the_next_client() {
+    // One connection per database (maxCon 1): every client gets the same PostgreSQL session
+    // (and the heartbeat must not hold it: it has a connection of its own beside the pool).
+    // Plain SELECTs hand it on without a reset; a client's SET makes the next checkout reset it.
+    let dbs = pg_databases("h6pool", 3).await;
+    let direct = pg(&dbs[0]).await;
+    direct
+        .batch_execute(
+            "CREATE TABLE ev (id int PRIMARY KEY, at timestamptz(0)); \
+             INSERT INTO ev VALUES (1, '2026-01-01 12:00:00+00')",
+        )
+        .await
+        .unwrap();
+    let default_zone: String = direct
+        .query_one(
+            "SELECT to_char(timestamptz '2026-01-01 12:00:00+00', 'YYYY-MM-DD HH24:MI:SS')",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let solo = format!(
+        r#"<schema name="PGSOLO" dataNode="solo1"></schema>
+<dataNode name="solo1" dataHost="pgsolo" database="{}" />
+<dataHost name="pgsolo" maxCon="1" minCon="0" balance="0" dbType="postgresql" dbDriver="native">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgS1" url="127.0.0.1:{PG_PORT}" user="manx" password="manx" />
+</dataHost>"#,
+        dbs[0]
+    );
+    let f = pg_fixture_with("h6pool", &dbs, &solo, ",PGSOLO", "").await;
+    let mut a = client(&f, "PGSOLO").await;
+    let mut b = client(&f, "PGSOLO").await;
+    let at = |rows: Vec<Vec<Option<String>>>| rows[0][0].clone().unwrap();
+    for _ in 0..3 {
+        assert_eq!(at(rows(&mut b, "SELECT at FROM ev").await), default_zone);
+    }
+    a.query_drop("SET time_zone = '+08:00'").await.unwrap();
+    assert_eq!(
+        at(rows(&mut a, "SELECT at FROM ev").await),
+        "2026-01-01 20:00:00"
+    );
+    // b's checkout resets the session a's zone was applied to.
+    assert_eq!(at(rows(&mut b, "SELECT at FROM ev").await), default_zone);
+    assert_eq!(
+        at(rows(&mut a, "SELECT at FROM ev").await),
+        "2026-01-01 20:00:00"
+    );
+    assert_eq!(at(rows(&mut b, "SELECT at FROM ev").await), default_zone);
+}

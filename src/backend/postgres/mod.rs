@@ -24,7 +24,8 @@
 //! `standard_conforming_strings=on` and UTF-8; on return to the pool an open transaction is
 //! rolled back and session state reset (`RESET ALL`, temporary tables, advisory locks,
 //! cursors, LISTENs) — PostgreSQL's `DISCARD ALL` minus the prepared statements that
-//! tokio-postgres keeps for type lookups.
+//! tokio-postgres keeps for type lookups — unless it only ran statements that leave nothing
+//! behind ([`crate::backend::stateless`]), as MySQL connections are.
 //!
 //! **Ordering.** Cross-node merges compare string sort keys by the bytes of
 //! `WEIGHT_STRING(RTRIM(x))`, translated to the UTF-8 bytes of `rtrim(x)`. These agree with
@@ -178,20 +179,20 @@ impl Backend for PostgresBackend {
         Ok(())
     }
 
-    /// For the heartbeat: a handle on the first dataNode database's pool (PostgreSQL pools are
-    /// per database; a statement needs one selected).
+    /// For the heartbeat: a connection to the first dataNode's database (a statement needs one
+    /// selected), opened beside its pool: it counts against no `maxCon`, so clients keep every
+    /// pooled connection and a pool exhausted by clients cannot fail the heartbeat.
     async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError> {
-        let mut c = PgConn {
-            shared: self.shared.clone(),
-            conn: None,
+        use managed::Manager as _;
+        let database = match self.shared.settings.databases.first() {
+            Some(db) => db.clone(),
+            None => self.shared.settings.user.clone(),
         };
-        match self.shared.settings.databases.first() {
-            Some(db) => c.select_database(db).await?,
-            None => {
-                c.conn().await?;
-            }
-        }
-        Ok(Box::new(c))
+        let conn = self.shared.pool(&database).manager().create().await?;
+        Ok(Box::new(PgConn {
+            shared: self.shared.clone(),
+            conn: Some(Held::Direct(conn)),
+        }))
     }
 
     fn close_idle(&self) {
@@ -227,6 +228,44 @@ struct Conn {
     flags_looked_up: std::collections::HashSet<String>,
     /// Table oid → (name, column number → MySQL flags).
     flags: HashMap<u32, (String, HashMap<i16, ColumnFlags>)>,
+    /// A statement that may have left session state ran since the last reset: reset before the
+    /// next holder (see [`crate::backend::stateless`]).
+    dirty: bool,
+    /// A statement ran since the last reset.
+    used: bool,
+    /// Handed out without a reset after another holder used it: a statement that may read
+    /// session state (`lastval()`, settings) gets a reset first.
+    inherited: bool,
+}
+
+/// What DISCARD ALL does, without deallocating tokio-postgres's own prepared statements.
+const RESET: &str = "ROLLBACK; RESET ALL; DISCARD TEMP; DISCARD SEQUENCES; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()";
+
+impl Conn {
+    /// Clears what earlier statements left on the connection ([`RESET`]).
+    async fn reset(&mut self) -> Result<(), BackendError> {
+        self.client
+            .batch_execute(RESET)
+            .await
+            .map_err(error::convert)?;
+        self.dirty = false;
+        self.used = false;
+        self.inherited = false;
+        Ok(())
+    }
+
+    /// Called before each statement with its MySQL text: marks what it may leave behind, and
+    /// resets first when it may read state a previous holder left.
+    async fn before(&mut self, mysql: &str) -> Result<(), BackendError> {
+        let stateless = crate::backend::stateless::is_stateless(mysql);
+        if !stateless && self.inherited {
+            self.reset().await?;
+        }
+        self.inherited &= stateless;
+        self.used = true;
+        self.dirty |= !stateless;
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -256,6 +295,9 @@ impl managed::Manager for Manager {
                     tables: HashMap::new(),
                     flags_looked_up: Default::default(),
                     flags: HashMap::new(),
+                    dirty: false,
+                    used: false,
+                    inherited: false,
                 })
             }
             Ok(Err(e)) => Err(match error::convert(e) {
@@ -278,21 +320,46 @@ impl managed::Manager for Manager {
                 "connection to the server is closed".into(),
             )));
         }
-        // What DISCARD ALL does, without deallocating tokio-postgres's own prepared statements.
-        conn.client
-            .batch_execute(
-                "ROLLBACK; RESET ALL; DISCARD TEMP; DISCARD SEQUENCES; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()",
-            )
-            .await
-            .map_err(|e| RecycleError::Backend(error::convert(e)))
+        // A connection that only ran stateless statements since its last reset is handed out as
+        // it is (no round trip); a statement that may read session state resets it first.
+        if !conn.dirty {
+            conn.inherited = conn.used;
+            return Ok(());
+        }
+        conn.reset().await.map_err(RecycleError::Backend)
     }
 }
 
 /// The handle [`PostgresBackend::acquire`] returns: holds a connection of the selected
-/// database's pool.
+/// database's pool (or, for the heartbeat, one opened beside the pools).
 struct PgConn {
     shared: Arc<Shared>,
-    conn: Option<managed::Object<Manager>>,
+    conn: Option<Held>,
+}
+
+/// A connection checked out of a pool, or one opened beside the pools ([`Backend::connect`]).
+enum Held {
+    Pooled(managed::Object<Manager>),
+    Direct(Conn),
+}
+
+impl std::ops::Deref for Held {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        match self {
+            Held::Pooled(o) => o,
+            Held::Direct(c) => c,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut Conn {
+        match self {
+            Held::Pooled(o) => o,
+            Held::Direct(c) => c,
+        }
+    }
 }
 
 impl PgConn {
@@ -300,7 +367,7 @@ impl PgConn {
         if self.conn.is_none() {
             // No database selected: the user's default database, as PostgreSQL's libpq does.
             let database = self.shared.settings.user.clone();
-            self.conn = Some(self.shared.get(&database).await?);
+            self.conn = Some(Held::Pooled(self.shared.get(&database).await?));
         }
         Ok(self.conn.as_mut().expect("set above"))
     }
@@ -318,7 +385,7 @@ impl BackendConn for PgConn {
         }
         // Return the held connection before waiting for another pool's.
         self.conn = None;
-        self.conn = Some(self.shared.get(database).await?);
+        self.conn = Some(Held::Pooled(self.shared.get(database).await?));
         Ok(())
     }
 
@@ -331,6 +398,7 @@ impl BackendConn for PgConn {
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let conn = self.conn().await?;
+        conn.before(sql).await?;
         let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
         if translation.is_ddl {
             conn.tables.clear();
