@@ -1288,3 +1288,50 @@ async fn a_pooled_postgresql_connection_carries_no_session_state_to_the_next_cli
     );
     assert_eq!(at(rows(&mut b, "SELECT at FROM ev").await), default_zone);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_on_postgresql_have_column_metadata_at_prepare() {
+    let dbs = pg_databases("h6prep", 3).await;
+    for db in &dbs {
+        pg(db)
+            .await
+            .batch_execute(
+                "CREATE TABLE orders (id int PRIMARY KEY, name varchar(20) NOT NULL, amount numeric(10,2))",
+            )
+            .await
+            .unwrap();
+    }
+    let f = pg_fixture("h6prep", &dbs).await;
+    let mut c = client(&f, "PGDB").await;
+    let stmt = c
+        .prep("SELECT id, name, amount FROM orders WHERE id = ? AND name <> ?")
+        .await
+        .unwrap();
+    assert_eq!(stmt.num_params(), 2);
+    let columns: Vec<(String, ColumnType)> = stmt
+        .columns()
+        .iter()
+        .map(|c| (c.name_str().into_owned(), c.column_type()))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("id".to_string(), ColumnType::MYSQL_TYPE_LONG),
+            ("name".to_string(), ColumnType::MYSQL_TYPE_VAR_STRING),
+            ("amount".to_string(), ColumnType::MYSQL_TYPE_NEWDECIMAL),
+        ]
+    );
+    let id = &stmt.columns()[0];
+    assert!(id.flags().contains(ColumnFlags::PRI_KEY_FLAG));
+    assert_eq!(id.table_str(), "orders");
+    assert_eq!(stmt.columns()[2].decimals(), 2);
+    // A statement without rows has no columns; its parameters are counted.
+    let insert = c
+        .prep("INSERT INTO orders (id, name, amount) VALUES (?, ?, ?)")
+        .await
+        .unwrap();
+    assert_eq!((insert.num_params(), insert.columns().len()), (3, 0));
+    c.exec_drop(&insert, (4, "four", "4.50")).await.unwrap();
+    let row: Option<(i32, String, String)> = c.exec_first(&stmt, (4, "x")).await.unwrap();
+    assert_eq!(row, Some((4, "four".to_string(), "4.50".to_string())));
+}

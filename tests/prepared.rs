@@ -60,6 +60,13 @@ async fn bound_parameters_route_like_literals_and_rows_come_back_binary() {
         5,
         "PREPARE describes the result columns"
     );
+    // With the backend's scale and length (opensrv writes 0 decimals and length 1024 there).
+    assert_eq!(select.columns()[3].decimals(), 2, "fee DECIMAL(10,2)");
+    assert_eq!(
+        select.columns()[1].column_length(),
+        400,
+        "user_id VARCHAR(100) utf8mb4"
+    );
     let got: Vec<TravelRow> = c.exec(&select, (5000001,)).await.unwrap();
     assert_eq!(
         got,

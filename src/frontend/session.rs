@@ -1228,6 +1228,12 @@ impl AsyncMysqlShim<Writer> for Session {
                 colflags: ColumnFlags::empty(),
             })
             .collect();
+        self.slot
+            .set_prepared_columns(columns.iter().map(|c| ColumnMeta {
+                charset: c.charset,
+                length: c.length,
+                decimals: c.decimals,
+            }));
         let columns: Vec<WireColumn> = columns.iter().map(wire_column).collect();
         self.statements.prepared(id, placeholders.len());
         self.prepared.insert(

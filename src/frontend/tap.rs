@@ -41,12 +41,27 @@ pub struct ColumnMeta {
     pub decimals: u8,
 }
 
+/// Where the writer is in the packets before the column definitions it patches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// A result set's column-count packet comes next.
+    Count,
+    /// A COM_STMT_PREPARE OK packet comes next (its column and parameter counts).
+    PrepareOk,
+    /// This many parameter definitions come next (prepare response), then an EOF.
+    Params(usize),
+    /// The EOF after the parameter definitions (absent with CLIENT_DEPRECATE_EOF).
+    ParamsEof,
+    /// Column definitions.
+    Columns,
+}
+
 #[derive(Debug, Default)]
 struct Pending {
     err: Option<ErrPacket>,
-    /// Metadata for the next result set: whether its column-count packet went by, then one
+    /// Metadata for the next result set or prepare response: where its packets are, then one
     /// entry per column definition still to patch.
-    columns: Option<(bool, VecDeque<ColumnMeta>)>,
+    columns: Option<(Stage, VecDeque<ColumnMeta>)>,
     /// The session's status flags (autocommit, in transaction), for the packets opensrv writes
     /// without them.
     status: u16,
@@ -71,7 +86,14 @@ impl ErrorSlot {
 
     /// The next result set's column definitions get these collations, lengths and decimals.
     pub fn set_columns(&self, columns: impl IntoIterator<Item = ColumnMeta>) {
-        self.lock().columns = Some((false, columns.into_iter().collect()));
+        self.lock().columns = Some((Stage::Count, columns.into_iter().collect()));
+    }
+
+    /// The next COM_STMT_PREPARE response's column definitions get these collations, lengths
+    /// and decimals (opensrv writes its own there too).
+    pub fn set_prepared_columns(&self, columns: impl IntoIterator<Item = ColumnMeta>) {
+        let metas: VecDeque<ColumnMeta> = columns.into_iter().collect();
+        self.lock().columns = (!metas.is_empty()).then_some((Stage::PrepareOk, metas));
     }
 
     /// The session's current status flags (`SERVER_STATUS_AUTOCOMMIT`, `SERVER_STATUS_IN_TRANS`):
@@ -252,24 +274,47 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 self.packet_start = start + 4 + payload.len();
                 continue;
             }
-            if let Some((count_seen, metas)) = pending.columns.as_mut() {
+            if let Some((stage, metas)) = pending.columns.as_mut() {
                 let payload = &mut self.buf[start + 4..start + 4 + len];
-                if !*count_seen {
+                let eof = payload.first() == Some(&0xFE) && len < 9;
+                let next = match *stage {
                     // The column-count packet: it must announce as many columns as we have.
-                    *count_seen = true;
-                    let count = match payload {
-                        [n @ 0..=0xFA, ..] => Some(*n as usize),
-                        [0xFC, a, b, ..] => Some(u16::from_le_bytes([*a, *b]) as usize),
+                    Stage::Count => {
+                        let count = match payload {
+                            [n @ 0..=0xFA, ..] => Some(*n as usize),
+                            [0xFC, a, b, ..] => Some(u16::from_le_bytes([*a, *b]) as usize),
+                            _ => None,
+                        };
+                        (count == Some(metas.len())).then_some(Stage::Columns)
+                    }
+                    // 0x00, statement id (4), columns (2), parameters (2), filler, warnings.
+                    Stage::PrepareOk => match payload {
+                        [0x00, _, _, _, _, c0, c1, p0, p1, ..]
+                            if usize::from(u16::from_le_bytes([*c0, *c1])) == metas.len() =>
+                        {
+                            match usize::from(u16::from_le_bytes([*p0, *p1])) {
+                                0 => Some(Stage::Columns),
+                                n => Some(Stage::Params(n)),
+                            }
+                        }
                         _ => None,
-                    };
-                    if count != Some(metas.len()) {
-                        pending.columns = None;
+                    },
+                    Stage::Params(1) => Some(Stage::ParamsEof),
+                    Stage::Params(n) => Some(Stage::Params(n - 1)),
+                    Stage::ParamsEof if eof => Some(Stage::Columns),
+                    Stage::ParamsEof | Stage::Columns => {
+                        // Done, or not a column definition after all: stop patching.
+                        match metas.pop_front() {
+                            Some(meta) if patch_column(payload, meta) && !metas.is_empty() => {
+                                Some(Stage::Columns)
+                            }
+                            _ => None,
+                        }
                     }
-                } else if let Some(meta) = metas.pop_front() {
-                    // Done, or not a column definition after all: stop patching.
-                    if !patch_column(payload, meta) || metas.is_empty() {
-                        pending.columns = None;
-                    }
+                };
+                match next {
+                    Some(n) => *stage = n,
+                    None => pending.columns = None,
                 }
             }
             self.packet_start = start + 4 + len;

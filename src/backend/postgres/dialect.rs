@@ -119,12 +119,40 @@ pub struct Finished {
 /// writes `schema.table` for a node) names `t` in PostgreSQL, where the qualifier would be a
 /// schema.
 pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectError> {
+    translate_tokens(mysql, database, false).map(|(t, _)| t)
+}
+
+/// [`translate`] for a statement with `?` placeholders (COM_STMT_PREPARE), to be described but
+/// not run: each `?` stands as `NULL` (its value is unknown; the result columns come from the
+/// tables and expressions around it). Returns the translation and the number of placeholders.
+///
+/// Errors: as [`translate`].
+pub fn translate_for_describe(
+    mysql: &str,
+    database: &str,
+) -> Result<(Translation, usize), DialectError> {
+    translate_tokens(mysql, database, true)
+}
+
+fn translate_tokens(
+    mysql: &str,
+    database: &str,
+    placeholders_as_null: bool,
+) -> Result<(Translation, usize), DialectError> {
     let dialect = MySqlDialect {};
-    let tokens = Tokenizer::new(&dialect, mysql)
+    let mut tokens = Tokenizer::new(&dialect, mysql)
         .tokenize_with_location()
         .map_err(|e| DialectError::Parse(e.to_string()))?;
+    let mut placeholders = 0;
+    if placeholders_as_null {
+        for t in tokens.iter_mut() {
+            if matches!(&t.token, Token::Placeholder(p) if p == "?") {
+                t.token = Token::make_keyword("NULL");
+                placeholders += 1;
+            }
+        }
+    }
     let original_tokens = tokens.clone();
-    let mut tokens = tokens;
     let mut previous_is_as = false;
     for t in tokens.iter_mut() {
         if let Token::Word(w) = &mut t.token
@@ -165,12 +193,15 @@ pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectErro
     let statement = match statement {
         Statement::Set(set) => {
             let sets = session_set(set)?;
-            return Ok(Translation {
-                statement: None,
-                raw: (!sets.is_empty()).then(|| sets.join("; ")),
-                insert_table: None,
-                is_ddl: false,
-            });
+            return Ok((
+                Translation {
+                    statement: None,
+                    raw: (!sets.is_empty()).then(|| sets.join("; ")),
+                    insert_table: None,
+                    is_ddl: false,
+                },
+                placeholders,
+            ));
         }
         Statement::Use(_) => return Err(DialectError::Unsupported("USE".into())),
         Statement::Insert(mut insert) => {
@@ -289,12 +320,15 @@ pub fn translate(mysql: &str, database: &str) -> Result<Translation, DialectErro
         }
         other => other,
     };
-    Ok(Translation {
-        statement: Some(statement),
-        raw: None,
-        insert_table,
-        is_ddl,
-    })
+    Ok((
+        Translation {
+            statement: Some(statement),
+            raw: None,
+            insert_table,
+            is_ddl,
+        },
+        placeholders,
+    ))
 }
 
 /// The PostgreSQL statements for a MySQL session `SET` (empty: nothing to send).

@@ -389,11 +389,51 @@ impl BackendConn for PgConn {
         Ok(())
     }
 
-    /// Not offered for PostgreSQL dataNodes: a prepared statement is described when it runs.
-    async fn describe(&mut self, _sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
-        Err(BackendError::Other(
-            "PostgreSQL dataNodes do not describe statements before they run".to_string(),
-        ))
+    /// Translates the statement with each `?` as `NULL` and has PostgreSQL describe it
+    /// (Parse/Describe, nothing runs): the number of `?`s, and the result columns mapped as a
+    /// query's are (none for a statement that returns no rows).
+    ///
+    /// Errors: a statement that does not translate, or that PostgreSQL cannot prepare.
+    async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
+        let conn = self.conn().await?;
+        let (translation, params) =
+            dialect::translate_for_describe(sql, &conn.database).map_err(dialect_error)?;
+        let info = match &translation.insert_table {
+            Some(table) => Some(table_info(conn, table).await?),
+            None => None,
+        };
+        let finished = translation.finish(info.as_ref()).map_err(dialect_error)?;
+        if !finished.returns_rows || finished.sql.is_empty() {
+            return Ok((params, Vec::new()));
+        }
+        // Preparing may fail and, in a transaction, abort it: mark the connection for a reset.
+        conn.dirty = true;
+        let missing: Vec<String> = finished
+            .tables
+            .iter()
+            .filter(|t| !conn.flags_looked_up.contains(*t))
+            .cloned()
+            .collect();
+        let client = &conn.client;
+        let catalog = async {
+            if missing.is_empty() {
+                Ok(Vec::new())
+            } else {
+                client
+                    .simple_query(&dialect::column_flags_query(&missing))
+                    .await
+            }
+        };
+        let (statement, catalog) =
+            futures::future::join(client.prepare(&finished.sql), catalog).await;
+        let statement = statement.map_err(error::convert)?;
+        let catalog = catalog.map_err(error::convert)?;
+        record_flags(conn, catalog, missing);
+        let columns = map_columns(conn, &statement)
+            .into_iter()
+            .map(|m| m.column)
+            .collect();
+        Ok((params, columns))
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
@@ -460,50 +500,8 @@ impl BackendConn for PgConn {
         let statement = statement.map_err(error::convert)?;
         let catalog = catalog.map_err(error::convert)?;
         let stream = stream.map_err(error::convert)?;
-        for m in catalog {
-            if let SimpleQueryMessage::Row(row) = m {
-                let (Some(oid), Some(name), Some(attnum)) = (
-                    row.get(0).and_then(|v| v.parse::<u32>().ok()),
-                    row.get(1),
-                    row.get(2).and_then(|v| v.parse::<i16>().ok()),
-                ) else {
-                    continue;
-                };
-                let mut flags = ColumnFlags::empty();
-                if row.get(3) == Some("t") {
-                    flags |= ColumnFlags::NOT_NULL_FLAG;
-                }
-                if row.get(4) == Some("t") {
-                    flags |= ColumnFlags::PRI_KEY_FLAG;
-                }
-                if row.get(5) == Some("t") {
-                    flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
-                }
-                conn.flags
-                    .entry(oid)
-                    .or_insert_with(|| (name.to_string(), HashMap::new()))
-                    .1
-                    .insert(attnum, flags);
-            }
-        }
-        conn.flags_looked_up.extend(missing);
-        let flags = &conn.flags;
-        let mapped: Vec<Mapped> = statement
-            .columns()
-            .iter()
-            .map(|c| {
-                let mut m = types::map_column(c.name(), c.type_(), c.type_modifier());
-                if let (Some(oid), Some(attnum)) = (c.table_oid(), c.column_id())
-                    && let Some((table, columns)) = flags.get(&oid)
-                {
-                    m.column.table = table.clone();
-                    if let Some(f) = columns.get(&attnum) {
-                        m.column.flags |= *f;
-                    }
-                }
-                m
-            })
-            .collect();
+        record_flags(conn, catalog, missing);
+        let mapped = map_columns(conn, &statement);
         let columns: Arc<[Column]> = mapped.iter().map(|m| m.column.clone()).collect();
         let conversions: Vec<Conversion> = mapped.iter().map(|m| m.conversion).collect();
         let rows = stream.filter_map(move |m| {
@@ -526,6 +524,59 @@ impl BackendConn for PgConn {
             rows: rows.boxed(),
         })
     }
+}
+
+/// Records the column flags a [`dialect::column_flags_query`] answered, and that `looked_up`
+/// relations were looked up (found or not).
+fn record_flags(conn: &mut Conn, catalog: Vec<SimpleQueryMessage>, looked_up: Vec<String>) {
+    for m in catalog {
+        if let SimpleQueryMessage::Row(row) = m {
+            let (Some(oid), Some(name), Some(attnum)) = (
+                row.get(0).and_then(|v| v.parse::<u32>().ok()),
+                row.get(1),
+                row.get(2).and_then(|v| v.parse::<i16>().ok()),
+            ) else {
+                continue;
+            };
+            let mut flags = ColumnFlags::empty();
+            if row.get(3) == Some("t") {
+                flags |= ColumnFlags::NOT_NULL_FLAG;
+            }
+            if row.get(4) == Some("t") {
+                flags |= ColumnFlags::PRI_KEY_FLAG;
+            }
+            if row.get(5) == Some("t") {
+                flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
+            }
+            conn.flags
+                .entry(oid)
+                .or_insert_with(|| (name.to_string(), HashMap::new()))
+                .1
+                .insert(attnum, flags);
+        }
+    }
+    conn.flags_looked_up.extend(looked_up);
+}
+
+/// A described statement's result columns as MySQL columns, with the table name and flags the
+/// connection knows from the catalog.
+fn map_columns(conn: &Conn, statement: &tokio_postgres::Statement) -> Vec<Mapped> {
+    statement
+        .columns()
+        .iter()
+        .map(|c| {
+            let mut m = types::map_column(c.name(), c.type_(), c.type_modifier());
+            if let (Some(oid), Some(attnum)) = (c.table_oid(), c.column_id())
+                && let Some((table, columns)) = conn.flags.get(&oid)
+            {
+                m.column.table = table.clone();
+                if let Some(f) = columns.get(&attnum) {
+                    m.column.flags |= *f;
+                }
+            }
+            m
+        })
+        .collect()
 }
 
 /// An INSERT with manx's `RETURNING` (see [`dialect::Finished`]): the first id (MySQL's
