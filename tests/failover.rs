@@ -116,6 +116,19 @@ fn dnindex(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("dnindex.properties")).unwrap_or_default()
 }
 
+/// `dnindex.properties` once it contains `line` (waiting up to 5 s: the switch is visible to
+/// statements a moment before the file is rewritten), or as it is then.
+async fn dnindex_with(dir: &Path, line: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let text = dnindex(dir);
+        if text.contains(line) || Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_host_that_dies_leaves_the_rotation_and_returns_when_it_recovers() {
     let (a, mut b) = pair("rh").await;
@@ -237,11 +250,8 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
         took <= Duration::from_millis(3 * PERIOD_MS + 3_000),
         "failover took {took:?}"
     );
-    assert!(
-        dnindex(dir.path()).contains("fo=1\n"),
-        "{}",
-        dnindex(dir.path())
-    );
+    let index = dnindex_with(dir.path(), "fo=1\n").await;
+    assert!(index.contains("fo=1\n"), "{index}");
     // The log tells the story: the master marked down (warn), the switch with its reason
     // (error level, Mycat's wording).
     let text = std::fs::read_to_string(&log).unwrap();
@@ -446,7 +456,8 @@ async fn switch_type_2_fails_over_to_a_synchronized_standby() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(ids(&b).await, [1, 2]);
-    assert!(dnindex(dir.path()).contains("fo=1\n"));
+    let index = dnindex_with(dir.path(), "fo=1\n").await;
+    assert!(index.contains("fo=1\n"), "{index}");
 }
 
 /// Repeated failovers back and forth: each SIGKILL of the active writeHost (switchType 1,
@@ -661,10 +672,7 @@ async fn switch_type_3_leaves_a_galera_node_that_is_not_ready() {
     eprintln!("switched to b {took:?} after a left its cluster");
     c.query_drop("INSERT INTO t (id) VALUES (2)").await.unwrap();
     assert_eq!(ids(&b).await, [2]);
-    assert!(
-        dnindex(dir.path()).contains("fo=1\n"),
-        "{}",
-        dnindex(dir.path())
-    );
+    let index = dnindex_with(dir.path(), "fo=1\n").await;
+    assert!(index.contains("fo=1\n"), "{index}");
     a.kill();
 }
