@@ -396,6 +396,26 @@ impl BackendConn for PgConn {
         ))
     }
 
+    /// `SELECT pg_is_in_recovery()`, sent as is (not through the MySQL dialect translation).
+    async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query("SELECT pg_is_in_recovery()")
+            .await
+            .map_err(error::convert)?;
+        let value = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => row.get(0).map(|v| v == "t"),
+            _ => None,
+        });
+        match value {
+            Some(v) => Ok(Some(v)),
+            None => Err(BackendError::Other(
+                "SELECT pg_is_in_recovery() returned no row".to_string(),
+            )),
+        }
+    }
+
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let conn = self.conn().await?;
         conn.before(sql).await?;
