@@ -192,7 +192,10 @@ async fn a_write_host_in_recovery_never_takes_writes() {
     let (a, b) = pair("ro").await;
     // The standby is the only writeHost (switchType -1): writes fail with a clear error naming
     // the dataHost and the server; reads work.
-    let dir = config(r#"balance="0" switchType="-1""#, &host("writeHost", "b", &b));
+    let dir = config(
+        r#"balance="0" switchType="-1""#,
+        &host("writeHost", "b", &b),
+    );
     let mut c = client(start_gateway(dir.path()).await).await;
     settle().await;
     let e = c
@@ -216,7 +219,11 @@ async fn a_write_host_in_recovery_never_takes_writes() {
     // primary active as soon as the heartbeat shows writeHost 0 is in recovery, and records it.
     let dir = config(
         r#"balance="0" switchType="1""#,
-        &format!("{}{}", host("writeHost", "b", &b), host("writeHost", "a", &a)),
+        &format!(
+            "{}{}",
+            host("writeHost", "b", &b),
+            host("writeHost", "a", &a)
+        ),
     );
     let log = dir.path().join("manx.log");
     let (_gateway, mut c) =
@@ -255,7 +262,11 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
     let (mut a, b) = pair("sw").await;
     let dir = config(
         r#"balance="0" switchType="1""#,
-        &format!("{}{}", host("writeHost", "a", &a), host("writeHost", "b", &b)),
+        &format!(
+            "{}{}",
+            host("writeHost", "a", &a),
+            host("writeHost", "b", &b)
+        ),
     );
     let log = dir.path().join("manx.log");
     let (gateway, mut c) =
@@ -295,7 +306,10 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
         .unwrap_err();
     let (_, _, message) = server_error(e);
     assert!(message.contains("marked down"), "{message}");
-    assert!(dnindex(dir.path()).contains("fo=0\n"), "no switch to a standby");
+    assert!(
+        dnindex(dir.path()).contains("fo=0\n"),
+        "no switch to a standby"
+    );
     assert!(b.in_recovery().await);
     assert_eq!(ids(&b).await, (1..=20).collect::<Vec<_>>());
 
@@ -333,8 +347,9 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
     assert!(on_b.contains(&200) && !on_b.contains(&100), "{on_b:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
-        text.lines().any(|l| l.contains("ERROR")
-            && l.contains("[Host=fo,result=[0->1],reason=heartbeat error]")),
+        text.lines()
+            .any(|l| l.contains("ERROR")
+                && l.contains("[Host=fo,result=[0->1],reason=heartbeat error]")),
         "{text}"
     );
     assert!(

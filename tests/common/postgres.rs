@@ -122,19 +122,17 @@ impl PgServer {
         let dir = base().join(format!("{name}-{}", std::process::id()));
         remove(&dir);
         let mut c = pg_command("initdb");
-        c.arg("-D")
-            .arg(&dir)
-            .args([
-                "-U",
-                "postgres",
-                "-E",
-                "UTF8",
-                "--no-locale",
-                "--auth-local=trust",
-                "--auth-host=scram-sha-256",
-                "--no-sync",
-                "--no-instructions",
-            ]);
+        c.arg("-D").arg(&dir).args([
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-locale",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "--no-sync",
+            "--no-instructions",
+        ]);
         run(c, "initdb");
         let hba = "host all postgres 127.0.0.1/32 trust\n\
                    host replication postgres 127.0.0.1/32 trust\n\
