@@ -142,6 +142,21 @@ pub trait BackendConn: Send + Sync {
     async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
         Ok(None)
     }
+
+    /// How this server computes the `WEIGHT_STRING(RTRIM(x))` that the merge compares string
+    /// keys by. Weights of different kinds cannot be compared with each other.
+    fn string_weights(&self) -> StringWeights {
+        StringWeights::Collation
+    }
+}
+
+/// The kind of string weights a server computes for the merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StringWeights {
+    /// MySQL: the column collation's weights (`_ci` collations fold case and accents).
+    Collation,
+    /// PostgreSQL: the UTF-8 bytes of the value (byte order, what collation `C` sorts by).
+    Utf8Bytes,
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

@@ -48,7 +48,9 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
-use super::{Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row};
+use super::{
+    Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, StringWeights,
+};
 use dialect::TableInfo;
 use types::{Conversion, Mapped};
 
@@ -394,6 +396,11 @@ impl BackendConn for PgConn {
         Err(BackendError::Other(
             "PostgreSQL dataNodes do not describe statements before they run".to_string(),
         ))
+    }
+
+    /// The dialect translates `WEIGHT_STRING(RTRIM(x))` to the UTF-8 bytes of `rtrim(x)`.
+    fn string_weights(&self) -> StringWeights {
+        StringWeights::Utf8Bytes
     }
 
     /// `SELECT pg_is_in_recovery()`, sent as is (not through the MySQL dialect translation).
