@@ -1187,6 +1187,114 @@ async fn a_table_on_mysql_and_postgresql_nodes_merges_like_one_database() {
     }
 }
 
+/// The sandbox's PostgreSQL standby (`scripts/sandbox.sh`, 127.0.0.1:15433) as the readHost of
+/// the sandbox PostgreSQL: with `balance="1"` reads are answered by the standby (in recovery)
+/// and writes by the primary, and what the primary commits reaches the standby.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_standby_takes_reads_and_the_primary_writes() {
+    const STANDBY_PORT: u16 = 15433;
+    common::ensure_sandbox();
+    let dbs = pg_databases("h6rw", 1).await;
+    pg(&dbs[0])
+        .await
+        .batch_execute("CREATE TABLE t (id int PRIMARY KEY)")
+        .await
+        .unwrap();
+    // The standby replays the new database and table.
+    let connect = || async {
+        let (client, connection) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(STANDBY_PORT)
+            .user("manx")
+            .password("manx")
+            .dbname(&dbs[0])
+            .connect(tokio_postgres::NoTls)
+            .await?;
+        tokio::spawn(connection);
+        client.simple_query("SELECT count(*) FROM t").await?;
+        Ok::<_, tokio_postgres::Error>(client)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let standby = loop {
+        match connect().await {
+            Ok(c) => break c,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "the sandbox standby did not replay {}: {e}",
+                dbs[0]
+            ),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let f = Fixture::start(
+        "h6rw",
+        Extra {
+            schema_xml: format!(
+                r#"<schema name="RW" dataNode="rwdn"></schema>
+<dataNode name="rwdn" dataHost="rwhost" database="{}" />
+<dataHost name="rwhost" maxCon="5" minCon="1" balance="1" writeType="0" dbType="postgresql" dbDriver="native" switchType="1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM" url="127.0.0.1:{PG_PORT}" user="manx" password="manx">
+    <readHost host="pgS" url="127.0.0.1:{STANDBY_PORT}" user="manx" password="manx" />
+  </writeHost>
+</dataHost>"#,
+                dbs[0]
+            ),
+            users_xml: r#"<user name="rw"><property name="password">rw</property><property name="schemas">RW</property></user>"#.to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "rw", "rw", Some("RW")))
+        .await
+        .unwrap();
+    // Until the first heartbeat has seen the standby, reads go to the writeHost.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let port: Option<u16> = c.query_first("SELECT inet_server_port()").await.unwrap();
+        if port == Some(STANDBY_PORT) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "reads never reached the standby"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for _ in 0..10 {
+        let port: Option<u16> = c.query_first("SELECT inet_server_port()").await.unwrap();
+        assert_eq!(port, Some(STANDBY_PORT));
+    }
+    c.query_drop("INSERT INTO t (id) VALUES (1), (2)")
+        .await
+        .unwrap();
+    let on_primary: i64 = pg(&dbs[0])
+        .await
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(on_primary, 2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let n: Option<i64> = c.query_first("SELECT count(*) FROM t").await.unwrap();
+        if n == Some(2) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standby never showed the rows"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let recovery: bool = standby
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(recovery);
+}
+
 /// Transactions over several PostgreSQL dataNodes commit or roll back on all of them, and a
 /// global table is written to every node and read from one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
