@@ -2,7 +2,8 @@
 #
 # scripts/quickstart.sh — from a fresh clone to a running manx gateway:
 #   1. start the sandbox backends (scripts/sandbox.sh start: MariaDB primary
-#      13306 + replica 13307 + standby 13308, PostgreSQL 15432, under target/sandbox/),
+#      13306 + replica 13307 + standby 13308, PostgreSQL 15432 + its standby 15433,
+#      under target/sandbox/),
 #   2. cargo build --release,
 #   3. exec target/release/manx --conf <repo>  (runs in the foreground; Ctrl-C
 #      stops the gateway, the sandbox keeps running: scripts/sandbox.sh stop).
@@ -23,7 +24,8 @@ cat <<'EOF'
 ==> starting manx (Ctrl-C to stop). Connect with:
       mysql -h127.0.0.1 -P8066 -uroot -p123456 TESTDB
     Backends: MariaDB 127.0.0.1:13306 (primary) / 13307 (replica) / 13308 (standby), PostgreSQL
-    127.0.0.1:15432, all as manx/manx; stop them with scripts/sandbox.sh stop.
+    127.0.0.1:15432 (primary) / 15433 (standby, read-only), all as manx/manx; stop them with
+    scripts/sandbox.sh stop.
 
 EOF
 # Local only: the bundled users have sample passwords.

@@ -15,6 +15,9 @@
 #            log_slave_updates: the standby writeHost of the bundled schema.xml
 #            (switchType=1), which a gateway switches to when the primary dies
 #   pg       PostgreSQL, port 15432
+#   pg-standby  PostgreSQL streaming-replication standby of pg, port 15433
+#            (hot standby: read-only, in recovery; physical replication slot
+#            manx_sandbox_standby on pg), for read/write-split tests
 #
 # Credentials:
 #   MariaDB: manx/manx ('manx'@'%', '127.0.0.1', 'localhost'; ALL ... WITH GRANT
@@ -30,7 +33,8 @@
 #   <dir>/replica/{...same...}
 #   <dir>/standby/{...same...}
 #   <dir>/pg/                PostgreSQL data dir (+ server.log, unix socket);
-#                            may be a symlink, see pg_prepare_dir()
+#                            may be a symlink, see pg_make_dir()
+#   <dir>/pg-standby/        the standby's data dir (same rules)
 #   <dir>/.state/            "initialisation done" marker files
 #   <dir>/.lock              flock serialising start/stop/reset
 # Note: `cargo clean` deletes target/ and with it the sandbox; stop it first
@@ -40,10 +44,16 @@
 #   mariadb -h127.0.0.1 -P13306 -umanx -pmanx db1
 #   mariadb --defaults-file=target/sandbox/primary/my.cnf   (admin, via socket)
 #   PGPASSWORD=manx psql -h127.0.0.1 -p15432 -Umanx db1
+#   PGPASSWORD=manx psql -h127.0.0.1 -p15433 -Umanx db1   (standby, read-only)
 #
 # Environment overrides:
 #   MANX_SANDBOX_DIR       sandbox directory (default <repo>/target/sandbox)
 #   MANX_SANDBOX_TIMEOUT   readiness timeout in seconds (default 60)
+#   MANX_SANDBOX_PRIMARY_PORT, MANX_SANDBOX_REPLICA_PORT, MANX_SANDBOX_STANDBY_PORT,
+#   MANX_SANDBOX_PG_PORT, MANX_SANDBOX_PG_STANDBY_PORT
+#                          ports (defaults 13306, 13307, 13308, 15432, 15433), for a
+#                          second sandbox beside the default one; the tests
+#                          expect the defaults
 #
 set -euo pipefail
 
@@ -55,10 +65,15 @@ SAMPLE_SQL=$SCRIPT_DIR/sandbox-sample.sql
 STATE=$SB/.state
 LOCK_FILE=$SB/.lock
 
-PRIMARY_PORT=13306
-REPLICA_PORT=13307
-STANDBY_PORT=13308
-PG_PORT=15432
+PRIMARY_PORT=${MANX_SANDBOX_PRIMARY_PORT:-13306}
+REPLICA_PORT=${MANX_SANDBOX_REPLICA_PORT:-13307}
+STANDBY_PORT=${MANX_SANDBOX_STANDBY_PORT:-13308}
+PG_PORT=${MANX_SANDBOX_PG_PORT:-15432}
+PG_STANDBY_PORT=${MANX_SANDBOX_PG_STANDBY_PORT:-15433}
+# Physical replication slot on pg that the standby streams from (WAL kept
+# for it is capped by max_slot_wal_keep_size; a slot that lost WAL makes
+# `start` rebuild the standby).
+PG_SLOT=manx_sandbox_standby
 START_TIMEOUT=${MANX_SANDBOX_TIMEOUT:-60}
 STOP_TIMEOUT=30
 REPL_TIMEOUT=30
@@ -585,32 +600,46 @@ pg_run() {
 
 PGDATA_DIR=""
 PG_SOCKDIR=""
+PGS_DATA_DIR=""
+PGS_SOCKDIR=""
 
-# Sets PGDATA_DIR / PG_SOCKDIR for an existing (or not yet created) data dir.
-pg_resolve_dir() {
-    if [[ -L $SB/pg ]]; then
-        PGDATA_DIR=$(readlink -- "$SB/pg")
-    else
-        PGDATA_DIR=$SB/pg
-    fi
-    PG_SOCKDIR=$PGDATA_DIR
-    if ((${#PGDATA_DIR} + 20 > 100)); then
-        PG_SOCKDIR=/tmp/manx-sandbox-$SB_HASH-pg
-    fi
+# pg_real_dir NAME: the data dir behind $SB/NAME (following the relocation
+# symlink).
+pg_real_dir() {
+    if [[ -L $SB/$1 ]]; then readlink -- "$SB/$1"; else echo "$SB/$1"; fi
 }
 
-pg_prepare_dir() {
-    if [[ -e $SB/pg || -L $SB/pg ]]; then
-        pg_resolve_dir
-        [[ -d $PGDATA_DIR ]] || die "pg: $SB/pg points to missing $PGDATA_DIR; run '$0 reset'"
+# pg_sock_dir DATADIR NAME: the unix socket directory of a server (its data
+# dir, unless that path is too long for a socket).
+pg_sock_dir() {
+    if ((${#1} + 20 > 100)); then echo "/tmp/manx-sandbox-$SB_HASH-$2"; else echo "$1"; fi
+}
+
+# Sets PGDATA_DIR / PG_SOCKDIR (primary) and PGS_DATA_DIR / PGS_SOCKDIR
+# (standby) for existing (or not yet created) data dirs.
+pg_resolve_dir() {
+    PGDATA_DIR=$(pg_real_dir pg)
+    PG_SOCKDIR=$(pg_sock_dir "$PGDATA_DIR" pg)
+    PGS_DATA_DIR=$(pg_real_dir pg-standby)
+    PGS_SOCKDIR=$(pg_sock_dir "$PGS_DATA_DIR" pg-standby)
+}
+
+# pg_make_dir NAME: creates the (empty) data dir $SB/NAME, owned by the
+# server user, relocated when that user cannot reach $SB (see above).
+pg_make_dir() {
+    local name=$1
+    if [[ -e $SB/$name || -L $SB/$name ]]; then
+        local real
+        real=$(pg_real_dir "$name")
+        [[ -d $real ]] || die "pg: $SB/$name points to missing $real; run '$0 reset'"
         return 0
     fi
     if ((IS_ROOT)); then
         getent passwd postgres >/dev/null || die "pg: OS user 'postgres' does not exist (is the postgresql package installed?)"
         chmod go+rx "$SB" # our own directory; parents are left alone
         if runuser -u postgres -- test -x "$SB" 2>/dev/null; then
-            mkdir -m 700 "$SB/pg"
-            chown postgres:postgres "$SB/pg"
+            mkdir -m 700 "$SB/$name"
+            chown postgres:postgres "$SB/$name"
         else
             local home base
             home=$(getent passwd postgres | cut -d: -f6)
@@ -619,8 +648,8 @@ pg_prepare_dir() {
             else
                 base=/var/tmp/manx-sandbox
             fi
-            local real=$base/$SB_HASH/pg
-            log "pg: postgres user cannot reach $SB; using $real (symlinked as $SB/pg)"
+            local real=$base/$SB_HASH/$name
+            log "pg: postgres user cannot reach $SB; using $real (symlinked as $SB/$name)"
             if [[ -e $real ]]; then
                 # left over from a sandbox at the same path deleted without reset
                 local oldpid=""
@@ -636,11 +665,16 @@ pg_prepare_dir() {
             echo "$SB" >"$base/$SB_HASH/ORIGIN"
             mkdir -m 700 "$real"
             chown postgres:postgres "$real"
-            ln -s "$real" "$SB/pg"
+            ln -s "$real" "$SB/$name"
         fi
     else
-        mkdir -m 700 "$SB/pg"
+        mkdir -m 700 "$SB/$name"
     fi
+}
+
+pg_prepare_dir() {
+    pg_make_dir pg
+    pg_make_dir pg-standby
     pg_resolve_dir
 }
 
@@ -662,17 +696,23 @@ pg_pin_version() {
         die "pg: $PGDATA_DIR was created by PostgreSQL $v but only $have ($PGBIN) is available; run '$0 reset'"
 }
 
-pg_pid() {
-    local pid
-    [[ -n $PGDATA_DIR && -r $PGDATA_DIR/postmaster.pid ]] || return 1
-    read -r pid <"$PGDATA_DIR/postmaster.pid" || return 1
-    is_our_proc "$pid" "$PGDATA_DIR" || return 1
+# pg_pid_of DATADIR: the pid of the postmaster running on DATADIR.
+pg_pid_of() {
+    local pid dir=$1
+    [[ -n $dir && -r $dir/postmaster.pid ]] || return 1
+    read -r pid <"$dir/postmaster.pid" || return 1
+    is_our_proc "$pid" "$dir" || return 1
     echo "$pid"
 }
+pg_pid() { pg_pid_of "$PGDATA_DIR"; }
+pgs_pid() { pg_pid_of "$PGS_DATA_DIR"; }
 
-pg_ready() { "$PG_ISREADY" -q -h "$PG_SOCKDIR" -p "$PG_PORT" -U postgres -d postgres -t 3 >/dev/null 2>&1; }
+pg_ready_at() { "$PG_ISREADY" -q -h "$1" -p "$2" -U postgres -d postgres -t 3 >/dev/null 2>&1; }
+pg_ready() { pg_ready_at "$PG_SOCKDIR" "$PG_PORT"; }
+pgs_ready() { pg_ready_at "$PGS_SOCKDIR" "$PG_STANDBY_PORT"; }
 
 pg_psql() { pg_run "$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$PG_SOCKDIR" -p "$PG_PORT" -U postgres "$@"; }
+pgs_psql() { pg_run "$PSQL" -X -q -v ON_ERROR_STOP=1 -h "$PGS_SOCKDIR" -p "$PG_STANDBY_PORT" -U postgres "$@"; }
 
 # Write a root-generated file into the data dir, owned by the server user.
 pg_write_file() {
@@ -682,12 +722,28 @@ pg_write_file() {
     chmod 600 "$dest"
 }
 
+# pg_write_conf [DATADIR PORT SOCKDIR]: the sandbox settings of a server
+# (default: the primary), then its role's lines: the primary keeps WAL for
+# the standby's slot (bounded), the standby streams from the primary.
 pg_write_conf() {
-    pg_write_file "$PGDATA_DIR/manx-sandbox.conf" <<EOF
+    local dir=${1:-$PGDATA_DIR} port=${2:-$PG_PORT} sock=${3:-$PG_SOCKDIR} role
+    if [[ $dir == "$PGS_DATA_DIR" ]]; then
+        role="# standby of 127.0.0.1:$PG_PORT (standby.signal present until promoted)
+primary_conninfo = 'host=127.0.0.1 port=$PG_PORT user=postgres application_name=$PG_SLOT'
+primary_slot_name = '$PG_SLOT'
+hot_standby = on
+wal_receiver_status_interval = 1s
+wal_retrieve_retry_interval = 1s"
+    else
+        role="# primary: WAL kept for the standby's replication slot, at most
+max_wal_senders = 10
+max_slot_wal_keep_size = 1GB"
+    fi
+    pg_write_file "$dir/manx-sandbox.conf" <<EOF
 # Generated by scripts/sandbox.sh on every start; edits will be overwritten.
-port = $PG_PORT
+port = $port
 listen_addresses = '127.0.0.1'
-unix_socket_directories = '$PG_SOCKDIR'
+unix_socket_directories = '$sock'
 max_connections = 300
 shared_buffers = 32MB
 password_encryption = scram-sha-256
@@ -695,6 +751,7 @@ password_encryption = scram-sha-256
 fsync = off
 synchronous_commit = off
 full_page_writes = off
+$role
 EOF
 }
 
@@ -719,6 +776,7 @@ pg_init() {
 # TYPE  DATABASE  USER      ADDRESS        METHOD
 local   all       all                      trust
 host    all       postgres  127.0.0.1/32   trust
+host    replication postgres 127.0.0.1/32  trust
 host    all       manx      127.0.0.1/32   scram-sha-256
 host    all       manx_md5  127.0.0.1/32   md5
 host    all       all       127.0.0.1/32   scram-sha-256
@@ -727,25 +785,27 @@ EOF
     touch "$STATE/pg.initdb"
 }
 
-pg_start() {
-    local pid
-    pg_write_conf
-    if [[ $PG_SOCKDIR != "$PGDATA_DIR" ]]; then
-        mkdir -p "$PG_SOCKDIR"
-        if ((IS_ROOT)); then chown postgres:postgres "$PG_SOCKDIR"; fi
+# pg_start_server LABEL DATADIR PORT SOCKDIR: starts a server (if not running)
+# and waits until it answers.
+pg_start_server() {
+    local label=$1 dir=$2 port=$3 sock=$4 pid
+    pg_write_conf "$dir" "$port" "$sock"
+    if [[ $sock != "$dir" ]]; then
+        mkdir -p "$sock"
+        if ((IS_ROOT)); then chown postgres:postgres "$sock"; fi
     fi
-    if pid=$(pg_pid); then
-        if pg_ready; then
-            log "pg: already running (pid $pid, port $PG_PORT)"
+    if pid=$(pg_pid_of "$dir"); then
+        if pg_ready_at "$sock" "$port"; then
+            log "$label: already running (pid $pid, port $port)"
             return 0
         fi
-        log "pg: process $pid exists but does not answer yet"
+        log "$label: process $pid exists but does not answer yet"
     else
-        if port_in_use "$PG_PORT"; then
-            die "pg: port $PG_PORT is already in use by another process (not this sandbox's postmaster).
-    Maybe an orphaned sandbox server whose directory was deleted (cargo clean?); find it with: ss -ltnp 'sport = :$PG_PORT'"
+        if port_in_use "$port"; then
+            die "$label: port $port is already in use by another process (not this sandbox's postmaster).
+    Maybe an orphaned sandbox server whose directory was deleted (cargo clean?); find it with: ss -ltnp 'sport = :$port'"
         fi
-        log "pg: starting PostgreSQL on 127.0.0.1:$PG_PORT"
+        log "$label: starting PostgreSQL on 127.0.0.1:$port"
         # A postmaster that has just died (crash, SIGKILL) can linger for a
         # moment as a zombie, or leave children attached to its shared
         # memory; postgres refuses to start until they are gone
@@ -754,29 +814,30 @@ pg_start() {
         local attempt_deadline=$((SECONDS + START_TIMEOUT)) attempt=1
         # pg_ctl -w waits for readiness (and detaches the postmaster into its
         # own session); no inherited fds may leak into the postmaster.
-        until (close_extra_fds; pg_run "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" \
-            -w -t "$START_TIMEOUT" -s start) </dev/null >"$SB/pg-ctl.log" 2>&1; do
-            if ((SECONDS >= attempt_deadline)) || pg_pid >/dev/null ||
-                ! tail -n 5 "$PGDATA_DIR/server.log" 2>/dev/null |
+        until (close_extra_fds; pg_run "$PGBIN/pg_ctl" -D "$dir" -l "$dir/server.log" \
+            -w -t "$START_TIMEOUT" -s start) </dev/null >"$SB/$label-ctl.log" 2>&1; do
+            if ((SECONDS >= attempt_deadline)) || pg_pid_of "$dir" >/dev/null ||
+                ! tail -n 5 "$dir/server.log" 2>/dev/null |
                 grep -qE 'lock file "postmaster.pid" already exists|shared memory block is still in use'; then
-                cat "$SB/pg-ctl.log" >&2 || true
-                show_log "$PGDATA_DIR/server.log"
-                die "pg: failed to start"
+                cat "$SB/$label-ctl.log" >&2 || true
+                show_log "$dir/server.log"
+                die "$label: failed to start"
             fi
-            ((attempt++ == 1)) && log "pg: previous postmaster still exiting, retrying"
+            ((attempt++ == 1)) && log "$label: previous postmaster still exiting, retrying"
             sleep 0.5
         done
     fi
     local deadline=$((SECONDS + START_TIMEOUT))
-    until pg_ready; do
+    until pg_ready_at "$sock" "$port"; do
         if ((SECONDS >= deadline)); then
-            show_log "$PGDATA_DIR/server.log"
-            die "pg: not ready after ${START_TIMEOUT}s"
+            show_log "$dir/server.log"
+            die "$label: not ready after ${START_TIMEOUT}s"
         fi
         sleep 0.2
     done
-    log "pg: up (pid $(pg_pid || echo "?"), port $PG_PORT)"
+    log "$label: up (pid $(pg_pid_of "$dir" || echo "?"), port $port)"
 }
+pg_start() { pg_start_server pg "$PGDATA_DIR" "$PG_PORT" "$PG_SOCKDIR"; }
 
 pg_stop() {
     local pid
@@ -861,7 +922,107 @@ EOF
     touch "$STATE/pg.md5"
 }
 
-start_pg() { pg_init; pg_start; pg_setup; pg_setup_md5; } # PG needs nothing from MariaDB
+# PG needs nothing from MariaDB; the standby copies the primary once it is set up.
+start_pg() { pg_init; pg_start; pg_setup; pg_setup_md5; pg_setup_replication; start_pg_standby; }
+
+# ---------------------------------------------------------------------------
+# PostgreSQL standby (pg-standby)
+# ---------------------------------------------------------------------------
+#
+# A hot standby of pg built with pg_basebackup, streaming through the
+# physical replication slot $PG_SLOT (created by pg_basebackup -C), so it
+# never misses WAL while it is stopped; the primary caps what it keeps for
+# the slot (max_slot_wal_keep_size). `start` rebuilds the standby when it has
+# no data yet, when the slot is missing or lost its WAL, or when the standby
+# was promoted (no standby.signal): the standby holds nothing of its own.
+
+# Replication access for the standby (pg_hba.conf line for role postgres,
+# then a reload, which also applies the primary's manx-sandbox.conf).
+# Idempotent: sandboxes initialised before the standby existed get the line.
+pg_setup_replication() {
+    local hba=$PGDATA_DIR/pg_hba.conf tmp
+    if ! grep -Eq '^host[[:space:]]+replication[[:space:]]+postgres[[:space:]]' "$hba"; then
+        log "pg: allowing replication connections from postgres@127.0.0.1 (pg_hba.conf)"
+        tmp=$(mktemp)
+        awk '/^host[[:space:]]+all[[:space:]]+postgres[[:space:]]/ && !done {
+                 print; print "host    replication postgres 127.0.0.1/32  trust"; done = 1; next }
+             { print }
+             END { if (!done) print "host    replication postgres 127.0.0.1/32  trust" }' "$hba" >"$tmp"
+        pg_write_file "$hba" <"$tmp"
+        rm -f "$tmp"
+    fi
+    pg_psql -d postgres -c 'SELECT pg_reload_conf()' >/dev/null || die "pg: reload failed"
+}
+
+# The wal_status of the standby's slot on the primary ('' when missing).
+pg_slot_status() {
+    pg_psql -d postgres -At -c "SELECT wal_status FROM pg_replication_slots WHERE slot_name = '$PG_SLOT'"
+}
+
+pgs_stop() {
+    local pid
+    if [[ -n $PGS_DATA_DIR ]] && pid=$(pgs_pid); then
+        stop_pid pg-standby "$pid" INT
+    else
+        log "pg-standby: not running"
+    fi
+}
+
+# (Re)builds the standby's data dir from the primary when needed (marker:
+# .state/pg-standby.init).
+pgs_init() {
+    local status
+    if [[ -e $STATE/pg-standby.init && -e $PGS_DATA_DIR/PG_VERSION ]]; then
+        status=$(pg_slot_status) || die "pg: cannot read pg_replication_slots"
+        if [[ ! -e $PGS_DATA_DIR/standby.signal ]]; then
+            log "pg-standby: was promoted (no standby.signal); rebuilding it as a standby of pg"
+        elif [[ -z $status ]]; then
+            log "pg-standby: replication slot $PG_SLOT is missing on pg; rebuilding the standby"
+        elif [[ $status == lost ]]; then
+            log "pg-standby: replication slot $PG_SLOT lost WAL the standby needs; rebuilding the standby"
+        else
+            return 0
+        fi
+    fi
+    pgs_stop
+    rm -f "$STATE/pg-standby.init"
+    # an inactive slot of an earlier standby: pg_basebackup -C creates it anew
+    pg_psql -d postgres -c "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = '$PG_SLOT' AND NOT active" >/dev/null ||
+        die "pg: cannot drop the old replication slot $PG_SLOT"
+    log "pg-standby: copying pg (pg_basebackup, slot $PG_SLOT) into $PGS_DATA_DIR"
+    find "$PGS_DATA_DIR" -mindepth 1 -delete
+    if ! (close_extra_fds; pg_run "$PGBIN/pg_basebackup" -D "$PGS_DATA_DIR" -h 127.0.0.1 -p "$PG_PORT" \
+        -U postgres -X stream -C -S "$PG_SLOT" -c fast --no-sync) </dev/null >"$SB/pg-standby-basebackup.log" 2>&1; then
+        show_log "$SB/pg-standby-basebackup.log"
+        die "pg-standby: pg_basebackup failed"
+    fi
+    # the primary's log came along; the standby keeps its own
+    rm -f -- "$PGS_DATA_DIR/server.log"
+    pg_write_file "$PGS_DATA_DIR/standby.signal" </dev/null
+    touch "$STATE/pg-standby.init"
+}
+
+# Waits until the primary reports the standby streaming.
+pgs_check() {
+    local deadline=$((SECONDS + START_TIMEOUT)) state
+    while :; do
+        state=$(pg_psql -d postgres -At -c "SELECT state FROM pg_stat_replication WHERE application_name = '$PG_SLOT'" 2>/dev/null || true)
+        [[ $state == streaming ]] && break
+        if ((SECONDS >= deadline)); then
+            show_log "$PGS_DATA_DIR/server.log"
+            die "pg-standby: not streaming from pg after ${START_TIMEOUT}s (state: ${state:-none})"
+        fi
+        sleep 0.2
+    done
+    log "pg-standby: streaming from pg (slot $PG_SLOT)"
+}
+
+start_pg_standby() {
+    pgs_init
+    pg_start_server pg-standby "$PGS_DATA_DIR" "$PG_STANDBY_PORT" "$PGS_SOCKDIR"
+    pgs_check
+}
+
 
 cmd_start() {
     local t0=$SECONDS
@@ -888,8 +1049,8 @@ cmd_stop() {
     take_lock
     locate_binaries
     pg_resolve_dir
-    # all four at once (a MariaDB shutdown alone takes ~1.5 s)
-    run_parallel stop_replica stop_standby stop_primary pg_stop
+    # all at once (a MariaDB shutdown alone takes ~1.5 s)
+    run_parallel stop_replica stop_standby stop_primary pg_stop pgs_stop
 }
 
 stop_primary() { my_stop primary; }
@@ -899,20 +1060,24 @@ stop_standby() { my_stop standby; }
 cmd_reset() {
     cmd_stop || die "could not stop all servers; not deleting $SB"
     # keep .lock itself: other processes may be waiting on it right now
-    if [[ -L $SB/pg ]]; then
-        local real parent
-        real=$(readlink -- "$SB/pg")
+    local name real parent
+    for name in pg pg-standby; do
+        [[ -L $SB/$name ]] || continue
+        real=$(readlink -- "$SB/$name")
         parent=$(dirname -- "$real")
-        if [[ $(basename -- "$real") == pg && $(basename -- "$parent") == "$SB_HASH" &&
+        if [[ $(basename -- "$real") == "$name" && $(basename -- "$parent") == "$SB_HASH" &&
             $(basename -- "$(dirname -- "$parent")") == manx-sandbox ]]; then
-            log "removing relocated PostgreSQL data dir $parent"
-            rm -rf -- "$parent"
+            log "removing relocated PostgreSQL data dir $real"
+            rm -rf -- "$real"
+            rm -f -- "$parent/ORIGIN"
+            rmdir -- "$parent" 2>/dev/null || true
             rmdir -- "$(dirname -- "$parent")" 2>/dev/null || true
         else
-            log "warning: $SB/pg points to unexpected $real, not deleting that"
+            log "warning: $SB/$name points to unexpected $real, not deleting that"
         fi
-    fi
-    rm -rf -- "/tmp/manx-sandbox-$SB_HASH-pg" # socket dir fallback for long paths
+    done
+    # socket dir fallbacks for long paths
+    rm -rf -- "/tmp/manx-sandbox-$SB_HASH-pg" "/tmp/manx-sandbox-$SB_HASH-pg-standby"
     log "removing $SB"
     find "$SB" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf -- {} +
 }
@@ -932,7 +1097,7 @@ print_status() {
         else
             state=down; pid=-; all=1
         fi
-        printf '%-8s 127.0.0.1:%-6s %-5s pid=%s%s\n' "$name" "$port" "$state" "$pid" "$extra"
+        printf '%-10s 127.0.0.1:%-6s %-5s pid=%s%s\n' "$name" "$port" "$state" "$pid" "$extra"
     done
     pg_resolve_dir
     extra=""
@@ -941,7 +1106,27 @@ print_status() {
     else
         state=down; pid=-; all=1
     fi
-    printf '%-8s 127.0.0.1:%-6s %-5s pid=%s%s\n' pg "$PG_PORT" "$state" "$pid" "$extra"
+    printf '%-10s 127.0.0.1:%-6s %-5s pid=%s%s\n' pg "$PG_PORT" "$state" "$pid" "$extra"
+    extra=""
+    if pid=$(pgs_pid); then
+        if [[ -n ${PG_ISREADY:-} ]] && pgs_ready; then
+            state=up
+            local recovery receiver
+            recovery=$(pgs_psql -d postgres -At -c 'SELECT pg_is_in_recovery()' 2>/dev/null || true)
+            receiver=$(pgs_psql -d postgres -At -c 'SELECT status FROM pg_stat_wal_receiver' 2>/dev/null || true)
+            if [[ $recovery == t ]]; then
+                extra=" (in recovery, WAL receiver ${receiver:-not running})"
+                [[ $receiver == streaming ]] || all=1
+            else
+                extra=" (promoted: not in recovery; 'start' rebuilds it as a standby)"; all=1
+            fi
+        else
+            state=down; all=1; extra=" (process alive but not answering)"
+        fi
+    else
+        state=down; pid=-; all=1
+    fi
+    printf '%-10s 127.0.0.1:%-6s %-5s pid=%s%s\n' pg-standby "$PG_STANDBY_PORT" "$state" "$pid" "$extra"
     return $all
 }
 

@@ -1064,34 +1064,235 @@ async fn sharded_postgresql_answers_like_mysql_where_portable() {
     }
 }
 
-/// A table whose dataNodes are on MySQL and PostgreSQL dataHosts at once is refused at load
-/// (its cross-node merge would compare weights computed two different ways).
-#[test]
-fn a_table_on_mysql_and_postgresql_nodes_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let databases: Vec<String> = (1..=3).map(|i| format!("t_h6mixed_db{i}")).collect();
-    common::write_config(
-        dir.path(),
-        &databases,
-        &Extra {
-            schema_xml: format!(
-                r#"<schema name="MIXED"><table name="m" dataNode="dn1,pgdn1" rule="mod-long" /></schema>
-<dataNode name="pgdn1" dataHost="pghost" database="x" />
-<dataHost name="pghost" maxCon="5" minCon="0" balance="0" dbType="postgresql" dbDriver="native">
-  <heartbeat>select 1</heartbeat>
-  <writeHost host="pgM1" url="127.0.0.1:{PG_PORT}" user="manx" password="manx" />
-</dataHost>"#
+/// A logical table whose dataNodes are on MySQL and PostgreSQL dataHosts at once loads, and
+/// its cross-node merge (ORDER BY, LIMIT, GROUP BY, aggregates, DISTINCT) answers like one
+/// MariaDB database holding every row — with the MySQL node first and with the PostgreSQL
+/// node first, over INT, DECIMAL/numeric, DATETIME/timestamp and TINYINT(1)/boolean columns.
+/// String keys are refused with 1235 naming the column: a MySQL `_ci` collation and
+/// PostgreSQL's byte order sort strings differently, so no single order is right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_on_mysql_and_postgresql_nodes_merges_like_one_database() {
+    let dbs = pg_databases("h6mix", 3).await;
+    let pg_ddl = "CREATE TABLE {t} (id int PRIMARY KEY, cust varchar(20), amount numeric(10,2), \
+                  qty int, at timestamp(0), ok boolean)";
+    let my_ddl = "CREATE TABLE {t} (id int PRIMARY KEY, cust varchar(20), amount decimal(10,2), \
+                  qty int, at datetime, ok tinyint(1))";
+    for db in &dbs[..2] {
+        let c = pg(db).await;
+        for t in ["mo", "po"] {
+            c.batch_execute(&pg_ddl.replace("{t}", t)).await.unwrap();
+        }
+    }
+    // mo: MySQL dn1, PostgreSQL pgdn1, MySQL dn2; po: PostgreSQL first.
+    let f = pg_fixture_with(
+        "h6mix",
+        &dbs,
+        r#"<schema name="MIXED" checkSQLschema="false">
+  <table name="mo" primaryKey="id" dataNode="dn1,pgdn1,dn2" rule="mod-long" />
+  <table name="po" primaryKey="id" dataNode="pgdn1,dn1,pgdn2" rule="mod-long" />
+</schema>"#,
+        ",MIXED",
+        "",
+    )
+    .await;
+    for n in 1..=3 {
+        let mut c = f.backend(n).await;
+        for t in ["mo", "po"] {
+            c.query_drop(my_ddl.replace("{t}", t)).await.unwrap();
+        }
+    }
+    // Database 3 of the fixture is in neither table: the MariaDB reference.
+    let mut reference = f.backend(3).await;
+    let mut c = client(&f, "MIXED").await;
+    let mut values = Vec::new();
+    for id in 1..=45 {
+        let amount = format!("{}.{:02}", (id * 37) % 101, (id * 13) % 100);
+        let qty = if id % 7 == 0 {
+            "NULL".to_string()
+        } else {
+            ((id * 5) % 9).to_string()
+        };
+        values.push(format!(
+            "({id}, 'c{}', {amount}, {qty}, '2024-01-{:02} 10:{:02}:00')",
+            id % 4,
+            id % 28 + 1,
+            id % 60
+        ));
+    }
+    for t in ["mo", "po"] {
+        let insert = format!(
+            "INSERT INTO {t} (id, cust, amount, qty, at) VALUES {}",
+            values.join(", ")
+        );
+        c.query_drop(&insert).await.unwrap();
+        assert_eq!(c.affected_rows(), 45);
+        reference.query_drop(&insert).await.unwrap();
+        // The boolean column, set on each server directly (MySQL's 1/0 literals are not
+        // PostgreSQL booleans).
+        let flag = format!("UPDATE {t} SET ok = (id % 3 = 1 OR id % 5 = 0)");
+        reference.query_drop(&flag).await.unwrap();
+        for n in 1..=2 {
+            f.backend(n).await.query_drop(&flag).await.unwrap();
+        }
+        for db in &dbs[..2] {
+            pg(db).await.batch_execute(&flag).await.unwrap();
+        }
+    }
+    // Every node holds rows: the merge really spans MySQL and PostgreSQL.
+    assert!(!f.ids_on(1, "mo").await.is_empty() && !f.ids_on(2, "mo").await.is_empty());
+    let on_pg: i64 = pg(&dbs[0])
+        .await
+        .query_one("SELECT count(*) FROM mo", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(on_pg > 0);
+    let queries = [
+        "SELECT id, cust, amount, qty, at, ok FROM {t} ORDER BY id",
+        "SELECT id, amount FROM {t} ORDER BY amount DESC, id LIMIT 3, 5",
+        "SELECT qty, COUNT(*), SUM(amount), MIN(amount), MAX(at) FROM {t} GROUP BY qty ORDER BY qty",
+        "SELECT qty, COUNT(*) FROM {t} GROUP BY qty ORDER BY qty DESC",
+        "SELECT COUNT(*), COUNT(qty), SUM(qty), MIN(id), MAX(amount), SUM(amount) FROM {t}",
+        "SELECT ok, COUNT(*), SUM(amount), MAX(id) FROM {t} GROUP BY ok ORDER BY ok",
+        "SELECT AVG(amount), AVG(qty) FROM {t}",
+        "SELECT ok, AVG(qty) FROM {t} GROUP BY ok ORDER BY ok",
+        "SELECT id, ok FROM {t} WHERE ok ORDER BY at DESC, id LIMIT 6",
+        "SELECT DISTINCT qty FROM {t} ORDER BY qty",
+        "SELECT id, at FROM {t} WHERE at BETWEEN '2024-01-05' AND '2024-01-09 23:59:59' ORDER BY at, id",
+        "SELECT qty, SUM(amount) FROM {t} GROUP BY qty HAVING COUNT(*) > 4 ORDER BY SUM(amount) DESC",
+        "SELECT id FROM {t} WHERE id IN (1, 2, 3, 44) ORDER BY id DESC",
+    ];
+    for t in ["mo", "po"] {
+        for sql in queries {
+            let sql = sql.replace("{t}", t);
+            assert_eq!(
+                rows(&mut c, &sql).await,
+                rows(&mut reference, &sql).await,
+                "{sql}"
+            );
+        }
+        for sql in [
+            format!("SELECT cust FROM {t} ORDER BY cust"),
+            format!("SELECT cust, COUNT(*) FROM {t} GROUP BY cust"),
+            format!("SELECT MIN(cust) FROM {t}"),
+        ] {
+            let e = c.query_drop(&sql).await.unwrap_err();
+            let (code, state, message) = server_error(e);
+            assert_eq!((code, state.as_str()), (1235, "42000"), "{sql}: {message}");
+            assert!(
+                message.contains("cust") && message.contains("MySQL and PostgreSQL"),
+                "{sql}: {message}"
+            );
+        }
+    }
+}
+
+/// The sandbox's PostgreSQL standby (`scripts/sandbox.sh`, 127.0.0.1:15433) as the readHost of
+/// the sandbox PostgreSQL: with `balance="1"` reads are answered by the standby (in recovery)
+/// and writes by the primary, and what the primary commits reaches the standby.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_standby_takes_reads_and_the_primary_writes() {
+    const STANDBY_PORT: u16 = 15433;
+    common::ensure_sandbox();
+    let dbs = pg_databases("h6rw", 1).await;
+    pg(&dbs[0])
+        .await
+        .batch_execute("CREATE TABLE t (id int PRIMARY KEY)")
+        .await
+        .unwrap();
+    // The standby replays the new database and table.
+    let connect = || async {
+        let (client, connection) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(STANDBY_PORT)
+            .user("manx")
+            .password("manx")
+            .dbname(&dbs[0])
+            .connect(tokio_postgres::NoTls)
+            .await?;
+        tokio::spawn(connection);
+        client.simple_query("SELECT count(*) FROM t").await?;
+        Ok::<_, tokio_postgres::Error>(client)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let standby = loop {
+        match connect().await {
+            Ok(c) => break c,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "the sandbox standby did not replay {}: {e}",
+                dbs[0]
             ),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let f = Fixture::start(
+        "h6rw",
+        Extra {
+            schema_xml: format!(
+                r#"<schema name="RW" dataNode="rwdn"></schema>
+<dataNode name="rwdn" dataHost="rwhost" database="{}" />
+<dataHost name="rwhost" maxCon="5" minCon="1" balance="1" writeType="0" dbType="postgresql" dbDriver="native" switchType="1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM" url="127.0.0.1:{PG_PORT}" user="manx" password="manx">
+    <readHost host="pgS" url="127.0.0.1:{STANDBY_PORT}" user="manx" password="manx" />
+  </writeHost>
+</dataHost>"#,
+                dbs[0]
+            ),
+            users_xml: r#"<user name="rw"><property name="password">rw</property><property name="schemas">RW</property></user>"#.to_string(),
             ..Extra::default()
         },
-    );
-    let e = manx::config::Config::load(dir.path())
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("a table on both MySQL and PostgreSQL dataHosts is not supported yet"),
-        "{e}"
-    );
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "rw", "rw", Some("RW")))
+        .await
+        .unwrap();
+    // Until the first heartbeat has seen the standby, reads go to the writeHost.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let port: Option<u16> = c.query_first("SELECT inet_server_port()").await.unwrap();
+        if port == Some(STANDBY_PORT) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "reads never reached the standby"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    for _ in 0..10 {
+        let port: Option<u16> = c.query_first("SELECT inet_server_port()").await.unwrap();
+        assert_eq!(port, Some(STANDBY_PORT));
+    }
+    c.query_drop("INSERT INTO t (id) VALUES (1), (2)")
+        .await
+        .unwrap();
+    let on_primary: i64 = pg(&dbs[0])
+        .await
+        .query_one("SELECT count(*) FROM t", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(on_primary, 2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let n: Option<i64> = c.query_first("SELECT count(*) FROM t").await.unwrap();
+        if n == Some(2) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the standby never showed the rows"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let recovery: bool = standby
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(recovery);
 }
 
 /// Transactions over several PostgreSQL dataNodes commit or roll back on all of them, and a

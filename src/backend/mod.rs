@@ -132,6 +132,31 @@ pub trait BackendConn: Send + Sync {
     ///
     /// Errors: the server's error for a statement it cannot prepare.
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError>;
+
+    /// Whether the server is a read-only standby, for the heartbeat: PostgreSQL answers
+    /// `SELECT pg_is_in_recovery()` (true on a streaming or archive-recovery standby until it
+    /// is promoted). `None` where the notion does not apply (MySQL: a replica's writability is
+    /// not checked, as in Mycat).
+    ///
+    /// Errors: the connection broke or the server refused the query.
+    async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
+        Ok(None)
+    }
+
+    /// How this server computes the `WEIGHT_STRING(RTRIM(x))` that the merge compares string
+    /// keys by. Weights of different kinds cannot be compared with each other.
+    fn string_weights(&self) -> StringWeights {
+        StringWeights::Collation
+    }
+}
+
+/// The kind of string weights a server computes for the merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StringWeights {
+    /// MySQL: the column collation's weights (`_ci` collations fold case and accents).
+    Collation,
+    /// PostgreSQL: the UTF-8 bytes of the value (byte order, what collation `C` sorts by).
+    Utf8Bytes,
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

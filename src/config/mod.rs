@@ -455,25 +455,6 @@ impl Config {
                         ));
                     }
                 }
-                // The merge compares string keys by weights each backend computes its own way
-                // (MySQL collation weights, PostgreSQL UTF-8 bytes): never mix them in a table.
-                let kinds: std::collections::BTreeSet<&str> = table
-                    .data_nodes
-                    .iter()
-                    .filter_map(|dn| self.data_nodes.get(dn))
-                    .filter_map(|n| self.data_hosts.get(&n.data_host))
-                    .map(|h| match h.db_type {
-                        DbType::Mysql => "mysql",
-                        DbType::Postgresql => "postgresql",
-                    })
-                    .collect();
-                if kinds.len() > 1 {
-                    errors.push(ConfigError::new(
-                        &table.origin,
-                        element.clone(),
-                        "a table on both MySQL and PostgreSQL dataHosts is not supported yet",
-                    ));
-                }
                 if let TableKind::Sharded { rule } = &table.kind
                     && !self.table_rules.contains_key(rule)
                 {

@@ -54,8 +54,12 @@ impl Status {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The statement answered. `replication` is what `SHOW SLAVE STATUS` said, when the
-    /// heartbeat is that statement and the server is a replica.
-    Ok { replication: Option<Replication> },
+    /// heartbeat is that statement and the server is a replica; `recovery` is what
+    /// `pg_is_in_recovery()` said on a PostgreSQL server (`None` for MySQL).
+    Ok {
+        replication: Option<Replication>,
+        recovery: Option<bool>,
+    },
     /// The server refused the connection, the login or the statement.
     Error(String),
     /// No answer within `heartbeatTimeout`.
@@ -81,6 +85,9 @@ pub struct Health {
     lag: AtomicI64,
     /// The last heartbeat found replication normal (both threads running, no SQL error).
     normal: AtomicBool,
+    /// The last successful heartbeat found a PostgreSQL server in recovery (a read-only
+    /// standby). False until a heartbeat says otherwise, and always for MySQL.
+    recovery: AtomicBool,
     changed: Mutex<Instant>,
 }
 
@@ -93,6 +100,7 @@ impl Health {
             failures: AtomicU32::new(0),
             lag: AtomicI64::new(-1),
             normal: AtomicBool::new(false),
+            recovery: AtomicBool::new(false),
             changed: Mutex::new(Instant::now()),
         }
     }
@@ -123,6 +131,12 @@ impl Health {
         (v >= 0).then_some(v)
     }
 
+    /// The server is a read-only PostgreSQL standby (`pg_is_in_recovery()` was true at the last
+    /// successful heartbeat): it may answer reads but never takes writes.
+    pub fn in_recovery(&self) -> bool {
+        self.recovery.load(Ordering::Acquire)
+    }
+
     /// When the status last changed.
     pub fn since(&self) -> Instant {
         *self.changed.lock().unwrap_or_else(|p| p.into_inner())
@@ -133,8 +147,13 @@ impl Health {
     pub fn record(&self, outcome: &Outcome, max_retry: u32) -> Option<(Status, Status)> {
         let old = self.status();
         let new = match outcome {
-            Outcome::Ok { replication } => {
+            Outcome::Ok {
+                replication,
+                recovery,
+            } => {
                 self.failures.store(0, Ordering::Release);
+                self.recovery
+                    .store(recovery.unwrap_or(false), Ordering::Release);
                 match replication {
                     Some(Replication {
                         normal: true,
@@ -180,7 +199,10 @@ mod tests {
     #[test]
     fn failures_count_to_max_retry_then_success_recovers() {
         let h = Health::new(Status::Init);
-        let ok = Outcome::Ok { replication: None };
+        let ok = Outcome::Ok {
+            replication: None,
+            recovery: None,
+        };
         assert_eq!(h.record(&ok, 3), Some((Status::Init, Status::Ok)));
         let err = Outcome::Error("refused".into());
         assert_eq!(h.record(&err, 3), None);
@@ -212,6 +234,7 @@ mod tests {
                 normal,
                 seconds_behind,
             }),
+            recovery: None,
         };
         h.record(&rep(true, Some(7)), 3);
         assert_eq!(h.lag(), Some(7));
@@ -224,7 +247,29 @@ mod tests {
         h.record(&rep(false, Some(0)), 3);
         assert_eq!(h.lag(), None);
         assert_eq!(h.recorded_lag(), Some(0), "kept for switchType 2 failover");
-        h.record(&Outcome::Ok { replication: None }, 3);
+        h.record(
+            &Outcome::Ok {
+                replication: None,
+                recovery: None,
+            },
+            3,
+        );
         assert_eq!(h.lag(), None);
+    }
+
+    #[test]
+    fn recovery_follows_the_last_successful_heartbeat() {
+        let h = Health::new(Status::Init);
+        let pg = |recovery| Outcome::Ok {
+            replication: None,
+            recovery: Some(recovery),
+        };
+        assert!(!h.in_recovery(), "unknown counts as writable");
+        h.record(&pg(true), 3);
+        assert!(h.in_recovery() && h.alive());
+        h.record(&Outcome::Error("refused".into()), 1);
+        assert!(h.in_recovery(), "a failed heartbeat does not change it");
+        h.record(&pg(false), 3);
+        assert!(!h.in_recovery(), "promoted");
     }
 }

@@ -15,6 +15,12 @@
 //! whose recorded replication lag is exactly 0. The switch is logged at error level, the old
 //! writeHost's idle connections are closed, the new one's pool is filled to `minCon`, and
 //! `dnindex.properties` is rewritten. Nothing switches back on its own.
+//!
+//! PostgreSQL: after the statement the heartbeat asks `pg_is_in_recovery()` on the same
+//! connection. A writeHost in recovery is never switched to, and an active writeHost found in
+//! recovery is replaced like a dead one. Mycat does not promote standbys and neither does manx:
+//! when the primary dies, writes fail until an operator promotes a standby (`pg_ctl promote`),
+//! and the standby's next heartbeat (or the dead writeHost's) makes the switch.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -110,7 +116,10 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
         )
         .await;
         let outcome = match beat {
-            Ok(Ok(replication)) => Outcome::Ok { replication },
+            Ok(Ok((replication, recovery))) => Outcome::Ok {
+                replication,
+                recovery,
+            },
             Ok(Err(e)) => {
                 conn = None;
                 Outcome::Error(e.to_string())
@@ -123,7 +132,11 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
         if let Some((old, new)) = source.health.record(&outcome, host.policy.max_retry_count) {
             log_transition(&host, source, old, new, &outcome);
         }
-        if id.read.is_none() && !source.health.alive() {
+        // A writeHost that is not alive may need replacing; one that is not the active one may
+        // be the replacement the dead (or read-only) active writeHost waits for — a PostgreSQL
+        // standby promoted meanwhile takes over at its own heartbeat. `fail_over` does nothing
+        // while the active writeHost can take writes.
+        if id.read.is_none() && (!source.health.alive() || id.write != host.active_index()) {
             host.fail_over();
         }
     }
@@ -158,7 +171,9 @@ fn log_transition(host: &DataHost, source: &Source, old: Status, new: Status, ou
 }
 
 /// Runs the heartbeat statement once, opening the heartbeat connection if needed. Returns the
-/// replication state when `check` is [`Check::Replication`] and the server reports one.
+/// replication state when `check` is [`Check::Replication`] and the server reports one, and
+/// whether the server is in recovery (PostgreSQL's `pg_is_in_recovery()`, asked after the
+/// statement; `None` for MySQL).
 ///
 /// Errors: the statement fails, or (with [`Check::Galera`]) the node is not `wsrep_connected =
 /// ON`, `wsrep_ready = ON` and `wsrep_cluster_status = Primary` (Mycat's rule, SPEC §4.7): a
@@ -168,13 +183,29 @@ async fn once(
     source: &Source,
     sql: &str,
     check: Check,
-) -> Result<Option<Replication>, BackendError> {
+) -> Result<(Option<Replication>, Option<bool>), BackendError> {
     if conn.is_none() {
         *conn = Some(source.backend.connect().await?);
     }
     let Some(c) = conn.as_mut() else {
-        return Ok(None);
+        return Ok((None, None));
     };
+    let replication = statement(c.as_mut(), sql, check).await?;
+    let recovery = c.in_recovery().await?;
+    Ok((replication, recovery))
+}
+
+/// The heartbeat statement on `c`; the replication state when `check` is
+/// [`Check::Replication`] and the server reports one.
+///
+/// Errors: the statement fails, or (with [`Check::Galera`]) the node is not `wsrep_connected =
+/// ON`, `wsrep_ready = ON` and `wsrep_cluster_status = Primary` (Mycat's rule, SPEC §4.7): a
+/// Galera node outside the primary component answers queries but must not take statements.
+async fn statement(
+    c: &mut dyn BackendConn,
+    sql: &str,
+    check: Check,
+) -> Result<Option<Replication>, BackendError> {
     match c.query(sql).await? {
         Response::Ok(_) => Ok(None),
         Response::Rows { columns, mut rows } => {
@@ -267,9 +298,16 @@ fn galera_ready(status: &std::collections::HashMap<String, String>) -> Result<()
 }
 
 impl DataHost {
-    /// Mycat's failover check (SPEC §4.7), run after a heartbeat left a writeHost not alive.
-    /// Switches at most once per call; concurrent calls from several heartbeat tasks switch once
+    /// Mycat's failover check (SPEC §4.7), run after a writeHost's heartbeat. Switches at most
+    /// once per call; concurrent calls from several heartbeat tasks switch once
     /// (compare-and-swap on the active index).
+    ///
+    /// PostgreSQL (manx's rule; Mycat never asks): the active writeHost is replaced also when it
+    /// is alive but a read-only standby (`pg_is_in_recovery()`), and a standby still in recovery
+    /// is never chosen — Mycat does not promote, so after the primary dies writes fail (naming
+    /// the dataHost) until an operator promotes a standby, whose next heartbeat makes it the
+    /// active writeHost. switchType 2's lag rule does not apply to PostgreSQL (no
+    /// `SHOW SLAVE STATUS`): the recovery rule stands in for it.
     pub(super) fn fail_over(&self) {
         let p = &self.policy;
         let n = self.write_hosts.len();
@@ -278,14 +316,22 @@ impl DataHost {
         }
         let active = self.active_index();
         let old = &self.write_hosts[active].source;
-        if !old.health.status().is_down() {
+        let read_only = old.health.alive() && old.health.in_recovery();
+        if !old.health.status().is_down() && !read_only {
+            self.no_writer_logged.store(false, Ordering::Release);
             return;
         }
         let mut i = (active + 1) % n;
         while i != active {
             let s = &self.write_hosts[i].source;
             if s.health.alive() {
-                if p.switch_type == 2 && s.health.recorded_lag() != Some(0) {
+                if s.health.in_recovery() {
+                    tracing::debug!(
+                        data_host = %self.name,
+                        host = %s.name,
+                        "failover: standby skipped, it is in recovery (read-only until promoted)"
+                    );
+                } else if p.switch_type == 2 && !p.postgres && s.health.recorded_lag() != Some(0) {
                     tracing::warn!(
                         data_host = %self.name,
                         host = %s.name,
@@ -293,16 +339,24 @@ impl DataHost {
                         "failover: standby skipped, slave is not synchronized"
                     );
                 } else {
-                    self.switch(active, i);
+                    self.switch(active, i, read_only);
                     return;
                 }
             }
             i = (i + 1) % n;
         }
+        if !self.no_writer_logged.swap(true, Ordering::AcqRel) {
+            tracing::error!(
+                data_host = %self.name,
+                host = %old.name,
+                "failover: the active writeHost cannot take writes and no other writeHost is alive and writable; writes fail until one is (a PostgreSQL standby must be promoted)"
+            );
+        }
     }
 
     /// Makes writeHost `to` active in place of `from`, if no other task switched meanwhile.
-    fn switch(&self, from: usize, to: usize) {
+    /// `read_only`: the reason is that `from` is a PostgreSQL standby, not a failed heartbeat.
+    fn switch(&self, from: usize, to: usize, read_only: bool) {
         if self
             .active
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
@@ -310,17 +364,23 @@ impl DataHost {
         {
             return;
         }
+        self.no_writer_logged.store(false, Ordering::Release);
         let old = &self.write_hosts[from].source;
         let new = &self.write_hosts[to].source;
+        let reason = if read_only {
+            "writeHost in recovery"
+        } else {
+            "heartbeat error"
+        };
         tracing::error!(
             data_host = %self.name,
             from = %old.name,
             to = %new.name,
             old_index = from,
             new_index = to,
-            reason = "heartbeat error",
+            reason,
             status = ?old.health.status(),
-            "failover: [Host={},result=[{from}->{to}],reason=heartbeat error]",
+            "failover: [Host={},result=[{from}->{to}],reason={reason}]",
             self.name
         );
         old.backend.close_idle();

@@ -17,6 +17,12 @@
 //!
 //! A server its heartbeat marked down never receives a statement: when the only possible server
 //! is down the statement fails at once, naming it.
+//!
+//! PostgreSQL dataHosts: the heartbeat also asks `pg_is_in_recovery()`. A standby (in recovery)
+//! answers reads as `balance` allows but never takes an [`Intent::Write`]: when the writeHost a
+//! write would go to is a standby, the write fails at once with 1290/HY000 naming the dataNode,
+//! dataHost and server; failover only ever switches to a writeHost that is not in recovery
+//! ([`heartbeat`]).
 
 mod balance;
 mod health;
@@ -107,6 +113,8 @@ struct Policy {
     max_retry_count: u32,
     not_switch: bool,
     heartbeat: String,
+    /// `dbType="postgresql"`: writeHosts in recovery are not writable (see `fail_over`).
+    postgres: bool,
 }
 
 /// `dnindex.properties` as the running gateway keeps it: every dataHost's active index, written
@@ -139,6 +147,8 @@ pub struct DataHost {
     dnindex: Arc<DnIndex>,
     /// `balanceType="1"`'s round-robin counters, per server.
     round_robin: Mutex<HashMap<SourceId, i64>>,
+    /// The "no writable writeHost" error was logged since the last switch (logged once).
+    no_writer_logged: AtomicBool,
 }
 
 fn source(
@@ -222,9 +232,11 @@ impl DataHost {
                 max_retry_count: config.max_retry_count,
                 not_switch: config.not_switch,
                 heartbeat: config.heartbeat.clone(),
+                postgres: config.db_type == DbType::Postgresql,
             },
             dnindex,
             round_robin: Mutex::new(HashMap::new()),
+            no_writer_logged: AtomicBool::new(false),
         }
     }
 
@@ -288,7 +300,8 @@ impl DataHost {
     }
 
     /// The writeHost for a write: the active one (`writeType="0"`), or a random writeHost not
-    /// marked down (`writeType="1"`, SPEC §4.5; writeHost 0 when all are down).
+    /// marked down and not a PostgreSQL standby in recovery (`writeType="1"`, SPEC §4.5;
+    /// writeHost 0 when there is none).
     fn write_source(&self) -> &Source {
         if self.policy.write_type != 1 {
             return self.active();
@@ -297,7 +310,7 @@ impl DataHost {
             .write_hosts
             .iter()
             .map(|w| &w.source)
-            .filter(|s| !s.health.status().is_down())
+            .filter(|s| !s.health.status().is_down() && !s.health.in_recovery())
             .collect();
         match balance::pick(&vec![0; up.len()], rand::random()) {
             Some(i) => up[i],
@@ -551,7 +564,7 @@ impl Cluster {
             });
         };
         let first = n.host.choose(intent, None);
-        let e = match connect(node, n, first).await {
+        let e = match connect(node, n, first, intent).await {
             Ok(conn) => return Ok(conn),
             Err(e) => e,
         };
@@ -566,7 +579,7 @@ impl Cluster {
             return Err(e);
         }
         tracing::warn!(node, error = %e, next = %second.name, "read retried on another server");
-        connect(node, n, second).await
+        connect(node, n, second, intent).await
     }
 
     /// A connection for `node` to run a read again after the connection to the server at
@@ -592,18 +605,22 @@ impl Cluster {
             .find(|s| s.backend.address() == failed);
         let next = n.host.choose(intent, excluded);
         tracing::warn!(node, failed, next = %next.name, "read retried after its connection broke");
-        connect(node, n, next).await
+        connect(node, n, next, intent).await
     }
 }
 
 /// A connection to `source` for dataNode `n`, its database selected.
 ///
 /// Errors: `source` is marked down, cannot be reached, has no free connection in time, or
-/// cannot select the database; the error names node, dataHost, server and address.
+/// cannot select the database; the error names node, dataHost, server and address. For
+/// [`Intent::Write`], `source` is a PostgreSQL standby in recovery: 1290/HY000 (MySQL's
+/// `ER_OPTION_PREVENTS_STATEMENT`, what a `read_only` MySQL server answers) naming the
+/// dataNode, dataHost and server, rather than sending the write to a server that refuses it.
 async fn connect(
     node: &str,
     n: &DataNode,
     source: &Source,
+    intent: Intent,
 ) -> Result<Box<dyn BackendConn>, DatahostError> {
     let fail = |source_err: BackendError| DatahostError {
         node: node.to_string(),
@@ -618,6 +635,18 @@ async fn connect(
             "the server is marked down by its heartbeat ({status:?} for {} ms)",
             source.health.since().elapsed().as_millis()
         ))));
+    }
+    if intent == Intent::Write && source.health.in_recovery() {
+        return Err(fail(BackendError::Server {
+            code: 1290,
+            state: "HY000".to_string(),
+            message: format!(
+                "dataNode {node} (dataHost {}): writeHost {} ({}) is a read-only PostgreSQL standby (pg_is_in_recovery() is true) and no writable writeHost is active; writes resume when a standby is promoted or the primary returns",
+                n.host.name,
+                source.name,
+                source.backend.address()
+            ),
+        }));
     }
     let mut conn = source.backend.acquire().await.map_err(fail)?;
     conn.select_database(&n.database).await.map_err(fail)?;

@@ -62,14 +62,17 @@ fn not_supported(what: String) -> BackendError {
 }
 
 /// Combines the nodes' row streams as `merge` says. `columns` are the nodes' columns (extra
-/// columns included); returns the client's columns and rows.
+/// columns included); returns the client's columns and rows. `mixed_weights`: the nodes compute
+/// string weights in different ways (MySQL and PostgreSQL dataNodes at once).
 ///
 /// Errors: `Server` 1235 when a key's column type cannot be merged exactly (ENUM / SET, JSON,
-/// geometry, or a string key given only by its position in `*`).
+/// geometry, a string key given only by its position in `*`, or any string key when
+/// `mixed_weights`: a MySQL collation's order and PostgreSQL's byte order cannot be reconciled).
 pub(super) fn rows<'a>(
     merge: &'a Merge,
     columns: Arc<[Column]>,
     streams: Vec<RowStream<'a>>,
+    mixed_weights: bool,
 ) -> Result<(Arc<[Column]>, RowStream<'a>), BackendError> {
     let total = columns.len();
     let visible = total.checked_sub(merge.hidden).ok_or_else(|| {
@@ -98,7 +101,7 @@ pub(super) fn rows<'a>(
         let weight = k.weight.map(at).transpose()?;
         Ok(Key {
             at: i,
-            kind: kind(&columns[i], weight)?,
+            kind: kind(&columns[i], weight, mixed_weights)?,
             desc: k.desc,
         })
     };
@@ -115,7 +118,7 @@ pub(super) fn rows<'a>(
         let folds: Vec<Fold> = g
             .aggregates
             .iter()
-            .map(|(c, a)| fold(&columns, at(*c)?, a, &at))
+            .map(|(c, a)| fold(&columns, at(*c)?, a, &at, mixed_weights))
             .collect::<Result<_, _>>()?;
         let decimals = columns.iter().map(|c| c.decimals).collect();
         rows = group(rows, keys, folds, decimals);
@@ -152,8 +155,9 @@ pub(super) fn rows<'a>(
     Ok((columns, rows))
 }
 
-/// How a column's values compare, from its type, flags and character set.
-fn kind(c: &Column, weight: Option<usize>) -> Result<Kind, BackendError> {
+/// How a column's values compare, from its type, flags and character set (`mixed_weights`: as
+/// in [`rows`]).
+fn kind(c: &Column, weight: Option<usize>, mixed_weights: bool) -> Result<Kind, BackendError> {
     use ColumnType::*;
     Ok(match c.column_type {
         MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_LONG | MYSQL_TYPE_LONGLONG
@@ -186,6 +190,11 @@ fn kind(c: &Column, weight: Option<usize>) -> Result<Kind, BackendError> {
             }
             if c.charset == BINARY_CHARSET {
                 Kind::Bytes
+            } else if mixed_weights {
+                return Err(not_supported(format!(
+                    "ordering, grouping or MIN/MAX by string column {} over MySQL and PostgreSQL dataNodes at once (a MySQL collation and PostgreSQL byte order sort strings differently)",
+                    c.name
+                )));
             } else {
                 match weight {
                     Some(w) => Kind::Weight(w),
@@ -480,6 +489,7 @@ fn fold(
     at: usize,
     a: &Aggregate,
     resolve: &dyn Fn(ColumnRef) -> Result<usize, BackendError>,
+    mixed_weights: bool,
 ) -> Result<Fold, BackendError> {
     let number = |c: &Column| match c.column_type {
         ColumnType::MYSQL_TYPE_FLOAT | ColumnType::MYSQL_TYPE_DOUBLE => Number::Float,
@@ -488,12 +498,16 @@ fn fold(
     let op = match a {
         Aggregate::Count => FoldOp::Count,
         Aggregate::Sum => FoldOp::Sum(number(&columns[at])),
-        Aggregate::Min { weight } => {
-            FoldOp::Min(kind(&columns[at], weight.map(resolve).transpose()?)?)
-        }
-        Aggregate::Max { weight } => {
-            FoldOp::Max(kind(&columns[at], weight.map(resolve).transpose()?)?)
-        }
+        Aggregate::Min { weight } => FoldOp::Min(kind(
+            &columns[at],
+            weight.map(resolve).transpose()?,
+            mixed_weights,
+        )?),
+        Aggregate::Max { weight } => FoldOp::Max(kind(
+            &columns[at],
+            weight.map(resolve).transpose()?,
+            mixed_weights,
+        )?),
         Aggregate::Avg { sum, count } => {
             let sum = resolve(*sum)?;
             FoldOp::Avg {
@@ -787,7 +801,7 @@ impl Condition {
             },
             Having::Compare { column, op, number } => {
                 let at = resolve(*column)?;
-                let float = match kind(&columns[at], None) {
+                let float = match kind(&columns[at], None, false) {
                     Ok(Kind::Int | Kind::Decimal) => false,
                     Ok(Kind::Float) => true,
                     _ => {
@@ -903,7 +917,7 @@ mod tests {
         columns: Vec<Column>,
         streams: Vec<RowStream<'static>>,
     ) -> Vec<Vec<Option<String>>> {
-        let (_, rows) = super::rows(m, Arc::from(columns), streams).unwrap();
+        let (_, rows) = super::rows(m, Arc::from(columns), streams, false).unwrap();
         rows.map(|r| {
             r.unwrap()
                 .into_iter()
@@ -1103,10 +1117,25 @@ mod tests {
             &m,
             Arc::from(cols),
             vec![failing, stream(vec![vec![Some("2")]])],
+            false,
         )
         .unwrap();
         let got: Vec<Result<Row, BackendError>> = rows.collect().await;
         assert!(got.iter().any(|r| r.is_err()), "{got:?}");
+    }
+
+    #[test]
+    fn string_keys_over_mixed_weights_are_refused_and_numbers_are_not() {
+        let s = column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0);
+        let e = kind(&s, Some(1), true).unwrap_err();
+        let (code, _, message) = e.server_error().unwrap();
+        assert_eq!(code, 1235);
+        assert!(message.contains("MySQL and PostgreSQL"), "{message}");
+        assert_eq!(kind(&s, Some(1), false).unwrap(), Kind::Weight(1));
+        let i = column("i", ColumnType::MYSQL_TYPE_LONG, 63, 0);
+        assert_eq!(kind(&i, None, true).unwrap(), Kind::Int);
+        let d = column("d", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2);
+        assert_eq!(kind(&d, None, true).unwrap(), Kind::Decimal);
     }
 
     #[test]

@@ -45,6 +45,10 @@ pub async fn execute<'a>(
     conns: Vec<&'a mut (dyn BackendConn + 'static)>,
 ) -> Result<Output<'a>, EngineError> {
     debug_assert_eq!(conns.len(), plan.targets.len());
+    // A table on MySQL and PostgreSQL dataNodes at once: their string weights differ in kind.
+    let mixed_weights = conns
+        .windows(2)
+        .any(|w| w[0].string_weights() != w[1].string_weights());
     // Writes to several nodes run one node after another in dataNode order, so two clients
     // writing the same rows always lock them in the same order (at once, each could hold one
     // node's lock and wait for the other's: a deadlock no single server can see), and a failure
@@ -115,7 +119,7 @@ pub async fn execute<'a>(
         }
         if let Some(m) = &plan.merge {
             let (columns, rows) =
-                merge::rows(m, columns, streams).map_err(|source| EngineError {
+                merge::rows(m, columns, streams, mixed_weights).map_err(|source| EngineError {
                     node: t_node(plan, 0),
                     source,
                     applied: None,

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mariadb;
+pub mod postgres;
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};

@@ -38,6 +38,8 @@ const TABLE: &[(&str, u16, &str)] = &[
     ("22007", 1292, "22007"), // invalid_datetime_format → ER_TRUNCATED_WRONG_VALUE
     ("22008", 1292, "22007"), // datetime_field_overflow → ER_TRUNCATED_WRONG_VALUE
     ("21000", 1242, "21000"), // cardinality_violation → ER_SUBQUERY_NO_1_ROW
+    // class 25: invalid transaction state
+    ("25006", 1792, "25006"), // read_only_sql_transaction (a standby) → ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
     // class 40: transaction rollback
     ("40P01", 1213, "40001"), // deadlock_detected → ER_LOCK_DEADLOCK
     ("40001", 1213, "40001"), // serialization_failure → ER_LOCK_DEADLOCK (both mean: retry)
@@ -103,6 +105,7 @@ mod tests {
             ("22012", 1365, "22012"),
             ("40P01", 1213, "40001"),
             ("55P03", 1205, "HY000"),
+            ("25006", 1792, "25006"),
         ] {
             assert_eq!(mysql_code(pg), (code, state), "SQLSTATE {pg}");
         }

@@ -48,7 +48,9 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
-use super::{Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row};
+use super::{
+    Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, StringWeights,
+};
 use dialect::TableInfo;
 use types::{Conversion, Mapped};
 
@@ -434,6 +436,31 @@ impl BackendConn for PgConn {
             .map(|m| m.column)
             .collect();
         Ok((params, columns))
+    }
+
+    /// The dialect translates `WEIGHT_STRING(RTRIM(x))` to the UTF-8 bytes of `rtrim(x)`.
+    fn string_weights(&self) -> StringWeights {
+        StringWeights::Utf8Bytes
+    }
+
+    /// `SELECT pg_is_in_recovery()`, sent as is (not through the MySQL dialect translation).
+    async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query("SELECT pg_is_in_recovery()")
+            .await
+            .map_err(error::convert)?;
+        let value = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => row.get(0).map(|v| v == "t"),
+            _ => None,
+        });
+        match value {
+            Some(v) => Ok(Some(v)),
+            None => Err(BackendError::Other(
+                "SELECT pg_is_in_recovery() returned no row".to_string(),
+            )),
+        }
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
