@@ -33,6 +33,10 @@ pub struct Server {
     /// Global sequences (SPEC §5.17).
     pub sequences: Sequences,
     next_connection_id: AtomicU32,
+    /// Column names of `information_schema` views, by (dataNode, view): the derived tables
+    /// that answer metadata queries for the logical schemas list them (they differ between
+    /// MySQL versions and MariaDB, never while a server runs).
+    view_columns: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<[String]>>>,
 }
 
 impl Server {
@@ -56,6 +60,7 @@ impl Server {
             cluster,
             sequences,
             next_connection_id: AtomicU32::new(1),
+            view_columns: std::sync::Mutex::default(),
         })
     }
 

@@ -652,6 +652,90 @@ impl Session {
         }
     }
 
+    /// The plan answering an `information_schema` query for the schemas the user may see
+    /// (module `route::metadata`): run on the first MySQL dataNode of those schemas, after the
+    /// columns of the views it reads are known (asked of that node once, then kept).
+    ///
+    /// Errors: 1235 when every schema the user may see is on PostgreSQL; the node's error when
+    /// it cannot describe a view.
+    async fn metadata_plan(&mut self, q: &crate::route::MetadataQuery) -> Result<Plan, MysqlError> {
+        if let Some(schema) = q.required_schema() {
+            self.check_schema(schema)?;
+        }
+        let config = self.server.config.clone();
+        let visible: Vec<String> = config
+            .users
+            .get(self.user_name())
+            .map(|u| config.user_schemas(u))
+            .unwrap_or_default();
+        let server = self.server.clone();
+        let router = &server.router;
+        let node = router
+            .metadata_node(self.schema.as_deref(), &visible)
+            .ok_or_else(|| {
+                MysqlError::new(
+                    1235,
+                    "42000",
+                    "information_schema is answered from a MySQL dataNode, and the schemas you may use have none",
+                )
+            })?;
+        let mut known: HashMap<&str, Arc<[String]>> = HashMap::new();
+        for view in q.views_to_describe() {
+            let key = (node.clone(), view.to_string());
+            let cached = self
+                .server
+                .view_columns
+                .lock()
+                .ok()
+                .and_then(|m| m.get(&key).cloned());
+            let columns = match cached {
+                Some(c) => c,
+                None => {
+                    let c = self.describe_view(&node, view).await?;
+                    if let Ok(mut m) = self.server.view_columns.lock() {
+                        m.insert(key, c.clone());
+                    }
+                    c
+                }
+            };
+            known.insert(view, columns);
+        }
+        Ok(router.metadata_plan(q, &visible, &node, &|v| known.get(v).cloned())?)
+    }
+
+    /// The column names of `information_schema.<view>` on `node`.
+    async fn describe_view(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
+        let sql = format!("SELECT * FROM information_schema.`{view}` WHERE 1 = 0");
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh.as_mut()
+            }
+        };
+        let failed = |source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        };
+        match conn.query(&sql).await.map_err(failed)? {
+            Response::Rows { columns, mut rows } => {
+                while let Some(r) = rows.next().await {
+                    r.map_err(failed)?;
+                }
+                Ok(columns.iter().map(|c| c.name.clone()).collect())
+            }
+            Response::Ok(_) => Err(MysqlError::new(
+                1105,
+                "HY000",
+                format!("dataNode {node} answered no columns for information_schema.{view}"),
+            )),
+        }
+    }
+
     /// Finds the node of an ER child row's parent (SPEC §5.12): the parent's nodes are asked in
     /// order, on the session's pinned connection where it has one (so a parent inserted in the
     /// same transaction is found), and the INSERT is planned for the first that answers a row.
@@ -1351,6 +1435,10 @@ impl Session {
             Err(e) => self.error(w, e.into()).await,
             Ok(Routed::Local(l)) => self.local(l, w).await,
             Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+            Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
+                Ok(plan) => self.execute(plan, w).await,
+                Err(e) => self.error(w, e).await,
+            },
             Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
                 Ok(sql) => match self.server.router.route(&sql, self.schema.as_deref()) {
                     Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
@@ -1359,7 +1447,7 @@ impl Session {
                         Err(e) => self.error(w, e).await,
                     },
                     Ok(Routed::Local(l)) => self.local(l, w).await,
-                    Ok(Routed::Sequence(_)) => {
+                    Ok(Routed::Metadata(_)) | Ok(Routed::Sequence(_)) => {
                         self.next_insert_id = None;
                         let e = MysqlError::new(
                             1003,

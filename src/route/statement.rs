@@ -14,6 +14,7 @@ use sqlparser::tokenizer::{Span, Token};
 
 use super::analyze::{self, ColumnMatcher, Partitions};
 use super::merge;
+use super::metadata;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
@@ -122,7 +123,7 @@ pub(super) fn route(
                 Routed::Sequence(_) => Err(RouteError::syntax(
                     "insert sql using mycat seq,you must provide primaryKey value for explain",
                 )),
-                Routed::Local(_) => Err(RouteError::syntax(format!(
+                Routed::Local(_) | Routed::Metadata(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
             }
@@ -570,44 +571,8 @@ fn show(
             let s = require_schema(r, Some(name))?;
             Ok(Routed::Local(Local::ShowCreateDatabase(s.name.clone())))
         }
-        "TABLES" => {
-            let mut j = i + 1;
-            let mut schema = schema.map(str::to_string);
-            if is(words.get(j), "FROM") || is(words.get(j), "IN") {
-                schema = words.get(j + 1).map(|w| scan::unquote(w).to_string());
-                j += 2;
-            }
-            let s = require_schema(r, schema.as_deref())?;
-            if let Some(node) = &s.default_node {
-                // Forwarded, as Mycat does, so the default node's own tables are listed too.
-                let rest = words[j..].join(" ");
-                let sql = format!("SHOW {}TABLES {rest}", if full { "FULL " } else { "" });
-                return Ok(single(node.clone(), sql.trim_end().to_string(), true));
-            }
-            let pattern = match (words.get(j), words.get(j + 1)) {
-                (None, _) => None,
-                (Some(w), Some(p)) if w.eq_ignore_ascii_case("LIKE") => {
-                    let start = stmt.find(p).unwrap_or(0);
-                    Some(scan::unquote(stmt[start..].trim()).to_string())
-                }
-                _ => {
-                    return Err(RouteError::syntax(
-                        "SHOW TABLES supports only FROM and LIKE here",
-                    ));
-                }
-            };
-            let tables = s
-                .tables
-                .keys()
-                .map(|t| t.to_ascii_lowercase())
-                .filter(|t| pattern.as_deref().is_none_or(|p| like(t, p)))
-                .collect();
-            Ok(Routed::Local(Local::ShowTables {
-                schema: s.name.clone(),
-                full,
-                tables,
-            }))
-        }
+        "TABLES" => show_tables(r, stmt, schema, false),
+        "TABLE" if !full && is(words.get(i + 1), "STATUS") => show_tables(r, stmt, schema, true),
         "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
             let j = i + 1;
             if !(is(words.get(j), "FROM") || is(words.get(j), "IN")) || words.len() <= j + 1 {
@@ -674,6 +639,158 @@ fn show(
     }
 }
 
+/// `SHOW [FULL] TABLES` and `SHOW TABLE STATUS`, each with optional `FROM db` and `LIKE 'p'` or
+/// `WHERE expr` (read from sqlparser's `SHOW TABLES` AST; for TABLE STATUS the text after
+/// `STATUS` is parsed as the tail of a `SHOW TABLES`).
+///
+/// A schema without a default dataNode lists its configured tables itself, lower-cased
+/// (SPEC §5.16), unless a `WHERE` asks about the columns; otherwise the statement becomes an
+/// `information_schema.TABLES` query answered for the logical schema (module `metadata`):
+/// the header is `Tables_in_<logical schema>`, the configured tables and those of the default
+/// dataNode are listed, and no physical database appears.
+///
+/// Errors: 1227 for a backend's own schema, 1049 for an unknown one, 1064 for a form the parser
+/// rejects.
+fn show_tables(
+    r: &Router,
+    stmt: &str,
+    schema: Option<&str>,
+    status: bool,
+) -> Result<Routed, RouteError> {
+    use sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
+    let what = if status { "TABLE STATUS" } else { "TABLES" };
+    let text = if status {
+        // The tail after `SHOW TABLE STATUS`, as the tail of a `SHOW TABLES`.
+        let toks = rewrite::tokens(stmt).unwrap_or_default();
+        let tail = toks.get(2).map_or("", |t| &stmt[t.1.end..]);
+        std::borrow::Cow::Owned(format!("SHOW TABLES{tail}"))
+    } else {
+        std::borrow::Cow::Borrowed(stmt)
+    };
+    let parsed = Parser::parse_sql(&MySqlDialect {}, &text)
+        .map_err(|e| RouteError::syntax(format!("SHOW {what}: {e}")))?;
+    let [
+        Statement::ShowTables {
+            full, show_options, ..
+        },
+    ] = parsed.as_slice()
+    else {
+        return Err(RouteError::syntax(format!("SHOW {what}: unsupported form")));
+    };
+    if show_options.starts_with.is_some() || show_options.limit.is_some() {
+        return Err(RouteError::syntax(format!(
+            "SHOW {what} supports only FROM, LIKE and WHERE"
+        )));
+    }
+    let named = show_options
+        .show_in
+        .as_ref()
+        .and_then(|i| i.parent_name.as_ref())
+        .and_then(|n| n.0.last())
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone());
+    if let Some(n) = named.as_deref()
+        && SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(n))
+    {
+        return Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: format!(
+                "Access denied; SHOW {what} of the backend servers' schema {n} is not available through the gateway"
+            ),
+        });
+    }
+    let s = require_schema(r, named.as_deref().or(schema))?;
+    let filter = match &show_options.filter_position {
+        Some(ShowStatementFilterPosition::Infix(f) | ShowStatementFilterPosition::Suffix(f)) => {
+            Some(f)
+        }
+        None => None,
+    };
+    let pattern = match filter {
+        Some(ShowStatementFilter::Like(p)) => Some(p.as_str()),
+        Some(ShowStatementFilter::Where(_)) | None => None,
+        Some(_) => {
+            return Err(RouteError::syntax(format!(
+                "SHOW {what} supports only LIKE and WHERE filters"
+            )));
+        }
+    };
+    let filter_where = match filter {
+        Some(ShowStatementFilter::Where(e)) => Some(e),
+        _ => None,
+    };
+    if !status && s.default_node.is_none() && filter_where.is_none() {
+        let tables = s
+            .tables
+            .keys()
+            .map(|t| t.to_ascii_lowercase())
+            .filter(|t| pattern.is_none_or(|p| like(t, p)))
+            .collect();
+        return Ok(Routed::Local(Local::ShowTables {
+            schema: s.name.clone(),
+            full: *full,
+            tables,
+        }));
+    }
+    let columns = if status {
+        [
+            ("TABLE_NAME", "Name"),
+            ("ENGINE", "Engine"),
+            ("VERSION", "Version"),
+            ("ROW_FORMAT", "Row_format"),
+            ("TABLE_ROWS", "Rows"),
+            ("AVG_ROW_LENGTH", "Avg_row_length"),
+            ("DATA_LENGTH", "Data_length"),
+            ("MAX_DATA_LENGTH", "Max_data_length"),
+            ("INDEX_LENGTH", "Index_length"),
+            ("DATA_FREE", "Data_free"),
+            ("AUTO_INCREMENT", "Auto_increment"),
+            ("CREATE_TIME", "Create_time"),
+            ("UPDATE_TIME", "Update_time"),
+            ("CHECK_TIME", "Check_time"),
+            ("TABLE_COLLATION", "Collation"),
+            ("CHECKSUM", "Checksum"),
+            ("CREATE_OPTIONS", "Create_options"),
+            ("TABLE_COMMENT", "Comment"),
+        ]
+        .iter()
+        .map(|(c, a)| format!("{c} AS {}", metadata::quote_ident(a)))
+        .collect::<Vec<_>>()
+        .join(", ")
+    } else {
+        let header = metadata::quote_ident(&format!("Tables_in_{}", s.name));
+        if *full {
+            format!("TABLE_NAME AS {header}, TABLE_TYPE AS `Table_type`")
+        } else {
+            format!("TABLE_NAME AS {header}")
+        }
+    };
+    let mut sql = format!(
+        "SELECT {columns} FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}",
+        metadata::quote_literal(&s.name)
+    );
+    if let Some(p) = pattern {
+        sql.push_str(&format!(
+            " AND TABLE_NAME LIKE {}",
+            metadata::quote_literal(p)
+        ));
+    }
+    if let Some(e) = filter_where {
+        sql = format!("SELECT * FROM ({sql}) AS t WHERE {e}");
+    }
+    sql.push_str(" ORDER BY 1");
+    match parsed_for(r, &sql, &s.name)? {
+        Routed::Metadata(q) => Ok(Routed::Metadata(q.requiring(&s.name))),
+        other => Ok(other),
+    }
+}
+
+/// [`parsed`] of a statement the gateway wrote itself.
+fn parsed_for(r: &Router, sql: &str, schema: &str) -> Result<Routed, RouteError> {
+    parsed(r, sql, Some(schema), &mut false)
+}
+
 /// MySQL `LIKE` with `%` and `_` (and `\\` escapes), case-insensitive.
 pub fn like(s: &str, pattern: &str) -> bool {
     // Pattern tokens: Some(c) a literal (after `\\`), None for `_`; `%` handled as "any run".
@@ -738,7 +855,15 @@ fn table_node(
     let node = match (s.tables.get(&upper), &s.default_node) {
         (Some(t), _) => t.nodes[0].clone(),
         (None, Some(d)) => d.clone(),
-        (None, None) => return Err(unknown_table(&upper, &s.name)),
+        // MySQL's answer to DESC / SHOW COLUMNS of a missing table: ORMs (SQLAlchemy's
+        // has_table) read 1146 as "no such table".
+        (None, None) => {
+            return Err(RouteError {
+                code: 1146,
+                state: "42S02",
+                message: format!("Table '{}.{name}' doesn't exist", s.name),
+            });
+        }
     };
     Ok((node, format!("`{}`", name.replace('`', "``"))))
 }
@@ -928,6 +1053,26 @@ fn parsed(
     let is_schema = |n: &str| r.schemas.contains_key(n);
     let c = collect(&is_schema, &statement);
     check_reachable(&statement, &c)?;
+    if matches!(statement, Statement::Query(_))
+        && c.occurrences.iter().any(|o| {
+            o.qualifier
+                .as_deref()
+                .is_some_and(metadata::is_information_schema)
+        })
+    {
+        // Tools' metadata queries: answered for the logical schemas (module `metadata`).
+        let others: Vec<String> = c
+            .occurrences
+            .iter()
+            .filter(|o| match o.qualifier.as_deref() {
+                Some(q) => !metadata::is_information_schema(q),
+                None => !(c.ctes.contains(&o.name) || o.name == "DUAL"),
+            })
+            .map(|o| o.name.clone())
+            .collect();
+        let q = metadata::analyze(stmt, &statement, &others, schema)?;
+        return Ok(Routed::Metadata(q));
+    }
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
     let schema = match (schema, c.qualifiers.iter().next()) {
