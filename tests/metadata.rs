@@ -291,6 +291,18 @@ async fn information_schema_answers_the_logical_schemas() {
             .is_empty()
     );
 
+    // Prepared (binary protocol), with the schema bound: described and answered the same way.
+    let stmt = c
+        .prep("SELECT TABLE_NAME, TABLE_SCHEMA FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME LIKE ? ORDER BY 1")
+        .await
+        .unwrap();
+    assert_eq!(stmt.columns().len(), 2);
+    let got: Vec<(String, String)> = c.exec(&stmt, ("TESTDB", "%o%s")).await.unwrap();
+    assert_eq!(
+        got,
+        ["goods", "hotnews"].map(|t| (t.to_string(), "TESTDB".to_string()))
+    );
+
     // The TABLES of a schema the user may not use stay hidden.
     assert!(
         column(

@@ -24,6 +24,9 @@ use crate::sequence::Sequences;
 
 pub use error::MysqlError;
 
+/// Column names of `information_schema` views, by (dataNode, upper-cased view name).
+type ViewColumns = std::collections::HashMap<(String, String), Arc<[String]>>;
+
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
@@ -36,7 +39,7 @@ pub struct Server {
     /// Column names of `information_schema` views, by (dataNode, view): the derived tables
     /// that answer metadata queries for the logical schemas list them (they differ between
     /// MySQL versions and MariaDB, never while a server runs).
-    view_columns: std::sync::Mutex<std::collections::HashMap<(String, String), Arc<[String]>>>,
+    view_columns: std::sync::Mutex<ViewColumns>,
 }
 
 impl Server {

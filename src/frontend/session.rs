@@ -623,8 +623,13 @@ impl Session {
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
     async fn describe(&mut self, sql: &str) -> Vec<Column> {
-        let Ok(Routed::Plan(plan)) = self.server.router.route(sql, self.schema.as_deref()) else {
-            return Vec::new();
+        let plan = match self.server.router.route(sql, self.schema.as_deref()) {
+            Ok(Routed::Plan(plan)) => plan,
+            Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
+                Ok(plan) => plan,
+                Err(_) => return Vec::new(),
+            },
+            _ => return Vec::new(),
         };
         let Some(target) = plan.targets.first() else {
             return Vec::new();
