@@ -35,6 +35,22 @@ async fn fixture(prefix: &str) -> Fixture {
     ))
     .await
     .unwrap();
+    // A table on a second dataHost (the same server under another name: the gateway asks it
+    // separately), with more than 9 columns so ORDINAL_POSITION must order as a number.
+    let remote = format!("t_{prefix}_dbr");
+    c.query_drop(format!("DROP DATABASE IF EXISTS {remote}"))
+        .await
+        .unwrap();
+    c.query_drop(format!("CREATE DATABASE {remote}"))
+        .await
+        .unwrap();
+    let columns: Vec<String> = (1..=11).map(|i| format!("c{i} INT")).collect();
+    c.query_drop(format!(
+        "CREATE TABLE {remote}.remote_t (id INT NOT NULL PRIMARY KEY, {}, note VARCHAR(10) DEFAULT 'it''s')",
+        columns.join(", ")
+    ))
+    .await
+    .unwrap();
     drop(c);
     Fixture::start(
         prefix,
@@ -42,8 +58,14 @@ async fn fixture(prefix: &str) -> Fixture {
             schema_xml: format!(
                 r#"<schema name="MIXDB" checkSQLschema="false" dataNode="dnm">
   <table name="company" type="global" dataNode="dn2,dn3" />
+  <table name="remote_t" dataNode="dnr" />
 </schema>
-<dataNode name="dnm" dataHost="localhost1" database="{mixdb}" />"#
+<dataNode name="dnm" dataHost="localhost1" database="{mixdb}" />
+<dataNode name="dnr" dataHost="localhost2" database="{remote}" />
+<dataHost name="localhost2" maxCon="10" minCon="1" balance="0" writeType="0" dbType="mysql" dbDriver="native" switchType="-1">
+  <heartbeat>select user()</heartbeat>
+  <writeHost host="hostM2" url="127.0.0.1:13306" user="manx" password="manx" />
+</dataHost>"#
             ),
             users_xml: r#"<user name="meta">
   <property name="password">meta</property>
@@ -188,7 +210,37 @@ async fn information_schema_answers_the_logical_schemas() {
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = 'MIXDB' ORDER BY 2"
         )
         .await,
-        [["MIXDB", "company"], ["MIXDB", "extra_t"]].map(|r| r.map(String::from).to_vec())
+        [
+            ["MIXDB", "company"],
+            ["MIXDB", "extra_t"],
+            ["MIXDB", "remote_t"]
+        ]
+        .map(|r| r.map(String::from).to_vec())
+    );
+    // The other dataHost's rows keep their types (numbers order as numbers) and text.
+    let remote = rows(
+        &mut m,
+        "SELECT COLUMN_NAME, ORDINAL_POSITION, COLUMN_DEFAULT, TABLE_SCHEMA FROM information_schema.COLUMNS \
+         WHERE TABLE_NAME = 'remote_t' ORDER BY ORDINAL_POSITION",
+    )
+    .await;
+    let names: Vec<&str> = remote.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "id", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10", "c11", "note"
+        ]
+    );
+    assert_eq!(remote[12][1], "13");
+    assert_eq!(remote[12][2], "'it''s'", "MariaDB quotes string defaults");
+    assert!(remote.iter().all(|r| r[3] == "MIXDB"));
+    assert_eq!(
+        column(
+            &mut m,
+            "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'MIXDB' AND INDEX_NAME = 'PRIMARY'"
+        )
+        .await,
+        ["3"]
     );
 
     // COLUMNS as DBeaver asks for them: `*`, DATABASE(), ORDER BY.
@@ -342,8 +394,12 @@ async fn show_statements_answer_the_logical_schemas() {
     );
     assert_eq!(
         rows(&mut m, "SHOW FULL TABLES").await,
-        [["company", "BASE TABLE"], ["extra_t", "BASE TABLE"]]
-            .map(|r| r.map(String::from).to_vec())
+        [
+            ["company", "BASE TABLE"],
+            ["extra_t", "BASE TABLE"],
+            ["remote_t", "BASE TABLE"]
+        ]
+        .map(|r| r.map(String::from).to_vec())
     );
     assert_eq!(
         column(&mut m, "SHOW TABLES FROM MIXDB LIKE 'ext%'").await,
@@ -451,7 +507,7 @@ print("has=" + str(i.has_table("hotnews")) + "," + str(i.has_table("nope")))
     assert!(!stdout.contains(PHYSICAL), "{stdout}");
     let want = "schemas=MIXDB,TESTDB\n\
                 tables=company,employee,goods,hotnews,travelrecord\n\
-                mixdb=company,extra_t\n\
+                mixdb=company,extra_t,remote_t\n\
                 columns=id,user_id,traveldate,fee,days\n\
                 pk=id\n\
                 indexes=by_v\n\

@@ -686,26 +686,116 @@ impl Session {
             })?;
         let mut known: HashMap<&str, Arc<[String]>> = HashMap::new();
         for view in q.views_to_describe() {
-            let key = (node.clone(), view.to_string());
-            let cached = self
-                .server
-                .view_columns
-                .lock()
-                .ok()
-                .and_then(|m| m.get(&key).cloned());
-            let columns = match cached {
-                Some(c) => c,
-                None => {
-                    let c = self.describe_view(&node, view).await?;
-                    if let Ok(mut m) = self.server.view_columns.lock() {
-                        m.insert(key, c.clone());
-                    }
-                    c
-                }
-            };
+            let columns = self.view_columns(&node, view).await?;
             known.insert(view, columns);
         }
-        Ok(router.metadata_plan(q, &visible, &node, &|v| known.get(v).cloned())?)
+        // Rows of the tables on other dataHosts, carried in as literals.
+        let mut fetched: HashMap<&str, Vec<Vec<String>>> = HashMap::new();
+        for other in router.metadata_other_nodes(&visible, &node) {
+            for (view, main_columns) in &known {
+                let columns = self.view_columns(&other, view).await?;
+                if let Some(sql) =
+                    router.metadata_fetch(view, main_columns, &columns, &visible, &node, &other)?
+                {
+                    let rows = self.literal_rows(&other, &sql).await?;
+                    fetched.entry(view).or_default().extend(rows);
+                }
+            }
+        }
+        Ok(
+            router.metadata_plan(q, &visible, &node, &|v| known.get(v).cloned(), &|v| {
+                fetched.get(v).cloned().unwrap_or_default()
+            })?,
+        )
+    }
+
+    /// The column names of `information_schema.<view>` on `node`, asked once per server run.
+    async fn view_columns(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
+        let key = (node.to_string(), view.to_string());
+        let cached = self
+            .server
+            .view_columns
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned());
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        let c = self.describe_view(node, view).await?;
+        if let Ok(mut m) = self.server.view_columns.lock() {
+            m.insert(key, c.clone());
+        }
+        Ok(c)
+    }
+
+    /// Runs `sql` on `node` and returns its rows with each value as an SQL literal: numbers of
+    /// numeric columns as written, NULL, other text quoted, other bytes in hex.
+    async fn literal_rows(
+        &mut self,
+        node: &str,
+        sql: &str,
+    ) -> Result<Vec<Vec<String>>, MysqlError> {
+        use crate::backend::{ColumnType as T, Value};
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh.as_mut()
+            }
+        };
+        let failed = |source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        };
+        let Response::Rows { columns, mut rows } = conn.query(sql).await.map_err(failed)? else {
+            return Ok(Vec::new());
+        };
+        let numeric: Vec<bool> = columns
+            .iter()
+            .map(|c| {
+                matches!(
+                    c.column_type,
+                    T::MYSQL_TYPE_TINY
+                        | T::MYSQL_TYPE_SHORT
+                        | T::MYSQL_TYPE_LONG
+                        | T::MYSQL_TYPE_INT24
+                        | T::MYSQL_TYPE_LONGLONG
+                        | T::MYSQL_TYPE_DECIMAL
+                        | T::MYSQL_TYPE_NEWDECIMAL
+                        | T::MYSQL_TYPE_FLOAT
+                        | T::MYSQL_TYPE_DOUBLE
+                        | T::MYSQL_TYPE_YEAR
+                )
+            })
+            .collect();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().await {
+            let row = row.map_err(failed)?;
+            let literals = row
+                .iter()
+                .zip(&numeric)
+                .map(|(v, numeric)| match v {
+                    Value::Null => "NULL".to_string(),
+                    Value::Int(i) => i.to_string(),
+                    Value::UInt(u) => u.to_string(),
+                    Value::Double(d) => d.to_string(),
+                    Value::Bytes(b) => match std::str::from_utf8(b) {
+                        Ok(t) if *numeric && t.parse::<f64>().is_ok() => t.to_string(),
+                        Ok(t) => format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")),
+                        Err(_) => format!(
+                            "X'{}'",
+                            b.iter().map(|x| format!("{x:02X}")).collect::<String>()
+                        ),
+                    },
+                })
+                .collect();
+            out.push(literals);
+        }
+        Ok(out)
     }
 
     /// The column names of `information_schema.<view>` on `node`.

@@ -21,12 +21,13 @@
 //! 8.0 and MariaDB: the session asks the node for them first (`SELECT * ... WHERE 1 = 0`) and
 //! hands them to [`Router::metadata_plan`], which stays pure.
 //!
-//! Limits: one backend server answers the whole query (the dataHost of the first MySQL dataNode
-//! of the user's schemas, the current schema first); tables whose first dataNode lives on
-//! another dataHost, or on PostgreSQL, are not listed. Views of routines, triggers, events and
-//! views answer no rows (their definitions name physical databases); views that only describe
-//! the server (character sets, collations, engines, variables) are read unchanged; any other
-//! view answers no rows rather than the physical databases' data.
+//! One backend server answers the query (the dataHost of the first MySQL dataNode of the user's
+//! schemas, the current schema first). The rows that other MySQL dataHosts hold for the views
+//! it reads are fetched from them first and joined to its derived tables as literal rows
+//! (`UNION ALL SELECT ...`). Tables on PostgreSQL dataNodes are not listed. Views of routines,
+//! triggers, events and views answer no rows (their definitions name physical databases);
+//! views that only describe the server (character sets, collations, engines, variables) are
+//! read unchanged; any other view answers no rows rather than the physical databases' data.
 
 use std::collections::BTreeMap;
 use std::ops::{ControlFlow, Range};
@@ -423,8 +424,87 @@ impl Router {
         out
     }
 
+    /// The other MySQL dataHosts holding tables of the `visible` schemas than the one of
+    /// `main`, each as the first such dataNode: their rows of the views a query reads are
+    /// fetched with [`Router::metadata_fetch`] and carried into the query run on `main`.
+    pub fn metadata_other_nodes(&self, visible: &[String], main: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for name in visible {
+            let Some(s) = self.schema(name) else { continue };
+            let firsts = s
+                .default_node
+                .iter()
+                .chain(s.tables.values().filter_map(|t| t.nodes.first()));
+            for n in firsts {
+                if self.is_mysql(n)
+                    && !self.same_host(n, main)
+                    && !out.iter().any(|o| self.same_host(o, n))
+                {
+                    out.push(n.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The statement that reads, on the server of `node`, the rows of mapped view `view` that
+    /// the `visible` schemas own there, as the columns `main_columns` of the answering node
+    /// `main`
+    /// (a column this server lacks reads NULL; `columns` are its own). `None` when the schemas
+    /// own nothing there or the view is not mapped.
+    ///
+    /// Errors: 1105 when this server's view lacks the columns the mapping needs.
+    pub fn metadata_fetch(
+        &self,
+        view: &str,
+        main_columns: &[String],
+        columns: &[String],
+        visible: &[String],
+        main: &str,
+        node: &str,
+    ) -> Result<Option<String>, RouteError> {
+        let Some(m) = MAPPED.iter().find(|m| m.name == view) else {
+            return Ok(None);
+        };
+        let mut scopes = self.scopes(visible, node);
+        if m.table.is_none() {
+            // One SCHEMATA row per schema: from the first server that has one for it (the
+            // answering node's, then the others in order).
+            let hosts: Vec<String> = std::iter::once(main.to_string())
+                .chain(self.metadata_other_nodes(visible, main))
+                .collect();
+            scopes.retain(|s| {
+                hosts
+                    .iter()
+                    .find(|h| {
+                        self.scopes(std::slice::from_ref(&s.logical), h)
+                            .iter()
+                            .any(|x| x.representative().is_some())
+                    })
+                    .is_some_and(|h| self.same_host(h, node))
+            });
+        }
+        if scopes.iter().all(|s| s.condition(m).is_none()) {
+            return Ok(None);
+        }
+        let sql = derived(m, columns, &scopes)?;
+        let list = main_columns
+            .iter()
+            .map(
+                |c| match columns.iter().find(|x| x.eq_ignore_ascii_case(c)) {
+                    Some(x) => format!("d.{}", quote_ident(x)),
+                    None => format!("NULL AS {}", quote_ident(c)),
+                },
+            )
+            .collect::<Vec<_>>()
+            .join(", ");
+        Ok(Some(format!("SELECT {list} FROM ({sql}) AS d")))
+    }
+
     /// The plan that answers `q` on `node` for a user who may see the `visible` schemas;
-    /// `columns` gives each mapped view's column names as the node reports them.
+    /// `columns` gives each mapped view's column names as the node reports them, `fetched`
+    /// the rows other dataHosts hold for it ([`Router::metadata_fetch`]), each value as an SQL
+    /// literal, in that column order.
     ///
     /// Errors: 1105 when a view's columns are unknown, or lack the column the mapping needs.
     pub fn metadata_plan(
@@ -433,6 +513,7 @@ impl Router {
         visible: &[String],
         node: &str,
         columns: &dyn Fn(&str) -> Option<Arc<[String]>>,
+        fetched: &dyn Fn(&str) -> Vec<Vec<String>>,
     ) -> Result<Plan, RouteError> {
         let scopes = self.scopes(visible, node);
         let mut edits: Vec<(Range<usize>, String)> = q.texts.clone();
@@ -452,7 +533,29 @@ impl Router {
                             m.name
                         ),
                     })?;
-                    format!("({})", derived(m, &cols, &scopes)?)
+                    let mut text = derived(m, &cols, &scopes)?;
+                    for row in fetched(m.name) {
+                        if row.len() != cols.len() {
+                            return Err(RouteError {
+                                code: 1105,
+                                state: "HY000",
+                                message: format!(
+                                    "a dataHost answered {} columns of information_schema.{} instead of {}",
+                                    row.len(),
+                                    m.name,
+                                    cols.len()
+                                ),
+                            });
+                        }
+                        let items: Vec<String> = row
+                            .iter()
+                            .zip(cols.iter())
+                            .map(|(v, c)| format!("{v} AS {}", quote_ident(c)))
+                            .collect();
+                        text.push_str(" UNION ALL SELECT ");
+                        text.push_str(&items.join(", "));
+                    }
+                    format!("({text})")
                 }
             };
             let text = if v.alias {
