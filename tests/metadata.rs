@@ -7,6 +7,8 @@
 mod common;
 
 use common::{Extra, Fixture, primary, server_error};
+use manx::config::Config;
+use manx::route::{Routed, Router};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Row, Value};
 
@@ -442,6 +444,20 @@ async fn show_statements_answer_the_logical_schemas() {
     );
     assert_eq!(e.0, 1227, "{e:?}");
 
+    // Routines, triggers and events are not reachable through the gateway: MySQL's columns,
+    // no rows.
+    for (sql, first, count) in [
+        ("SHOW PROCEDURE STATUS WHERE Db = 'TESTDB'", "Db", 11),
+        ("SHOW FUNCTION STATUS LIKE 'f%'", "Db", 11),
+        ("SHOW TRIGGERS", "Trigger", 11),
+        ("SHOW TRIGGERS FROM TESTDB LIKE 'travel%'", "Trigger", 11),
+        ("SHOW EVENTS", "Db", 15),
+    ] {
+        let h = header(&mut c, sql).await;
+        assert_eq!((h[0].as_str(), h.len()), (first, count), "{sql}: {h:?}");
+        assert!(rows(&mut c, sql).await.is_empty(), "{sql}");
+    }
+
     // Per-table statements: from the table's first dataNode, nothing physical in them.
     assert_eq!(
         column(&mut c, "SHOW FULL COLUMNS FROM travelrecord").await,
@@ -513,4 +529,48 @@ print("has=" + str(i.has_table("hotnews")) + "," + str(i.has_table("nope")))
                 indexes=by_v\n\
                 has=True,False\n";
     assert_eq!(stdout, want);
+}
+
+/// The rewrite itself, without a database: the view reference replaced at its span (quoted and
+/// in any case), the alias kept, DATABASE() answered, the rest of the text untouched.
+#[test]
+fn information_schema_rewrite_is_span_exact() {
+    let router = Router::new(&Config::load(&common::repo()).unwrap()).unwrap();
+    let sql = "SELECT t.table_name FROM `INFORMATION_SCHEMA`.`tables`  t WHERE t.table_schema = DATABASE() AND t.table_comment <> 'a\\'b'";
+    let Ok(Routed::Metadata(q)) = router.route(sql, Some("TESTDB")) else {
+        panic!(
+            "not a metadata query: {:?}",
+            router.route(sql, Some("TESTDB"))
+        );
+    };
+    let visible = vec!["TESTDB".to_string()];
+    let node = router.metadata_node(Some("TESTDB"), &visible).unwrap();
+    assert_eq!(node, "dn1");
+    let columns: std::sync::Arc<[String]> = ["TABLE_SCHEMA", "TABLE_NAME"].map(String::from).into();
+    let plan = router
+        .metadata_plan(&q, &visible, &node, &|_| Some(columns.clone()), &|_| {
+            Vec::new()
+        })
+        .unwrap();
+    assert_eq!(
+        &*plan.targets[0].sql,
+        "SELECT t.table_name FROM (SELECT 'TESTDB' AS `TABLE_SCHEMA`, v.`TABLE_NAME` FROM information_schema.`TABLES` AS v \
+         WHERE (v.`TABLE_SCHEMA` = 'db1' AND LOWER(v.`TABLE_NAME`) IN ('company', 'employee', 'goods', 'hotnews', 'travelrecord')))  t \
+         WHERE t.table_schema = 'TESTDB' AND t.table_comment <> 'a\\'b'"
+    );
+    // A view without alias is aliased by its name as written; server views stay as they are.
+    let Ok(Routed::Metadata(q)) = router.route(
+        "SELECT COUNT(*) FROM information_schema.Tables JOIN information_schema.ENGINES ON 1 = 1 WHERE Tables.TABLE_NAME = 'x'",
+        None,
+    ) else {
+        panic!("not a metadata query");
+    };
+    let plan = router
+        .metadata_plan(&q, &[], "dn1", &|_| Some(columns.clone()), &|_| Vec::new())
+        .unwrap();
+    assert_eq!(
+        &*plan.targets[0].sql,
+        "SELECT COUNT(*) FROM (SELECT v.`TABLE_SCHEMA`, v.`TABLE_NAME` FROM information_schema.`TABLES` AS v WHERE 1 = 0) AS `Tables` \
+         JOIN information_schema.ENGINES ON 1 = 1 WHERE Tables.TABLE_NAME = 'x'"
+    );
 }

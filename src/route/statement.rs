@@ -571,8 +571,22 @@ fn show(
             let s = require_schema(r, Some(name))?;
             Ok(Routed::Local(Local::ShowCreateDatabase(s.name.clone())))
         }
-        "TABLES" => show_tables(r, stmt, schema, false),
-        "TABLE" if !full && is(words.get(i + 1), "STATUS") => show_tables(r, stmt, schema, true),
+        "TABLES" => show_tables(r, stmt, schema, ShowKind::Tables),
+        "TABLE" if !full && is(words.get(i + 1), "STATUS") => {
+            show_tables(r, stmt, schema, ShowKind::TableStatus)
+        }
+        "PROCEDURE" | "FUNCTION" if !full && is(words.get(i + 1), "STATUS") => show_tables(
+            r,
+            stmt,
+            schema,
+            ShowKind::Routines(if what == "PROCEDURE" {
+                "PROCEDURE"
+            } else {
+                "FUNCTION"
+            }),
+        ),
+        "TRIGGERS" if !full => show_tables(r, stmt, schema, ShowKind::Triggers),
+        "EVENTS" if !full => show_tables(r, stmt, schema, ShowKind::Events),
         "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
             let j = i + 1;
             if !(is(words.get(j), "FROM") || is(words.get(j), "IN")) || words.len() <= j + 1 {
@@ -639,15 +653,143 @@ fn show(
     }
 }
 
-/// `SHOW [FULL] TABLES` and `SHOW TABLE STATUS`, each with optional `FROM db` and `LIKE 'p'` or
-/// `WHERE expr` (read from sqlparser's `SHOW TABLES` AST; for TABLE STATUS the text after
-/// `STATUS` is parsed as the tail of a `SHOW TABLES`).
+/// The SHOW statements answered from `information_schema` for the logical schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShowKind {
+    /// `SHOW [FULL] TABLES`.
+    Tables,
+    /// `SHOW TABLE STATUS`.
+    TableStatus,
+    /// `SHOW PROCEDURE STATUS` / `SHOW FUNCTION STATUS` (the routine type).
+    Routines(&'static str),
+    /// `SHOW TRIGGERS`.
+    Triggers,
+    /// `SHOW EVENTS`.
+    Events,
+}
+
+impl ShowKind {
+    /// The words after `SHOW`, for messages, and how many tokens they take with `SHOW`.
+    fn what(self) -> (&'static str, usize) {
+        match self {
+            ShowKind::Tables => ("TABLES", 2),
+            ShowKind::TableStatus => ("TABLE STATUS", 3),
+            ShowKind::Routines("PROCEDURE") => ("PROCEDURE STATUS", 3),
+            ShowKind::Routines(_) => ("FUNCTION STATUS", 3),
+            ShowKind::Triggers => ("TRIGGERS", 2),
+            ShowKind::Events => ("EVENTS", 2),
+        }
+    }
+
+    /// (information_schema view, schema column, column `LIKE` matches, MySQL's result columns as
+    /// (view column, label)).
+    fn source(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    ) {
+        match self {
+            ShowKind::Tables => ("TABLES", "TABLE_SCHEMA", "TABLE_NAME", &[]),
+            ShowKind::TableStatus => (
+                "TABLES",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                &[
+                    ("TABLE_NAME", "Name"),
+                    ("ENGINE", "Engine"),
+                    ("VERSION", "Version"),
+                    ("ROW_FORMAT", "Row_format"),
+                    ("TABLE_ROWS", "Rows"),
+                    ("AVG_ROW_LENGTH", "Avg_row_length"),
+                    ("DATA_LENGTH", "Data_length"),
+                    ("MAX_DATA_LENGTH", "Max_data_length"),
+                    ("INDEX_LENGTH", "Index_length"),
+                    ("DATA_FREE", "Data_free"),
+                    ("AUTO_INCREMENT", "Auto_increment"),
+                    ("CREATE_TIME", "Create_time"),
+                    ("UPDATE_TIME", "Update_time"),
+                    ("CHECK_TIME", "Check_time"),
+                    ("TABLE_COLLATION", "Collation"),
+                    ("CHECKSUM", "Checksum"),
+                    ("CREATE_OPTIONS", "Create_options"),
+                    ("TABLE_COMMENT", "Comment"),
+                ],
+            ),
+            ShowKind::Routines(_) => (
+                "ROUTINES",
+                "ROUTINE_SCHEMA",
+                "ROUTINE_NAME",
+                &[
+                    ("ROUTINE_SCHEMA", "Db"),
+                    ("ROUTINE_NAME", "Name"),
+                    ("ROUTINE_TYPE", "Type"),
+                    ("DEFINER", "Definer"),
+                    ("LAST_ALTERED", "Modified"),
+                    ("CREATED", "Created"),
+                    ("SECURITY_TYPE", "Security_type"),
+                    ("ROUTINE_COMMENT", "Comment"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+            ShowKind::Triggers => (
+                "TRIGGERS",
+                "TRIGGER_SCHEMA",
+                "EVENT_OBJECT_TABLE",
+                &[
+                    ("TRIGGER_NAME", "Trigger"),
+                    ("EVENT_MANIPULATION", "Event"),
+                    ("EVENT_OBJECT_TABLE", "Table"),
+                    ("ACTION_STATEMENT", "Statement"),
+                    ("ACTION_TIMING", "Timing"),
+                    ("CREATED", "Created"),
+                    ("SQL_MODE", "sql_mode"),
+                    ("DEFINER", "Definer"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+            ShowKind::Events => (
+                "EVENTS",
+                "EVENT_SCHEMA",
+                "EVENT_NAME",
+                &[
+                    ("EVENT_SCHEMA", "Db"),
+                    ("EVENT_NAME", "Name"),
+                    ("DEFINER", "Definer"),
+                    ("TIME_ZONE", "Time zone"),
+                    ("EVENT_TYPE", "Type"),
+                    ("EXECUTE_AT", "Execute at"),
+                    ("INTERVAL_VALUE", "Interval value"),
+                    ("INTERVAL_FIELD", "Interval field"),
+                    ("STARTS", "Starts"),
+                    ("ENDS", "Ends"),
+                    ("STATUS", "Status"),
+                    ("ORIGINATOR", "Originator"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+        }
+    }
+}
+
+/// `SHOW [FULL] TABLES`, `SHOW TABLE STATUS`, `SHOW PROCEDURE|FUNCTION STATUS`, `SHOW TRIGGERS`,
+/// `SHOW EVENTS`, each with optional `FROM db` and `LIKE 'p'` or `WHERE expr` (read from
+/// sqlparser's `SHOW TABLES` AST: the text after the keywords is parsed as the tail of one).
 ///
 /// A schema without a default dataNode lists its configured tables itself, lower-cased
-/// (SPEC §5.16), unless a `WHERE` asks about the columns; otherwise the statement becomes an
-/// `information_schema.TABLES` query answered for the logical schema (module `metadata`):
-/// the header is `Tables_in_<logical schema>`, the configured tables and those of the default
-/// dataNode are listed, and no physical database appears.
+/// (SPEC §5.16), unless a `WHERE` asks about the columns; otherwise the statement becomes a
+/// query of the `information_schema` view MySQL answers it from, answered for the logical
+/// schemas (module `metadata`): the header is `Tables_in_<logical schema>`, the configured
+/// tables and those of the default dataNode are listed, and no physical database appears.
+/// Routines, triggers and events are not reachable through the gateway: they list nothing.
 ///
 /// Errors: 1227 for a backend's own schema, 1049 for an unknown one, 1064 for a form the parser
 /// rejects.
@@ -655,25 +797,24 @@ fn show_tables(
     r: &Router,
     stmt: &str,
     schema: Option<&str>,
-    status: bool,
+    kind: ShowKind,
 ) -> Result<Routed, RouteError> {
     use sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
-    let what = if status { "TABLE STATUS" } else { "TABLES" };
-    let text = if status {
-        // The tail after `SHOW TABLE STATUS`, as the tail of a `SHOW TABLES`.
-        let toks = rewrite::tokens(stmt).unwrap_or_default();
-        let tail = toks.get(2).map_or("", |t| &stmt[t.1.end..]);
-        std::borrow::Cow::Owned(format!("SHOW TABLES{tail}"))
-    } else {
+    let (what, keywords) = kind.what();
+    let text = if kind == ShowKind::Tables {
         std::borrow::Cow::Borrowed(stmt)
+    } else {
+        let toks = rewrite::tokens(stmt).unwrap_or_default();
+        let tail = toks.get(keywords - 1).map_or("", |t| &stmt[t.1.end..]);
+        std::borrow::Cow::Owned(format!("SHOW TABLES{tail}"))
     };
-    let parsed = Parser::parse_sql(&MySqlDialect {}, &text)
+    let ast = Parser::parse_sql(&MySqlDialect {}, &text)
         .map_err(|e| RouteError::syntax(format!("SHOW {what}: {e}")))?;
     let [
         Statement::ShowTables {
             full, show_options, ..
         },
-    ] = parsed.as_slice()
+    ] = ast.as_slice()
     else {
         return Err(RouteError::syntax(format!("SHOW {what}: unsupported form")));
     };
@@ -700,7 +841,6 @@ fn show_tables(
             ),
         });
     }
-    let s = require_schema(r, named.as_deref().or(schema))?;
     let filter = match &show_options.filter_position {
         Some(ShowStatementFilterPosition::Infix(f) | ShowStatementFilterPosition::Suffix(f)) => {
             Some(f)
@@ -720,7 +860,16 @@ fn show_tables(
         Some(ShowStatementFilter::Where(e)) => Some(e),
         _ => None,
     };
-    if !status && s.default_node.is_none() && filter_where.is_none() {
+    // Routines are listed for every schema; the rest for one.
+    let s = match kind {
+        ShowKind::Routines(_) => None,
+        _ => Some(require_schema(r, named.as_deref().or(schema))?),
+    };
+    if let Some(s) = s
+        && kind == ShowKind::Tables
+        && s.default_node.is_none()
+        && filter_where.is_none()
+    {
         let tables = s
             .tables
             .keys()
@@ -733,62 +882,55 @@ fn show_tables(
             tables,
         }));
     }
-    let columns = if status {
-        [
-            ("TABLE_NAME", "Name"),
-            ("ENGINE", "Engine"),
-            ("VERSION", "Version"),
-            ("ROW_FORMAT", "Row_format"),
-            ("TABLE_ROWS", "Rows"),
-            ("AVG_ROW_LENGTH", "Avg_row_length"),
-            ("DATA_LENGTH", "Data_length"),
-            ("MAX_DATA_LENGTH", "Max_data_length"),
-            ("INDEX_LENGTH", "Index_length"),
-            ("DATA_FREE", "Data_free"),
-            ("AUTO_INCREMENT", "Auto_increment"),
-            ("CREATE_TIME", "Create_time"),
-            ("UPDATE_TIME", "Update_time"),
-            ("CHECK_TIME", "Check_time"),
-            ("TABLE_COLLATION", "Collation"),
-            ("CHECKSUM", "Checksum"),
-            ("CREATE_OPTIONS", "Create_options"),
-            ("TABLE_COMMENT", "Comment"),
-        ]
-        .iter()
-        .map(|(c, a)| format!("{c} AS {}", metadata::quote_ident(a)))
-        .collect::<Vec<_>>()
-        .join(", ")
-    } else {
-        let header = metadata::quote_ident(&format!("Tables_in_{}", s.name));
-        if *full {
-            format!("TABLE_NAME AS {header}, TABLE_TYPE AS `Table_type`")
-        } else {
-            format!("TABLE_NAME AS {header}")
+    let (view, schema_column, like_column, labels) = kind.source();
+    let columns = match (kind, s) {
+        (ShowKind::Tables, Some(s)) => {
+            let header = metadata::quote_ident(&format!("Tables_in_{}", s.name));
+            if *full {
+                format!("TABLE_NAME AS {header}, TABLE_TYPE AS `Table_type`")
+            } else {
+                format!("TABLE_NAME AS {header}")
+            }
         }
+        _ => labels
+            .iter()
+            .map(|(c, a)| format!("{c} AS {}", metadata::quote_ident(a)))
+            .collect::<Vec<_>>()
+            .join(", "),
     };
-    let mut sql = format!(
-        "SELECT {columns} FROM information_schema.TABLES WHERE TABLE_SCHEMA = {}",
-        metadata::quote_literal(&s.name)
-    );
-    if let Some(p) = pattern {
-        sql.push_str(&format!(
-            " AND TABLE_NAME LIKE {}",
-            metadata::quote_literal(p)
+    let mut conditions = Vec::new();
+    if let Some(s) = s {
+        conditions.push(format!(
+            "{schema_column} = {}",
+            metadata::quote_literal(&s.name)
         ));
     }
+    if let ShowKind::Routines(t) = kind {
+        conditions.push(format!("ROUTINE_TYPE = '{t}'"));
+    }
+    if let Some(p) = pattern {
+        conditions.push(format!("{like_column} LIKE {}", metadata::quote_literal(p)));
+    }
+    let mut sql = format!(
+        "SELECT {columns} FROM information_schema.{view} WHERE {}",
+        conditions.join(" AND ")
+    );
     if let Some(e) = filter_where {
         sql = format!("SELECT * FROM ({sql}) AS t WHERE {e}");
     }
-    sql.push_str(" ORDER BY 1");
-    match parsed_for(r, &sql, &s.name)? {
-        Routed::Metadata(q) => Ok(Routed::Metadata(q.requiring(&s.name))),
+    // MySQL lists by name (routines and events by schema, then name).
+    sql.push_str(match kind {
+        ShowKind::Routines(_) | ShowKind::Events => " ORDER BY 1, 2",
+        _ => " ORDER BY 1",
+    });
+    let routing_schema = s.map(|s| s.name.clone());
+    match parsed(r, &sql, routing_schema.as_deref().or(schema), &mut false)? {
+        Routed::Metadata(q) => Ok(Routed::Metadata(match s {
+            Some(s) => q.requiring(&s.name),
+            None => q,
+        })),
         other => Ok(other),
     }
-}
-
-/// [`parsed`] of a statement the gateway wrote itself.
-fn parsed_for(r: &Router, sql: &str, schema: &str) -> Result<Routed, RouteError> {
-    parsed(r, sql, Some(schema), &mut false)
 }
 
 /// MySQL `LIKE` with `%` and `_` (and `\\` escapes), case-insensitive.
