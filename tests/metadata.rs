@@ -357,6 +357,16 @@ async fn information_schema_answers_the_logical_schemas() {
         ["goods", "hotnews"].map(|t| (t.to_string(), "TESTDB".to_string()))
     );
 
+    // Behind a catalog name too.
+    assert_eq!(
+        column(
+            &mut c,
+            "SELECT DISTINCT TABLE_SCHEMA FROM def.information_schema.COLUMNS"
+        )
+        .await,
+        ["TESTDB"]
+    );
+
     // The TABLES of a schema the user may not use stay hidden.
     assert!(
         column(

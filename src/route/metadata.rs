@@ -215,16 +215,19 @@ impl Visitor for Views<'_> {
             return ControlFlow::Continue(());
         };
         let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
-        if parts.len() != 2 || !is_information_schema(&parts[0].value) {
+        // `information_schema.X`, also behind a catalog (`def.information_schema.X`).
+        let n = parts.len();
+        if n < 2 || !is_information_schema(&parts[n - 2].value) {
             return ControlFlow::Continue(());
         }
+        let view = parts[n - 1];
         let start = rewrite::offset(self.sql, parts[0].span.start);
-        let end = rewrite::offset(self.sql, parts[1].span.end);
+        let end = rewrite::offset(self.sql, view.span.end);
         let (Some(start), Some(end)) = (start, end) else {
             self.unplaced = true;
             return ControlFlow::Continue(());
         };
-        let upper = parts[1].value.to_ascii_uppercase();
+        let upper = view.value.to_ascii_uppercase();
         if SERVER_VIEWS.contains(&upper.as_str()) {
             return ControlFlow::Continue(());
         }
@@ -234,7 +237,7 @@ impl Visitor for Views<'_> {
         };
         self.found.push(ViewRef {
             range: start..end,
-            written: parts[1].value.clone(),
+            written: view.value.clone(),
             alias: alias.is_some(),
             kind,
         });
