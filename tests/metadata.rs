@@ -37,6 +37,13 @@ async fn fixture(prefix: &str) -> Fixture {
     ))
     .await
     .unwrap();
+    // A foreign key: its referenced schema is physical on the server.
+    c.query_drop(format!(
+        "CREATE TABLE {mixdb}.child_t (id INT NOT NULL PRIMARY KEY, k INT, \
+         CONSTRAINT child_k FOREIGN KEY (k) REFERENCES {mixdb}.extra_t (k))"
+    ))
+    .await
+    .unwrap();
     // A table on a second dataHost (the same server under another name: the gateway asks it
     // separately), with more than 9 columns so ORDINAL_POSITION must order as a number.
     let remote = format!("t_{prefix}_dbr");
@@ -213,6 +220,7 @@ async fn information_schema_answers_the_logical_schemas() {
         )
         .await,
         [
+            ["MIXDB", "child_t"],
             ["MIXDB", "company"],
             ["MIXDB", "extra_t"],
             ["MIXDB", "remote_t"]
@@ -242,7 +250,33 @@ async fn information_schema_answers_the_logical_schemas() {
             "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'MIXDB' AND INDEX_NAME = 'PRIMARY'"
         )
         .await,
-        ["3"]
+        ["4"]
+    );
+    // Foreign keys name the logical schema on both sides; SHOW CREATE TABLE names no database.
+    assert_eq!(
+        rows(
+            &mut m,
+            "SELECT CONSTRAINT_SCHEMA, TABLE_SCHEMA, REFERENCED_TABLE_SCHEMA, REFERENCED_TABLE_NAME \
+             FROM information_schema.KEY_COLUMN_USAGE WHERE CONSTRAINT_NAME = 'child_k'"
+        )
+        .await,
+        [["MIXDB", "MIXDB", "MIXDB", "extra_t"].map(String::from).to_vec()]
+    );
+    assert_eq!(
+        rows(
+            &mut m,
+            "SELECT CONSTRAINT_SCHEMA, UNIQUE_CONSTRAINT_SCHEMA, TABLE_NAME, REFERENCED_TABLE_NAME \
+             FROM information_schema.REFERENTIAL_CONSTRAINTS"
+        )
+        .await,
+        [["MIXDB", "MIXDB", "child_t", "extra_t"]
+            .map(String::from)
+            .to_vec()]
+    );
+    let create = rows(&mut m, "SHOW CREATE TABLE MIXDB.child_t").await;
+    assert!(
+        create[0][1].contains("REFERENCES `extra_t` (`k`)"),
+        "{create:?}"
     );
 
     // COLUMNS as DBeaver asks for them: `*`, DATABASE(), ORDER BY.
@@ -407,6 +441,7 @@ async fn show_statements_answer_the_logical_schemas() {
     assert_eq!(
         rows(&mut m, "SHOW FULL TABLES").await,
         [
+            ["child_t", "BASE TABLE"],
             ["company", "BASE TABLE"],
             ["extra_t", "BASE TABLE"],
             ["remote_t", "BASE TABLE"]
@@ -519,6 +554,8 @@ print("columns=" + ",".join(c["name"] for c in i.get_columns("travelrecord")))
 print("pk=" + ",".join(i.get_pk_constraint("travelrecord")["constrained_columns"]))
 print("indexes=" + ",".join(x["name"] for x in i.get_indexes("extra_t", schema="MIXDB")))
 print("has=" + str(i.has_table("hotnews")) + "," + str(i.has_table("nope")))
+fk = i.get_foreign_keys("child_t", schema="MIXDB")[0]
+print("fk=" + str(fk["referred_schema"]) + "." + fk["referred_table"] + "(" + ",".join(fk["referred_columns"]) + ")")
 "#;
     let out = std::process::Command::new(&python)
         .args(["-c", script, &f.port.to_string()])
@@ -533,11 +570,12 @@ print("has=" + str(i.has_table("hotnews")) + "," + str(i.has_table("nope")))
     assert!(!stdout.contains(PHYSICAL), "{stdout}");
     let want = "schemas=MIXDB,TESTDB\n\
                 tables=company,employee,goods,hotnews,travelrecord\n\
-                mixdb=company,extra_t,remote_t\n\
+                mixdb=child_t,company,extra_t,remote_t\n\
                 columns=id,user_id,traveldate,fee,days\n\
                 pk=id\n\
                 indexes=by_v\n\
-                has=True,False\n";
+                has=True,False\n\
+                fk=MIXDB.extra_t(k)\n";
     assert_eq!(stdout, want);
 }
 
