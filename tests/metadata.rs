@@ -489,6 +489,19 @@ async fn show_statements_answer_the_logical_schemas() {
     );
     assert_eq!(e.0, 1227, "{e:?}");
 
+    // A table missing from a default dataNode: MySQL's 1146, naming the logical schema.
+    for sql in ["DESC nope", "SHOW CREATE TABLE nope", "SELECT * FROM nope"] {
+        let e = server_error(m.query_drop(sql).await.unwrap_err());
+        assert_eq!(e.0, 1146, "{sql}: {e:?}");
+        assert_eq!(e.2, "Table 'MIXDB.nope' doesn't exist", "{sql}");
+    }
+    // And from a schema without one, answered by the gateway.
+    let e = server_error(c.query_drop("DESCRIBE `TESTDB`.`nope`").await.unwrap_err());
+    assert_eq!(
+        (e.0, e.2.as_str()),
+        (1146, "Table 'TESTDB.nope' doesn't exist")
+    );
+
     // Routines, triggers and events are not reachable through the gateway: MySQL's columns,
     // no rows.
     for (sql, first, count) in [

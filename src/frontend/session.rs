@@ -709,6 +709,20 @@ impl Session {
         )
     }
 
+    /// A server error of `node` as the client should read it: the node's physical database,
+    /// where the message names it as a qualifier (`Table 'db1.t' doesn't exist`, which
+    /// SQLAlchemy's `has_table` provokes), becomes the session's logical schema.
+    fn logical_names(&self, node: &str, mut e: MysqlError) -> MysqlError {
+        if let (Some(db), Some(schema)) =
+            (self.server.router.database_of(node), self.schema.as_deref())
+        {
+            e.message = e
+                .message
+                .replace(&format!("'{db}."), &format!("'{schema}."));
+        }
+        e
+    }
+
     /// The column names of `information_schema.<view>` on `node`, asked once per server run.
     async fn view_columns(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
         let key = (node.to_string(), view.to_string());
@@ -1089,7 +1103,8 @@ impl Session {
                 {
                     self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
                 }
-                send_error(&slot, w, e.into()).await
+                let e = self.logical_names(&e.node.clone(), e.into());
+                send_error(&slot, w, e).await
             }
             Ok(mut ok) => {
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
