@@ -391,6 +391,18 @@ async fn information_schema_answers_the_logical_schemas() {
         ["goods", "hotnews"].map(|t| (t.to_string(), "TESTDB".to_string()))
     );
 
+    // Navicat's object counts: a UNION over several views.
+    assert_eq!(
+        column(
+            &mut c,
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'TESTDB' \
+             UNION ALL SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'TESTDB' \
+             UNION ALL SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = 'TESTDB'"
+        )
+        .await,
+        ["5", "16", "0"]
+    );
+
     // Behind a catalog name too.
     assert_eq!(
         column(
