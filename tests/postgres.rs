@@ -1536,3 +1536,75 @@ async fn prepared_statements_on_postgresql_have_column_metadata_at_prepare() {
     let row: Option<(i32, String, String)> = c.exec_first(&stmt, (4, "x")).await.unwrap();
     assert_eq!(row, Some((4, "four".to_string(), "4.50".to_string())));
 }
+
+/// Metadata of PostgreSQL-backed schemas (issue 7 item 6): `DESC` / `SHOW COLUMNS` / `SHOW
+/// CREATE TABLE` give MySQL's shapes from the table's first dataNode; `information_schema` and
+/// `SHOW TABLE STATUS` are answered from a MySQL dataNode, so a user with only PostgreSQL
+/// schemas gets a clear 1235, and one with both sees the MySQL schemas' tables only. No
+/// physical database name appears anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_of_postgresql_schemas() {
+    let dbs = pg_databases("h7meta", 3).await;
+    let f = pg_fixture_with(
+        "h7meta",
+        &dbs,
+        "",
+        "",
+        r#"<user name="mix"><property name="password">mix</property><property name="schemas">TESTDB,PGDB</property></user>"#,
+    )
+    .await;
+    let mut c = client(&f, "PGDB").await;
+    c.query_drop("CREATE TABLE orders (id INT NOT NULL PRIMARY KEY, item VARCHAR(20))")
+        .await
+        .unwrap();
+    let no_leak = |rows: &[Vec<Option<String>>]| {
+        for r in rows {
+            for v in r.iter().flatten() {
+                assert!(!v.contains("t_h7meta_"), "physical name leaked: {r:?}");
+            }
+        }
+    };
+    let desc = rows(&mut c, "DESC orders").await;
+    no_leak(&desc);
+    assert_eq!(
+        desc.iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        [s("id"), s("item")]
+    );
+    let cols = rows(&mut c, "SHOW COLUMNS FROM orders").await;
+    no_leak(&cols);
+    assert_eq!(cols.len(), 2);
+    let create = rows(&mut c, "SHOW CREATE TABLE orders").await;
+    no_leak(&create);
+    assert!(
+        create[0][1]
+            .as_deref()
+            .unwrap()
+            .starts_with("CREATE TABLE `orders`"),
+        "{create:?}"
+    );
+    // Configured tables of a schema without a default dataNode: listed by the gateway.
+    assert_eq!(
+        rows(&mut c, "SHOW TABLES").await,
+        [vec![s("orders")], vec![s("regions")]]
+    );
+    for sql in [
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA",
+        "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()",
+        "SHOW TABLE STATUS",
+        "SHOW FULL TABLES FROM PGONE",
+    ] {
+        let e = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(e.0, 1235, "{sql}: {e:?}");
+        assert!(e.2.contains("MySQL dataNode"), "{sql}: {e:?}");
+    }
+    let mut mix = mysql_async::Conn::new(common::opts(f.port, "mix", "mix", Some("PGDB")))
+        .await
+        .unwrap();
+    let schemas = rows(
+        &mut mix,
+        "SELECT DISTINCT TABLE_SCHEMA FROM information_schema.TABLES ORDER BY 1",
+    )
+    .await;
+    assert_eq!(schemas, [vec![s("TESTDB")]]);
+    no_leak(&rows(&mut mix, "SELECT * FROM information_schema.SCHEMATA").await);
+}

@@ -24,6 +24,9 @@ use crate::sequence::Sequences;
 
 pub use error::MysqlError;
 
+/// Column names of `information_schema` views, by (dataNode, upper-cased view name).
+type ViewColumns = std::collections::HashMap<(String, String), Arc<[String]>>;
+
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
@@ -33,6 +36,10 @@ pub struct Server {
     /// Global sequences (SPEC §5.17).
     pub sequences: Sequences,
     next_connection_id: AtomicU32,
+    /// Column names of `information_schema` views, by (dataNode, view): the derived tables
+    /// that answer metadata queries for the logical schemas list them (they differ between
+    /// MySQL versions and MariaDB, never while a server runs).
+    view_columns: std::sync::Mutex<ViewColumns>,
 }
 
 impl Server {
@@ -56,6 +63,7 @@ impl Server {
             cluster,
             sequences,
             next_connection_id: AtomicU32::new(1),
+            view_columns: std::sync::Mutex::default(),
         })
     }
 

@@ -623,8 +623,13 @@ impl Session {
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
     async fn describe(&mut self, sql: &str) -> Vec<Column> {
-        let Ok(Routed::Plan(plan)) = self.server.router.route(sql, self.schema.as_deref()) else {
-            return Vec::new();
+        let plan = match self.server.router.route(sql, self.schema.as_deref()) {
+            Ok(Routed::Plan(plan)) => plan,
+            Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
+                Ok(plan) => plan,
+                Err(_) => return Vec::new(),
+            },
+            _ => return Vec::new(),
         };
         let Some(target) = plan.targets.first() else {
             return Vec::new();
@@ -649,6 +654,194 @@ impl Session {
                 tracing::debug!(connection = self.id, error = %e, "statement not described");
                 Vec::new()
             }
+        }
+    }
+
+    /// The plan answering an `information_schema` query for the schemas the user may see
+    /// (module `route::metadata`): run on the first MySQL dataNode of those schemas, after the
+    /// columns of the views it reads are known (asked of that node once, then kept).
+    ///
+    /// Errors: 1235 when every schema the user may see is on PostgreSQL; the node's error when
+    /// it cannot describe a view.
+    async fn metadata_plan(&mut self, q: &crate::route::MetadataQuery) -> Result<Plan, MysqlError> {
+        if let Some(schema) = q.required_schema() {
+            self.check_schema(schema)?;
+        }
+        let config = self.server.config.clone();
+        let visible: Vec<String> = config
+            .users
+            .get(self.user_name())
+            .map(|u| config.user_schemas(u))
+            .unwrap_or_default();
+        let server = self.server.clone();
+        let router = &server.router;
+        let node = router
+            .metadata_node(self.schema.as_deref(), &visible)
+            .ok_or_else(|| {
+                MysqlError::new(
+                    1235,
+                    "42000",
+                    "information_schema is answered from a MySQL dataNode, and the schemas you may use have none",
+                )
+            })?;
+        let mut known: HashMap<&str, Arc<[String]>> = HashMap::new();
+        for view in q.views_to_describe() {
+            let columns = self.view_columns(&node, view).await?;
+            known.insert(view, columns);
+        }
+        // Rows of the tables on other dataHosts, carried in as literals.
+        let mut fetched: HashMap<&str, Vec<Vec<String>>> = HashMap::new();
+        for other in router.metadata_other_nodes(&visible, &node) {
+            for (view, main_columns) in &known {
+                let columns = self.view_columns(&other, view).await?;
+                if let Some(sql) =
+                    router.metadata_fetch(view, main_columns, &columns, &visible, &node, &other)?
+                {
+                    let rows = self.literal_rows(&other, &sql).await?;
+                    fetched.entry(view).or_default().extend(rows);
+                }
+            }
+        }
+        Ok(
+            router.metadata_plan(q, &visible, &node, &|v| known.get(v).cloned(), &|v| {
+                fetched.get(v).cloned().unwrap_or_default()
+            })?,
+        )
+    }
+
+    /// A server error of `node` as the client should read it: the node's physical database,
+    /// where the message names it as a qualifier (`Table 'db1.t' doesn't exist`, which
+    /// SQLAlchemy's `has_table` provokes), becomes the session's logical schema.
+    fn logical_names(&self, node: &str, mut e: MysqlError) -> MysqlError {
+        if let (Some(db), Some(schema)) =
+            (self.server.router.database_of(node), self.schema.as_deref())
+        {
+            e.message = e
+                .message
+                .replace(&format!("'{db}."), &format!("'{schema}."));
+        }
+        e
+    }
+
+    /// The column names of `information_schema.<view>` on `node`, asked once per server run.
+    async fn view_columns(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
+        let key = (node.to_string(), view.to_string());
+        let cached = self
+            .server
+            .view_columns
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&key).cloned());
+        if let Some(c) = cached {
+            return Ok(c);
+        }
+        let c = self.describe_view(node, view).await?;
+        if let Ok(mut m) = self.server.view_columns.lock() {
+            m.insert(key, c.clone());
+        }
+        Ok(c)
+    }
+
+    /// Runs `sql` on `node` and returns its rows with each value as an SQL literal: numbers of
+    /// numeric columns as written, NULL, other text quoted, other bytes in hex.
+    async fn literal_rows(
+        &mut self,
+        node: &str,
+        sql: &str,
+    ) -> Result<Vec<Vec<String>>, MysqlError> {
+        use crate::backend::{ColumnType as T, Value};
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh.as_mut()
+            }
+        };
+        let failed = |source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        };
+        let Response::Rows { columns, mut rows } = conn.query(sql).await.map_err(failed)? else {
+            return Ok(Vec::new());
+        };
+        let numeric: Vec<bool> = columns
+            .iter()
+            .map(|c| {
+                matches!(
+                    c.column_type,
+                    T::MYSQL_TYPE_TINY
+                        | T::MYSQL_TYPE_SHORT
+                        | T::MYSQL_TYPE_LONG
+                        | T::MYSQL_TYPE_INT24
+                        | T::MYSQL_TYPE_LONGLONG
+                        | T::MYSQL_TYPE_DECIMAL
+                        | T::MYSQL_TYPE_NEWDECIMAL
+                        | T::MYSQL_TYPE_FLOAT
+                        | T::MYSQL_TYPE_DOUBLE
+                        | T::MYSQL_TYPE_YEAR
+                )
+            })
+            .collect();
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().await {
+            let row = row.map_err(failed)?;
+            let literals = row
+                .iter()
+                .zip(&numeric)
+                .map(|(v, numeric)| match v {
+                    Value::Null => "NULL".to_string(),
+                    Value::Int(i) => i.to_string(),
+                    Value::UInt(u) => u.to_string(),
+                    Value::Double(d) => d.to_string(),
+                    Value::Bytes(b) => match std::str::from_utf8(b) {
+                        Ok(t) if *numeric && t.parse::<f64>().is_ok() => t.to_string(),
+                        Ok(t) => format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")),
+                        Err(_) => format!(
+                            "X'{}'",
+                            b.iter().map(|x| format!("{x:02X}")).collect::<String>()
+                        ),
+                    },
+                })
+                .collect();
+            out.push(literals);
+        }
+        Ok(out)
+    }
+
+    /// The column names of `information_schema.<view>` on `node`.
+    async fn describe_view(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
+        let sql = format!("SELECT * FROM information_schema.`{view}` WHERE 1 = 0");
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh.as_mut()
+            }
+        };
+        let failed = |source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        };
+        match conn.query(&sql).await.map_err(failed)? {
+            Response::Rows { columns, mut rows } => {
+                while let Some(r) = rows.next().await {
+                    r.map_err(failed)?;
+                }
+                Ok(columns.iter().map(|c| c.name.clone()).collect())
+            }
+            Response::Ok(_) => Err(MysqlError::new(
+                1105,
+                "HY000",
+                format!("dataNode {node} answered no columns for information_schema.{view}"),
+            )),
         }
     }
 
@@ -910,7 +1103,8 @@ impl Session {
                 {
                     self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
                 }
-                send_error(&slot, w, e.into()).await
+                let e = self.logical_names(&e.node.clone(), e.into());
+                send_error(&slot, w, e).await
             }
             Ok(mut ok) => {
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
@@ -1351,6 +1545,10 @@ impl Session {
             Err(e) => self.error(w, e.into()).await,
             Ok(Routed::Local(l)) => self.local(l, w).await,
             Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+            Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
+                Ok(plan) => self.execute(plan, w).await,
+                Err(e) => self.error(w, e).await,
+            },
             Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
                 Ok(sql) => match self.server.router.route(&sql, self.schema.as_deref()) {
                     Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
@@ -1359,7 +1557,7 @@ impl Session {
                         Err(e) => self.error(w, e).await,
                     },
                     Ok(Routed::Local(l)) => self.local(l, w).await,
-                    Ok(Routed::Sequence(_)) => {
+                    Ok(Routed::Metadata(_)) | Ok(Routed::Sequence(_)) => {
                         self.next_insert_id = None;
                         let e = MysqlError::new(
                             1003,

@@ -10,6 +10,7 @@
 mod analyze;
 pub mod function;
 mod merge;
+mod metadata;
 mod plan;
 mod rewrite;
 mod scan;
@@ -24,6 +25,7 @@ use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
 pub use analyze::Partitions;
+pub use metadata::MetadataQuery;
 pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
@@ -236,6 +238,8 @@ pub struct Router {
     schemas: BTreeMap<String, SchemaRoute>,
     /// dataNode → physical database, for qualifier rewriting.
     databases: BTreeMap<String, String>,
+    /// dataNode → (its dataHost, whether the dataHost is MySQL), for metadata queries.
+    hosts: BTreeMap<String, (String, bool)>,
 }
 
 impl Router {
@@ -406,7 +410,22 @@ impl Router {
             .values()
             .map(|n| (n.name.clone(), n.database.clone()))
             .collect();
-        Ok(Router { schemas, databases })
+        let hosts = config
+            .data_nodes
+            .values()
+            .map(|n| {
+                let mysql = config
+                    .data_hosts
+                    .get(&n.data_host)
+                    .is_some_and(|h| h.db_type == crate::config::DbType::Mysql);
+                (n.name.clone(), (n.data_host.clone(), mysql))
+            })
+            .collect();
+        Ok(Router {
+            schemas,
+            databases,
+            hosts,
+        })
     }
 
     /// The schema named `name` (case-sensitive), if configured.

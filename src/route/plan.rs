@@ -281,4 +281,7 @@ pub enum Routed {
     Lookup(ParentLookup),
     /// The statement needs sequence values first.
     Sequence(SequenceRewrite),
+    /// A query of `information_schema`, answered for the user's logical schemas once the
+    /// session knows them (module `metadata`).
+    Metadata(super::metadata::MetadataQuery),
 }

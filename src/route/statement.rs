@@ -14,6 +14,7 @@ use sqlparser::tokenizer::{Span, Token};
 
 use super::analyze::{self, ColumnMatcher, Partitions};
 use super::merge;
+use super::metadata;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
@@ -122,7 +123,7 @@ pub(super) fn route(
                 Routed::Sequence(_) => Err(RouteError::syntax(
                     "insert sql using mycat seq,you must provide primaryKey value for explain",
                 )),
-                Routed::Local(_) => Err(RouteError::syntax(format!(
+                Routed::Local(_) | Routed::Metadata(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
             }
@@ -570,44 +571,22 @@ fn show(
             let s = require_schema(r, Some(name))?;
             Ok(Routed::Local(Local::ShowCreateDatabase(s.name.clone())))
         }
-        "TABLES" => {
-            let mut j = i + 1;
-            let mut schema = schema.map(str::to_string);
-            if is(words.get(j), "FROM") || is(words.get(j), "IN") {
-                schema = words.get(j + 1).map(|w| scan::unquote(w).to_string());
-                j += 2;
-            }
-            let s = require_schema(r, schema.as_deref())?;
-            if let Some(node) = &s.default_node {
-                // Forwarded, as Mycat does, so the default node's own tables are listed too.
-                let rest = words[j..].join(" ");
-                let sql = format!("SHOW {}TABLES {rest}", if full { "FULL " } else { "" });
-                return Ok(single(node.clone(), sql.trim_end().to_string(), true));
-            }
-            let pattern = match (words.get(j), words.get(j + 1)) {
-                (None, _) => None,
-                (Some(w), Some(p)) if w.eq_ignore_ascii_case("LIKE") => {
-                    let start = stmt.find(p).unwrap_or(0);
-                    Some(scan::unquote(stmt[start..].trim()).to_string())
-                }
-                _ => {
-                    return Err(RouteError::syntax(
-                        "SHOW TABLES supports only FROM and LIKE here",
-                    ));
-                }
-            };
-            let tables = s
-                .tables
-                .keys()
-                .map(|t| t.to_ascii_lowercase())
-                .filter(|t| pattern.as_deref().is_none_or(|p| like(t, p)))
-                .collect();
-            Ok(Routed::Local(Local::ShowTables {
-                schema: s.name.clone(),
-                full,
-                tables,
-            }))
+        "TABLES" => show_tables(r, stmt, schema, ShowKind::Tables),
+        "TABLE" if !full && is(words.get(i + 1), "STATUS") => {
+            show_tables(r, stmt, schema, ShowKind::TableStatus)
         }
+        "PROCEDURE" | "FUNCTION" if !full && is(words.get(i + 1), "STATUS") => show_tables(
+            r,
+            stmt,
+            schema,
+            ShowKind::Routines(if what == "PROCEDURE" {
+                "PROCEDURE"
+            } else {
+                "FUNCTION"
+            }),
+        ),
+        "TRIGGERS" if !full => show_tables(r, stmt, schema, ShowKind::Triggers),
+        "EVENTS" if !full => show_tables(r, stmt, schema, ShowKind::Events),
         "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
             let j = i + 1;
             if !(is(words.get(j), "FROM") || is(words.get(j), "IN")) || words.len() <= j + 1 {
@@ -671,6 +650,286 @@ fn show(
                     .join(" ")
             ),
         }),
+    }
+}
+
+/// The SHOW statements answered from `information_schema` for the logical schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShowKind {
+    /// `SHOW [FULL] TABLES`.
+    Tables,
+    /// `SHOW TABLE STATUS`.
+    TableStatus,
+    /// `SHOW PROCEDURE STATUS` / `SHOW FUNCTION STATUS` (the routine type).
+    Routines(&'static str),
+    /// `SHOW TRIGGERS`.
+    Triggers,
+    /// `SHOW EVENTS`.
+    Events,
+}
+
+impl ShowKind {
+    /// The words after `SHOW`, for messages, and how many tokens they take with `SHOW`.
+    fn what(self) -> (&'static str, usize) {
+        match self {
+            ShowKind::Tables => ("TABLES", 2),
+            ShowKind::TableStatus => ("TABLE STATUS", 3),
+            ShowKind::Routines("PROCEDURE") => ("PROCEDURE STATUS", 3),
+            ShowKind::Routines(_) => ("FUNCTION STATUS", 3),
+            ShowKind::Triggers => ("TRIGGERS", 2),
+            ShowKind::Events => ("EVENTS", 2),
+        }
+    }
+
+    /// (information_schema view, schema column, column `LIKE` matches, MySQL's result columns as
+    /// (view column, label)).
+    fn source(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [(&'static str, &'static str)],
+    ) {
+        match self {
+            ShowKind::Tables => ("TABLES", "TABLE_SCHEMA", "TABLE_NAME", &[]),
+            ShowKind::TableStatus => (
+                "TABLES",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                &[
+                    ("TABLE_NAME", "Name"),
+                    ("ENGINE", "Engine"),
+                    ("VERSION", "Version"),
+                    ("ROW_FORMAT", "Row_format"),
+                    ("TABLE_ROWS", "Rows"),
+                    ("AVG_ROW_LENGTH", "Avg_row_length"),
+                    ("DATA_LENGTH", "Data_length"),
+                    ("MAX_DATA_LENGTH", "Max_data_length"),
+                    ("INDEX_LENGTH", "Index_length"),
+                    ("DATA_FREE", "Data_free"),
+                    ("AUTO_INCREMENT", "Auto_increment"),
+                    ("CREATE_TIME", "Create_time"),
+                    ("UPDATE_TIME", "Update_time"),
+                    ("CHECK_TIME", "Check_time"),
+                    ("TABLE_COLLATION", "Collation"),
+                    ("CHECKSUM", "Checksum"),
+                    ("CREATE_OPTIONS", "Create_options"),
+                    ("TABLE_COMMENT", "Comment"),
+                ],
+            ),
+            ShowKind::Routines(_) => (
+                "ROUTINES",
+                "ROUTINE_SCHEMA",
+                "ROUTINE_NAME",
+                &[
+                    ("ROUTINE_SCHEMA", "Db"),
+                    ("ROUTINE_NAME", "Name"),
+                    ("ROUTINE_TYPE", "Type"),
+                    ("DEFINER", "Definer"),
+                    ("LAST_ALTERED", "Modified"),
+                    ("CREATED", "Created"),
+                    ("SECURITY_TYPE", "Security_type"),
+                    ("ROUTINE_COMMENT", "Comment"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+            ShowKind::Triggers => (
+                "TRIGGERS",
+                "TRIGGER_SCHEMA",
+                "EVENT_OBJECT_TABLE",
+                &[
+                    ("TRIGGER_NAME", "Trigger"),
+                    ("EVENT_MANIPULATION", "Event"),
+                    ("EVENT_OBJECT_TABLE", "Table"),
+                    ("ACTION_STATEMENT", "Statement"),
+                    ("ACTION_TIMING", "Timing"),
+                    ("CREATED", "Created"),
+                    ("SQL_MODE", "sql_mode"),
+                    ("DEFINER", "Definer"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+            ShowKind::Events => (
+                "EVENTS",
+                "EVENT_SCHEMA",
+                "EVENT_NAME",
+                &[
+                    ("EVENT_SCHEMA", "Db"),
+                    ("EVENT_NAME", "Name"),
+                    ("DEFINER", "Definer"),
+                    ("TIME_ZONE", "Time zone"),
+                    ("EVENT_TYPE", "Type"),
+                    ("EXECUTE_AT", "Execute at"),
+                    ("INTERVAL_VALUE", "Interval value"),
+                    ("INTERVAL_FIELD", "Interval field"),
+                    ("STARTS", "Starts"),
+                    ("ENDS", "Ends"),
+                    ("STATUS", "Status"),
+                    ("ORIGINATOR", "Originator"),
+                    ("CHARACTER_SET_CLIENT", "character_set_client"),
+                    ("COLLATION_CONNECTION", "collation_connection"),
+                    ("DATABASE_COLLATION", "Database Collation"),
+                ],
+            ),
+        }
+    }
+}
+
+/// `SHOW [FULL] TABLES`, `SHOW TABLE STATUS`, `SHOW PROCEDURE|FUNCTION STATUS`, `SHOW TRIGGERS`,
+/// `SHOW EVENTS`, each with optional `FROM db` and `LIKE 'p'` or `WHERE expr` (read from
+/// sqlparser's `SHOW TABLES` AST: the text after the keywords is parsed as the tail of one).
+///
+/// A schema without a default dataNode lists its configured tables itself, lower-cased
+/// (SPEC §5.16), unless a `WHERE` asks about the columns; otherwise the statement becomes a
+/// query of the `information_schema` view MySQL answers it from, answered for the logical
+/// schemas (module `metadata`): the header is `Tables_in_<logical schema>`, the configured
+/// tables and those of the default dataNode are listed, and no physical database appears.
+/// Routines, triggers and events are not reachable through the gateway: they list nothing.
+///
+/// Errors: 1227 for a backend's own schema, 1049 for an unknown one, 1064 for a form the parser
+/// rejects.
+fn show_tables(
+    r: &Router,
+    stmt: &str,
+    schema: Option<&str>,
+    kind: ShowKind,
+) -> Result<Routed, RouteError> {
+    use sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
+    let (what, keywords) = kind.what();
+    let text = if kind == ShowKind::Tables {
+        std::borrow::Cow::Borrowed(stmt)
+    } else {
+        let toks = rewrite::tokens(stmt).unwrap_or_default();
+        let tail = toks.get(keywords - 1).map_or("", |t| &stmt[t.1.end..]);
+        std::borrow::Cow::Owned(format!("SHOW TABLES{tail}"))
+    };
+    let ast = Parser::parse_sql(&MySqlDialect {}, &text)
+        .map_err(|e| RouteError::syntax(format!("SHOW {what}: {e}")))?;
+    let [
+        Statement::ShowTables {
+            full, show_options, ..
+        },
+    ] = ast.as_slice()
+    else {
+        return Err(RouteError::syntax(format!("SHOW {what}: unsupported form")));
+    };
+    if show_options.starts_with.is_some() || show_options.limit.is_some() {
+        return Err(RouteError::syntax(format!(
+            "SHOW {what} supports only FROM, LIKE and WHERE"
+        )));
+    }
+    let named = show_options
+        .show_in
+        .as_ref()
+        .and_then(|i| i.parent_name.as_ref())
+        .and_then(|n| n.0.last())
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone());
+    if let Some(n) = named.as_deref()
+        && SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(n))
+    {
+        return Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: format!(
+                "Access denied; SHOW {what} of the backend servers' schema {n} is not available through the gateway"
+            ),
+        });
+    }
+    let filter = match &show_options.filter_position {
+        Some(ShowStatementFilterPosition::Infix(f) | ShowStatementFilterPosition::Suffix(f)) => {
+            Some(f)
+        }
+        None => None,
+    };
+    let pattern = match filter {
+        Some(ShowStatementFilter::Like(p)) => Some(p.as_str()),
+        Some(ShowStatementFilter::Where(_)) | None => None,
+        Some(_) => {
+            return Err(RouteError::syntax(format!(
+                "SHOW {what} supports only LIKE and WHERE filters"
+            )));
+        }
+    };
+    let filter_where = match filter {
+        Some(ShowStatementFilter::Where(e)) => Some(e),
+        _ => None,
+    };
+    // Routines are listed for every schema; the rest for one.
+    let s = match kind {
+        ShowKind::Routines(_) => None,
+        _ => Some(require_schema(r, named.as_deref().or(schema))?),
+    };
+    if let Some(s) = s
+        && kind == ShowKind::Tables
+        && s.default_node.is_none()
+        && filter_where.is_none()
+    {
+        let tables = s
+            .tables
+            .keys()
+            .map(|t| t.to_ascii_lowercase())
+            .filter(|t| pattern.is_none_or(|p| like(t, p)))
+            .collect();
+        return Ok(Routed::Local(Local::ShowTables {
+            schema: s.name.clone(),
+            full: *full,
+            tables,
+        }));
+    }
+    let (view, schema_column, like_column, labels) = kind.source();
+    let columns = match (kind, s) {
+        (ShowKind::Tables, Some(s)) => {
+            let header = metadata::quote_ident(&format!("Tables_in_{}", s.name));
+            if *full {
+                format!("TABLE_NAME AS {header}, TABLE_TYPE AS `Table_type`")
+            } else {
+                format!("TABLE_NAME AS {header}")
+            }
+        }
+        _ => labels
+            .iter()
+            .map(|(c, a)| format!("{c} AS {}", metadata::quote_ident(a)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let mut conditions = Vec::new();
+    if let Some(s) = s {
+        conditions.push(format!(
+            "{schema_column} = {}",
+            metadata::quote_literal(&s.name)
+        ));
+    }
+    if let ShowKind::Routines(t) = kind {
+        conditions.push(format!("ROUTINE_TYPE = '{t}'"));
+    }
+    if let Some(p) = pattern {
+        conditions.push(format!("{like_column} LIKE {}", metadata::quote_literal(p)));
+    }
+    let mut sql = format!(
+        "SELECT {columns} FROM information_schema.{view} WHERE {}",
+        conditions.join(" AND ")
+    );
+    if let Some(e) = filter_where {
+        sql = format!("SELECT * FROM ({sql}) AS t WHERE {e}");
+    }
+    // MySQL lists by name (routines and events by schema, then name).
+    sql.push_str(match kind {
+        ShowKind::Routines(_) | ShowKind::Events => " ORDER BY 1, 2",
+        _ => " ORDER BY 1",
+    });
+    let routing_schema = s.map(|s| s.name.clone());
+    match parsed(r, &sql, routing_schema.as_deref().or(schema), &mut false)? {
+        Routed::Metadata(q) => Ok(Routed::Metadata(match s {
+            Some(s) => q.requiring(&s.name),
+            None => q,
+        })),
+        other => Ok(other),
     }
 }
 
@@ -738,7 +997,15 @@ fn table_node(
     let node = match (s.tables.get(&upper), &s.default_node) {
         (Some(t), _) => t.nodes[0].clone(),
         (None, Some(d)) => d.clone(),
-        (None, None) => return Err(unknown_table(&upper, &s.name)),
+        // MySQL's answer to DESC / SHOW COLUMNS of a missing table: ORMs (SQLAlchemy's
+        // has_table) read 1146 as "no such table".
+        (None, None) => {
+            return Err(RouteError {
+                code: 1146,
+                state: "42S02",
+                message: format!("Table '{}.{name}' doesn't exist", s.name),
+            });
+        }
     };
     Ok((node, format!("`{}`", name.replace('`', "``"))))
 }
@@ -928,6 +1195,26 @@ fn parsed(
     let is_schema = |n: &str| r.schemas.contains_key(n);
     let c = collect(&is_schema, &statement);
     check_reachable(&statement, &c)?;
+    if matches!(statement, Statement::Query(_))
+        && c.occurrences.iter().any(|o| {
+            o.qualifier
+                .as_deref()
+                .is_some_and(metadata::is_information_schema)
+        })
+    {
+        // Tools' metadata queries: answered for the logical schemas (module `metadata`).
+        let others: Vec<String> = c
+            .occurrences
+            .iter()
+            .filter(|o| match o.qualifier.as_deref() {
+                Some(q) => !metadata::is_information_schema(q),
+                None => !(c.ctes.contains(&o.name) || o.name == "DUAL"),
+            })
+            .map(|o| o.name.clone())
+            .collect();
+        let q = metadata::analyze(stmt, &statement, &others, schema)?;
+        return Ok(Routed::Metadata(q));
+    }
     // Names written as `schema.table` where schema is configured decide the schema when the
     // session has none; naming another schema than the session's is not supported yet.
     let schema = match (schema, c.qualifiers.iter().next()) {
