@@ -129,6 +129,25 @@ pub trait BackendConn: Send + Sync {
     ///
     /// Errors: the server's error for a statement it cannot prepare.
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError>;
+
+    /// A handle that interrupts, from another task, the statement this connection is running
+    /// (`KILL QUERY <thread id>` on a new connection to the same MySQL server, PostgreSQL's
+    /// cancel request). `None` when the driver offers none (or, for PostgreSQL, before the
+    /// connection has a database).
+    fn canceller(&self) -> Option<Arc<dyn Canceller>> {
+        None
+    }
+}
+
+/// Interrupts the statement one backend connection runs ([`BackendConn::canceller`]). The
+/// interrupted statement ends with the server's error (MySQL 1317 `Query execution was
+/// interrupted`, PostgreSQL 57014); a connection that is idle meanwhile is left alone by MySQL
+/// but may have its next statement interrupted if it already started one: callers drop the
+/// handle as soon as the statement it was taken for has ended.
+#[async_trait]
+pub trait Canceller: Send + Sync + fmt::Debug {
+    /// Sends the interruption. Errors: the server cannot be reached or refuses it.
+    async fn cancel(&self) -> Result<(), BackendError>;
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

@@ -10,7 +10,7 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use mysql_async::prelude::Queryable;
 
-use super::{Backend, BackendConn, BackendError, Column, OkInfo, Response, Row, Value};
+use super::{Backend, BackendConn, BackendError, Canceller, Column, OkInfo, Response, Row, Value};
 
 /// How to reach one MySQL server and how its pool behaves.
 #[derive(Debug, Clone)]
@@ -135,6 +135,9 @@ const RECENTLY_USED: Duration = Duration::from_secs(1);
 /// [`super::stateless`]).
 struct Conn {
     conn: mysql_async::Conn,
+    /// How it was opened, for [`KillQuery`] (which needs a second connection to the server).
+    opts: mysql_async::Opts,
+    connect_timeout: Duration,
     database: Option<String>,
     /// A statement that may have left session state ran since the last reset (or its result was
     /// not read to the end, or it ended with an error or warnings): reset before the next holder.
@@ -147,9 +150,11 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(conn: mysql_async::Conn) -> Self {
+    fn new(conn: mysql_async::Conn, opts: mysql_async::Opts, connect_timeout: Duration) -> Self {
         Conn {
             conn,
+            opts,
+            connect_timeout,
             database: None,
             dirty: false,
             used: false,
@@ -200,7 +205,7 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<Conn, BackendError> {
         let connect = mysql_async::Conn::new(self.opts.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(Conn::new(conn)),
+            Ok(Ok(conn)) => Ok(Conn::new(conn, self.opts.clone(), self.connect_timeout)),
             Ok(Err(e)) => Err(match convert_error(e) {
                 BackendError::Server {
                     code,
@@ -283,6 +288,14 @@ impl BackendConn for PooledConn {
         Ok(())
     }
 
+    fn canceller(&self) -> Option<Arc<dyn Canceller>> {
+        Some(Arc::new(KillQuery {
+            opts: self.conn.opts.clone(),
+            thread: self.conn.conn.id(),
+            connect_timeout: self.conn.connect_timeout,
+        }))
+    }
+
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
         let c: &mut Conn = &mut self.conn;
         // A prepared (then closed) statement: not on the stateless list, reset afterwards.
@@ -332,6 +345,35 @@ impl BackendConn for PooledConn {
             columns,
             rows: rows.boxed(),
         })
+    }
+}
+
+/// Interrupts a MySQL connection's statement: `KILL QUERY <thread id>` sent on a connection of
+/// its own to the same server (opened beside the pool, closed afterwards).
+#[derive(Debug)]
+struct KillQuery {
+    opts: mysql_async::Opts,
+    thread: u32,
+    connect_timeout: Duration,
+}
+
+#[async_trait]
+impl Canceller for KillQuery {
+    async fn cancel(&self) -> Result<(), BackendError> {
+        let kill = async {
+            let mut conn = mysql_async::Conn::new(self.opts.clone()).await?;
+            let killed = conn.query_drop(format!("KILL QUERY {}", self.thread)).await;
+            let _ = conn.disconnect().await;
+            killed
+        };
+        match tokio::time::timeout(self.connect_timeout, kill).await {
+            Ok(result) => result.map_err(convert_error),
+            Err(_) => Err(BackendError::Timeout(format!(
+                "KILL QUERY {}: no answer within {} ms",
+                self.thread,
+                self.connect_timeout.as_millis()
+            ))),
+        }
     }
 }
 

@@ -277,6 +277,22 @@ impl managed::Manager for Manager {
     }
 }
 
+/// Interrupts a PostgreSQL connection's statement with the protocol's cancel request.
+struct PgCancel(tokio_postgres::CancelToken);
+
+impl std::fmt::Debug for PgCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgCancel")
+    }
+}
+
+#[async_trait]
+impl super::Canceller for PgCancel {
+    async fn cancel(&self) -> Result<(), BackendError> {
+        self.0.cancel_query(NoTls).await.map_err(error::convert)
+    }
+}
+
 /// The handle [`PostgresBackend::acquire`] returns: holds a connection of the selected
 /// database's pool.
 struct PgConn {
@@ -297,6 +313,11 @@ impl PgConn {
 
 #[async_trait]
 impl BackendConn for PgConn {
+    fn canceller(&self) -> Option<Arc<dyn super::Canceller>> {
+        let conn: &Conn = self.conn.as_ref()?;
+        Some(Arc::new(PgCancel(conn.client.cancel_token())))
+    }
+
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
         if self.conn.as_ref().is_some_and(|c| c.database == database) {
             return Ok(());
