@@ -7,6 +7,7 @@ mod binary;
 mod commands;
 mod error;
 mod prepared;
+mod registry;
 mod session;
 pub mod tap;
 
@@ -32,6 +33,8 @@ pub struct Server {
     pub cluster: Arc<Cluster>,
     /// Global sequences (SPEC §5.17).
     pub sequences: Sequences,
+    /// Connected sessions by connection id (`KILL`), and the COM_STATISTICS counters.
+    registry: registry::Registry,
     next_connection_id: AtomicU32,
 }
 
@@ -55,6 +58,7 @@ impl Server {
             router,
             cluster,
             sequences,
+            registry: registry::Registry::default(),
             next_connection_id: AtomicU32::new(1),
         })
     }
