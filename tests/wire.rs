@@ -489,12 +489,13 @@ async fn a_client_leaving_mid_result_stops_the_backend_statement() {
     use std::io::{BufRead, Write};
     let f = Fixture::start("w7gone", Extra::default()).await;
     // PyMySQL's unbuffered cursor reads a few rows of a long result, waits for a line on
-    // stdin, then closes its socket.
+    // stdin, then the process ends (as a killed client does: its socket is closed with rows
+    // unread, which resets the connection).
     let query =
         "/*!mycat:dataNode=dn1*/ SELECT seq AS w7gone_rows, SLEEP(0) FROM seq_1_to_1000000000";
     let program = format!(
         r#"
-import sys, socket, pymysql, pymysql.cursors
+import os, sys, pymysql, pymysql.cursors
 c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="123456",
                     database="TESTDB", cursorclass=pymysql.cursors.SSCursor)
 cur = c.cursor()
@@ -502,8 +503,7 @@ cur.execute("{query}")
 print(len(cur.fetchmany(1000)))
 sys.stdout.flush()
 sys.stdin.readline()
-c._sock.shutdown(socket.SHUT_RDWR)
-c._sock.close()
+os._exit(0)
 "#
     );
     let mut child = Command::new(python())
@@ -526,4 +526,63 @@ c._sock.close()
         stopped(thread).await,
         "the backend statement was interrupted, not left to run"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connector_j_allow_multi_queries() {
+    let _ = python(); // scripts/clients.sh installs Connector/J and a JDK
+    let f = Fixture::start("w7connj", Extra::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("Multi.java"),
+        r#"
+import java.sql.*;
+public class Multi {
+    public static void main(String[] a) throws Exception {
+        String url = "jdbc:mariadb://127.0.0.1:" + a[0] + "/TESTDB?allowMultiQueries=true";
+        try (Connection c = DriverManager.getConnection(url, "root", "123456");
+             Statement s = c.createStatement()) {
+            boolean rs = s.execute("INSERT INTO travelrecord (id, user_id) VALUES (10000005, 'j'); SELECT user_id FROM travelrecord WHERE id = 10000005; SELECT 2");
+            StringBuilder out = new StringBuilder();
+            while (true) {
+                if (rs) {
+                    try (ResultSet r = s.getResultSet()) { while (r.next()) out.append(r.getString(1)).append(';'); }
+                } else {
+                    int n = s.getUpdateCount();
+                    if (n == -1) break;
+                    out.append("updated ").append(n).append(';');
+                }
+                rs = s.getMoreResults();
+            }
+            System.out.println(out);
+        }
+    }
+}
+"#,
+    )
+    .unwrap();
+    let jar = "/usr/share/java/mariadb-java-client.jar";
+    let javac = Command::new("javac")
+        .args(["-cp", jar, "-d"])
+        .arg(dir.path())
+        .arg(dir.path().join("Multi.java"))
+        .output()
+        .expect("run javac");
+    assert!(
+        javac.status.success(),
+        "{}",
+        String::from_utf8_lossy(&javac.stderr)
+    );
+    let cp = format!("{}:{jar}", dir.path().display());
+    let out = Command::new("java")
+        .args(["-cp", &cp, "Multi", &f.port.to_string()])
+        .output()
+        .expect("run java");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "updated 1;j;2;\n");
+    assert_eq!(f.ids_on(3, "travelrecord").await, [10000005]);
 }

@@ -135,9 +135,8 @@ const RECENTLY_USED: Duration = Duration::from_secs(1);
 /// [`super::stateless`]).
 struct Conn {
     conn: mysql_async::Conn,
-    /// How it was opened, for [`KillQuery`] (which needs a second connection to the server).
-    opts: mysql_async::Opts,
-    connect_timeout: Duration,
+    /// Interrupts its statements (made once: handed out for every statement).
+    canceller: Arc<KillQuery>,
     database: Option<String>,
     /// A statement that may have left session state ran since the last reset (or its result was
     /// not read to the end, or it ended with an error or warnings): reset before the next holder.
@@ -151,10 +150,14 @@ struct Conn {
 
 impl Conn {
     fn new(conn: mysql_async::Conn, opts: mysql_async::Opts, connect_timeout: Duration) -> Self {
+        let canceller = Arc::new(KillQuery {
+            opts,
+            thread: conn.id(),
+            connect_timeout,
+        });
         Conn {
             conn,
-            opts,
-            connect_timeout,
+            canceller,
             database: None,
             dirty: false,
             used: false,
@@ -289,11 +292,7 @@ impl BackendConn for PooledConn {
     }
 
     fn canceller(&self) -> Option<Arc<dyn Canceller>> {
-        Some(Arc::new(KillQuery {
-            opts: self.conn.opts.clone(),
-            thread: self.conn.conn.id(),
-            connect_timeout: self.conn.connect_timeout,
-        }))
+        Some(self.conn.canceller.clone())
     }
 
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {

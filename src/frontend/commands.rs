@@ -459,7 +459,10 @@ impl<R: AsyncRead + Unpin> Commands<R> {
     /// multi-statements (each handed on once the previous one is answered, see the module
     /// docs), kept away from opensrv's own answers otherwise.
     fn query(&mut self, sql: &str, payload: &[u8]) {
-        if self.slot.client_capabilities() & CLIENT_MULTI_STATEMENTS != 0 {
+        // Most statements hold no `;` at all: no scan for them.
+        if sql.as_bytes().contains(&b';')
+            && self.slot.client_capabilities() & CLIENT_MULTI_STATEMENTS != 0
+        {
             let pieces = crate::route::split_statements(sql);
             if pieces.len() > 1 {
                 let mut pieces: VecDeque<String> = pieces.into_iter().map(shielded).collect();

@@ -61,9 +61,11 @@ impl Handle {
     }
 
     /// The backend statements a statement of the session now runs (replacing earlier ones;
-    /// empty when it ended).
-    pub fn running(&self, cancellers: Vec<Arc<dyn Canceller>>) {
-        *self.lock() = cancellers;
+    /// none when it ended). Called for every statement: keeps its allocation.
+    pub fn running(&self, cancellers: impl IntoIterator<Item = Arc<dyn Canceller>>) {
+        let mut running = self.lock();
+        running.clear();
+        running.extend(cancellers);
     }
 
     /// Interrupts the backend statements the session is running, if any (`KILL QUERY`).

@@ -154,7 +154,13 @@ impl Drop for Session {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 for (node, mut conn) in pinned {
-                    if let Err(e) = run_simple(conn.as_mut(), "ROLLBACK").await {
+                    let mut done = run_simple(conn.as_mut(), "ROLLBACK").await;
+                    if done.as_ref().is_err_and(|e| e.server_error().is_some()) {
+                        // The first call may only have read the end of a statement that was
+                        // interrupted when the client left (1317): the ROLLBACK itself follows.
+                        done = run_simple(conn.as_mut(), "ROLLBACK").await;
+                    }
+                    if let Err(e) = done {
                         tracing::warn!(connection = id, %node, error = %e, "rollback after client disconnect failed");
                     }
                 }
@@ -910,7 +916,7 @@ impl Session {
         };
         // What `KILL QUERY` on this session interrupts while the statement runs.
         let handle = self.handle.clone();
-        handle.running(conns.iter().filter_map(|c| c.canceller()).collect());
+        handle.running(conns.iter().filter_map(|c| c.canceller()));
         let finished = {
             // Scoped so the connections' borrow ends before they are used again below.
             let output = engine::execute(&plan, conns).await;
@@ -922,14 +928,14 @@ impl Session {
                         // them run on until the connections are reset in their pools.
                         handle.cancel_running().await;
                     }
-                    handle.running(Vec::new());
+                    handle.running(None);
                     return sent;
                 }
                 Ok(Output::Ok(ok)) => Ok(ok),
                 Err(e) => Err(e),
             }
         };
-        handle.running(Vec::new());
+        handle.running(None);
         match finished {
             Err(e) => {
                 self.next_insert_id = None;

@@ -13,6 +13,7 @@
 //! patches them into the next result set's column definitions.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,13 @@ use tokio::io::AsyncWrite;
 
 /// Bytes buffered before the writer pushes them to the socket on its own.
 const HIGH_WATER: usize = 64 * 1024;
+
+/// How long the client may take no bytes at all while some wait for it (MySQL's
+/// `net_write_timeout` default): then the write fails, the session ends and the backend
+/// statement feeding it is interrupted. A client that half-closed its socket without reading
+/// (or stopped reading) would otherwise hold both forever: the session does not read the socket
+/// while it answers.
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The error the next ERR packet must carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,6 +276,9 @@ pub struct Tap<W> {
     /// not looked at (only renumbered).
     continued: bool,
     slot: ErrorSlot,
+    /// Since when the socket took nothing while bytes waited, and how long it may ([`WRITE_TIMEOUT`]).
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    write_timeout: std::time::Duration,
 }
 
 impl<W: AsyncWrite + Unpin> Tap<W> {
@@ -279,6 +290,8 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
             packet_start: 0,
             continued: false,
             slot,
+            stalled: None,
+            write_timeout: WRITE_TIMEOUT,
         }
     }
 
@@ -347,10 +360,12 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 self.continued = false;
                 continue;
             }
+            // The flag is the batch's to set: a status the session set during a batch that
+            // stopped on an error must not carry it into later responses.
             let status = if pending.more_results {
                 pending.status | MORE_RESULTS
             } else {
-                pending.status
+                pending.status & !MORE_RESULTS
             };
             if pending.fast_auth {
                 pending.fast_auth = false;
@@ -433,8 +448,21 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    let timeout = self.write_timeout;
+                    let stalled = self
+                        .stalled
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                    if stalled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the client took no bytes for 60 s (net_write_timeout)",
+                        )));
+                    }
+                    return Poll::Pending;
+                }
             };
+            self.stalled = None;
             self.written += n;
         }
         self.buf.drain(..self.written);
@@ -505,6 +533,38 @@ mod tests {
         p[3] = seq;
         p.extend_from_slice(payload);
         p
+    }
+
+    /// A socket that never takes a byte (a client that stopped reading).
+    struct Stuck;
+
+    impl AsyncWrite for Stuck {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Pending
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_takes_nothing_times_out() {
+        let mut tap = Tap::new(Stuck, ErrorSlot::default());
+        tap.write_timeout = std::time::Duration::from_millis(200);
+        tap.write_all(&packet(1, b"\x00\x00\x00\x02\x00\x00\x00"))
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = tap.flush().await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= tap.write_timeout);
     }
 
     #[tokio::test]

@@ -210,6 +210,8 @@ impl Backend for PostgresBackend {
 /// (forgotten after DDL on the connection).
 struct Conn {
     client: tokio_postgres::Client,
+    /// Interrupts its statements (made once: handed out for every statement).
+    canceller: Arc<PgCancel>,
     database: String,
     tables: HashMap<String, TableInfo>,
     /// Relation names whose column flags were looked up (found or not).
@@ -240,6 +242,7 @@ impl managed::Manager for Manager {
                     }
                 });
                 Ok(Conn {
+                    canceller: Arc::new(PgCancel(client.cancel_token())),
                     client,
                     database: self.config.get_dbname().unwrap_or_default().to_string(),
                     tables: HashMap::new(),
@@ -315,7 +318,7 @@ impl PgConn {
 impl BackendConn for PgConn {
     fn canceller(&self) -> Option<Arc<dyn super::Canceller>> {
         let conn: &Conn = self.conn.as_ref()?;
-        Some(Arc::new(PgCancel(conn.client.cancel_token())))
+        Some(conn.canceller.clone())
     }
 
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
