@@ -586,3 +586,67 @@ public class Multi {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "updated 1;j;2;\n");
     assert_eq!(f.ids_on(3, "travelrecord").await, [10000005]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_query_interrupts_a_postgresql_statement() {
+    const PG_PORT: u16 = 15432;
+    let extra = Extra {
+        schema_xml: format!(
+            r#"<schema name="W7PG" dataNode="w7pgdn"></schema>
+<dataNode name="w7pgdn" dataHost="w7pghost" database="postgres" />
+<dataHost name="w7pghost" maxCon="5" minCon="0" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="w7pgM1" url="127.0.0.1:{PG_PORT}" user="manx" password="manx" />
+</dataHost>"#
+        ),
+        users_xml: r#"<user name="w7pg"><property name="password">w7pg</property><property name="schemas">W7PG</property></user>"#.into(),
+        ..Default::default()
+    };
+    let f = Fixture::start("w7pg", extra).await;
+    let (pg, connection) = tokio_postgres::Config::new()
+        .host("127.0.0.1")
+        .port(PG_PORT)
+        .user("manx")
+        .password("manx")
+        .dbname("postgres")
+        .connect(tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut a = mysql_async::Conn::new(common::opts(f.port, "w7pg", "w7pg", Some("W7PG")))
+        .await
+        .unwrap();
+    let mut b = mysql_async::Conn::new(common::opts(f.port, "w7pg", "w7pg", Some("W7PG")))
+        .await
+        .unwrap();
+    let id = a.id();
+    let started = Instant::now();
+    let sleeper = tokio::spawn(async move {
+        let r = a.query_drop("SELECT 1 FROM pg_sleep(29.73)").await;
+        (a, r)
+    });
+    loop {
+        let n: i64 = pg
+            .query_one(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(29.73)%' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "never ran");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+    let (mut a, r) = sleeper.await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10), "interrupted");
+    assert!(
+        r.is_err(),
+        "PostgreSQL's cancel ends the statement with an error"
+    );
+    let one: Option<i64> = a.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1), "the session goes on");
+}
