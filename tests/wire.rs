@@ -486,18 +486,25 @@ async fn kill_query_and_kill_connection() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_leaving_mid_result_stops_the_backend_statement() {
-    use std::io::{BufRead, Write};
     let f = Fixture::start("w7gone", Extra::default()).await;
+    // In a transaction (PyMySQL's default: the connection is pinned), then with autocommit
+    // (a pooled connection).
+    leave_mid_result(&f, "False", "w7gone_tx").await;
+    leave_mid_result(&f, "True", "w7gone_ac").await;
+}
+
+async fn leave_mid_result(f: &Fixture, autocommit: &str, label: &str) {
+    use std::io::{BufRead, Write};
     // PyMySQL's unbuffered cursor reads a few rows of a long result, waits for a line on
     // stdin, then the process ends (as a killed client does: its socket is closed with rows
     // unread, which resets the connection).
     let query =
-        "/*!mycat:dataNode=dn1*/ SELECT seq AS w7gone_rows, SLEEP(0) FROM seq_1_to_1000000000";
+        format!("/*!mycat:dataNode=dn1*/ SELECT seq AS {label}, SLEEP(0) FROM seq_1_to_1000000000");
     let program = format!(
         r#"
 import os, sys, pymysql, pymysql.cursors
 c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="123456",
-                    database="TESTDB", cursorclass=pymysql.cursors.SSCursor)
+                    database="TESTDB", cursorclass=pymysql.cursors.SSCursor, autocommit={autocommit})
 cur = c.cursor()
 cur.execute("{query}")
 print(len(cur.fetchmany(1000)))
@@ -519,12 +526,14 @@ os._exit(0)
         .read_line(&mut line)
         .unwrap();
     assert_eq!(line, "1000\n");
-    let thread = running("SELECT seq AS w7gone_rows").await;
+    let thread = running(&format!("SELECT seq AS {label}")).await;
+    // Long enough for the backend to fill the socket buffers and block sending rows.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     writeln!(child.stdin.as_mut().unwrap()).unwrap();
     assert!(child.wait().unwrap().success());
     assert!(
         stopped(thread).await,
-        "the backend statement was interrupted, not left to run"
+        "{label}: the backend statement was interrupted, not left to run"
     );
 }
 

@@ -148,6 +148,13 @@ pub trait BackendConn: Send + Sync {
 pub trait Canceller: Send + Sync + fmt::Debug {
     /// Sends the interruption. Errors: the server cannot be reached or refuses it.
     async fn cancel(&self) -> Result<(), BackendError>;
+
+    /// Ends the connection itself, and so its statement, at once even when the server is
+    /// blocked sending rows nobody reads (MySQL's `KILL CONNECTION`; PostgreSQL: the cancel
+    /// request). The connection's pool notices it closed and replaces it.
+    async fn close(&self) -> Result<(), BackendError> {
+        self.cancel().await
+    }
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

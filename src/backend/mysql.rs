@@ -356,23 +356,36 @@ struct KillQuery {
     connect_timeout: Duration,
 }
 
-#[async_trait]
-impl Canceller for KillQuery {
-    async fn cancel(&self) -> Result<(), BackendError> {
+impl KillQuery {
+    /// Sends `KILL <what> <thread>` on a connection of its own.
+    async fn kill(&self, what: &str) -> Result<(), BackendError> {
         let kill = async {
             let mut conn = mysql_async::Conn::new(self.opts.clone()).await?;
-            let killed = conn.query_drop(format!("KILL QUERY {}", self.thread)).await;
+            let killed = conn
+                .query_drop(format!("KILL {what} {}", self.thread))
+                .await;
             let _ = conn.disconnect().await;
             killed
         };
         match tokio::time::timeout(self.connect_timeout, kill).await {
             Ok(result) => result.map_err(convert_error),
             Err(_) => Err(BackendError::Timeout(format!(
-                "KILL QUERY {}: no answer within {} ms",
+                "KILL {what} {}: no answer within {} ms",
                 self.thread,
                 self.connect_timeout.as_millis()
             ))),
         }
+    }
+}
+
+#[async_trait]
+impl Canceller for KillQuery {
+    async fn cancel(&self) -> Result<(), BackendError> {
+        self.kill("QUERY").await
+    }
+
+    async fn close(&self) -> Result<(), BackendError> {
+        self.kill("CONNECTION").await
     }
 }
 

@@ -4,7 +4,12 @@
 //! Each session registers a [`Handle`] for its lifetime. While a statement runs, the handle
 //! holds the cancellers of the backend connections it uses ([`Handle::running`]), so another
 //! session's `KILL QUERY` can interrupt it on the backends (`KILL QUERY <thread>` there), and
-//! `KILL [CONNECTION]` does the same and then ends the session ([`Handle::killed`]).
+//! `KILL [CONNECTION]` ends those backend connections (`KILL CONNECTION <thread>`: a backend
+//! blocked sending rows stops at once) and then the session ([`Handle::killed`]).
+//!
+//! A canceller is dropped from the handle when its statement ends, but a `KILL QUERY` that
+//! took it a moment before may still reach the backend connection after it went back to its
+//! pool and another session's statement started on it; MySQL has no such window.
 //!
 //! Who may kill what (manx's rule, simpler than MySQL's `SUPER`/`CONNECTION_ADMIN`): a user may
 //! kill the sessions logged in as the same `server.xml` user, its own included; any other id
@@ -68,12 +73,18 @@ impl Handle {
         running.extend(cancellers);
     }
 
-    /// Interrupts the backend statements the session is running, if any (`KILL QUERY`).
-    /// Failures are logged: the statement then runs to its end.
-    pub async fn cancel_running(&self) {
+    /// Interrupts the backend statements the session is running, if any (`KILL QUERY`), or
+    /// with `close` ends their connections (`KILL CONNECTION`). Failures are logged: the
+    /// statement then runs to its end.
+    pub async fn cancel_running(&self, close: bool) {
         let running = std::mem::take(&mut *self.lock());
         for c in running {
-            if let Err(e) = c.cancel().await {
+            let done = if close {
+                c.close().await
+            } else {
+                c.cancel().await
+            };
+            if let Err(e) = done {
                 tracing::warn!(error = %e, "interrupting a backend statement failed");
             }
         }

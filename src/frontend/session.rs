@@ -383,7 +383,10 @@ impl Session {
                     return self.error(w, e).await;
                 }
                 tracing::info!(connection = self.id, target = id, query, "KILL");
-                target.cancel_running().await;
+                // KILL CONNECTION ends the backend connections of the running statement too:
+                // a backend blocked sending rows would otherwise run on until its connection
+                // is read again.
+                target.cancel_running(!query).await;
                 if query {
                     return self.ok(w, OkInfo::default()).await;
                 }
@@ -925,8 +928,12 @@ impl Session {
                     let sent = stream_rows(w, &columns, rows, &slot, self.binary).await;
                     if sent.is_err() {
                         // The client left mid-result: stop the backends now rather than have
-                        // them run on until the connections are reset in their pools.
-                        handle.cancel_running().await;
+                        // them run on until the connections are reset in their pools. A
+                        // backend blocked sending rows notices an interrupted statement only
+                        // once they are read, which a pooled connection's next holder would
+                        // do: those connections are closed instead (the pool replaces them).
+                        // Pinned ones are read out by the ROLLBACK that follows.
+                        handle.cancel_running(!transactional).await;
                     }
                     handle.running(None);
                     return sent;
