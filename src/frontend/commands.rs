@@ -382,8 +382,11 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             if self.input.len() < 4 + len {
                 return;
             }
-            let payload = self.input[4..4 + len].to_vec();
-            self.input.drain(..4 + len);
+            // The input buffer becomes the payload (no copy of a 16 MiB packet); what follows
+            // it starts a new one.
+            let rest = self.input.split_off(4 + len);
+            let mut payload = std::mem::replace(&mut self.input, rest);
+            payload.drain(..4);
             if len == MAX_PAYLOAD {
                 self.held = Some(payload);
             } else {
