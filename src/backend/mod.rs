@@ -148,6 +148,14 @@ pub trait BackendConn: Send + Sync {
     fn string_weights(&self) -> StringWeights {
         StringWeights::Collation
     }
+
+    /// A handle that interrupts, from another task, the statement this connection is running
+    /// (`KILL QUERY <thread id>` on a new connection to the same MySQL server, PostgreSQL's
+    /// cancel request). `None` when the driver offers none (or, for PostgreSQL, before the
+    /// connection has a database).
+    fn canceller(&self) -> Option<Arc<dyn Canceller>> {
+        None
+    }
 }
 
 /// The kind of string weights a server computes for the merge.
@@ -157,6 +165,24 @@ pub enum StringWeights {
     Collation,
     /// PostgreSQL: the UTF-8 bytes of the value (byte order, what collation `C` sorts by).
     Utf8Bytes,
+}
+
+/// Interrupts the statement one backend connection runs ([`BackendConn::canceller`]). The
+/// interrupted statement ends with the server's error (MySQL 1317 `Query execution was
+/// interrupted`, PostgreSQL 57014); a connection that is idle meanwhile is left alone by MySQL
+/// but may have its next statement interrupted if it already started one: callers drop the
+/// handle as soon as the statement it was taken for has ended.
+#[async_trait]
+pub trait Canceller: Send + Sync + fmt::Debug {
+    /// Sends the interruption. Errors: the server cannot be reached or refuses it.
+    async fn cancel(&self) -> Result<(), BackendError>;
+
+    /// Ends the connection itself, and so its statement, at once even when the server is
+    /// blocked sending rows nobody reads (MySQL's `KILL CONNECTION`; PostgreSQL: the cancel
+    /// request). The connection's pool notices it closed and replaces it.
+    async fn close(&self) -> Result<(), BackendError> {
+        self.cancel().await
+    }
 }
 
 /// A pool of connections to one physical database server (a writeHost or readHost).

@@ -10,7 +10,7 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use mysql_async::prelude::Queryable;
 
-use super::{Backend, BackendConn, BackendError, Column, OkInfo, Response, Row, Value};
+use super::{Backend, BackendConn, BackendError, Canceller, Column, OkInfo, Response, Row, Value};
 
 /// How to reach one MySQL server and how its pool behaves.
 #[derive(Debug, Clone)]
@@ -143,6 +143,8 @@ const RECENTLY_USED: Duration = Duration::from_secs(1);
 /// [`super::stateless`]).
 struct Conn {
     conn: mysql_async::Conn,
+    /// Interrupts its statements (made once: handed out for every statement).
+    canceller: Arc<KillQuery>,
     database: Option<String>,
     /// A statement that may have left session state ran since the last reset (or its result was
     /// not read to the end, or it ended with an error or warnings): reset before the next holder.
@@ -155,9 +157,15 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(conn: mysql_async::Conn) -> Self {
+    fn new(conn: mysql_async::Conn, opts: mysql_async::Opts, connect_timeout: Duration) -> Self {
+        let canceller = Arc::new(KillQuery {
+            opts,
+            thread: conn.id(),
+            connect_timeout,
+        });
         Conn {
             conn,
+            canceller,
             database: None,
             dirty: false,
             used: false,
@@ -208,7 +216,7 @@ impl managed::Manager for Manager {
     async fn create(&self) -> Result<Conn, BackendError> {
         let connect = mysql_async::Conn::new(self.opts.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(Conn::new(conn)),
+            Ok(Ok(conn)) => Ok(Conn::new(conn, self.opts.clone(), self.connect_timeout)),
             Ok(Err(e)) => Err(match convert_error(e) {
                 BackendError::Server {
                     code,
@@ -297,6 +305,10 @@ impl BackendConn for PooledConn {
         Ok(())
     }
 
+    fn canceller(&self) -> Option<Arc<dyn Canceller>> {
+        Some(self.conn.canceller.clone())
+    }
+
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
         let c: &mut Conn = &mut self.conn;
         // A prepared (then closed) statement: not on the stateless list, reset afterwards.
@@ -346,6 +358,48 @@ impl BackendConn for PooledConn {
             columns,
             rows: rows.boxed(),
         })
+    }
+}
+
+/// Interrupts a MySQL connection's statement: `KILL QUERY <thread id>` sent on a connection of
+/// its own to the same server (opened beside the pool, closed afterwards).
+#[derive(Debug)]
+struct KillQuery {
+    opts: mysql_async::Opts,
+    thread: u32,
+    connect_timeout: Duration,
+}
+
+impl KillQuery {
+    /// Sends `KILL <what> <thread>` on a connection of its own.
+    async fn kill(&self, what: &str) -> Result<(), BackendError> {
+        let kill = async {
+            let mut conn = mysql_async::Conn::new(self.opts.clone()).await?;
+            let killed = conn
+                .query_drop(format!("KILL {what} {}", self.thread))
+                .await;
+            let _ = conn.disconnect().await;
+            killed
+        };
+        match tokio::time::timeout(self.connect_timeout, kill).await {
+            Ok(result) => result.map_err(convert_error),
+            Err(_) => Err(BackendError::Timeout(format!(
+                "KILL {what} {}: no answer within {} ms",
+                self.thread,
+                self.connect_timeout.as_millis()
+            ))),
+        }
+    }
+}
+
+#[async_trait]
+impl Canceller for KillQuery {
+    async fn cancel(&self) -> Result<(), BackendError> {
+        self.kill("QUERY").await
+    }
+
+    async fn close(&self) -> Result<(), BackendError> {
+        self.kill("CONNECTION").await
     }
 }
 

@@ -143,6 +143,10 @@ pub struct SystemConfig {
     /// `heartbeatTimeout` in milliseconds (manx only, DECISIONS.md item 19), default 30 000, the
     /// value Mycat hard-codes: a heartbeat not answered in time counts as a TIMEOUT failure.
     pub heartbeat_timeout_ms: u64,
+    /// `maxPacketSize` in bytes, default 16 MiB (SPEC §3.2): the gateway's `max_allowed_packet`.
+    /// A command longer than this gets MySQL's error 1153 and the connection is closed;
+    /// `SELECT @@max_allowed_packet` answers it.
+    pub max_packet_size: usize,
     /// `sequenceHandlerType` / `sequnceHandlerType` (both spellings, DECISIONS.md item 7),
     /// default 0: where global sequence values come from (SPEC §5.17): 0 the local file
     /// `sequence_conf.properties`, 1 the database (`sequence_db_conf.properties`), 2 time-based
@@ -502,6 +506,7 @@ impl Default for SystemConfig {
             mycat_version: MycatVersion::V1_6_7_6,
             heartbeat_period_ms: 10_000,
             heartbeat_timeout_ms: 30_000,
+            max_packet_size: 16 * 1024 * 1024,
             sequence_handler_type: 0,
             white_hosts: Vec::new(),
             properties: BTreeMap::new(),

@@ -55,6 +55,17 @@ pub(super) fn load(
                     )),
                 },
                 "charset" => system.charset = value.clone(),
+                // Java int in Mycat; MySQL's max_allowed_packet ranges from 1 KiB to 1 GiB.
+                "maxPacketSize" => match value.parse::<usize>() {
+                    Ok(n) if (1024..=1 << 30).contains(&n) => system.max_packet_size = n,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!(
+                            "maxPacketSize '{value}' is not a number of bytes from 1024 to 1073741824"
+                        ),
+                    )),
+                },
                 "mycatVersion" => match value.as_str() {
                     "1.6.5" => system.mycat_version = MycatVersion::V1_6_5,
                     "1.6.7.5" => system.mycat_version = MycatVersion::V1_6_7_5,

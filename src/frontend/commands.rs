@@ -17,11 +17,30 @@
 //!   execution on) gets those types written back in: opensrv-mysql 0.7 does not skip the flag
 //!   byte in that case and reads every parameter one byte off.
 //!
+//! - `COM_STATISTICS` (0x09) and `COM_FIELD_LIST` (0x04), which opensrv answers with a bare
+//!   OK, become queries the session answers ([`STATISTICS_QUERY`], [`FIELD_LIST_PREFIX`]);
+//!   `COM_PROCESS_KILL` (0x0C), which opensrv does not know, becomes `KILL CONNECTION <id>`.
+//!
+//! - `COM_QUERY` holding several statements, from a client that set
+//!   `CLIENT_MULTI_STATEMENTS`, is split (at `;` outside quotes and comments) and each
+//!   statement is handed on as a COM_QUERY of its own, the next one only when opensrv asks for
+//!   more input, that is once the previous one is answered. The writer ([`super::tap`]) chains
+//!   their responses into one: `SERVER_MORE_RESULTS_EXISTS` on all but the last, sequence ids
+//!   continued; an ERR packet ends the batch, as in MySQL. Statements opensrv would intercept
+//!   by prefix (`USE `, `SELECT @@`) get a leading space so the session answers them.
+//!
+//! - A command longer than the gateway's `max_allowed_packet` (all its packets together) is
+//!   read and dropped as it arrives, answered with 1153 `Got a packet bigger than
+//!   'max_allowed_packet' bytes` once the client has sent it all, and the connection is closed,
+//!   as MySQL does. Commands of several packets (16 MiB and more) are put together here, within
+//!   that limit, and handed on as opensrv expects them.
+//!
 //! Reads stop at packet boundaries: opensrv-mysql 0.7's packet reader frees its buffer while
 //! the packet it just returned still points into it when a read brought more than one packet
 //! (several pipelined queries), so it must never get more than one packet per read.
 //!
-//! Only command packets (sequence id 0) are looked at; everything else passes through as is.
+//! Only command packets (sequence id 0) are looked at (the first login packet only for the
+//! client's capabilities); everything else passes through as is.
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -31,6 +50,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
+
+use super::tap::ErrorSlot;
 
 /// The query text a `COM_RESET_CONNECTION` is turned into.
 pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
@@ -50,6 +71,17 @@ pub fn refusal(query: &str) -> Option<u16> {
 
 /// The query text a `COM_STMT_RESET` is turned into.
 pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
+
+/// The query text a `COM_STATISTICS` is turned into.
+pub const STATISTICS_QUERY: &str = "/* manx: COM_STATISTICS */";
+
+/// The start of the query text a `COM_FIELD_LIST` is turned into; its arguments follow as
+/// sent (the table name, a NUL, the column wildcard).
+pub const FIELD_LIST_PREFIX: &str = "/* manx: COM_FIELD_LIST */";
+
+const COM_FIELD_LIST: u8 = 0x04;
+const COM_STATISTICS: u8 = 0x09;
+const COM_PROCESS_KILL: u8 = 0x0C;
 
 const COM_STMT_RESET: u8 = 0x1A;
 const COM_STMT_EXECUTE: u8 = 0x17;
@@ -99,10 +131,49 @@ pub struct Commands<R> {
     passing: usize,
     closed: bool,
     statements: Statements,
+    /// Shared with the writer: the client's capabilities, the batch in progress.
+    slot: ErrorSlot,
+    /// The gateway's `max_allowed_packet` (`maxPacketSize`), in bytes.
+    max_packet: usize,
+    /// The client's handshake response went by (its capabilities are recorded).
+    greeted: bool,
+    /// A command of several packets (its first was 0xFFFFFF bytes long) being put together.
+    held: Option<Vec<u8>>,
+    /// A command over `max_packet` being thrown away.
+    oversized: Option<Oversized>,
+    /// Statements of a multi-statement COM_QUERY not yet handed on, and whether a batch is
+    /// being answered (its last statement may already be handed on).
+    batch: VecDeque<String>,
+    in_batch: bool,
 }
 
+/// A command longer than `max_allowed_packet`: its bytes are read and dropped (so the client
+/// can finish sending and read the error) and then the connection ends.
+#[derive(Debug)]
+struct Oversized {
+    /// Payload bytes of the current packet still to drop.
+    left: usize,
+    /// Another packet of the command follows this one.
+    more: bool,
+    /// The sequence id of the command's last packet so far (the error answers after it).
+    seq: u8,
+    /// Payload bytes of the command so far.
+    total: u64,
+}
+
+/// Most bytes of an oversized command read (and dropped) before the connection is closed
+/// without waiting for its end: MySQL's own ceiling for `max_allowed_packet`.
+const OVERSIZED_DRAIN_LIMIT: u64 = 1 << 30;
+
+/// `CLIENT_MULTI_STATEMENTS`.
+const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
+
+/// The longest packet payload; a longer one continues in the next packet.
+const MAX_PAYLOAD: usize = 0xFF_FFFF;
+
 impl<R: AsyncRead + Unpin> Commands<R> {
-    pub fn new(inner: R, statements: Statements) -> Self {
+    /// A reader over `inner`; `max_packet` is the gateway's `max_allowed_packet` in bytes.
+    pub fn new(inner: R, statements: Statements, slot: ErrorSlot, max_packet: usize) -> Self {
         Commands {
             inner,
             input: Vec::new(),
@@ -112,24 +183,48 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             passing: 0,
             closed: false,
             statements,
+            slot,
+            max_packet,
+            greeted: false,
+            held: None,
+            oversized: None,
+            batch: VecDeque::new(),
+            in_batch: false,
         }
     }
 
-    /// Appends a whole packet to the output and marks where it ends.
+    /// Appends a whole payload to the output as packets (a payload of 0xFFFFFF bytes or more
+    /// continues in the packets after, the last one shorter) and marks where each ends.
     fn emit(&mut self, seq: u8, payload: &[u8]) {
-        let mut header = (payload.len() as u32).to_le_bytes();
-        header[3] = seq;
-        self.output.extend_from_slice(&header);
-        self.output.extend_from_slice(payload);
-        self.boundaries
-            .push_back(self.handed + self.output.len() as u64);
+        let mut seq = seq;
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(MAX_PAYLOAD);
+            let mut header = (n as u32).to_le_bytes();
+            header[3] = seq;
+            self.output.extend_from_slice(&header);
+            self.output.extend_from_slice(&rest[..n]);
+            self.boundaries
+                .push_back(self.handed + self.output.len() as u64);
+            rest = &rest[n..];
+            seq = seq.wrapping_add(1);
+            if n < MAX_PAYLOAD {
+                return;
+            }
+        }
+    }
+
+    /// Hands on a COM_QUERY carrying `query`, as sequence id `seq`.
+    fn emit_query(&mut self, seq: u8, query: &str) {
+        let mut payload = Vec::with_capacity(1 + query.len());
+        payload.push(COM_QUERY);
+        payload.extend_from_slice(query.as_bytes());
+        self.emit(seq, &payload);
     }
 
     /// Hands on the refusal query carrying `errno` in place of the command.
     fn refuse(&mut self, errno: u16) {
-        let mut payload = vec![COM_QUERY];
-        payload.extend_from_slice(format!("{REFUSE_PREFIX}{errno} */").as_bytes());
-        self.emit(0, &payload);
+        self.emit_query(0, &format!("{REFUSE_PREFIX}{errno} */"));
     }
 
     /// A COM_STMT_EXECUTE payload with the previous execution's parameter types written in
@@ -161,9 +256,30 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         }
     }
 
+    /// Starts dropping a command that has grown past `max_packet` (`len`: the payload length
+    /// of its packet whose header was just consumed).
+    fn oversize(&mut self, len: usize, seq: u8, total: u64) {
+        tracing::info!(
+            bytes = total,
+            limit = self.max_packet,
+            "command larger than max_allowed_packet: answering 1153 and closing"
+        );
+        self.held = None;
+        self.oversized = Some(Oversized {
+            left: len,
+            more: len == MAX_PAYLOAD,
+            seq,
+            total,
+        });
+    }
+
     /// Moves what can be decided from `input` to `output`.
     fn process(&mut self) {
         loop {
+            if self.in_batch || self.closed {
+                // Later commands wait until every statement of the batch is answered.
+                return;
+            }
             if self.passing > 0 {
                 let n = self.passing.min(self.input.len());
                 self.output.extend(self.input.drain(..n));
@@ -172,94 +288,241 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     return;
                 }
             }
-            // A header and the first payload byte decide what the packet is.
-            if self.input.len() < 5 {
-                if self.input.len() == 4 && self.input[..3] == [0, 0, 0] {
-                    // An empty packet: nothing to look at.
-                    self.output.extend(self.input.drain(..4));
-                    self.boundaries
-                        .push_back(self.handed + self.output.len() as u64);
-                    continue;
+            if let Some(o) = self.oversized.as_mut() {
+                let n = o.left.min(self.input.len());
+                self.input.drain(..n);
+                o.left -= n;
+                if o.left > 0 {
+                    return;
                 }
+                if !o.more {
+                    // The client sent all of it: it reads the error now, then the connection
+                    // ends (MySQL closes it too).
+                    let seq = o.seq;
+                    self.oversized = None;
+                    self.emit_query(seq, &format!("{REFUSE_PREFIX}1153 */"));
+                    self.closed = true;
+                    self.input.clear();
+                    return;
+                }
+                if self.input.len() < 4 {
+                    return;
+                }
+                let len = u32::from_le_bytes([self.input[0], self.input[1], self.input[2], 0]);
+                o.seq = self.input[3];
+                o.left = len as usize;
+                o.more = o.left == MAX_PAYLOAD;
+                o.total += u64::from(len);
+                self.input.drain(..4);
+                if o.total > OVERSIZED_DRAIN_LIMIT {
+                    tracing::info!("oversized command still growing: closing the connection");
+                    self.oversized = None;
+                    self.closed = true;
+                    self.input.clear();
+                    return;
+                }
+                continue;
+            }
+            if self.input.len() < 4 {
                 return;
             }
             let len = u32::from_le_bytes([self.input[0], self.input[1], self.input[2], 0]) as usize;
             let seq = self.input[3];
-            let command = self.input[4];
-            let replacement = match (seq, command, len) {
-                (0, COM_RESET_CONNECTION, 1) => Some(RESET_QUERY),
-                (0, COM_STMT_RESET, 5) => Some(STMT_RESET_QUERY),
-                _ => None,
-            };
-            if let Some(query) = replacement {
+            if let Some(held) = self.held.as_ref() {
+                // A further packet of a long command.
+                let total = (held.len() + len) as u64;
+                if total > self.max_packet as u64 {
+                    self.input.drain(..4);
+                    self.oversize(len, seq, total);
+                    continue;
+                }
                 if self.input.len() < 4 + len {
                     return;
                 }
+                let mut held = self.held.take().unwrap_or_default();
+                held.extend_from_slice(&self.input[4..4 + len]);
                 self.input.drain(..4 + len);
-                let mut payload = vec![COM_QUERY];
-                payload.extend_from_slice(query.as_bytes());
-                self.emit(0, &payload);
+                if len == MAX_PAYLOAD {
+                    self.held = Some(held);
+                } else {
+                    self.command(held);
+                }
                 continue;
             }
-            if seq == 0 && command == COM_CHANGE_USER {
+            if len > self.max_packet {
+                self.input.drain(..4);
+                self.oversize(len, seq, len as u64);
+                continue;
+            }
+            if seq != 0 {
+                // Not a command: the login exchange. The first packet is the handshake
+                // response (or the SSL request), which starts with the client's capabilities.
+                if !self.greeted {
+                    if len >= 4 && self.input.len() < 8 {
+                        return;
+                    }
+                    self.greeted = true;
+                    if len >= 4 {
+                        let caps = u32::from_le_bytes([
+                            self.input[4],
+                            self.input[5],
+                            self.input[6],
+                            self.input[7],
+                        ]);
+                        self.slot.set_client_capabilities(caps);
+                    }
+                }
+                self.output.extend(self.input.drain(..4));
+                self.boundaries
+                    .push_back(self.handed + (self.output.len() + len) as u64);
+                self.passing = len;
+                continue;
+            }
+            // A command: decided on once all of it is here.
+            if self.input.len() < 4 + len {
+                return;
+            }
+            // The input buffer becomes the payload (no copy of a 16 MiB packet); what follows
+            // it starts a new one.
+            let rest = self.input.split_off(4 + len);
+            let mut payload = std::mem::replace(&mut self.input, rest);
+            payload.drain(..4);
+            if len == MAX_PAYLOAD {
+                self.held = Some(payload);
+            } else {
+                self.command(payload);
+            }
+        }
+    }
+
+    /// Hands on one whole command (its payload, put together from all its packets).
+    fn command(&mut self, payload: Vec<u8>) {
+        self.slot.new_command();
+        let Some(&command) = payload.first() else {
+            self.emit(0, &payload);
+            return;
+        };
+        match command {
+            COM_RESET_CONNECTION if payload.len() == 1 => self.emit_query(0, RESET_QUERY),
+            COM_STMT_RESET if payload.len() == 5 => self.emit_query(0, STMT_RESET_QUERY),
+            COM_CHANGE_USER => {
                 tracing::info!("COM_CHANGE_USER is not supported: closing the connection");
                 self.closed = true;
                 self.input.clear();
-                return;
             }
-            if seq == 0 && command == COM_STMT_CLOSE && len == 5 && self.input.len() >= 9 {
-                let id = u32::from_le_bytes([
-                    self.input[5],
-                    self.input[6],
-                    self.input[7],
-                    self.input[8],
-                ]);
-                self.statements.lock().remove(&id);
+            COM_STATISTICS => self.emit_query(0, STATISTICS_QUERY),
+            COM_FIELD_LIST => {
+                let args = String::from_utf8_lossy(&payload[1..]).into_owned();
+                self.emit_query(0, &format!("{FIELD_LIST_PREFIX}{args}"));
             }
-            if seq == 0 && !KNOWN_COMMANDS.contains(&command) {
-                if self.input.len() < 4 + len {
-                    return;
+            COM_PROCESS_KILL if payload.len() == 5 => {
+                let id = u32::from_le_bytes([payload[1], payload[2], payload[3], payload[4]]);
+                self.emit_query(0, &format!("KILL CONNECTION {id}"));
+            }
+            c if !KNOWN_COMMANDS.contains(&c) => self.refuse(1047),
+            COM_STMT_CLOSE => {
+                if payload.len() == 5 {
+                    let id = u32::from_le_bytes([payload[1], payload[2], payload[3], payload[4]]);
+                    self.statements.lock().remove(&id);
                 }
-                self.input.drain(..4 + len);
-                self.refuse(1047);
-                continue;
+                self.emit(0, &payload);
             }
-            if seq == 0 && command == COM_STMT_EXECUTE && len < 0xFF_FFFF {
-                if self.input.len() < 4 + len {
-                    return;
-                }
-                let packet: Vec<u8> = self.input.drain(..4 + len).collect();
-                let known = packet
-                    .get(5..9)
+            COM_STMT_EXECUTE => {
+                let known = payload
+                    .get(1..5)
                     .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
                     .is_some_and(|id| self.statements.lock().contains_key(&id));
                 if !known {
                     // opensrv would drop the connection; MySQL answers 1243.
                     self.refuse(1243);
-                    continue;
-                }
-                match self.execute(&packet[4..]) {
-                    Some(payload) => self.emit(0, &payload),
-                    None => self.emit(0, &packet[4..]),
-                }
-                continue;
-            }
-            if seq == 0 && matches!(command, COM_QUERY | COM_STMT_PREPARE) && len < 0xFF_FFFF {
-                // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
-                if self.input.len() < 4 + len {
                     return;
                 }
-                if std::str::from_utf8(&self.input[5..4 + len]).is_err() {
-                    self.input.drain(..4 + len);
-                    self.refuse(1300);
-                    continue;
+                match self.execute(&payload) {
+                    Some(patched) => self.emit(0, &patched),
+                    None => self.emit(0, &payload),
                 }
             }
-            self.output.extend(self.input.drain(..4));
-            self.boundaries
-                .push_back(self.handed + (self.output.len() + len) as u64);
-            self.passing = len;
+            COM_QUERY | COM_STMT_PREPARE => {
+                // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
+                let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
+                    self.refuse(1300);
+                    return;
+                };
+                if command == COM_STMT_PREPARE {
+                    self.emit(0, &payload);
+                } else {
+                    self.query(sql, &payload);
+                }
+            }
+            _ => self.emit(0, &payload),
         }
+    }
+
+    /// Hands on a COM_QUERY: split into its statements when the client asked for
+    /// multi-statements (each handed on once the previous one is answered, see the module
+    /// docs), kept away from opensrv's own answers otherwise.
+    fn query(&mut self, sql: &str, payload: &[u8]) {
+        // Most statements hold no `;` at all: no scan for them.
+        if sql.as_bytes().contains(&b';')
+            && self.slot.client_capabilities() & CLIENT_MULTI_STATEMENTS != 0
+        {
+            let pieces = crate::route::split_statements(sql);
+            if pieces.len() > 1 {
+                let mut pieces: VecDeque<String> = pieces.into_iter().map(shielded).collect();
+                let first = pieces.pop_front().unwrap_or_default();
+                self.slot.start_batch(true);
+                self.batch = pieces;
+                self.in_batch = true;
+                self.emit_query(0, &first);
+                return;
+            }
+        }
+        // Outside a batch opensrv's `USE` is kept (it answers COM_INIT_DB the same way), unless
+        // more statements follow: the router then refuses them as MySQL does without
+        // CLIENT_MULTI_STATEMENTS.
+        let shield = sql == "SELECT @@max_allowed_packet"
+            || sql == "select @@max_allowed_packet"
+            || (intercepted(sql) && crate::route::split_statements(sql).len() > 1);
+        if shield {
+            self.emit_query(0, &shielded(sql));
+        } else {
+            self.emit(0, payload);
+        }
+    }
+
+    /// Called when opensrv asks for more and `output` is empty during a batch: hands on its
+    /// next statement, or ends the batch (all answered, or one failed) and goes on with the
+    /// commands that came after it.
+    fn next_in_batch(&mut self) {
+        if let Some(next) = self.batch.pop_front()
+            && self.slot.next_in_batch(!self.batch.is_empty())
+        {
+            self.emit_query(0, &next);
+            return;
+        }
+        self.batch.clear();
+        self.in_batch = false;
+        self.slot.end_batch();
+        self.process();
+    }
+}
+
+/// Whether opensrv-mysql 0.7 would answer `sql` itself instead of the session: it takes
+/// `USE `/`use ` by prefix (`USE a; SELECT 1` would become a schema named `a; SELECT 1`) and
+/// answers `SELECT @@max_allowed_packet` with a constant 64 MiB.
+fn intercepted(sql: &str) -> bool {
+    ["USE ", "use ", "SELECT @@", "select @@"]
+        .iter()
+        .any(|p| sql.starts_with(p))
+}
+
+/// `sql` as the session must get it: a leading space keeps opensrv's prefix checks away
+/// (the router skips leading white space).
+fn shielded(sql: &str) -> String {
+    if intercepted(sql) {
+        format!(" {sql}")
+    } else {
+        sql.to_string()
     }
 }
 
@@ -285,6 +548,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for Commands<R> {
                 this.output.drain(..n);
                 this.handed += n as u64;
                 return Poll::Ready(Ok(()));
+            }
+            if this.in_batch {
+                this.next_in_batch();
+                continue;
             }
             if this.closed {
                 return Poll::Ready(Ok(())); // end of stream
@@ -330,10 +597,15 @@ mod tests {
         input.extend(packet(0, b"\x11root\0"));
         input.extend(packet(0, b"\x03SELECT 2"));
         let mut out = Vec::new();
-        Commands::new(&input[..], Statements::default())
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            ErrorSlot::default(),
+            1 << 24,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut expected = packet(0, b"\x03SELECT 1");
         expected.extend(packet(1, &[0x1F]));
         let mut q = vec![0x03];
@@ -345,15 +617,121 @@ mod tests {
         );
     }
 
+    fn query(seq: u8, sql: &str) -> Vec<u8> {
+        let mut q = vec![0x03];
+        q.extend_from_slice(sql.as_bytes());
+        packet(seq, &q)
+    }
+
+    /// The login packet of a client with `caps`.
+    fn login(caps: u32) -> Vec<u8> {
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&[0; 28]);
+        packet(1, &p)
+    }
+
+    #[tokio::test]
+    async fn multi_statements_are_handed_on_one_by_one() {
+        let mut input = login(CLIENT_MULTI_STATEMENTS);
+        input.extend(query(0, "USE a; SELECT ';' ;SELECT 2; "));
+        input.extend(query(0, "SELECT 3; SELECT 4"));
+        let slot = ErrorSlot::default();
+        let mut out = Vec::new();
+        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
+            .read_to_end(&mut out)
+            .await
+            .unwrap();
+        let mut expected = login(CLIENT_MULTI_STATEMENTS);
+        for sql in [
+            " USE a",
+            " SELECT ';' ",
+            "SELECT 2",
+            "SELECT 3",
+            " SELECT 4",
+        ] {
+            expected.extend(query(0, sql));
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&expected)
+        );
+        assert!(!slot.more_results(), "the batch ended");
+    }
+
+    #[tokio::test]
+    async fn without_the_capability_a_batch_is_one_query() {
+        let mut input = login(0);
+        input.extend(query(0, "SELECT 1; SELECT 2"));
+        input.extend(query(0, "USE a; SELECT 2"));
+        input.extend(query(0, "SELECT @@max_allowed_packet"));
+        let mut out = Vec::new();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            ErrorSlot::default(),
+            1 << 24,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
+        let mut expected = login(0);
+        expected.extend(query(0, "SELECT 1; SELECT 2"));
+        expected.extend(query(0, " USE a; SELECT 2"));
+        expected.extend(query(0, " SELECT @@max_allowed_packet"));
+        assert_eq!(out, expected);
+    }
+
+    #[tokio::test]
+    async fn long_commands_are_joined_and_oversized_ones_refused() {
+        // 0xFFFFFF + 10 bytes of query under a 32 MiB limit: handed on as sent.
+        let sql = "x".repeat(MAX_PAYLOAD - 1 + 10);
+        let mut payload = vec![0x03];
+        payload.extend_from_slice(sql.as_bytes());
+        let mut input = login(0);
+        input.extend(packet(0, &payload[..MAX_PAYLOAD]));
+        input.extend(packet(1, &payload[MAX_PAYLOAD..]));
+        let mut out = Vec::new();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            ErrorSlot::default(),
+            32 << 20,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
+        assert_eq!(out, input);
+        // Under a 16 MiB limit: dropped, refused after its last packet, then the end.
+        input.extend(query(0, "SELECT 1"));
+        let mut out = Vec::new();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            ErrorSlot::default(),
+            16 << 20,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
+        let mut expected = login(0);
+        expected.extend(query(1, "/* manx: refuse 1153 */"));
+        assert_eq!(out, expected);
+    }
+
     #[tokio::test]
     async fn stmt_reset_becomes_a_query() {
         let mut input = packet(0, &[0x1A, 7, 0, 0, 0]);
         input.extend(packet(0, b"\x03SELECT 1"));
         let mut out = Vec::new();
-        Commands::new(&input[..], Statements::default())
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            ErrorSlot::default(),
+            1 << 24,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut q = vec![0x03];
         q.extend_from_slice(STMT_RESET_QUERY.as_bytes());
         let mut expected = packet(0, &q);

@@ -7,6 +7,7 @@ mod binary;
 mod commands;
 mod error;
 mod prepared;
+mod registry;
 mod session;
 pub mod tap;
 
@@ -35,6 +36,8 @@ pub struct Server {
     pub cluster: Arc<Cluster>,
     /// Global sequences (SPEC §5.17).
     pub sequences: Sequences,
+    /// Connected sessions by connection id (`KILL`), and the COM_STATISTICS counters.
+    registry: registry::Registry,
     next_connection_id: AtomicU32,
     /// Column names of `information_schema` views, by (dataNode, view): the derived tables
     /// that answer metadata queries for the logical schemas list them (they differ between
@@ -62,6 +65,7 @@ impl Server {
             router,
             cluster,
             sequences,
+            registry: registry::Registry::default(),
             next_connection_id: AtomicU32::new(1),
             view_columns: std::sync::Mutex::default(),
         })

@@ -26,9 +26,13 @@ use tokio::net::tcp::OwnedWriteHalf;
 use super::Server;
 use super::auth;
 use super::binary::Cell;
-use super::commands::{Commands, RESET_QUERY, STMT_RESET_QUERY, Statements, refusal};
+use super::commands::{
+    Commands, FIELD_LIST_PREFIX, RESET_QUERY, STATISTICS_QUERY, STMT_RESET_QUERY, Statements,
+    refusal,
+};
 use super::error::MysqlError;
 use super::prepared::{self, Prepared};
+use super::registry::{Handle, Registry};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
@@ -47,8 +51,11 @@ pub async fn run(
     let (read, write) = stream.into_split();
     let slot = ErrorSlot::default();
     let statements = Statements::default();
+    let (handle, _registered) = Registry::register(&server, id);
+    let max_packet = server.config.system.max_packet_size;
     let session = Session {
         server,
+        handle: handle.clone(),
         id,
         peer,
         salt: scramble(),
@@ -63,17 +70,27 @@ pub async fn run(
         next_statement: 1,
         state: Vec::new(),
         plans: PlanCache::default(),
+        binary: false,
         last_insert_id: 0,
         next_insert_id: None,
         statements: statements.clone(),
     };
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
-    AsyncMysqlIntermediary::run_on(
+    let serve = AsyncMysqlIntermediary::run_on(
         session,
-        Commands::new(read, statements),
+        Commands::new(read, statements, slot.clone(), max_packet),
         Tap::new(write, slot),
-    )
-    .await
+    );
+    // Biased: a session that killed itself writes its answer before it ends.
+    tokio::select! {
+        biased;
+        served = serve => served,
+        _ = handle.killed() => {
+            // Dropping the session rolls back its transaction and closes the client socket.
+            tracing::info!(connection = id, %peer, "connection killed");
+            Ok(())
+        }
+    }
 }
 
 /// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).
@@ -90,6 +107,8 @@ fn scramble() -> [u8; 20] {
 
 struct Session {
     server: Arc<Server>,
+    /// This session in the server's registry (`KILL`).
+    handle: Arc<Handle>,
     id: u32,
     peer: SocketAddr,
     salt: [u8; 20],
@@ -120,6 +139,8 @@ struct Session {
     state: Vec<SessionSet>,
     /// Plans of statements whose routing does not depend on their literals, by shape.
     plans: PlanCache,
+    /// The statement being answered is a COM_STMT_EXECUTE (rows in the binary protocol).
+    binary: bool,
 }
 
 impl Drop for Session {
@@ -133,7 +154,13 @@ impl Drop for Session {
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
                 for (node, mut conn) in pinned {
-                    if let Err(e) = run_simple(conn.as_mut(), "ROLLBACK").await {
+                    let mut done = run_simple(conn.as_mut(), "ROLLBACK").await;
+                    if done.as_ref().is_err_and(|e| e.server_error().is_some()) {
+                        // The first call may only have read the end of a statement that was
+                        // interrupted when the client left (1317): the ROLLBACK itself follows.
+                        done = run_simple(conn.as_mut(), "ROLLBACK").await;
+                    }
+                    if let Err(e) = done {
                         tracing::warn!(connection = id, %node, error = %e, "rollback after client disconnect failed");
                     }
                 }
@@ -194,6 +221,9 @@ impl Session {
         }
         if self.in_transaction || !self.pinned.is_empty() {
             s |= StatusFlags::SERVER_STATUS_IN_TRANS;
+        }
+        if self.slot.more_results() {
+            s |= StatusFlags::SERVER_MORE_RESULTS_EXISTS;
         }
         s
     }
@@ -318,6 +348,56 @@ impl Session {
                 }
             }
             Local::Ok => self.ok(w, OkInfo::default()).await,
+            Local::MaxAllowedPacket(label) => {
+                let column = WireColumn {
+                    table: String::new(),
+                    column: label,
+                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+                };
+                let mut rw = w.start(std::slice::from_ref(&column)).await?;
+                rw.write_col(self.server.config.system.max_packet_size as u64)?;
+                rw.end_row().await?;
+                rw.finish().await
+            }
+            Local::ConnectionId(label) => {
+                let column = WireColumn {
+                    table: String::new(),
+                    column: label,
+                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+                };
+                let mut rw = w.start(std::slice::from_ref(&column)).await?;
+                rw.write_col(u64::from(self.id))?;
+                rw.end_row().await?;
+                rw.finish().await
+            }
+            Local::Kill { query, id } => {
+                let Some(target) = self.server.registry.get(id) else {
+                    let e = MysqlError::new(1094, "HY000", format!("Unknown thread id: {id}"));
+                    return self.error(w, e).await;
+                };
+                if target.user() != Some(self.user_name()) {
+                    let e =
+                        MysqlError::new(1095, "HY000", format!("You are not owner of thread {id}"));
+                    return self.error(w, e).await;
+                }
+                tracing::info!(connection = self.id, target = id, query, "KILL");
+                // KILL CONNECTION ends the backend connections of the running statement too:
+                // a backend blocked sending rows would otherwise run on until its connection
+                // is read again.
+                target.cancel_running(!query).await;
+                if query {
+                    return self.ok(w, OkInfo::default()).await;
+                }
+                target.kill();
+                if id == u64::from(self.id) {
+                    // MariaDB's answer to a session killing itself, before it closes.
+                    let e = MysqlError::new(1927, "70100", "Connection was killed");
+                    return self.error(w, e).await;
+                }
+                self.ok(w, OkInfo::default()).await
+            }
             Local::Begin => {
                 // BEGIN inside a transaction commits it first, as MySQL does.
                 if let Err(e) = self.end_transaction("COMMIT").await {
@@ -1030,17 +1110,32 @@ impl Session {
         } else {
             fresh.iter_mut().map(|b| b.as_mut()).collect()
         };
+        // What `KILL QUERY` on this session interrupts while the statement runs.
+        let handle = self.handle.clone();
+        handle.running(conns.iter().filter_map(|c| c.canceller()));
         let finished = {
             // Scoped so the connections' borrow ends before they are used again below.
             let output = engine::execute(&plan, conns).await;
             match output {
                 Ok(Output::Rows { columns, rows }) => {
-                    return stream_rows(w, &columns, rows, &slot).await;
+                    let sent = stream_rows(w, &columns, rows, &slot, self.binary).await;
+                    if sent.is_err() {
+                        // The client left mid-result: stop the backends now rather than have
+                        // them run on until the connections are reset in their pools. A
+                        // backend blocked sending rows notices an interrupted statement only
+                        // once they are read, which a pooled connection's next holder would
+                        // do: those connections are closed instead (the pool replaces them).
+                        // Pinned ones are read out by the ROLLBACK that follows.
+                        handle.cancel_running(!transactional).await;
+                    }
+                    handle.running(None);
+                    return sent;
                 }
                 Ok(Output::Ok(ok)) => Ok(ok),
                 Err(e) => Err(e),
             }
         };
+        handle.running(None);
         // A read outside a transaction whose connection broke before its result began (the
         // server died or dropped a pooled connection) runs once more, on another eligible server
         // for the failed node. Nothing has reached the client yet. Writes and statements in a
@@ -1080,14 +1175,24 @@ impl Session {
                         return self.error(w, e).await;
                     }
                 }
-                let conns = fresh.iter_mut().map(|b| b.as_mut()).collect();
-                match engine::execute(&plan, conns).await {
+                let conns: Vec<&mut (dyn BackendConn + 'static)> =
+                    fresh.iter_mut().map(|b| b.as_mut()).collect();
+                handle.running(conns.iter().filter_map(|c| c.canceller()));
+                let again = match engine::execute(&plan, conns).await {
                     Ok(Output::Rows { columns, rows }) => {
-                        return stream_rows(w, &columns, rows, &slot).await;
+                        let sent = stream_rows(w, &columns, rows, &slot, self.binary).await;
+                        if sent.is_err() {
+                            // The client left mid-result (see above): stop the backends.
+                            handle.cancel_running(true).await;
+                        }
+                        handle.running(None);
+                        return sent;
                     }
                     Ok(Output::Ok(ok)) => Ok(ok),
                     Err(e) => Err(e),
-                }
+                };
+                handle.running(None);
+                again
             }
             other => other,
         };
@@ -1148,6 +1253,7 @@ async fn stream_rows(
     columns: &[Column],
     mut rows: crate::backend::RowStream<'_>,
     slot: &ErrorSlot,
+    binary: bool,
 ) -> io::Result<()> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
     slot.set_columns(columns.iter().map(|c| ColumnMeta {
@@ -1170,6 +1276,9 @@ async fn stream_rows(
                 for v in &row {
                     rw.write_col(Cell(v))?;
                 }
+                if let Some(chunks) = full_chunks(&row, &wire, binary) {
+                    slot.pad_after_full_chunks(chunks);
+                }
                 rw.end_row().await?;
             }
             Err(e) => {
@@ -1187,6 +1296,50 @@ async fn stream_rows(
         }
     }
     rw.finish().await
+}
+
+/// How many 0xFFFFFF-byte packets a row's payload fills exactly, when it does: such a row must
+/// be followed by an empty packet, which opensrv-mysql 0.7 does not send (the client would wait
+/// for the rest of the row forever). `None` for every other row (checked cheaply: only rows
+/// holding nearly 16 MiB are measured).
+fn full_chunks(row: &[crate::backend::Value], wire: &[WireColumn], binary: bool) -> Option<usize> {
+    use opensrv_mysql::ToMysqlValue;
+    const CHUNK: usize = 0xFF_FFFF;
+    let bytes: usize = row
+        .iter()
+        .map(|v| match v {
+            crate::backend::Value::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum();
+    if bytes + 9 * row.len() + 16 < CHUNK {
+        return None;
+    }
+    struct Count(usize);
+    impl io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    if binary {
+        n.0 = 1 + (row.len() + 7 + 2) / 8;
+        for (v, c) in row.iter().zip(wire) {
+            let cell = Cell(v);
+            if !cell.is_null() {
+                cell.to_mysql_bin(&mut n, c).ok()?;
+            }
+        }
+    } else {
+        for v in row {
+            Cell(v).to_mysql_text(&mut n).ok()?;
+        }
+    }
+    n.0.is_multiple_of(CHUNK).then_some(n.0 / CHUNK)
 }
 
 /// Ends a result set with an error (the client sees the rows so far, then the ERR packet).
@@ -1265,6 +1418,34 @@ fn wire_column(c: &Column) -> WireColumn {
             .unwrap_or(ColumnType::MYSQL_TYPE_VAR_STRING),
         colflags: ColumnFlags::from_bits_truncate(c.flags.bits()),
     }
+}
+
+/// A COM_FIELD_LIST column definition: catalog, schema, table, original table, name,
+/// original name, the fixed fields, then the default value (NULL, 0xFB).
+fn field_definition(schema: &str, table: &str, c: &Column) -> Vec<u8> {
+    let mut p = Vec::with_capacity(64);
+    for s in ["def", schema, table, table, &c.name, &c.name] {
+        let len = s.len();
+        if len < 0xFB {
+            p.push(len as u8);
+        } else if len <= 0xFFFF {
+            p.push(0xFC);
+            p.extend_from_slice(&(len as u16).to_le_bytes());
+        } else {
+            p.push(0xFD);
+            p.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+        }
+        p.extend_from_slice(s.as_bytes());
+    }
+    p.push(0x0C);
+    p.extend_from_slice(&c.charset.to_le_bytes());
+    p.extend_from_slice(&c.length.to_le_bytes());
+    p.push(c.column_type as u8);
+    p.extend_from_slice(&c.flags.bits().to_le_bytes());
+    p.push(c.decimals);
+    p.extend_from_slice(&[0, 0]);
+    p.push(0xFB);
+    p
 }
 
 /// A result set of text columns answered by the gateway itself.
@@ -1349,6 +1530,7 @@ impl AsyncMysqlShim<Writer> for Session {
             self.slot.fast_auth_success();
         }
         if ok || sha2 {
+            self.handle.set_user(&name);
             let _ = self.user.set(name);
         } else {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "authentication failed");
@@ -1485,7 +1667,10 @@ impl AsyncMysqlShim<Writer> for Session {
             }
         };
         let sql = p.bind(&literals);
-        self.run_query(&sql, w).await
+        self.binary = true;
+        let done = self.run_query(&sql, w).await;
+        self.binary = false;
+        done
     }
 
     async fn on_close<'a>(&'a mut self, stmt: u32) {
@@ -1508,6 +1693,15 @@ impl AsyncMysqlShim<Writer> for Session {
         if query == STMT_RESET_QUERY {
             return self.ok(w, OkInfo::default()).await;
         }
+        if query == STATISTICS_QUERY {
+            // COM_STATISTICS: a bare string, not an OK packet (the writer swaps it in).
+            self.slot
+                .replace_next(vec![self.server.registry.statistics().into_bytes()]);
+            return w.completed(OkResponse::default()).await;
+        }
+        if let Some(args) = query.strip_prefix(FIELD_LIST_PREFIX) {
+            return self.field_list(args, w).await;
+        }
         if let Some(errno) = refusal(query) {
             let e = match errno {
                 1047 => MysqlError::new(1047, "08S01", "Unknown command"),
@@ -1515,6 +1709,11 @@ impl AsyncMysqlShim<Writer> for Session {
                     1243,
                     "HY000",
                     "Unknown prepared statement handler given to mysqld_stmt_execute",
+                ),
+                1153 => MysqlError::new(
+                    1153,
+                    "08S01",
+                    "Got a packet bigger than 'max_allowed_packet' bytes",
                 ),
                 _ => MysqlError::new(
                     1300,
@@ -1529,9 +1728,85 @@ impl AsyncMysqlShim<Writer> for Session {
 }
 
 impl Session {
+    /// COM_FIELD_LIST (`args`: the table name, NUL, the column wildcard): the table's column
+    /// definitions as the first dataNode it routes to describes them (`SELECT * FROM t LIMIT 0`),
+    /// named with the logical schema and table, each with the command's default-value field
+    /// (sent as NULL: manx does not look the defaults up), ended by EOF — what MySQL's
+    /// deprecated command returns. The writer swaps them in for the OK packet written here.
+    ///
+    /// Errors: 1046 without a current schema; 1146 for a table the schema does not have.
+    async fn field_list(&mut self, args: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        let (table, wild) = args.split_once('\0').unwrap_or((args, ""));
+        let wild = wild.trim_end_matches('\0');
+        let Some(schema) = self.schema.clone() else {
+            let e = MysqlError::new(1046, "3D000", "No database selected");
+            return self.error(w, e).await;
+        };
+        let missing = || {
+            MysqlError::new(
+                1146,
+                "42S02",
+                format!("Table '{schema}.{table}' doesn't exist"),
+            )
+        };
+        let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
+        let target = match self.server.router.route(&sql, Some(&schema)) {
+            Ok(Routed::Plan(plan)) if !table.is_empty() => plan.targets.into_iter().next(),
+            _ => None,
+        };
+        let Some(target) = target else {
+            return self.error(w, missing()).await;
+        };
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.pinned.get_mut(&target.node) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = match self.server.cluster.acquire(&target.node, false).await {
+                    Ok(c) => c,
+                    Err(e) => return self.error(w, e.into()).await,
+                };
+                if let Err(e) = Self::apply_state(&self.state, fresh.as_mut(), &target.node).await {
+                    return self.error(w, e).await;
+                }
+                fresh.as_mut()
+            }
+        };
+        let described = match conn.query(&target.sql).await {
+            Ok(Response::Rows { columns, mut rows }) => {
+                while rows.next().await.is_some() {}
+                Ok(columns.to_vec())
+            }
+            Ok(Response::Ok(_)) => Ok(Vec::new()),
+            Err(e) if e.server_error().is_some_and(|(code, _, _)| code == 1146) => Err(missing()),
+            Err(e) => Err(MysqlError::backend(format!("dataNode {}", target.node), &e)),
+        };
+        let columns = match described {
+            Ok(c) => c,
+            Err(e) => return self.error(w, e).await,
+        };
+        let mut packets: Vec<Vec<u8>> = columns
+            .iter()
+            .filter(|c| wild.is_empty() || crate::route::like(&c.name, wild))
+            .map(|c| field_definition(&schema, table, c))
+            .collect();
+        let status = self.status().bits().to_le_bytes();
+        const CLIENT_DEPRECATE_EOF: u32 = 1 << 24;
+        packets.push(
+            if self.slot.client_capabilities() & CLIENT_DEPRECATE_EOF != 0 {
+                // OK with the EOF header: affected rows, insert id, status, warnings.
+                vec![0xFE, 0, 0, status[0], status[1], 0, 0]
+            } else {
+                vec![0xFE, 0, 0, status[0], status[1]]
+            },
+        );
+        self.slot.replace_next(packets);
+        w.completed(OkResponse::default()).await
+    }
+
     /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
     /// bound), answering on `w`.
     async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        self.server.registry.question();
         self.slot.set_status(self.status().bits());
         if let Err(e) = self.check_privileges(query) {
             return self.error(w, e).await;

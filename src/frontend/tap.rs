@@ -13,6 +13,7 @@
 //! patches them into the next result set's column definitions.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -22,6 +23,13 @@ use tokio::io::AsyncWrite;
 
 /// Bytes buffered before the writer pushes them to the socket on its own.
 const HIGH_WATER: usize = 64 * 1024;
+
+/// How long the client may take no bytes at all while some wait for it (MySQL's
+/// `net_write_timeout` default): then the write fails, the session ends and the backend
+/// statement feeding it is interrupted. A client that half-closed its socket without reading
+/// (or stopped reading) would otherwise hold both forever: the session does not read the socket
+/// while it answers.
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The error the next ERR packet must carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +80,30 @@ struct Pending {
     /// A `caching_sha2_password` login succeeded: the next packet (opensrv's OK) is preceded by
     /// the fast-auth-success packet `0x01 0x03` the client waits for, and moves one sequence id.
     fast_auth: bool,
+    /// The capability flags of the client's handshake response (set by the reader).
+    client_capabilities: u32,
+    /// A multi-statement batch is being answered and more statements follow the current one:
+    /// its EOF and OK packets carry `SERVER_MORE_RESULTS_EXISTS`.
+    more_results: bool,
+    /// An ERR packet went out while `more_results` was set: the batch stops there.
+    batch_failed: bool,
+    /// Added to the sequence id of every packet: the statements of a batch after the first are
+    /// handed to opensrv as commands of their own, but answer as one response.
+    seq_offset: u8,
+    /// The sequence id of the last packet written.
+    last_seq: u8,
+    /// Payloads that replace the next packet (a response opensrv cannot write: COM_STATISTICS's
+    /// bare string, COM_FIELD_LIST's column definitions); they take consecutive sequence ids.
+    replacement: Option<Vec<Vec<u8>>>,
+    /// The row being written fills this many 0xFFFFFF-byte packets exactly: an empty packet
+    /// is added after the last of them (opensrv-mysql 0.7 leaves it out).
+    pad_after: Option<usize>,
 }
+
+/// `SERVER_MORE_RESULTS_EXISTS`.
+const MORE_RESULTS: u16 = 0x0008;
+/// `CLIENT_MULTI_STATEMENTS` | `CLIENT_MULTI_RESULTS`, in the upper half of the capabilities.
+const MULTI_CAPABILITIES_UPPER: u16 = 0x0001 | 0x0002;
 
 /// Shared between the session (which sets it) and the [`Tap`] (which applies it).
 #[derive(Debug, Clone, Default)]
@@ -107,6 +138,65 @@ impl ErrorSlot {
     /// The client logged in with `caching_sha2_password`'s fast path: announce its success.
     pub fn fast_auth_success(&self) {
         self.lock().fast_auth = true;
+    }
+
+    /// Records the client's capability flags (from its handshake response).
+    pub fn set_client_capabilities(&self, caps: u32) {
+        self.lock().client_capabilities = caps;
+    }
+
+    /// The client's capability flags (0 before its handshake response).
+    pub fn client_capabilities(&self) -> u32 {
+        self.lock().client_capabilities
+    }
+
+    /// The next packet written is replaced by `payloads`, one packet each.
+    pub fn replace_next(&self, payloads: Vec<Vec<u8>>) {
+        self.lock().replacement = Some(payloads);
+    }
+
+    /// The next row's payload fills `chunks` packets of 0xFFFFFF bytes exactly.
+    pub fn pad_after_full_chunks(&self, chunks: usize) {
+        self.lock().pad_after = Some(chunks);
+    }
+
+    /// A new command from the client: its response numbers packets from 1 again.
+    pub fn new_command(&self) {
+        self.end_batch();
+    }
+
+    /// Whether more statements of a batch follow the one being answered.
+    pub fn more_results(&self) -> bool {
+        self.lock().more_results
+    }
+
+    /// The reader hands on the next statement of a batch (`more`: others follow it): its
+    /// response continues the sequence ids of the previous one. `false` when the batch must
+    /// stop because the previous statement failed.
+    pub fn next_in_batch(&self, more: bool) -> bool {
+        let mut p = self.lock();
+        if p.batch_failed {
+            return false;
+        }
+        p.seq_offset = p.last_seq;
+        p.more_results = more;
+        true
+    }
+
+    /// A batch begins (`more`: its first statement is not the last).
+    pub fn start_batch(&self, more: bool) {
+        let mut p = self.lock();
+        p.seq_offset = 0;
+        p.batch_failed = false;
+        p.more_results = more;
+    }
+
+    /// The batch is over: responses number their packets from 1 again.
+    pub fn end_batch(&self) {
+        let mut p = self.lock();
+        p.seq_offset = 0;
+        p.batch_failed = false;
+        p.more_results = false;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -169,6 +259,12 @@ fn patch_greeting(payload: &mut [u8], status: u16) {
     if let Some(s) = payload.get_mut(at..at + 2) {
         s.copy_from_slice(&status.to_le_bytes());
     }
+    // The upper capability bytes: multi-statements and multi-results are answered (the reader
+    // splits the statements, this writer chains their responses).
+    if let Some(c) = payload.get_mut(at + 2..at + 4) {
+        let old = u16::from_le_bytes([c[0], c[1]]);
+        c.copy_from_slice(&(old | MULTI_CAPABILITIES_UPPER).to_le_bytes());
+    }
 }
 
 /// Adds the session's status flags to an EOF packet (`FE warnings status`) or an OK packet
@@ -198,7 +294,13 @@ pub struct Tap<W> {
     written: usize,
     /// Where in `buf` the packet being parsed starts, and how much of it has been seen.
     packet_start: usize,
+    /// The previous packet was 0xFFFFFF bytes long: the next one continues its payload and is
+    /// not looked at (only renumbered).
+    continued: bool,
     slot: ErrorSlot,
+    /// Since when the socket took nothing while bytes waited, and how long it may ([`WRITE_TIMEOUT`]).
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+    write_timeout: std::time::Duration,
 }
 
 impl<W: AsyncWrite + Unpin> Tap<W> {
@@ -208,7 +310,10 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
             buf: Vec::with_capacity(16 * 1024),
             written: 0,
             packet_start: 0,
+            continued: false,
             slot,
+            stalled: None,
+            write_timeout: WRITE_TIMEOUT,
         }
     }
 
@@ -228,6 +333,62 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
             if self.buf.len() < start + 4 + len {
                 return;
             }
+            let seq = self.buf[start + 3].wrapping_add(pending.seq_offset);
+            self.buf[start + 3] = seq;
+            pending.last_seq = seq;
+            if len == 0xFF_FFFF
+                && let Some(left) = pending.pad_after.as_mut()
+            {
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    // The row ends here: the empty packet that says so, and everything after
+                    // it in this response one sequence id later.
+                    pending.pad_after = None;
+                    let end = start + 4 + len;
+                    let next = seq.wrapping_add(1);
+                    self.buf.splice(end..end, [0, 0, 0, next]);
+                    pending.seq_offset = pending.seq_offset.wrapping_add(1);
+                    pending.last_seq = next;
+                    self.continued = false;
+                    self.packet_start = end + 4;
+                    continue;
+                }
+            }
+            if self.continued {
+                self.continued = len == 0xFF_FFFF;
+                self.packet_start = start + 4 + len;
+                continue;
+            }
+            self.continued = len == 0xFF_FFFF;
+            if let Some(payloads) = pending.replacement.take() {
+                let tail = self.buf.split_off(start + 4 + len);
+                self.buf.truncate(start);
+                let mut seq = seq;
+                for (i, p) in payloads.iter().enumerate() {
+                    if i > 0 {
+                        seq = seq.wrapping_add(1);
+                    }
+                    let p = &p[..p.len().min(0xFF_FFFE)];
+                    let mut header = (p.len() as u32).to_le_bytes();
+                    header[3] = seq;
+                    self.buf.extend_from_slice(&header);
+                    self.buf.extend_from_slice(p);
+                }
+                // The replaced packet is a whole response (an OK): nothing of opensrv's follows
+                // it that would need renumbering.
+                pending.last_seq = seq;
+                self.packet_start = self.buf.len();
+                self.buf.extend_from_slice(&tail);
+                self.continued = false;
+                continue;
+            }
+            // The flag is the batch's to set: a status the session set during a batch that
+            // stopped on an error must not carry it into later responses.
+            let status = if pending.more_results {
+                pending.status | MORE_RESULTS
+            } else {
+                pending.status & !MORE_RESULTS
+            };
             if pending.fast_auth {
                 pending.fast_auth = false;
                 let seq = self.buf[start + 3];
@@ -247,11 +408,14 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status);
                 }
             } else if (5..9).contains(&len) && self.buf[start + 4] == 0xFE {
-                patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status);
+                patch_eof(&mut self.buf[start + 4..start + 4 + len], status);
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
             if is_err {
                 pending.columns = None;
+                if pending.more_results {
+                    pending.batch_failed = true;
+                }
             }
             if is_err && let Some(err) = pending.err.take() {
                 let seq = self.buf[start + 3];
@@ -329,8 +493,21 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    let timeout = self.write_timeout;
+                    let stalled = self
+                        .stalled
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+                    if stalled.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the client took no bytes for 60 s (net_write_timeout)",
+                        )));
+                    }
+                    return Poll::Pending;
+                }
             };
+            self.stalled = None;
             self.written += n;
         }
         self.buf.drain(..self.written);
@@ -401,6 +578,38 @@ mod tests {
         p[3] = seq;
         p.extend_from_slice(payload);
         p
+    }
+
+    /// A socket that never takes a byte (a client that stopped reading).
+    struct Stuck;
+
+    impl AsyncWrite for Stuck {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Pending
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_that_takes_nothing_times_out() {
+        let mut tap = Tap::new(Stuck, ErrorSlot::default());
+        tap.write_timeout = std::time::Duration::from_millis(200);
+        tap.write_all(&packet(1, b"\x00\x00\x00\x02\x00\x00\x00"))
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let e = tap.flush().await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= tap.write_timeout);
     }
 
     #[tokio::test]

@@ -225,6 +225,19 @@ pub enum Local {
     LastInsertId(String),
     /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
     Ok,
+    /// `SELECT @@[session.|global.]max_allowed_packet` (the label as written): the gateway's own
+    /// limit (`maxPacketSize`), which is what the client may send through it.
+    MaxAllowedPacket(String),
+    /// `SELECT CONNECTION_ID()` (the label as written): the gateway's connection id, the one
+    /// `KILL` takes (a backend would answer its own thread id).
+    ConnectionId(String),
+    /// `KILL [HARD|SOFT] [CONNECTION|QUERY] id` (MySQL/MariaDB syntax): `id` is a gateway
+    /// connection id (`CONNECTION_ID()`, the handshake's); `query` when only the running
+    /// statement is to be interrupted.
+    Kill {
+        query: bool,
+        id: u64,
+    },
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Plan),

@@ -187,6 +187,42 @@ pub fn has_mariadb_comment(s: &str) -> bool {
 
 /// Whether `pred` holds at some position of `s` outside quotes and (plain) comments.
 fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
+    let mut found = false;
+    each_outside_quotes(s, |_, rest| {
+        found = pred(rest);
+        found
+    });
+    found
+}
+
+/// The statements of a multi-statement text (CLIENT_MULTI_STATEMENTS): `s` cut at each `;`
+/// outside quotes, backquotes and comments, each piece without its `;`. Pieces after the last
+/// statement holding only white space and comments are dropped (`SELECT 1;` is one statement);
+/// empty pieces between statements are kept (the server answers them `Query was empty`).
+pub fn split_statements(s: &str) -> Vec<&str> {
+    let mut cuts = Vec::new();
+    each_outside_quotes(s, |i, rest| {
+        if rest.starts_with(';') {
+            cuts.push(i);
+        }
+        false
+    });
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for cut in cuts {
+        out.push(&s[start..cut]);
+        start = cut + 1;
+    }
+    out.push(&s[start..]);
+    while out.len() > 1 && out.last().is_some_and(|p| strip(p).is_empty()) {
+        out.pop();
+    }
+    out
+}
+
+/// Calls `f` with the byte offset and the rest of `s` at each position outside quotes and
+/// (plain) comments, until it returns `true`.
+fn each_outside_quotes(s: &str, mut f: impl FnMut(usize, &str) -> bool) {
     let b = s.as_bytes();
     let mut i = 0;
     let mut quote: Option<u8> = None;
@@ -201,19 +237,19 @@ fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
                 }
             }
             None => {
-                if s.is_char_boundary(i) && pred(&s[i..]) {
-                    return true;
+                if s.is_char_boundary(i) && f(i, &s[i..]) {
+                    return;
                 }
                 match c {
                     b'\'' | b'"' | b'`' => quote = Some(c),
                     b'#' => match s[i..].find('\n') {
                         Some(n) => i += n,
-                        None => return false,
+                        None => return,
                     },
                     b'-' if s[i..].starts_with("-- ") || s[i..].starts_with("--\t") => {
                         match s[i..].find('\n') {
                             Some(n) => i += n,
-                            None => return false,
+                            None => return,
                         }
                     }
                     b'/' if s[i..].starts_with("/*")
@@ -223,7 +259,7 @@ fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
                     {
                         match s[i + 2..].find("*/") {
                             Some(n) => i += n + 3,
-                            None => return false,
+                            None => return,
                         }
                     }
                     _ => {}
@@ -232,7 +268,6 @@ fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
         }
         i += 1;
     }
-    false
 }
 
 /// Whether `;` separates statements in `s` (outside quotes and comments).
@@ -267,6 +302,24 @@ mod more_tests {
         ));
         assert!(!has_statement_separator("SELECT 1 /* ; */ FROM t"));
         assert!(!has_statement_separator("SELECT `a;b` FROM t"));
+        assert_eq!(
+            split_statements("USE a; SELECT ';', `x;y` /* ; */ FROM t -- ;\n; SELECT 'it''s;' ;  "),
+            [
+                "USE a",
+                " SELECT ';', `x;y` /* ; */ FROM t -- ;\n",
+                " SELECT 'it''s;' "
+            ]
+        );
+        assert_eq!(split_statements("SELECT 1; /* c */ "), ["SELECT 1"]);
+        assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
+        assert_eq!(
+            split_statements("SELECT 1;;SELECT 2"),
+            ["SELECT 1", "", "SELECT 2"]
+        );
+        assert_eq!(
+            split_statements("SELECT 'a\\';' ; SELECT 2"),
+            ["SELECT 'a\\';' ", " SELECT 2"]
+        );
         assert_eq!(
             mycat_hint("/*!mycat:dataNode=dn1*/ select 1"),
             Some("/*!mycat:dataNode=dn1*/")

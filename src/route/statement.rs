@@ -99,6 +99,7 @@ pub(super) fn route(
             transaction(stmt).map(Routed::Local)
         }
         "SHOW" => show(r, stmt, &words, schema),
+        "KILL" => kill(&words).map(Routed::Local),
         "EXPLAIN" if words.len() > 1 => {
             // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
             let inner = stmt[words[0].len()..].trim_start();
@@ -338,10 +339,55 @@ fn canned_select(stmt: &str) -> Option<Local> {
             Some(Local::VersionComment)
         }
         "select database()" | "select schema()" => Some(Local::Database),
+        "select connection_id()" => Some(Local::ConnectionId(stmt[6..].trim().to_string())),
+        "select @@max_allowed_packet"
+        | "select @@session.max_allowed_packet"
+        | "select @@global.max_allowed_packet" => {
+            Some(Local::MaxAllowedPacket(stmt[6..].trim().to_string()))
+        }
         "select @@autocommit" | "select @@session.autocommit" => {
             Some(Local::Autocommit(stmt[6..].trim().to_string()))
         }
         _ => last_insert_id(stmt),
+    }
+}
+
+/// `KILL [HARD|SOFT] [CONNECTION|QUERY] [ID] <n>` (MySQL's and MariaDB's forms) as
+/// [`Local::Kill`]; the id is the gateway's connection id, never a backend's thread id.
+///
+/// Errors: 1064 for other forms (`KILL USER`, `KILL QUERY ID <query id>`, an id that is not a
+/// number), which name backend threads or queries the gateway does not expose.
+fn kill(words: &[&str]) -> Result<Local, RouteError> {
+    let mut rest = &words[1..];
+    if rest
+        .first()
+        .is_some_and(|w| w.eq_ignore_ascii_case("HARD") || w.eq_ignore_ascii_case("SOFT"))
+    {
+        rest = &rest[1..];
+    }
+    let mut query = false;
+    if let Some(w) = rest.first() {
+        if w.eq_ignore_ascii_case("QUERY") {
+            query = true;
+            rest = &rest[1..];
+        } else if w.eq_ignore_ascii_case("CONNECTION") {
+            rest = &rest[1..];
+        }
+    }
+    match rest {
+        [id] => id
+            .parse::<u64>()
+            .map(|id| Local::Kill { query, id })
+            .map_err(|_| {
+                RouteError::syntax(format!(
+                    "KILL takes a connection id (a number): {}",
+                    words.join(" ")
+                ))
+            }),
+        _ => Err(RouteError::syntax(format!(
+            "only KILL [CONNECTION|QUERY] <connection id> is supported: {}",
+            words.join(" ")
+        ))),
     }
 }
 

@@ -224,6 +224,8 @@ impl Backend for PostgresBackend {
 /// (forgotten after DDL on the connection).
 struct Conn {
     client: tokio_postgres::Client,
+    /// Interrupts its statements (made once: handed out for every statement).
+    canceller: Arc<PgCancel>,
     database: String,
     tables: HashMap<String, TableInfo>,
     /// Relation names whose column flags were looked up (found or not).
@@ -292,6 +294,7 @@ impl managed::Manager for Manager {
                     }
                 });
                 Ok(Conn {
+                    canceller: Arc::new(PgCancel(client.cancel_token())),
                     client,
                     database: self.config.get_dbname().unwrap_or_default().to_string(),
                     tables: HashMap::new(),
@@ -329,6 +332,22 @@ impl managed::Manager for Manager {
             return Ok(());
         }
         conn.reset().await.map_err(RecycleError::Backend)
+    }
+}
+
+/// Interrupts a PostgreSQL connection's statement with the protocol's cancel request.
+struct PgCancel(tokio_postgres::CancelToken);
+
+impl std::fmt::Debug for PgCancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgCancel")
+    }
+}
+
+#[async_trait]
+impl super::Canceller for PgCancel {
+    async fn cancel(&self) -> Result<(), BackendError> {
+        self.0.cancel_query(NoTls).await.map_err(error::convert)
     }
 }
 
@@ -379,6 +398,11 @@ impl PgConn {
 impl BackendConn for PgConn {
     fn address(&self) -> &str {
         &self.shared.address
+    }
+
+    fn canceller(&self) -> Option<Arc<dyn super::Canceller>> {
+        let conn: &Conn = self.conn.as_ref()?;
+        Some(conn.canceller.clone())
     }
 
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {

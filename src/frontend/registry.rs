@@ -1,0 +1,166 @@
+//! The gateway's client sessions by connection id (the id of the handshake, `CONNECTION_ID()`):
+//! what `KILL` / COM_PROCESS_KILL act on, and the counters COM_STATISTICS reports.
+//!
+//! Each session registers a [`Handle`] for its lifetime. While a statement runs, the handle
+//! holds the cancellers of the backend connections it uses ([`Handle::running`]), so another
+//! session's `KILL QUERY` can interrupt it on the backends (`KILL QUERY <thread>` there), and
+//! `KILL [CONNECTION]` ends those backend connections (`KILL CONNECTION <thread>`: a backend
+//! blocked sending rows stops at once) and then the session ([`Handle::killed`]).
+//!
+//! A canceller is dropped from the handle when its statement ends, but a `KILL QUERY` that
+//! took it a moment before may still reach the backend connection after it went back to its
+//! pool and another session's statement started on it; MySQL has no such window.
+//!
+//! Who may kill what (manx's rule, simpler than MySQL's `SUPER`/`CONNECTION_ADMIN`): a user may
+//! kill the sessions logged in as the same `server.xml` user, its own included; any other id
+//! gets 1095 `You are not owner of thread N`, an id no session has 1094 `Unknown thread id: N`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use tokio::sync::Notify;
+
+use crate::backend::Canceller;
+
+/// Sessions by connection id, and the server-wide counters.
+#[derive(Debug)]
+pub struct Registry {
+    sessions: Mutex<HashMap<u32, Arc<Handle>>>,
+    /// Statements clients sent (each statement of a multi-statement, each execution of a
+    /// prepared statement): MySQL's `Questions`.
+    questions: AtomicU64,
+    started: Instant,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            sessions: Mutex::new(HashMap::new()),
+            questions: AtomicU64::new(0),
+            started: Instant::now(),
+        }
+    }
+}
+
+/// One session as other sessions see it.
+#[derive(Debug, Default)]
+pub struct Handle {
+    /// The `server.xml` user, once logged in.
+    user: OnceLock<String>,
+    /// Interrupters of the backend statements the session's current statement runs.
+    running: Mutex<Vec<Arc<dyn Canceller>>>,
+    killed: Notify,
+}
+
+impl Handle {
+    /// The session logged in as `user`.
+    pub fn set_user(&self, user: &str) {
+        let _ = self.user.set(user.to_string());
+    }
+
+    /// The logged-in user (`None` before the login).
+    pub fn user(&self) -> Option<&str> {
+        self.user.get().map(String::as_str)
+    }
+
+    /// The backend statements a statement of the session now runs (replacing earlier ones;
+    /// none when it ended). Called for every statement: keeps its allocation.
+    pub fn running(&self, cancellers: impl IntoIterator<Item = Arc<dyn Canceller>>) {
+        let mut running = self.lock();
+        running.clear();
+        running.extend(cancellers);
+    }
+
+    /// Interrupts the backend statements the session is running, if any (`KILL QUERY`), or
+    /// with `close` ends their connections (`KILL CONNECTION`). Failures are logged: the
+    /// statement then runs to its end.
+    pub async fn cancel_running(&self, close: bool) {
+        let running = std::mem::take(&mut *self.lock());
+        for c in running {
+            let done = if close {
+                c.close().await
+            } else {
+                c.cancel().await
+            };
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "interrupting a backend statement failed");
+            }
+        }
+    }
+
+    /// Asks the session to end (`KILL CONNECTION`); it closes the client connection.
+    pub fn kill(&self) {
+        self.killed.notify_one();
+    }
+
+    /// Completes once [`Handle::kill`] was called.
+    pub async fn killed(&self) {
+        self.killed.notified().await
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<dyn Canceller>>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Removes its session from the registry when dropped (the session ended, however).
+#[derive(Debug)]
+pub struct Registered {
+    registry: Arc<super::Server>,
+    id: u32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.registry.registry.lock().remove(&self.id);
+    }
+}
+
+impl Registry {
+    /// Registers session `id` of `server` until the returned guard is dropped.
+    pub fn register(server: &Arc<super::Server>, id: u32) -> (Arc<Handle>, Registered) {
+        let handle = Arc::new(Handle::default());
+        server.registry.lock().insert(id, handle.clone());
+        (
+            handle,
+            Registered {
+                registry: server.clone(),
+                id,
+            },
+        )
+    }
+
+    /// The session with connection id `id`, if it is connected.
+    pub fn get(&self, id: u64) -> Option<Arc<Handle>> {
+        let id = u32::try_from(id).ok()?;
+        self.lock().get(&id).cloned()
+    }
+
+    /// Counts one statement a client sent.
+    pub fn question(&self) {
+        self.questions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The COM_STATISTICS answer, in MariaDB's format: `Uptime: N  Threads: N  Questions: N
+    /// Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: X.XXX` (uptime in
+    /// seconds; threads = connected clients; manx keeps no slow-query or table counters).
+    pub fn statistics(&self) -> String {
+        let uptime = self.started.elapsed().as_secs();
+        let threads = self.lock().len();
+        let questions = self.questions.load(Ordering::Relaxed);
+        let qps = if uptime == 0 {
+            0.0
+        } else {
+            questions as f64 / uptime as f64
+        };
+        format!(
+            "Uptime: {uptime}  Threads: {threads}  Questions: {questions}  Slow queries: 0  Opens: 0  Open tables: 0  Queries per second avg: {qps:.3}"
+        )
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Handle>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
