@@ -235,4 +235,19 @@ async fn bad_commands_get_errors_and_the_connection_lives_on() {
     s.write_all(&packet(0, b"\x03SELECT 7")).await.unwrap();
     let (_, rows, _) = result_set(&mut s).await;
     assert_eq!(rows, vec![vec![Some("7".to_string())]]);
+
+    // A command whose sequence id is not 0 (found by the `wire` fuzz target: 255 overflowed
+    // opensrv's counter and panicked the session): 1156, then the connection closes.
+    s.write_all(&packet(255, &[0x0E])).await.unwrap();
+    expect_err(&read_packet(&mut s).await.1, 1156);
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_end(&mut s, &mut rest),
+    )
+    .await;
+    assert!(
+        matches!(closed, Ok(Ok(0))),
+        "the connection closes: {closed:?}"
+    );
 }

@@ -354,6 +354,19 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.oversize(len, seq, len as u64);
                 continue;
             }
+            if seq != 0 && self.slot.logged_in() {
+                // A command must start at sequence id 0; MySQL answers 1156 and closes the
+                // connection (opensrv-mysql would take it as a command and overflow its
+                // sequence counter on 255).
+                tracing::info!(
+                    seq,
+                    "command packet out of order: answering 1156 and closing"
+                );
+                self.emit_query(0, &format!("{REFUSE_PREFIX}1156 */"));
+                self.closed = true;
+                self.input.clear();
+                return;
+            }
             if seq != 0 {
                 // Not a command: the login exchange. The first packet is the handshake
                 // response (or the SSL request), which starts with the client's capabilities.

@@ -1715,6 +1715,7 @@ impl AsyncMysqlShim<Writer> for Session {
                     "08S01",
                     "Got a packet bigger than 'max_allowed_packet' bytes",
                 ),
+                1156 => MysqlError::new(1156, "08S01", "Got packets out of order"),
                 _ => MysqlError::new(
                     1300,
                     "HY000",

@@ -141,6 +141,13 @@ impl ErrorSlot {
     }
 
     /// Records the client's capability flags (from its handshake response).
+    /// The login's OK packet has been written: from now on the client sends commands, each
+    /// starting at sequence id 0.
+    pub fn logged_in(&self) -> bool {
+        let p = self.lock();
+        p.greeted && !p.login_ok
+    }
+
     pub fn set_client_capabilities(&self, caps: u32) {
         self.lock().client_capabilities = caps;
     }
