@@ -251,3 +251,49 @@ async fn bad_commands_get_errors_and_the_connection_lives_on() {
         "the connection closes: {closed:?}"
     );
 }
+
+#[tokio::test]
+async fn a_login_packet_numbered_255_ends_the_handshake_without_a_panic() {
+    // Found by the `wire` fuzz target: opensrv-mysql computed the reply's sequence id as
+    // 255 + 1 and panicked the session (debug builds).
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static OPENSRV_PANICS: AtomicUsize = AtomicUsize::new(0);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info
+            .location()
+            .is_some_and(|l| l.file().contains("opensrv-mysql"))
+        {
+            OPENSRV_PANICS.fetch_add(1, Ordering::SeqCst);
+        }
+        previous(info);
+    }));
+    let f = Fixture::start("proto255", Extra::default()).await;
+    let mut s = TcpStream::connect(("127.0.0.1", f.port)).await.unwrap();
+    let _greeting = read_packet(&mut s).await;
+    let mut response = 0x0000_8200u32.to_le_bytes().to_vec();
+    response.extend_from_slice(&[0; 28]);
+    response.extend_from_slice(b"root\0\0");
+    s.write_all(&packet(255, &response)).await.unwrap();
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_end(&mut s, &mut rest),
+    )
+    .await;
+    assert!(
+        matches!(closed, Ok(Ok(_))),
+        "the connection ends: {closed:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        OPENSRV_PANICS.load(Ordering::SeqCst),
+        0,
+        "opensrv-mysql panicked"
+    );
+    // The gateway serves the next client.
+    let (mut s, _) = connect(f.port).await;
+    s.write_all(&packet(0, b"\x03SELECT 7")).await.unwrap();
+    let (_, rows, _) = result_set(&mut s).await;
+    assert_eq!(rows, vec![vec![Some("7".to_string())]]);
+}

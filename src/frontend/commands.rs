@@ -367,6 +367,15 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.input.clear();
                 return;
             }
+            if seq == 255 {
+                // A login packet numbered 255 (the greeting was 0; a real exchange never gets
+                // there): opensrv-mysql would overflow its sequence counter on the reply. MySQL
+                // ends such a handshake; so does manx, without a word.
+                tracing::info!("login packet with sequence id 255: closing");
+                self.closed = true;
+                self.input.clear();
+                return;
+            }
             if seq != 0 {
                 // Not a command: the login exchange. The first packet is the handshake
                 // response (or the SSL request), which starts with the client's capabilities.
