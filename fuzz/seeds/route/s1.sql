@@ -1,0 +1,1 @@
+SELECT * FROM travelrecord WHERE id = 5000001

@@ -1,0 +1,1 @@
+SELECT e.id, c.name FROM employee e JOIN company c ON c.id = e.company_id WHERE e.sharding_id = 10000

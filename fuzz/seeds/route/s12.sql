@@ -1,0 +1,1 @@
+SELECT * FROM travelrecord WHERE user_id LIKE 'a%' AND traveldate >= '2024-01-01' LIMIT 10

@@ -1,0 +1,1 @@
+EXPLAIN SELECT MAX(id) FROM travelrecord

@@ -1,0 +1,1 @@
+SELECT id, fee FROM travelrecord WHERE id IN (1, 5000001, 10000001) ORDER BY fee DESC LIMIT 2, 3

@@ -1,0 +1,1 @@
+SELECT user_id, COUNT(*), SUM(fee), AVG(days) FROM travelrecord GROUP BY user_id HAVING COUNT(*) > 1 ORDER BY 2 DESC

@@ -1,0 +1,1 @@
+INSERT INTO travelrecord (id, user_id, fee) VALUES (1, 'a', 1.5), (5000001, 'b', NULL)

@@ -1,0 +1,1 @@
+UPDATE travelrecord SET fee = fee + 1 WHERE id BETWEEN 1 AND 6000000

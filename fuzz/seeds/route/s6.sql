@@ -1,0 +1,1 @@
+DELETE FROM company WHERE id = 3

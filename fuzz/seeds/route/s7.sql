@@ -1,0 +1,1 @@
+SELECT DISTINCT user_id FROM travelrecord WHERE id > 100 AND id <= 200 OR id = 7

@@ -1,0 +1,1 @@
+/*!mycat:dataNode=dn2*/ SELECT * FROM travelrecord

@@ -1,0 +1,1 @@
+/*balance*/ SELECT @@port
