@@ -570,3 +570,50 @@ async fn incomplete_or_broken_tls_settings_are_refused_by_name() {
         "no error"
     );
 }
+
+#[tokio::test]
+async fn command_line_flags_turn_tls_on_and_require_it() {
+    // The fixture's server.xml has no TLS properties; the flags alone enable and require TLS.
+    let f = Fixture::start("tls_flags", Extra::default()).await;
+    let (ca, cert, key) = make_cert();
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in [("ca.pem", &ca), ("cert.pem", &cert), ("key.pem", &key)] {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let port = common::closed_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .arg("--conf")
+        .arg(f.dir.path())
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .arg("--tls-cert")
+        .arg(dir.path().join("cert.pem"))
+        .arg("--tls-key")
+        .arg(dir.path().join("key.pem"))
+        .arg("--require-secure-transport")
+        .env("MANX_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the manx binary");
+    let _gateway = common::GatewayProcess { child, port };
+    let ssl =
+        mysql_async::SslOpts::default().with_root_certs(vec![dir.path().join("ca.pem").into()]);
+    let opts = mysql_async::OptsBuilder::from_opts(common::opts(port, "root", "123456", None))
+        .ssl_opts(ssl);
+    let started = std::time::Instant::now();
+    let mut c = loop {
+        match mysql_async::Conn::new(opts.clone()).await {
+            Ok(c) => break c,
+            Err(_) if started.elapsed() < std::time::Duration::from_secs(30) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("the gateway did not start: {e}"),
+        }
+    };
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    let e = mysql_async::Conn::new(common::opts(port, "root", "123456", None))
+        .await
+        .unwrap_err();
+    assert_eq!(common::server_error(e).0, 3159);
+}
