@@ -285,6 +285,11 @@ async fn caching_sha2_fast_path_and_full_authentication_over_tls() {
         .await
         .unwrap();
     assert_eq!(n, Some(3));
+    let cipher: Option<(String, String)> = plain
+        .query_first("SHOW STATUS LIKE 'Ssl_cipher'")
+        .await
+        .unwrap();
+    assert_eq!(cipher, Some(("Ssl_cipher".to_string(), String::new())));
     let mut tcp = TcpStream::connect(("127.0.0.1", f.port)).await.unwrap();
     read_packet(&mut tcp).await;
     write_packet(&mut tcp, 1, &handshake_response(false, &[7u8; 32])).await;
@@ -305,6 +310,19 @@ async fn mysql_async_over_tls_and_plain_clients_refused_when_required() {
         vec![1, 5000001, 10000001],
         "rows from the three dataNodes"
     );
+    // The session's own TLS state, not a backend connection's.
+    let cipher: Option<(String, String)> = c
+        .query_first("SHOW STATUS LIKE 'Ssl_cipher'")
+        .await
+        .unwrap();
+    let (name, cipher) = cipher.unwrap();
+    assert_eq!(name, "Ssl_cipher");
+    assert!(cipher.starts_with("TLS13_"), "{cipher}");
+    let version: Option<(String, String)> = c
+        .query_first("show session status like 'ssl_version'")
+        .await
+        .unwrap();
+    assert_eq!(version.unwrap().1, "TLSv1_3");
     // A prepared statement with the shard key bound, inside a transaction, over TLS.
     c.query_drop("BEGIN").await.unwrap();
     c.exec_drop(

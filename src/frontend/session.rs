@@ -1752,6 +1752,14 @@ impl AsyncMysqlShim<Writer> for Session {
             };
             return self.error(w, e).await;
         }
+        if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {
+            return write_text_rows(
+                w,
+                &["Variable_name", "Value"],
+                std::iter::once(vec![Some(name), Some(value)]),
+            )
+            .await;
+        }
         self.run_query(query, w).await
     }
 }

@@ -642,3 +642,63 @@ impl AsyncWrite for ClientWrite {
         }
     }
 }
+
+/// The rows of `SHOW [SESSION] STATUS LIKE 'Ssl_cipher'` (or `'Ssl_version'`), which describe
+/// the client's own connection and so cannot come from a backend: `(Variable_name, Value)`,
+/// the value empty on a plain connection, as MySQL answers. `None` for any other statement
+/// (those go to a backend as before). Names as MySQL spells them; the values are rustls's
+/// names (`TLS13_AES_128_GCM_SHA256`, `TLSv1_3`), not OpenSSL's.
+pub fn ssl_status(query: &str, link: Option<&Link>) -> Option<(String, String)> {
+    // Cheap refusal first: this runs before every statement.
+    if query.len() > 64 || !query.get(..4)?.eq_ignore_ascii_case("SHOW") {
+        return None;
+    }
+    let words: Vec<&str> = query
+        .trim()
+        .trim_end_matches(';')
+        .split_ascii_whitespace()
+        .collect();
+    let pattern = match words.as_slice() {
+        [show, status, like, p] | [show, _, status, like, p]
+            if show.eq_ignore_ascii_case("SHOW")
+                && status.eq_ignore_ascii_case("STATUS")
+                && like.eq_ignore_ascii_case("LIKE")
+                && (words.len() == 4 || words[1].eq_ignore_ascii_case("SESSION")) =>
+        {
+            p.strip_prefix('\'')?.strip_suffix('\'')?
+        }
+        _ => return None,
+    };
+    let cipher = link.and_then(Link::cipher);
+    let (name, value) = if pattern.eq_ignore_ascii_case("Ssl_cipher") {
+        ("Ssl_cipher", cipher.map(|c| c.1))
+    } else if pattern.eq_ignore_ascii_case("Ssl_version") {
+        ("Ssl_version", cipher.map(|c| c.0))
+    } else {
+        return None;
+    };
+    Some((name.to_string(), value.unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ssl_status;
+
+    #[test]
+    fn ssl_status_answers_only_the_exact_names() {
+        let plain = |q: &str| ssl_status(q, None);
+        assert_eq!(
+            plain("show status like 'ssl_cipher';"),
+            Some(("Ssl_cipher".to_string(), String::new()))
+        );
+        assert_eq!(
+            plain("SHOW SESSION STATUS LIKE 'Ssl_version'"),
+            Some(("Ssl_version".to_string(), String::new()))
+        );
+        assert_eq!(plain("SHOW STATUS LIKE 'Ssl%'"), None);
+        assert_eq!(plain("SHOW GLOBAL STATUS LIKE 'Ssl_cipher'"), None);
+        assert_eq!(plain("SHOW STATUS"), None);
+        assert_eq!(plain("SELECT 1"), None);
+        assert_eq!(plain("sh"), None);
+    }
+}
