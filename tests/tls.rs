@@ -635,3 +635,45 @@ async fn command_line_flags_turn_tls_on_and_require_it() {
         .unwrap_err();
     assert_eq!(common::server_error(e).0, 3159);
 }
+
+/// manx's resident memory in KiB (`VmRSS` of `/proc/PID/status`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status")
+}
+
+#[tokio::test]
+async fn idle_tls_clients_stay_small() {
+    // The HandshakeResponse once reached opensrv-mysql in two reads after the TLS switch, and
+    // its packet reader then kept a zero-filled 1 MiB buffer for the whole session: 1 MiB of
+    // RSS per idle TLS client. The gateway runs as its own process so its memory is measured
+    // alone.
+    let (f, ca) = start("tls_mem", false).await;
+    let (gateway, conn) =
+        common::GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    drop(conn);
+    let before = rss_kib(gateway.pid());
+    let mut clients = Vec::new();
+    for _ in 0..100 {
+        let (mut s, scramble) = tls_connect(gateway.port, &ca).await;
+        write_packet(
+            &mut s,
+            2,
+            &handshake_response(true, &sha2_proof("123456", &scramble)),
+        )
+        .await;
+        assert_eq!(read_packet(&mut s).await, (3, vec![0x01, 0x03]));
+        assert_eq!(read_packet(&mut s).await.1[0], 0x00);
+        select_one(&mut s).await;
+        clients.push(s);
+    }
+    let per_client = (rss_kib(gateway.pid()).saturating_sub(before)) / 100;
+    assert!(
+        per_client < 200,
+        "{per_client} KiB of manx's memory per idle TLS client"
+    );
+}

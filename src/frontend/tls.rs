@@ -51,6 +51,12 @@ const SSL_REQUEST_LEN: usize = 32;
 /// The longest cleartext password packet accepted during full authentication (bytes).
 const MAX_PASSWORD_PACKET: usize = 64 * 1024;
 
+/// Login packets up to this payload length (bytes) are read whole and handed on in one piece:
+/// opensrv-mysql 0.7's packet reader grows its buffer to 1 MiB (zero-filled, kept for the
+/// whole session) whenever a packet reaches it in more than one read. Longer ones (no real
+/// HandshakeResponse is) pass through in pieces.
+const MAX_LOGIN_PACKET: usize = 8 * 1024;
+
 /// MySQL's `ER_SECURE_TRANSPORT_REQUIRED`: errno, SQLSTATE, message.
 const SECURE_TRANSPORT_REQUIRED: (u16, &str, &str) = (
     3159,
@@ -326,8 +332,9 @@ impl Inner {
                     let mut head = std::mem::take(&mut self.head);
                     let filled = poll_fill(&mut self.stream, cx, &mut head, 4);
                     let filled = match filled {
-                        Poll::Ready(Ok(true)) if payload_len(&head) == SSL_REQUEST_LEN => {
-                            poll_fill(&mut self.stream, cx, &mut head, 4 + SSL_REQUEST_LEN)
+                        Poll::Ready(Ok(true)) => {
+                            let want = 4 + payload_len(&head).min(MAX_LOGIN_PACKET);
+                            poll_fill(&mut self.stream, cx, &mut head, want)
                         }
                         other => other,
                     };
@@ -397,8 +404,9 @@ impl Inner {
                     let mut head = std::mem::take(&mut self.head);
                     let filled = poll_fill(&mut self.stream, cx, &mut head, 4);
                     let filled = match filled {
-                        Poll::Ready(Ok(true)) if payload_len(&head) >= 2 => {
-                            poll_fill(&mut self.stream, cx, &mut head, 6)
+                        Poll::Ready(Ok(true)) => {
+                            let want = 4 + payload_len(&head).min(MAX_LOGIN_PACKET);
+                            poll_fill(&mut self.stream, cx, &mut head, want)
                         }
                         other => other,
                     };
@@ -408,7 +416,7 @@ impl Inner {
                             return Poll::Pending;
                         }
                         Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                        Poll::Ready(Ok(true)) if head.len() == 6 => {
+                        Poll::Ready(Ok(true)) if head.len() >= 6 => {
                             self.handshake_seq = head[3];
                             head[5] &= !CLIENT_SSL_BYTE1;
                         }
