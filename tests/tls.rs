@@ -317,12 +317,12 @@ async fn mysql_async_over_tls_and_plain_clients_refused_when_required() {
         .unwrap();
     let (name, cipher) = cipher.unwrap();
     assert_eq!(name, "Ssl_cipher");
-    assert!(cipher.starts_with("TLS13_"), "{cipher}");
+    assert!(cipher.starts_with("TLS_AES_"), "{cipher}");
     let version: Option<(String, String)> = c
         .query_first("show session status like 'ssl_version'")
         .await
         .unwrap();
-    assert_eq!(version.unwrap().1, "TLSv1_3");
+    assert_eq!(version.unwrap().1, "TLSv1.3");
     // A prepared statement with the shard key bound, inside a transaction, over TLS.
     c.query_drop("BEGIN").await.unwrap();
     c.exec_drop(

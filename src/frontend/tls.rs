@@ -381,13 +381,9 @@ impl Inner {
                             let (_, conn) = tls.get_ref();
                             self.cipher = Some((
                                 conn.protocol_version()
-                                    .and_then(|v| v.as_str())
-                                    .unwrap_or("?")
-                                    .to_string(),
+                                    .map_or_else(|| "?".to_string(), version_name),
                                 conn.negotiated_cipher_suite()
-                                    .and_then(|c| c.suite().as_str())
-                                    .unwrap_or("?")
-                                    .to_string(),
+                                    .map_or_else(|| "?".to_string(), |c| cipher_name(c.suite())),
                             ));
                             tracing::debug!(peer = %self.peer, cipher = ?self.cipher, "TLS established");
                             self.stream = Stream::Tls(Box::new(tls));
@@ -467,6 +463,39 @@ impl Inner {
     }
 }
 
+/// A protocol version as MySQL (OpenSSL) names it in `Ssl_version`: `TLSv1.3`, `TLSv1.2`.
+fn version_name(v: rustls::ProtocolVersion) -> String {
+    match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+        rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A cipher suite as MySQL (OpenSSL) names it in `Ssl_cipher`: the IANA name for TLS 1.3
+/// (`TLS_AES_256_GCM_SHA384`), OpenSSL's own for the TLS 1.2 suites rustls offers
+/// (`ECDHE-RSA-AES128-GCM-SHA256`).
+fn cipher_name(suite: rustls::CipherSuite) -> String {
+    use rustls::CipherSuite as C;
+    let name = match suite {
+        C::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
+        C::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
+        C::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
+        C::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        C::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        C::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        C::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
+        C::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
+        C::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
+        other => {
+            return other
+                .as_str()
+                .map_or_else(|| format!("{other:?}"), str::to_string);
+        }
+    };
+    name.to_string()
+}
+
 type Shared = Arc<Mutex<Inner>>;
 
 fn lock(shared: &Shared) -> MutexGuard<'_, Inner> {
@@ -484,8 +513,8 @@ impl fmt::Debug for Link {
 }
 
 impl Link {
-    /// The TLS protocol version and cipher suite (rustls names, e.g. `TLSv1_3`,
-    /// `TLS13_AES_256_GCM_SHA384`) once the client switched to TLS; `None` on a plain
+    /// The TLS protocol version and cipher suite (MySQL's names, e.g. `TLSv1.3`,
+    /// `TLS_AES_256_GCM_SHA384`) once the client switched to TLS; `None` on a plain
     /// connection.
     pub fn cipher(&self) -> Option<(String, String)> {
         lock(&self.0).cipher.clone()
@@ -654,8 +683,8 @@ impl AsyncWrite for ClientWrite {
 /// The rows of `SHOW [SESSION] STATUS LIKE 'Ssl_cipher'` (or `'Ssl_version'`), which describe
 /// the client's own connection and so cannot come from a backend: `(Variable_name, Value)`,
 /// the value empty on a plain connection, as MySQL answers. `None` for any other statement
-/// (those go to a backend as before). Names as MySQL spells them; the values are rustls's
-/// names (`TLS13_AES_128_GCM_SHA256`, `TLSv1_3`), not OpenSSL's.
+/// (those go to a backend as before). Names and values as MySQL spells them (`TLSv1.3`,
+/// `TLS_AES_128_GCM_SHA256`, `ECDHE-RSA-AES128-GCM-SHA256`).
 pub fn ssl_status(query: &str, link: Option<&Link>) -> Option<(String, String)> {
     // Cheap refusal first: this runs before every statement.
     if query.len() > 64 || !query.get(..4)?.eq_ignore_ascii_case("SHOW") {
@@ -690,7 +719,20 @@ pub fn ssl_status(query: &str, link: Option<&Link>) -> Option<(String, String)> 
 
 #[cfg(test)]
 mod tests {
-    use super::ssl_status;
+    use super::{cipher_name, ssl_status, version_name};
+
+    #[test]
+    fn versions_and_ciphers_carry_mysqls_names() {
+        assert_eq!(version_name(rustls::ProtocolVersion::TLSv1_2), "TLSv1.2");
+        assert_eq!(
+            cipher_name(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256),
+            "TLS_AES_128_GCM_SHA256"
+        );
+        assert_eq!(
+            cipher_name(rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384),
+            "ECDHE-RSA-AES256-GCM-SHA384"
+        );
+    }
 
     #[test]
     fn ssl_status_answers_only_the_exact_names() {
