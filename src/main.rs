@@ -24,6 +24,17 @@ struct Args {
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
+    /// PEM certificate chain offered to clients that switch to TLS (instead of server.xml's
+    /// sslCertFile); needs --tls-key.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert (instead of server.xml's sslKeyFile).
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// Refuse clients that do not switch to TLS (error 3159), as server.xml's
+    /// requireSecureTransport=true.
+    #[arg(long)]
+    require_secure_transport: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -141,7 +152,16 @@ fn route_value(
 }
 
 fn serve(args: Args) -> anyhow::Result<()> {
-    let (config, _) = load(&args.conf);
+    let (mut config, _) = load(&args.conf);
+    if let Some(cert) = &args.tls_cert {
+        config.system.ssl_cert_file = Some(cert.clone());
+    }
+    if let Some(key) = &args.tls_key {
+        config.system.ssl_key_file = Some(key.clone());
+    }
+    if args.require_secure_transport {
+        config.system.require_secure_transport = true;
+    }
     for w in &config.warnings {
         tracing::warn!("{w}");
     }

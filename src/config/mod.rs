@@ -156,6 +156,15 @@ pub struct SystemConfig {
     /// `<firewall><whitehost>` entries (SPEC §3.5): a host pattern and the users it admits.
     /// When there are any, logins must match one.
     pub white_hosts: Vec<WhiteHost>,
+    /// `sslCertFile` (manx only: Mycat 1.6 has no front-end TLS): the PEM certificate chain the front end
+    /// offers clients that switch to TLS, relative to the configuration directory. TLS is on
+    /// when it and [`SystemConfig::ssl_key_file`] are set (or `--tls-cert` / `--tls-key`).
+    pub ssl_cert_file: Option<PathBuf>,
+    /// `sslKeyFile` (manx only): the PEM private key of `sslCertFile`.
+    pub ssl_key_file: Option<PathBuf>,
+    /// `requireSecureTransport` (manx only, MySQL's `require_secure_transport`), default false:
+    /// clients that do not switch to TLS are refused with 3159.
+    pub require_secure_transport: bool,
     /// Every property as written (trimmed, empty ones left out), for the features that read more.
     pub properties: BTreeMap<String, (String, Origin)>,
 }
@@ -509,6 +518,9 @@ impl Default for SystemConfig {
             max_packet_size: 16 * 1024 * 1024,
             sequence_handler_type: 0,
             white_hosts: Vec::new(),
+            ssl_cert_file: None,
+            ssl_key_file: None,
+            require_secure_transport: false,
             properties: BTreeMap::new(),
         }
     }

@@ -27,6 +27,7 @@ pub(super) fn load(
         return None;
     }
     let mut system = SystemConfig::default();
+    let dir = path.parent().unwrap_or(Path::new("."));
     for sys in root.children_named("system") {
         for (name, value, origin) in sys.properties() {
             let element = format!("property name=\"{name}\"");
@@ -64,6 +65,17 @@ pub(super) fn load(
                         format!(
                             "maxPacketSize '{value}' is not a number of bytes from 1024 to 1073741824"
                         ),
+                    )),
+                },
+                "sslCertFile" => system.ssl_cert_file = Some(dir.join(&value)),
+                "sslKeyFile" => system.ssl_key_file = Some(dir.join(&value)),
+                "requireSecureTransport" => match value.as_str() {
+                    "true" => system.require_secure_transport = true,
+                    "false" => system.require_secure_transport = false,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("requireSecureTransport '{value}' is not true or false"),
                     )),
                 },
                 "mycatVersion" => match value.as_str() {

@@ -10,6 +10,7 @@ mod prepared;
 mod registry;
 mod session;
 pub mod tap;
+pub mod tls;
 
 use std::future::Future;
 use std::io;
@@ -28,6 +29,53 @@ pub use error::MysqlError;
 /// Column names of `information_schema` views, by (dataNode, upper-cased view name).
 type ViewColumns = std::collections::HashMap<(String, String), Arc<[String]>>;
 
+/// The TLS settings of `config.system`, loaded; `None` when no certificate is configured.
+///
+/// Errors: a certificate without a key (or the reverse), `requireSecureTransport` without a
+/// certificate, PEM files that do not load or do not match; each names the property.
+fn load_tls(config: &Config) -> Result<Option<tls::TlsSettings>, ConfigErrors> {
+    let system = &config.system;
+    let server_xml = config.dir.join("server.xml");
+    let fail = |name: &str, message: String| {
+        let origin = system
+            .properties
+            .get(name)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_else(|| Origin::new(&server_xml, 0));
+        ConfigErrors(vec![ConfigError {
+            origin,
+            element: format!("property name=\"{name}\""),
+            message,
+        }])
+    };
+    match (&system.ssl_cert_file, &system.ssl_key_file) {
+        (None, None) if system.require_secure_transport => Err(fail(
+            "requireSecureTransport",
+            "requireSecureTransport is true but no sslCertFile / sslKeyFile (or --tls-cert / --tls-key) is set".to_string(),
+        )),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(fail(
+            "sslCertFile",
+            "sslCertFile is set without sslKeyFile (--tls-key)".to_string(),
+        )),
+        (None, Some(_)) => Err(fail(
+            "sslKeyFile",
+            "sslKeyFile is set without sslCertFile (--tls-cert)".to_string(),
+        )),
+        (Some(cert), Some(key)) => {
+            tls::TlsSettings::load(cert, key, system.require_secure_transport)
+                .map(Some)
+                .map_err(|e| {
+                    let name = match &e {
+                        tls::TlsError::Pem { what: "private key", .. } => "sslKeyFile",
+                        _ => "sslCertFile",
+                    };
+                    fail(name, e.to_string())
+                })
+        }
+    }
+}
+
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
@@ -38,6 +86,8 @@ pub struct Server {
     pub sequences: Sequences,
     /// Connected sessions by connection id (`KILL`), and the COM_STATISTICS counters.
     registry: registry::Registry,
+    /// TLS for clients (`sslCertFile` / `sslKeyFile` / `requireSecureTransport`), when set.
+    pub tls: Option<tls::TlsSettings>,
     next_connection_id: AtomicU32,
     /// Column names of `information_schema` views, by (dataNode, view): the derived tables
     /// that answer metadata queries for the logical schemas list them (they differ between
@@ -48,9 +98,11 @@ pub struct Server {
 impl Server {
     /// Validates routing (partition functions, map files) and builds the dataHost pools.
     ///
-    /// Errors: every routing configuration problem, with file and line.
+    /// Errors: every routing configuration problem, with file and line; TLS settings that are
+    /// incomplete or whose files do not load.
     pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
         let router = Router::new(&config)?;
+        let tls = load_tls(&config)?;
         let cluster = Cluster::new(&config, timeouts).map_err(|message| {
             ConfigErrors(vec![ConfigError {
                 origin: Origin::new(&config.dir.join(crate::config::dnindex::FILE), 0),
@@ -66,6 +118,7 @@ impl Server {
             cluster,
             sequences,
             registry: registry::Registry::default(),
+            tls,
             next_connection_id: AtomicU32::new(1),
             view_columns: std::sync::Mutex::default(),
         })

@@ -21,7 +21,6 @@ use opensrv_mysql::{
     StatusFlags,
 };
 use tokio::net::TcpStream;
-use tokio::net::tcp::OwnedWriteHalf;
 
 use super::Server;
 use super::auth;
@@ -34,12 +33,13 @@ use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::registry::{Handle, Registry};
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
+use super::tls::{self, ClientWrite};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
 use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed, SessionSet};
 
-type Writer = Tap<OwnedWriteHalf>;
+type Writer = Tap<ClientWrite>;
 
 /// Serves one client until it quits or the connection fails.
 pub async fn run(
@@ -48,7 +48,7 @@ pub async fn run(
     peer: SocketAddr,
     id: u32,
 ) -> io::Result<()> {
-    let (read, write) = stream.into_split();
+    let (read, write, tls) = tls::split(stream, server.tls.as_ref(), peer.to_string());
     let slot = ErrorSlot::default();
     let statements = Statements::default();
     let (handle, _registered) = Registry::register(&server, id);
@@ -74,6 +74,7 @@ pub async fn run(
         last_insert_id: 0,
         next_insert_id: None,
         statements: statements.clone(),
+        tls,
     };
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
     let serve = AsyncMysqlIntermediary::run_on(
@@ -141,6 +142,8 @@ struct Session {
     plans: PlanCache,
     /// The statement being answered is a COM_STMT_EXECUTE (rows in the binary protocol).
     binary: bool,
+    /// The connection's TLS state, when the server offers TLS.
+    tls: Option<tls::Link>,
 }
 
 impl Drop for Session {
@@ -210,6 +213,27 @@ async fn run_simple(
 }
 
 impl Session {
+    /// `caching_sha2_password` full authentication (on a TLS connection only; manx has no RSA
+    /// key for plain ones): `true` when the cleartext password the client sends is `name`'s.
+    async fn full_authentication(&self, name: &str) -> bool {
+        let Some(link) = self.tls.as_ref().filter(|l| l.is_secure()) else {
+            return false;
+        };
+        let answer = match link.full_authentication().await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::debug!(connection = self.id, error = %e, "full authentication failed");
+                return false;
+            }
+        };
+        let password = answer.strip_suffix(&[0]).unwrap_or(&answer);
+        self.server
+            .config
+            .users
+            .get(name)
+            .is_some_and(|u| !u.password.is_empty() && u.password.as_bytes() == password)
+    }
+
     fn user_name(&self) -> &str {
         self.user.get().map(String::as_str).unwrap_or("")
     }
@@ -1516,6 +1540,10 @@ impl AsyncMysqlShim<Writer> for Session {
                 .users
                 .get(&name)
                 .is_some_and(|u| auth::verify_caching_sha2(&u.password, salt, auth_data));
+        // A caching_sha2_password proof that does not match: over TLS, MySQL asks for the
+        // cleartext password ("full authentication") instead of refusing at once.
+        let full = !ok && !sha2 && auth_data.len() == 32 && self.full_authentication(&name).await;
+        let sha2 = sha2 || full;
         let ip = self.peer.ip().to_string();
         if (ok || sha2) && !self.server.config.system.admits(&name, &ip) {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused by the firewall whitehost list");
@@ -1526,7 +1554,7 @@ impl AsyncMysqlShim<Writer> for Session {
             });
             return false;
         }
-        if sha2 {
+        if sha2 && !full {
             self.slot.fast_auth_success();
         }
         if ok || sha2 {
@@ -1723,6 +1751,14 @@ impl AsyncMysqlShim<Writer> for Session {
                 ),
             };
             return self.error(w, e).await;
+        }
+        if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {
+            return write_text_rows(
+                w,
+                &["Variable_name", "Value"],
+                std::iter::once(vec![Some(name), Some(value)]),
+            )
+            .await;
         }
         self.run_query(query, w).await
     }
