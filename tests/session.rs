@@ -88,3 +88,36 @@ async fn session_variables_follow_the_session_onto_every_connection() {
     assert_ne!(tz, "+08:00");
     assert_eq!(x, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
+    let f = Fixture::start("h7warn", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
+        .await
+        .unwrap();
+    // Two duplicates, one on dn1 and one on dn2: each node's warning, in dataNode order.
+    c.query_drop(
+        "INSERT IGNORE INTO travelrecord (id, user_id) VALUES (1, 'x'), (5000001, 'y'), (7, 'z')",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let warnings: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .all(|(level, code, _)| level == "Warning" && *code == 1062)
+    );
+    assert!(warnings[0].2.contains("'1'"), "{warnings:?}");
+    assert!(warnings[1].2.contains("'5000001'"), "{warnings:?}");
+    let limited: Vec<(String, u32, String)> = c.query("SHOW WARNINGS LIMIT 1, 1").await.unwrap();
+    assert_eq!(limited, warnings[1..]);
+    // The next statement on a dataNode starts a clean list.
+    c.query_drop("SELECT id FROM travelrecord WHERE id = 7")
+        .await
+        .unwrap();
+    let none: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert!(none.is_empty(), "{none:?}");
+}

@@ -72,6 +72,7 @@ pub async fn run(
         plans: PlanCache::default(),
         binary: false,
         last_insert_id: 0,
+        warnings: Vec::new(),
         next_insert_id: None,
         statements: statements.clone(),
         tls,
@@ -133,6 +134,9 @@ struct Session {
     next_statement: u32,
     /// The last insert id a statement of this session reported (`LAST_INSERT_ID()`).
     last_insert_id: u64,
+    /// `SHOW WARNINGS` rows (Level, Code, Message) of the last statement that ran on dataNodes
+    /// and ended with an OK packet counting warnings.
+    warnings: Vec<Vec<Option<String>>>,
     /// The insert id the next OK packet reports (the first key drawn from a sequence).
     next_insert_id: Option<u64>,
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
@@ -320,6 +324,16 @@ impl Session {
                     .map(|n| vec![Some(n)])
                     .collect();
                 write_text_rows(w, &["Database"], names).await
+            }
+            Local::ShowWarnings { offset, limit } => {
+                let rows: Vec<Vec<Option<String>>> = self
+                    .warnings
+                    .iter()
+                    .skip(offset)
+                    .take(limit.unwrap_or(usize::MAX))
+                    .cloned()
+                    .collect();
+                write_text_rows(w, &["Level", "Code", "Message"], rows).await
             }
             Local::ShowCreateDatabase(name) => {
                 if let Err(e) = self.check_schema(&name) {
@@ -1038,6 +1052,7 @@ impl Session {
         {
             return self.error(w, e).await;
         }
+        self.warnings.clear();
         let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
         // A write to several dataNodes outside a transaction runs in one on each node and is
         // committed only where all succeeded, so a failure leaves nothing half applied.
@@ -1236,6 +1251,24 @@ impl Session {
                 send_error(&slot, w, e).await
             }
             Ok(mut ok) => {
+                // The warnings stay on the backend connections, which go back to their pools
+                // now: read them while they are held, for a later SHOW WARNINGS.
+                if ok.warnings > 0 {
+                    let mut conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
+                        let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
+                            .pinned
+                            .iter_mut()
+                            .map(|(k, v)| (k.as_str(), v))
+                            .collect();
+                        plan.targets
+                            .iter()
+                            .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+                            .collect()
+                    } else {
+                        fresh.iter_mut().map(|b| b.as_mut()).collect()
+                    };
+                    self.warnings = collect_warnings(&mut conns).await;
+                }
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
                     self.next_insert_id = None;
                     return send_error(&slot, w, e).await;
@@ -1250,6 +1283,36 @@ impl Session {
             }
         }
     }
+}
+
+/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message), in order; a
+/// connection that cannot answer adds nothing (the statement itself succeeded).
+async fn collect_warnings(
+    conns: &mut [&mut (dyn BackendConn + 'static)],
+) -> Vec<Vec<Option<String>>> {
+    let mut out = Vec::new();
+    for conn in conns.iter_mut() {
+        let Ok(Response::Rows { mut rows, .. }) = conn.query("SHOW WARNINGS").await else {
+            continue;
+        };
+        while let Some(Ok(row)) = rows.next().await {
+            out.push(
+                row.iter()
+                    .take(3)
+                    .map(|v| match v {
+                        crate::backend::Value::Null => None,
+                        crate::backend::Value::Bytes(b) => {
+                            Some(String::from_utf8_lossy(b).into_owned())
+                        }
+                        crate::backend::Value::Int(n) => Some(n.to_string()),
+                        crate::backend::Value::UInt(n) => Some(n.to_string()),
+                        crate::backend::Value::Double(n) => Some(n.to_string()),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
 }
 
 /// An OK packet. The server's `info` text ("Records: 2  Duplicates: 0 ...") is left out:

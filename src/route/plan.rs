@@ -195,6 +195,12 @@ pub enum Local {
     ShowDatabases(Option<String>),
     /// `SHOW CREATE DATABASE name` of a logical schema.
     ShowCreateDatabase(String),
+    /// `SHOW WARNINGS` [`LIMIT [offset,] n`]: the warnings of the session's last statement, kept
+    /// from the backend connections that ran it (which return to their pools right after).
+    ShowWarnings {
+        offset: usize,
+        limit: Option<usize>,
+    },
     /// `SHOW [FULL] TABLES [LIKE 'p']` of a schema without a default dataNode: the configured
     /// tables, lower-cased (SPEC §5.16).
     ShowTables {

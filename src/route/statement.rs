@@ -605,6 +605,28 @@ fn show(
             };
             Ok(Routed::Local(Local::ShowDatabases(pattern)))
         }
+        "WARNINGS" if i == 1 => {
+            // SHOW WARNINGS [LIMIT [offset,] n]
+            let bad = || RouteError::syntax("SHOW WARNINGS supports only LIMIT [offset,] n here");
+            let rest = words.get(2..).unwrap_or_default();
+            let (offset, limit) = match rest.split_first() {
+                None => (0, None),
+                Some((l, args)) if l.eq_ignore_ascii_case("LIMIT") => {
+                    let args: String = args.concat();
+                    let numbers: Vec<usize> = args
+                        .split(',')
+                        .map(|n| n.parse().map_err(|_| bad()))
+                        .collect::<Result<_, _>>()?;
+                    match numbers[..] {
+                        [n] => (0, Some(n)),
+                        [o, n] => (o, Some(n)),
+                        _ => return Err(bad()),
+                    }
+                }
+                Some(_) => return Err(bad()),
+            };
+            Ok(Routed::Local(Local::ShowWarnings { offset, limit }))
+        }
         "GRANTS" | "PROCESSLIST" => Err(RouteError {
             code: 1227,
             state: "42000",
