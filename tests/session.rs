@@ -114,6 +114,23 @@ async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     assert!(warnings[1].2.contains("'5000001'"), "{warnings:?}");
     let limited: Vec<(String, u32, String)> = c.query("SHOW WARNINGS LIMIT 1, 1").await.unwrap();
     assert_eq!(limited, warnings[1..]);
+    // Statements that read the diagnostics leave them as they are.
+    c.query_drop("SHOW COUNT(*) WARNINGS").await.unwrap();
+    let again: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(again, warnings);
+    // A statement refused before it reaches a node clears them too.
+    assert!(c.query_drop("SELECT * FROM no_such_table").await.is_err());
+    let none: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert!(none.is_empty(), "{none:?}");
+    // A global table's write runs on every node: one warning, as one database gives.
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'a')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT IGNORE INTO company (id, name) VALUES (1, 'b')")
+        .await
+        .unwrap();
+    let global: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(global.len(), 1, "{global:?}");
     // The next statement on a dataNode starts a clean list.
     c.query_drop("SELECT id FROM travelrecord WHERE id = 7")
         .await

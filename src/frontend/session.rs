@@ -1052,7 +1052,6 @@ impl Session {
         {
             return self.error(w, e).await;
         }
-        self.warnings.clear();
         let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
         // A write to several dataNodes outside a transaction runs in one on each node and is
         // committed only where all succeeded, so a failure leaves nothing half applied.
@@ -1267,6 +1266,11 @@ impl Session {
                     } else {
                         fresh.iter_mut().map(|b| b.as_mut()).collect()
                     };
+                    // A global table's write ran on every node: its first node's warnings are
+                    // the statement's (as its OK packet is).
+                    if plan.ok_merge == OkMerge::First {
+                        conns.truncate(1);
+                    }
                     self.warnings = collect_warnings(&mut conns).await;
                 }
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
@@ -1285,8 +1289,40 @@ impl Session {
     }
 }
 
-/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message), in order; a
-/// connection that cannot answer adds nothing (the statement itself succeeded).
+/// Whether a statement only reads the diagnostics area (`SHOW COUNT(*) WARNINGS`, `SHOW
+/// ERRORS`, `SELECT @@warning_count`...), which MySQL leaves as it is.
+fn reads_diagnostics(query: &str) -> bool {
+    let q: String = query
+        .trim_start()
+        .chars()
+        .take(40)
+        .filter(|c| !c.is_whitespace())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    [
+        "showcount(*)warnings",
+        "showcount(*)errors",
+        "showerrors",
+        "showwarnings",
+    ]
+    .iter()
+    .any(|p| q.starts_with(p))
+        || [
+            "select@@warning_count",
+            "select@@session.warning_count",
+            "select@@error_count",
+            "select@@session.error_count",
+        ]
+        .iter()
+        .any(|p| q.starts_with(p))
+}
+
+/// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
+const MAX_ERROR_COUNT: usize = 64;
+
+/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message), in order, at most
+/// [`MAX_ERROR_COUNT`]; a connection that cannot answer adds nothing (the statement itself
+/// succeeded).
 async fn collect_warnings(
     conns: &mut [&mut (dyn BackendConn + 'static)],
 ) -> Vec<Vec<Option<String>>> {
@@ -1296,6 +1332,9 @@ async fn collect_warnings(
             continue;
         };
         while let Some(Ok(row)) = rows.next().await {
+            if out.len() >= MAX_ERROR_COUNT {
+                continue;
+            }
             out.push(
                 row.iter()
                     .take(3)
@@ -1916,6 +1955,12 @@ impl Session {
                 .router
                 .route_cached(query, self.schema.as_deref(), &mut self.plans);
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
+        // Every statement starts a new warnings list, except those that read it.
+        if !matches!(routed, Ok(Routed::Local(Local::ShowWarnings { .. })))
+            && !reads_diagnostics(query)
+        {
+            self.warnings.clear();
+        }
         match routed {
             Err(e) => self.error(w, e.into()).await,
             Ok(Routed::Local(l)) => self.local(l, w).await,
