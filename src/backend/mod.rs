@@ -44,6 +44,19 @@ pub enum Value {
     Double(f64),
 }
 
+impl Value {
+    /// The value as text (the server's text form; numbers printed; `None` for NULL).
+    pub fn to_text(&self) -> Option<String> {
+        match self {
+            Value::Null => None,
+            Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            Value::Int(n) => Some(n.to_string()),
+            Value::UInt(n) => Some(n.to_string()),
+            Value::Double(n) => Some(n.to_string()),
+        }
+    }
+}
+
 /// One row: a value per column.
 pub type Row = Vec<Value>;
 

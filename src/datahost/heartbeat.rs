@@ -31,7 +31,7 @@ use futures::StreamExt;
 use super::balance::SourceId;
 use super::health::{Outcome, Replication, Status};
 use super::{DataHost, Source};
-use crate::backend::{BackendConn, BackendError, Response, Value};
+use crate::backend::{BackendConn, BackendError, Response};
 
 /// Heartbeat timing for every dataHost.
 #[derive(Debug, Clone, Copy)]
@@ -216,7 +216,10 @@ async fn statement(
                 if check == Check::Galera
                     && let [name, value, ..] = row.as_slice()
                 {
-                    status.insert(text(name).to_ascii_lowercase(), text(value));
+                    status.insert(
+                        name.to_text().unwrap_or_default().to_ascii_lowercase(),
+                        value.to_text().unwrap_or_default(),
+                    );
                 }
                 if first.is_none() {
                     first = Some(row);
@@ -235,10 +238,7 @@ async fn statement(
                 let i = columns
                     .iter()
                     .position(|c| c.name.eq_ignore_ascii_case(name))?;
-                match row.get(i)? {
-                    Value::Null => None,
-                    v => Some(text(v)),
-                }
+                row.get(i)?.to_text()
             };
             let yes = |name: &str| field(name).is_some_and(|v| v.eq_ignore_ascii_case("Yes"));
             let normal = yes("Slave_IO_Running")
@@ -249,17 +249,6 @@ async fn statement(
                 seconds_behind: field("Seconds_Behind_Master").and_then(|v| v.parse().ok()),
             }))
         }
-    }
-}
-
-/// A value as text (NULL as the empty string).
-fn text(v: &Value) -> String {
-    match v {
-        Value::Null => String::new(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::Int(n) => n.to_string(),
-        Value::UInt(n) => n.to_string(),
-        Value::Double(n) => n.to_string(),
     }
 }
 

@@ -1136,15 +1136,7 @@ impl Session {
         slot.set_status(status.bits());
         let id = self.id;
         let conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
-            let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
-                .pinned
-                .iter_mut()
-                .map(|(k, v)| (k.as_str(), v))
-                .collect();
-            plan.targets
-                .iter()
-                .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
-                .collect()
+            pinned_for(&mut self.pinned, &plan.targets)
         } else {
             fresh.iter_mut().map(|b| b.as_mut()).collect()
         };
@@ -1254,15 +1246,7 @@ impl Session {
                 // now: read them while they are held, for a later SHOW WARNINGS.
                 if ok.warnings > 0 {
                     let mut conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
-                        let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
-                            .pinned
-                            .iter_mut()
-                            .map(|(k, v)| (k.as_str(), v))
-                            .collect();
-                        plan.targets
-                            .iter()
-                            .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
-                            .collect()
+                        pinned_for(&mut self.pinned, &plan.targets)
                     } else {
                         fresh.iter_mut().map(|b| b.as_mut()).collect()
                     };
@@ -1287,6 +1271,19 @@ impl Session {
             }
         }
     }
+}
+
+/// The session's pinned connections of `targets`' nodes, in target order.
+fn pinned_for<'a>(
+    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    targets: &[crate::route::Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
+        pinned.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
+    targets
+        .iter()
+        .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+        .collect()
 }
 
 /// Whether a statement only reads the diagnostics area (`SHOW COUNT(*) WARNINGS`, `SHOW
@@ -1335,20 +1332,7 @@ async fn collect_warnings(
             if out.len() >= MAX_ERROR_COUNT {
                 continue;
             }
-            out.push(
-                row.iter()
-                    .take(3)
-                    .map(|v| match v {
-                        crate::backend::Value::Null => None,
-                        crate::backend::Value::Bytes(b) => {
-                            Some(String::from_utf8_lossy(b).into_owned())
-                        }
-                        crate::backend::Value::Int(n) => Some(n.to_string()),
-                        crate::backend::Value::UInt(n) => Some(n.to_string()),
-                        crate::backend::Value::Double(n) => Some(n.to_string()),
-                    })
-                    .collect(),
-            );
+            out.push(row.iter().take(3).map(|v| v.to_text()).collect());
         }
     }
     out
