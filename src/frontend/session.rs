@@ -1289,29 +1289,30 @@ fn pinned_for<'a>(
 /// Whether a statement only reads the diagnostics area (`SHOW COUNT(*) WARNINGS`, `SHOW
 /// ERRORS`, `SELECT @@warning_count`...), which MySQL leaves as it is.
 fn reads_diagnostics(query: &str) -> bool {
-    let q: String = query
-        .trim_start()
-        .chars()
-        .take(40)
-        .filter(|c| !c.is_whitespace())
-        .collect::<String>()
-        .to_ascii_lowercase();
-    [
+    const PATTERNS: [&str; 8] = [
         "showcount(*)warnings",
         "showcount(*)errors",
         "showerrors",
         "showwarnings",
-    ]
-    .iter()
-    .any(|p| q.starts_with(p))
-        || [
-            "select@@warning_count",
-            "select@@session.warning_count",
-            "select@@error_count",
-            "select@@session.error_count",
-        ]
-        .iter()
-        .any(|p| q.starts_with(p))
+        "select@@warning_count",
+        "select@@session.warning_count",
+        "select@@error_count",
+        "select@@session.error_count",
+    ];
+    // The statement's first 40 characters without white space, ignoring ASCII case, compared
+    // character by character (this runs for every statement: no copy).
+    let squeezed = || {
+        query
+            .trim_start()
+            .chars()
+            .take(40)
+            .filter(|c| !c.is_whitespace())
+            .map(|c| c.to_ascii_lowercase())
+    };
+    PATTERNS.iter().any(|p| {
+        let mut q = squeezed();
+        p.chars().all(|c| q.next() == Some(c))
+    })
 }
 
 /// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
@@ -1981,6 +1982,32 @@ impl Session {
                 Ok(plan) => self.execute(plan, w).await,
                 Err(e) => self.error(w, e).await,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diagnostics_statements_are_recognised_without_case_or_spaces() {
+        for q in [
+            "SHOW WARNINGS",
+            "  show   count(*)   warnings",
+            "show errors limit 1",
+            "SELECT @@warning_count",
+            "select @@SESSION.error_count, 1",
+        ] {
+            assert!(super::reads_diagnostics(q), "{q}");
+        }
+        for q in [
+            "SELECT c FROM t",
+            "SHOW TABLES",
+            "select @@warning",
+            "",
+            "sel",
+            "SELECT                                    @@warning_count",
+        ] {
+            assert!(!super::reads_diagnostics(q), "{q}");
         }
     }
 }

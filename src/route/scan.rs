@@ -35,6 +35,35 @@ pub fn words(s: &str) -> Vec<&str> {
     s.split_whitespace().collect()
 }
 
+/// The first word of a statement, cut at the first comment marker (`/*`, `#`, `--`) it holds,
+/// in upper case: `COMMIT/*x*/` gives `COMMIT`. `None` when the statement is empty or opens with
+/// a marker. The same as the first of [`words_before_comment`], without splitting the rest.
+pub fn first_word_before_comment(s: &str) -> Option<String> {
+    let t = s.trim_start();
+    let word = &t[..t.find(char::is_whitespace).unwrap_or(t.len())];
+    let cut = ["/*", "#", "--"]
+        .iter()
+        .filter_map(|m| word.find(m))
+        .min()
+        .unwrap_or(word.len());
+    (cut > 0).then(|| word[..cut].to_ascii_uppercase())
+}
+
+/// Whether `hay` contains `needle`, ignoring ASCII case (without allocating).
+pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = n.split_first() else {
+        return true;
+    };
+    if h.len() < n.len() {
+        return false;
+    }
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    (0..=h.len() - n.len()).any(|i| {
+        (h[i] == lower || h[i] == upper) && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest)
+    })
+}
+
 /// `true` when `word` equals `keyword` ignoring ASCII case.
 pub fn is(word: Option<&&str>, keyword: &str) -> bool {
     word.is_some_and(|w| w.eq_ignore_ascii_case(keyword))
@@ -185,6 +214,30 @@ pub fn has_mariadb_comment(s: &str) -> bool {
     })
 }
 
+/// What one pass over a statement found outside quotes and (plain) comments: the two checks
+/// every routed statement gets ([`has_mariadb_comment`], [`has_statement_separator`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Markers {
+    /// A MariaDB executable comment (`/*M!...*/`).
+    pub mariadb_comment: bool,
+    /// A `;`.
+    pub separator: bool,
+}
+
+/// [`has_mariadb_comment`] and [`has_statement_separator`] of `s` in one pass.
+pub fn markers(s: &str) -> Markers {
+    let mut m = Markers::default();
+    each_outside_quotes(s, |_, rest| {
+        match rest.as_bytes() {
+            [b';', ..] => m.separator = true,
+            [b'/', b'*', b'M' | b'm', b'!', ..] => m.mariadb_comment = true,
+            _ => {}
+        }
+        m.mariadb_comment && m.separator
+    });
+    m
+}
+
 /// Whether `pred` holds at some position of `s` outside quotes and (plain) comments.
 fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
     let mut found = false;
@@ -292,6 +345,55 @@ pub fn words_before_comment(s: &str) -> Vec<String> {
 #[cfg(test)]
 mod more_tests {
     use super::*;
+
+    #[test]
+    fn one_pass_markers_and_first_words() {
+        for s in [
+            "SELECT 1",
+            "SELECT 1; SELECT 2",
+            "SELECT /*M!100000 1 */",
+            "SELECT ';' /*m! x */ ; 2",
+            "SELECT '/*M!' FROM t",
+            "SELECT `;` -- ;\n",
+            "SELECT 1 /* ; /*M! */ FROM t",
+        ] {
+            assert_eq!(
+                markers(s),
+                Markers {
+                    mariadb_comment: has_mariadb_comment(s),
+                    separator: has_statement_separator(s),
+                },
+                "{s}"
+            );
+        }
+        for s in [
+            "commit",
+            "  COMMIT/*x*/",
+            "rollback work -- undo",
+            "--5",
+            "/* c */ SELECT",
+            "",
+            "   ",
+            "sel#ect 1",
+            "\u{3000}use db",
+        ] {
+            assert_eq!(
+                first_word_before_comment(s),
+                words_before_comment(s).into_iter().next(),
+                "{s}"
+            );
+        }
+        assert!(contains_ignore_ascii_case(
+            "select next value for MycatSeq_x",
+            "MYCATSEQ_"
+        ));
+        assert!(contains_ignore_ascii_case("x", ""));
+        assert!(!contains_ignore_ascii_case("mycatse", "mycatseq_"));
+        assert!(!contains_ignore_ascii_case(
+            "SELECT c FROM t",
+            "last_insert_id"
+        ));
+    }
 
     #[test]
     fn separators_hints_and_words() {

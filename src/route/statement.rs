@@ -51,12 +51,13 @@ pub(super) fn route(
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
-    if scan::has_mariadb_comment(stmt) {
+    let markers = scan::markers(stmt);
+    if markers.mariadb_comment {
         return Err(RouteError::syntax(
             "MariaDB executable comments (/*M!...*/) are not supported: the gateway cannot route what they hide",
         ));
     }
-    if scan::has_statement_separator(stmt) {
+    if markers.separator {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
         ));
@@ -84,12 +85,18 @@ pub(super) fn route(
     if let Some(local) = canned_select(stmt) {
         return Ok(Routed::Local(local));
     }
-    let words = scan::words(stmt);
     // The leading keyword, also when a comment follows it without a space (`COMMIT/*x*/`).
-    let first = scan::words_before_comment(stmt)
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| words[0].to_ascii_uppercase());
+    // Only the statements named here need all their words.
+    let first = scan::first_word_before_comment(stmt).unwrap_or_else(|| {
+        stmt.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_ascii_uppercase()
+    });
+    let words = match first.as_str() {
+        "USE" | "SHOW" | "KILL" | "EXPLAIN" | "DESC" | "DESCRIBE" => scan::words(stmt),
+        _ => Vec::new(),
+    };
     match first.as_str() {
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
@@ -333,6 +340,20 @@ fn verbatim(
 
 /// The SELECTs clients send on connect that the gateway answers itself (SPEC §5.16).
 fn canned_select(stmt: &str) -> Option<Local> {
+    // Each statement below is `select` and a second word opening with `@` or one of three
+    // function calls: checking those two words first spares every other statement the
+    // normalisation.
+    let mut w = stmt.split_whitespace();
+    let canned_start = w.next().is_some_and(|x| x.eq_ignore_ascii_case("select"))
+        && w.next().is_some_and(|x| {
+            x.starts_with('@')
+                || ["database()", "schema()", "connection_id()"]
+                    .iter()
+                    .any(|f| x.eq_ignore_ascii_case(f))
+        });
+    if !canned_start {
+        return last_insert_id(stmt);
+    }
     let normalized: String = scan::words(stmt).join(" ").to_ascii_lowercase();
     match normalized.as_str() {
         "select @@version_comment limit 1" | "select @@version_comment" => {
@@ -396,11 +417,7 @@ fn kill(words: &[&str]) -> Result<Local, RouteError> {
 fn last_insert_id(stmt: &str) -> Option<Local> {
     // Tokenizing every statement to find these two names cost ~19,000 instructions per
     // statement (callgrind); a statement without either text cannot match.
-    let mentions = |name: &str| {
-        stmt.as_bytes()
-            .windows(name.len())
-            .any(|w| w.eq_ignore_ascii_case(name.as_bytes()))
-    };
+    let mentions = |name: &str| scan::contains_ignore_ascii_case(stmt, name);
     if !mentions("last_insert_id") && !mentions("@@identity") {
         return None;
     }
@@ -2823,7 +2840,7 @@ fn insert_value(e: &Expr) -> String {
 /// a string literal or comment). Each draws from its own sequence (Mycat draws every value of
 /// a statement from the first name it sees, which would hand one table another's keys).
 fn sequence_calls(stmt: &str) -> Option<SequenceRewrite> {
-    if !stmt.to_ascii_lowercase().contains("mycatseq_") {
+    if !scan::contains_ignore_ascii_case(stmt, "mycatseq_") {
         return None;
     }
     let toks = rewrite::tokens(stmt)?;
