@@ -1299,20 +1299,23 @@ fn reads_diagnostics(query: &str) -> bool {
         "select@@error_count",
         "select@@session.error_count",
     ];
-    // The statement's first 40 characters without white space, ignoring ASCII case, compared
-    // character by character (this runs for every statement: no copy).
-    let squeezed = || {
-        query
-            .trim_start()
-            .chars()
-            .take(40)
-            .filter(|c| !c.is_whitespace())
-            .map(|c| c.to_ascii_lowercase())
-    };
-    PATTERNS.iter().any(|p| {
-        let mut q = squeezed();
-        p.chars().all(|c| q.next() == Some(c))
-    })
+    // The statement's first 40 characters without white space, in ASCII lower case (this runs
+    // for every statement: no allocation, one pass).
+    let mut squeezed = [0u8; 40];
+    let mut n = 0;
+    for c in query.trim_start().chars().take(40) {
+        if c.is_whitespace() {
+            continue;
+        }
+        if !c.is_ascii() {
+            break;
+        }
+        squeezed[n] = c.to_ascii_lowercase() as u8;
+        n += 1;
+    }
+    PATTERNS
+        .iter()
+        .any(|p| squeezed[..n].starts_with(p.as_bytes()))
 }
 
 /// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
@@ -1941,7 +1944,8 @@ impl Session {
                 .route_cached(query, self.schema.as_deref(), &mut self.plans);
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         // Every statement starts a new warnings list, except those that read it.
-        if !matches!(routed, Ok(Routed::Local(Local::ShowWarnings { .. })))
+        if !self.warnings.is_empty()
+            && !matches!(routed, Ok(Routed::Local(Local::ShowWarnings { .. })))
             && !reads_diagnostics(query)
         {
             self.warnings.clear();
