@@ -41,11 +41,10 @@ pub fn words(s: &str) -> Vec<&str> {
 pub fn first_word_before_comment(s: &str) -> Option<String> {
     let t = s.trim_start();
     let word = &t[..t.find(char::is_whitespace).unwrap_or(t.len())];
-    let cut = ["/*", "#", "--"]
-        .iter()
-        .filter_map(|m| word.find(m))
-        .min()
-        .unwrap_or(word.len());
+    let b = word.as_bytes();
+    let cut = (0..b.len())
+        .find(|&i| b[i] == b'#' || matches!(&b[i..], [b'/', b'*', ..] | [b'-', b'-', ..]))
+        .unwrap_or(b.len());
     (cut > 0).then(|| word[..cut].to_ascii_uppercase())
 }
 

@@ -224,12 +224,12 @@ pub(super) fn key_and_literals(schema: &str, stmt: &str) -> Option<(String, Vec<
         let c = b[i];
         let rest = &stmt[i..];
         let copy_to = |end: usize, out: &mut String| out.push_str(&stmt[i..end]);
-        if rest.starts_with("/*") {
+        if c == b'/' && rest.starts_with("/*") {
             let end = rest.find("*/").map_or(b.len(), |e| i + e + 2);
             copy_to(end, &mut out);
             i = end;
             in_word = false;
-        } else if rest.starts_with("--") || c == b'#' {
+        } else if (c == b'-' && rest.starts_with("--")) || c == b'#' {
             let end = rest.find('\n').map_or(b.len(), |e| i + e + 1);
             copy_to(end, &mut out);
             i = end;
@@ -279,10 +279,17 @@ pub(super) fn key_and_literals(schema: &str, stmt: &str) -> Option<(String, Vec<
             }
             i = end;
         } else {
-            let ch = rest.chars().next()?;
-            out.push(ch);
+            // ASCII is copied as it is; anything else a whole character at a time.
+            let width = if c.is_ascii() {
+                out.push(c as char);
+                1
+            } else {
+                let ch = rest.chars().next()?;
+                out.push(ch);
+                ch.len_utf8()
+            };
             in_word = is_word_byte(c) || c == b'@' || c == b'.';
-            i += ch.len_utf8();
+            i += width;
         }
     }
     Some((out, literals))
