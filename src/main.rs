@@ -11,12 +11,6 @@ use manx::datahost::Timeouts;
 use manx::frontend::Server;
 use manx::route::Router;
 
-/// mimalloc instead of glibc's malloc: a statement allocates a few dozen small buffers (packets,
-/// rows, plans), and glibc's free/consolidate was ~15 % of manx's instructions per point select
-/// (callgrind, scripts/callgrind-statement.sh).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// A MySQL-protocol sharding gateway that runs Mycat 1.6 configurations unchanged.
 #[derive(Parser, Debug)]
 #[command(version, about)]
