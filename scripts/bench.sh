@@ -13,7 +13,8 @@
 # for oltp_point_select, oltp_read_only and oltp_read_write at 1, 4, 16 and 64 threads, with
 # server-side prepared statements (sysbench's default) and with --db-ps-mode=disable.
 # It prints one table: QPS, p95 latency, the paired ratios manx/direct and manx/relay, manx's
-# CPU microseconds per statement (utime+stime from /proc/PID/stat over the run / statements)
+# CPU microseconds per statement (utime+stime from /proc/PID/stat over the run / statements; for
+# the relay, the CPU of its per-connection processes)
 # and its RSS after the run.
 #
 # Then, against a third manx whose table `big` is sharded over 3 dataNodes:
@@ -226,6 +227,7 @@ wait_port() {
 socat TCP-LISTEN:"$RELAY_PORT",bind=127.0.0.1,reuseaddr,fork,backlog=1024,nodelay \
     TCP:"$MY_HOST:$MY_PORT",nodelay 2>"$WORK/socat.log" &
 PIDS+=($!)
+RELAY_PID=$!
 for i in 1 2 3; do
     MANX_LOG=warn "$MANX" --conf "$WORK/manx$i" 2>"$WORK/manx$i.log" &
     PIDS+=($!)
@@ -237,6 +239,9 @@ wait_port "$MANX2_PORT"
 wait_port "$MANX3_PORT"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The relay forks a process per connection: their CPU reaches the listener's cutime+cstime once
+# they have exited and been reaped.
+child_cpu_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 # ---------------------------------------------------------------- sysbench runs
@@ -251,6 +256,7 @@ run_one() {
     esac
     local before=0 out
     [[ -n $pid ]] && before=$(cpu_ticks "$pid")
+    [[ $target == relay ]] && before=$(child_cpu_ticks "$RELAY_PID")
     out=$(sysbench "$workload" --mysql-host="$MY_HOST" --mysql-port="$port" \
         --mysql-user="$user" --mysql-password="$pass" --mysql-db="$db" \
         --tables=1 --table-size="$TABLE_SIZE" --threads="$threads" --time="$TIME" \
@@ -265,6 +271,11 @@ run_one() {
         after=$(cpu_ticks "$pid")
         cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
         rss=$(rss_kb "$pid")
+    elif [[ $target == relay ]]; then
+        local after
+        sleep 0.5 # sysbench has disconnected: let the relay's processes exit and be reaped
+        after=$(child_cpu_ticks "$RELAY_PID")
+        cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$workload" "$threads" "$ps" "$target" "$rep" \
         "$qps" "$p95" "$cpu_us" "$rss" >>"$RESULTS"
@@ -459,8 +470,8 @@ def paired(reps, a, b):
     return med([r[a][0] / r[b][0] for r in reps if a in r and b in r and r[b][0]])
 
 print(f"\nsysbench, {run_time} s per run, median of {reps} interleaved paired runs; QPS (p95 ms)")
-print("| workload | thr | ps | direct | relay | manx 1-node | ×direct | ×relay | µs/stmt | RSS MB | manx 2-node | ×relay | µs/stmt | RSS MB |")
-print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | thr | ps | direct | relay | relay µs/stmt | manx 1-node | ×direct | ×relay | µs/stmt | RSS MB | manx 2-node | ×relay | µs/stmt | RSS MB |")
+print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (w, t, ps), by_rep in runs.items():
     reps_ = list(by_rep.values())
     def col(target):
@@ -470,7 +481,7 @@ for (w, t, ps), by_rep in runs.items():
     def stat(target, i, spec):
         return fmt(med([r[target][i] for r in reps_ if target in r]), spec)
     rss = lambda target: fmt(med([r[target][3] / 1024 for r in reps_ if target in r and r[target][3]]), "{:.0f}")
-    print(f"| {w.replace('oltp_', '')} | {t} | {'on' if ps == 'auto' else 'off'} | {col('direct')} | {col('relay')} | "
+    print(f"| {w.replace('oltp_', '')} | {t} | {'on' if ps == 'auto' else 'off'} | {col('direct')} | {col('relay')} | {stat('relay', 2, '{:.1f}')} | "
           f"{col('manx1')} | {fmt(paired(reps_, 'manx1', 'direct'), '{:.2f}')} | {fmt(paired(reps_, 'manx1', 'relay'), '{:.2f}')} | "
           f"{stat('manx1', 2, '{:.1f}')} | {rss('manx1')} | {col('manx2')} | {fmt(paired(reps_, 'manx2', 'relay'), '{:.2f}')} | "
           f"{stat('manx2', 2, '{:.1f}')} | {rss('manx2')} |")
