@@ -212,25 +212,18 @@ pub fn annotation(sql: &str) -> Option<Result<Annotation<'_>, String>> {
     }))
 }
 
-/// Whether the statement holds a MariaDB executable comment (`/*M!...*/`) outside quotes: the
-/// backend runs its content, but the SQL parser sees a comment, so routing would ignore it.
-pub fn has_mariadb_comment(s: &str) -> bool {
-    find_outside_quotes(s, |rest| {
-        rest.starts_with("/*M!") || rest.starts_with("/*m!")
-    })
-}
-
 /// What one pass over a statement found outside quotes and (plain) comments: the two checks
-/// every routed statement gets ([`has_mariadb_comment`], [`has_statement_separator`]).
+/// every routed statement gets.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Markers {
-    /// A MariaDB executable comment (`/*M!...*/`).
+    /// A MariaDB executable comment (`/*M!...*/`): the backend runs its content, but the SQL
+    /// parser sees a comment, so routing would ignore it.
     pub mariadb_comment: bool,
-    /// A `;`.
+    /// A `;`, which separates statements.
     pub separator: bool,
 }
 
-/// [`has_mariadb_comment`] and [`has_statement_separator`] of `s` in one pass.
+/// The [`Markers`] of `s`, in one pass.
 pub fn markers(s: &str) -> Markers {
     let mut m = Markers::default();
     each_outside_quotes(s, |_, rest| {
@@ -242,16 +235,6 @@ pub fn markers(s: &str) -> Markers {
         m.mariadb_comment && m.separator
     });
     m
-}
-
-/// Whether `pred` holds at some position of `s` outside quotes and (plain) comments.
-fn find_outside_quotes(s: &str, pred: impl Fn(&str) -> bool) -> bool {
-    let mut found = false;
-    each_outside_quotes(s, |_, rest| {
-        found = pred(rest);
-        found
-    });
-    found
 }
 
 /// The statements of a multi-statement text (CLIENT_MULTI_STATEMENTS): `s` cut at each `;`
@@ -329,11 +312,6 @@ fn each_outside_quotes(s: &str, mut f: impl FnMut(usize, &str) -> bool) {
     }
 }
 
-/// Whether `;` separates statements in `s` (outside quotes and comments).
-pub fn has_statement_separator(s: &str) -> bool {
-    find_outside_quotes(s, |rest| rest.starts_with(';'))
-}
-
 /// The words of a statement up to the first comment (for keyword-only statements such as
 /// `COMMIT /* done */`).
 pub fn words_before_comment(s: &str) -> Vec<String> {
@@ -354,20 +332,21 @@ mod more_tests {
 
     #[test]
     fn one_pass_markers_and_first_words() {
-        for s in [
-            "SELECT 1",
-            "SELECT 1; SELECT 2",
-            "SELECT /*M!100000 1 */",
-            "SELECT ';' /*m! x */ ; 2",
-            "SELECT '/*M!' FROM t",
-            "SELECT `;` -- ;\n",
-            "SELECT 1 /* ; /*M! */ FROM t",
+        for (s, mariadb_comment, separator) in [
+            ("SELECT 1", false, false),
+            ("SELECT 1; SELECT 2", false, true),
+            ("SELECT /*M!100000 1 */", true, false),
+            ("SELECT ';' /*m! x */ ; 2", true, true),
+            ("SELECT '/*M!' FROM t", false, false),
+            ("SELECT `;` -- ;\n", false, false),
+            ("SELECT 1 /* ; /*M! */ FROM t", false, false),
+            ("SELECT /*M! ; */ 1", true, true),
         ] {
             assert_eq!(
                 markers(s),
                 Markers {
-                    mariadb_comment: has_mariadb_comment(s),
-                    separator: has_statement_separator(s),
+                    mariadb_comment,
+                    separator
                 },
                 "{s}"
             );
@@ -403,6 +382,7 @@ mod more_tests {
 
     #[test]
     fn separators_hints_and_words() {
+        let has_statement_separator = |s: &str| markers(s).separator;
         assert!(has_statement_separator("SHOW TABLES; DELETE FROM t"));
         assert!(has_statement_separator("DESC t ;DELETE FROM t"));
         assert!(!has_statement_separator(

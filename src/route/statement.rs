@@ -254,20 +254,18 @@ fn verbatim(
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
-    if scan::has_mariadb_comment(stmt) || stmt.starts_with("/*!") {
+    let markers = scan::markers(stmt);
+    if markers.mariadb_comment || stmt.starts_with("/*!") {
         return Err(RouteError::syntax(
             "executable comments are not supported after an annotation: the gateway cannot check what they hide",
         ));
     }
-    if scan::has_statement_separator(stmt) {
+    if markers.separator {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
         ));
     }
-    let first = scan::words_before_comment(stmt)
-        .into_iter()
-        .next()
-        .unwrap_or_default();
+    let first = scan::first_word_before_comment(stmt).unwrap_or_default();
     let (read, ddl) = match first.as_str() {
         // Session and transaction state is the gateway's: sending it to one backend connection
         // would desynchronise them.
