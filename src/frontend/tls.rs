@@ -264,6 +264,20 @@ fn poll_fill(
     Poll::Ready(Ok(true))
 }
 
+/// Reads one login packet into `head`: its 4-byte header, then its payload (at most
+/// `MAX_LOGIN_PACKET` bytes of it). `true` once it is there, `false` when the stream ended first.
+fn poll_login_packet(
+    stream: &mut Stream,
+    cx: &mut Context<'_>,
+    head: &mut Vec<u8>,
+) -> Poll<io::Result<bool>> {
+    if !ready!(poll_fill(stream, cx, head, 4))? {
+        return Poll::Ready(Ok(false));
+    }
+    let want = 4 + payload_len(head).min(MAX_LOGIN_PACKET);
+    poll_fill(stream, cx, head, want)
+}
+
 /// The payload length in a packet header.
 fn payload_len(header: &[u8]) -> usize {
     u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize
@@ -330,15 +344,7 @@ impl Inner {
                 }
                 Login::First => {
                     let mut head = std::mem::take(&mut self.head);
-                    let filled = poll_fill(&mut self.stream, cx, &mut head, 4);
-                    let filled = match filled {
-                        Poll::Ready(Ok(true)) => {
-                            let want = 4 + payload_len(&head).min(MAX_LOGIN_PACKET);
-                            poll_fill(&mut self.stream, cx, &mut head, want)
-                        }
-                        other => other,
-                    };
-                    match filled {
+                    match poll_login_packet(&mut self.stream, cx, &mut head) {
                         Poll::Pending => {
                             self.head = head;
                             return Poll::Pending;
@@ -398,15 +404,7 @@ impl Inner {
                 }
                 Login::Response => {
                     let mut head = std::mem::take(&mut self.head);
-                    let filled = poll_fill(&mut self.stream, cx, &mut head, 4);
-                    let filled = match filled {
-                        Poll::Ready(Ok(true)) => {
-                            let want = 4 + payload_len(&head).min(MAX_LOGIN_PACKET);
-                            poll_fill(&mut self.stream, cx, &mut head, want)
-                        }
-                        other => other,
-                    };
-                    match filled {
+                    match poll_login_packet(&mut self.stream, cx, &mut head) {
                         Poll::Pending => {
                             self.head = head;
                             return Poll::Pending;
