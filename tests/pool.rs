@@ -1,7 +1,8 @@
 //! Backend connections go back to their pool clean after the statements the gateway sends most,
-//! so the next checkout needs no `COM_RESET_CONNECTION` round trip. Counted on a throwaway
-//! MariaDB server of the test's own (`Com_admin_commands` is server-wide: the shared sandbox's
-//! counters move with other tests).
+//! so the next checkout needs no `COM_RESET_CONNECTION` round trip, and a checkout for a dataNode
+//! takes a connection already on its database, so it needs no `USE` round trip. Counted on a
+//! throwaway MariaDB server of the test's own (`Com_admin_commands` and `Com_change_db` are
+//! server-wide: the shared sandbox's counters move with other tests).
 
 mod common;
 
@@ -47,18 +48,22 @@ fn config(server: &Throwaway) -> tempfile::TempDir {
     dir
 }
 
-async fn resets(server: &Throwaway) -> u64 {
+async fn status(server: &Throwaway, counter: &str) -> u64 {
     let mut c = server.conn(None).await;
     let row: Option<(String, u64)> = c
-        .query_first("SHOW GLOBAL STATUS LIKE 'Com_admin_commands'")
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{counter}'"))
         .await
         .unwrap();
     row.unwrap().1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn merged_order_by_limit_leaves_its_connections_clean() {
-    let server = Throwaway::start("pool", 1).await;
+async fn resets(server: &Throwaway) -> u64 {
+    status(server, "Com_admin_commands").await
+}
+
+/// Creates `pl1..pl3` with table `t` on `server`, starts a gateway on [`config`] and connects
+/// to it as `pl`.
+async fn gateway(server: &Throwaway) -> (tempfile::TempDir, mysql_async::Conn) {
     let mut admin = server.conn(None).await;
     for i in 1..=3 {
         admin
@@ -69,11 +74,18 @@ async fn merged_order_by_limit_leaves_its_connections_clean() {
             .unwrap();
     }
     drop(admin);
-    let dir = config(&server);
+    let dir = config(server);
     let port = start_gateway(dir.path()).await;
-    let mut c = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
+    let c = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
         .await
         .unwrap();
+    (dir, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn merged_order_by_limit_leaves_its_connections_clean() {
+    let server = Throwaway::start("pool", 1).await;
+    let (_dir, mut c) = gateway(&server).await;
     let values: Vec<String> = (1..=90).map(|id| format!("({id}, 'v{id}')")).collect();
     c.query_drop(format!(
         "INSERT INTO t (id, v) VALUES {}",
@@ -104,5 +116,36 @@ async fn merged_order_by_limit_leaves_its_connections_clean() {
         after - before <= 1,
         "{} COM_RESET_CONNECTIONs for 20 merged reads",
         after - before
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
+    // The three dataNodes share one dataHost, hence one pool: without the per-database idle
+    // lists, a connection that last served pl1 is handed to a statement for pl2 about two times
+    // in three, and each such checkout costs a `USE` round trip.
+    let server = Throwaway::start("pool-db", 1).await;
+    let (_dir, mut c) = gateway(&server).await;
+    c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    // Warm: every database has had a connection (a merged read takes three at once).
+    let _: Vec<i64> = c.query("SELECT id FROM t ORDER BY id").await.unwrap();
+    let before = status(&server, "Com_change_db").await;
+    for _ in 0..10 {
+        for id in [1, 2, 3, 3, 1, 2] {
+            let v: Option<String> = c
+                .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+                .await
+                .unwrap();
+            assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
+        }
+        let ids: Vec<i64> = c.query("SELECT id FROM t ORDER BY id").await.unwrap();
+        assert_eq!(ids, [1, 2, 3]);
+    }
+    let uses = status(&server, "Com_change_db").await - before;
+    assert_eq!(
+        uses, 0,
+        "{uses} USE statements for 60 point reads and 10 merged reads"
     );
 }

@@ -7,6 +7,7 @@
 //! through to the client unchanged.
 
 pub mod mysql;
+mod pool;
 pub mod postgres;
 pub mod stateless;
 
@@ -201,12 +202,15 @@ pub trait Canceller: Send + Sync + fmt::Debug {
 /// A pool of connections to one physical database server (a writeHost or readHost).
 #[async_trait]
 pub trait Backend: Send + Sync + fmt::Debug {
-    /// A connection from the pool, opening one when none is idle and the pool has room; waits a
-    /// bounded time when the pool is at `maxCon`.
+    /// A connection from the pool for a statement on `database`, preferably one that already
+    /// has it selected (SPEC §4.10: Mycat keeps pooled connections per database), opening one
+    /// when none is idle and the pool has room; waits a bounded time when the pool is at
+    /// `maxCon`. The caller still calls [`BackendConn::select_database`]: the connection may be
+    /// on another database.
     ///
     /// Errors: `Closed` when the server cannot be reached, `Timeout` when no connection frees up
     /// or the connect does not finish in time.
-    async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError>;
+    async fn acquire(&self, database: &str) -> Result<Box<dyn BackendConn>, BackendError>;
 
     /// Opens connections until `connections` are in the pool (Mycat's `minCon`: connections
     /// opened per source at start-up). Errors: the first connection that could not be opened.

@@ -1,15 +1,16 @@
-//! MySQL/MariaDB backend on `mysql_async`, pooled with `deadpool` (one pool per physical host,
-//! `maxCon` connections at most, as Mycat sizes a source's pool, SPEC §4.10). The dataNode's
-//! database is selected per connection, lazily (SPEC §1.6).
+//! MySQL/MariaDB backend on `mysql_async`, one pool per physical host (`maxCon` connections at
+//! most, as Mycat sizes a source's pool, SPEC §4.10) whose idle connections are kept per
+//! selected database (module [`super::pool`]). The dataNode's database is selected per
+//! connection, lazily (SPEC §1.6): only when the connection taken was on another one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleResult};
 use futures::StreamExt;
 use mysql_async::prelude::Queryable;
 
+use super::pool::{Manage, Pool, PoolConfig, PoolError};
 use super::{Backend, BackendConn, BackendError, Canceller, Column, OkInfo, Response, Row, Value};
 
 /// How to reach one MySQL server and how its pool behaves.
@@ -39,7 +40,7 @@ impl std::fmt::Debug for MysqlBackend {
         f.debug_struct("MysqlBackend")
             .field("address", &self.address)
             .field("size", &status.size)
-            .field("available", &status.available)
+            .field("idle", &status.idle)
             .finish()
     }
 }
@@ -62,22 +63,23 @@ impl MysqlBackend {
             address: address.clone(),
         };
         let address: Arc<str> = address.into();
-        let pool = Pool::builder(manager)
-            .max_size(settings.max_connections)
-            .wait_timeout(Some(settings.wait_timeout))
-            .create_timeout(Some(settings.connect_timeout))
-            .recycle_timeout(Some(settings.connect_timeout))
-            .runtime(deadpool::Runtime::Tokio1)
-            .build()
-            .expect("a runtime and a positive size are always given");
+        let pool = Pool::new(
+            manager,
+            PoolConfig {
+                max_size: settings.max_connections,
+                wait_timeout: settings.wait_timeout,
+                create_timeout: settings.connect_timeout,
+                recycle_timeout: settings.connect_timeout,
+            },
+        );
         MysqlBackend { address, pool }
     }
 }
 
 #[async_trait]
 impl Backend for MysqlBackend {
-    async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError> {
-        match self.pool.get().await {
+    async fn acquire(&self, database: &str) -> Result<Box<dyn BackendConn>, BackendError> {
+        match self.pool.get(database).await {
             Ok(conn) => Ok(Box::new(PooledConn {
                 conn: Holder::Pooled(conn),
                 address: self.address.clone(),
@@ -87,30 +89,29 @@ impl Backend for MysqlBackend {
                 "no connection to {} within the time limit ({kind:?}): pool exhausted or server not answering",
                 self.address
             ))),
-            Err(e) => Err(BackendError::Other(format!(
-                "pool of {}: {e}",
-                self.address
-            ))),
         }
     }
 
     async fn warm_up(&self, connections: usize) -> Result<(), BackendError> {
         let missing = connections.saturating_sub(self.pool.status().size);
-        let opened = futures::future::join_all((0..missing).map(|_| self.pool.get())).await;
+        let opened = futures::future::join_all((0..missing).map(|_| self.pool.get(""))).await;
         // Dropping the objects returns them to the pool, where they stay idle.
         for o in opened {
-            if let Err(e) = o {
-                return Err(match e {
-                    PoolError::Backend(e) => e,
-                    other => BackendError::Other(format!("pool of {}: {other}", self.address)),
-                });
+            match o {
+                Ok(_) => {}
+                Err(PoolError::Backend(e)) => return Err(e),
+                Err(PoolError::Timeout(stage)) => {
+                    return Err(BackendError::Timeout(format!(
+                        "warming the pool of {}: time limit reached ({stage:?})",
+                        self.address
+                    )));
+                }
             }
         }
         Ok(())
     }
 
     async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError> {
-        use managed::Manager as _;
         let conn = self.pool.manager().create().await?;
         Ok(Box::new(PooledConn {
             conn: Holder::Direct(conn),
@@ -119,9 +120,9 @@ impl Backend for MysqlBackend {
     }
 
     fn close_idle(&self) {
-        // Idle objects are the ones `retain` sees; connections in use are closed when they are
-        // returned and fail their recycle check, or when their holder drops them.
-        self.pool.retain(|_, _| false);
+        // Connections in use are closed when they are returned and fail their recycle check,
+        // or when their holder drops them.
+        self.pool.close_idle();
     }
 
     fn address(&self) -> &str {
@@ -130,11 +131,11 @@ impl Backend for MysqlBackend {
 
     fn in_use(&self) -> usize {
         let s = self.pool.status();
-        s.size.saturating_sub(s.available)
+        s.size.saturating_sub(s.idle)
     }
 }
 
-/// A connection checked out again within this time skips the liveness round trip (when it needs
+/// A connection checked out again within this time of its return skips the liveness round trip (when it needs
 /// no reset either): a server that died since is noticed by the statement itself. Longer idle
 /// connections are checked before they are handed out, as every one was before.
 const RECENTLY_USED: Duration = Duration::from_secs(1);
@@ -209,8 +210,8 @@ struct Manager {
     address: String,
 }
 
-impl managed::Manager for Manager {
-    type Type = Conn;
+impl Manage for Manager {
+    type Conn = Conn;
     type Error = BackendError;
 
     async fn create(&self) -> Result<Conn, BackendError> {
@@ -239,18 +240,34 @@ impl managed::Manager for Manager {
         }
     }
 
-    async fn recycle(&self, conn: &mut Conn, metrics: &Metrics) -> RecycleResult<BackendError> {
-        // A connection that only ran stateless statements (module `stateless`) since its last
-        // reset and was used moments ago is handed out as it is: no round trip. Otherwise
-        // COM_RESET_CONNECTION clears what the previous session left on the connection (user
-        // variables, GET_LOCK locks, temporary tables, session variables) so nothing leaks to
-        // the next client; it keeps the selected database and doubles as the liveness check.
-        // A connection dropped mid-result has its remaining rows read out first by mysql_async.
-        if !conn.dirty && metrics.last_used() < RECENTLY_USED {
+    async fn recycle(&self, conn: &mut Conn, idle: Duration) -> Result<(), BackendError> {
+        // A connection returned dirty was reset (`clean`) before it was listed idle. One that
+        // only ran stateless statements (module `stateless`) since its last reset and was
+        // returned moments ago is handed out as it is: no round trip. Otherwise (idle a while,
+        // or dirty because it was returned outside a runtime) COM_RESET_CONNECTION clears what
+        // a previous session may have left (user variables, GET_LOCK locks, temporary tables,
+        // session variables) so nothing leaks to the next client; it keeps the selected
+        // database and doubles as the liveness check. A connection dropped mid-result has its
+        // remaining rows read out first by mysql_async.
+        if !conn.dirty && idle < RECENTLY_USED {
             conn.inherited = conn.used;
             return Ok(());
         }
-        conn.reset().await.map_err(RecycleError::Backend)
+        conn.reset().await
+    }
+
+    fn database(conn: &Conn) -> Option<&str> {
+        conn.database.as_deref()
+    }
+
+    /// A statement that may have left session state ran (or its result was not read to the end,
+    /// or it ended with an error or warnings): see [`Conn::dirty`].
+    fn dirty(conn: &Conn) -> bool {
+        conn.dirty
+    }
+
+    async fn clean(&self, conn: &mut Conn) -> Result<(), BackendError> {
+        conn.reset().await
     }
 }
 
@@ -262,7 +279,7 @@ struct PooledConn {
 
 /// A connection checked out of the pool, or one opened beside it ([`Backend::connect`]).
 enum Holder {
-    Pooled(managed::Object<Manager>),
+    Pooled(super::pool::Object<Manager>),
     Direct(Conn),
 }
 

@@ -648,7 +648,7 @@ async fn connect(
             ),
         }));
     }
-    let mut conn = source.backend.acquire().await.map_err(fail)?;
+    let mut conn = source.backend.acquire(&n.database).await.map_err(fail)?;
     conn.select_database(&n.database).await.map_err(fail)?;
     Ok(conn)
 }

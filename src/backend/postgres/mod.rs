@@ -162,7 +162,9 @@ impl Shared {
 
 #[async_trait]
 impl Backend for PostgresBackend {
-    async fn acquire(&self) -> Result<Box<dyn BackendConn>, BackendError> {
+    /// The connection is taken from `database`'s pool by [`BackendConn::select_database`]
+    /// (a PostgreSQL connection cannot change its database).
+    async fn acquire(&self, _database: &str) -> Result<Box<dyn BackendConn>, BackendError> {
         Ok(Box::new(PgConn {
             shared: self.shared.clone(),
             conn: None,
