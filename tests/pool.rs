@@ -149,3 +149,65 @@ async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
         "{uses} USE statements for 60 point reads and 10 merged reads"
     );
 }
+
+/// `BEGIN`, a point read on each of the three dataNodes, `COMMIT`: the values read.
+async fn read_tx(c: &mut mysql_async::Conn) -> Vec<String> {
+    c.query_drop("BEGIN").await.unwrap();
+    let mut seen = Vec::new();
+    for id in [1, 2, 3] {
+        let v: Option<String> = c
+            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+            .await
+            .unwrap();
+        seen.push(v.unwrap());
+    }
+    c.query_drop("COMMIT").await.unwrap();
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_transactions_leave_their_connections_clean() {
+    // START TRANSACTION and COMMIT leave nothing on a connection once the transaction ended:
+    // a transaction of plain SELECTs needs no COM_RESET_CONNECTION before or after it. One that
+    // left state (a GET_LOCK) is still reset, and at once.
+    let server = Throwaway::start("pool-tx", 1).await;
+    let (_dir, mut c) = gateway(&server).await;
+    c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    // Warm: the INSERT's connections (a write) are reset once.
+    read_tx(&mut c).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let before = resets(&server).await;
+    for _ in 0..10 {
+        assert_eq!(read_tx(&mut c).await, ["a", "b", "c"]);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let after = resets(&server).await;
+    assert!(
+        after - before <= 1,
+        "{} COM_RESET_CONNECTIONs for 10 read-only transactions over three dataNodes",
+        after - before
+    );
+
+    c.query_drop("BEGIN").await.unwrap();
+    let got: Option<i64> = c
+        .query_first("SELECT GET_LOCK('manx_tx_lock', 0) FROM t WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(got, Some(1));
+    c.query_drop("COMMIT").await.unwrap();
+    let mut direct = server.conn(None).await;
+    let mut free = None;
+    for _ in 0..50 {
+        free = direct
+            .query_first("SELECT IS_FREE_LOCK('manx_tx_lock')")
+            .await
+            .unwrap();
+        if free == Some(1) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(free, Some(1), "the transaction's GET_LOCK outlived it");
+}

@@ -155,6 +155,35 @@ struct Conn {
     /// Handed out without a reset after another holder used it: a statement that may read
     /// session state (`FOUND_ROWS()`, `SHOW WARNINGS`...) gets a reset first.
     inherited: bool,
+    /// The gateway's `START TRANSACTION` ran and no `COMMIT`/`ROLLBACK` has ended it cleanly
+    /// since: returned like this, the connection is reset (which rolls back) before reuse.
+    open_transaction: bool,
+}
+
+/// How a statement bears on what a connection carries to its next holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Leaves and reads no session state ([`super::stateless::is_stateless`]).
+    Stateless,
+    /// The gateway's `START TRANSACTION`: opens a transaction, leaves nothing else.
+    Begin,
+    /// The gateway's `COMMIT` / `ROLLBACK`: ends the transaction, leaves nothing else.
+    End,
+    /// Anything else: may leave or read session state.
+    Other,
+}
+
+impl Kind {
+    /// The gateway sends transaction control with exactly these texts (frontend `session`);
+    /// a client's own text takes the careful path.
+    fn of(sql: &str) -> Kind {
+        match sql {
+            "START TRANSACTION" => Kind::Begin,
+            "COMMIT" | "ROLLBACK" => Kind::End,
+            _ if super::stateless::is_stateless(sql) => Kind::Stateless,
+            _ => Kind::Other,
+        }
+    }
 }
 
 impl Conn {
@@ -171,6 +200,7 @@ impl Conn {
             dirty: false,
             used: false,
             inherited: false,
+            open_transaction: false,
         }
     }
 
@@ -187,19 +217,30 @@ impl Conn {
         self.dirty = false;
         self.used = false;
         self.inherited = false;
+        self.open_transaction = false;
         Ok(())
     }
 
     /// Called before each statement: marks what it may leave behind, and resets first when it
-    /// may read state a previous holder left.
-    async fn before(&mut self, sql: &str) -> Result<bool, BackendError> {
-        let stateless = super::stateless::is_stateless(sql);
-        if !stateless && self.inherited {
+    /// may read state a previous holder left. Transaction control reads none, so a read-only
+    /// transaction of stateless statements leaves its connection clean: no reset before its
+    /// `START TRANSACTION` nor after its `COMMIT`.
+    async fn before(&mut self, sql: &str) -> Result<Kind, BackendError> {
+        let kind = Kind::of(sql);
+        if kind == Kind::Other && self.inherited {
             self.reset().await?;
         }
-        self.inherited &= stateless;
+        self.inherited &= kind != Kind::Other;
         self.used = true;
-        Ok(stateless)
+        if kind == Kind::Begin {
+            self.open_transaction = true;
+        }
+        Ok(kind)
+    }
+
+    /// Whether the connection may carry state to its next holder.
+    fn needs_reset(&self) -> bool {
+        self.dirty || self.open_transaction
     }
 }
 
@@ -249,7 +290,7 @@ impl Manage for Manager {
         // session variables) so nothing leaks to the next client; it keeps the selected
         // database and doubles as the liveness check. A connection dropped mid-result has its
         // remaining rows read out first by mysql_async.
-        if !conn.dirty && idle < RECENTLY_USED {
+        if !conn.needs_reset() && idle < RECENTLY_USED {
             conn.inherited = conn.used;
             return Ok(());
         }
@@ -263,7 +304,7 @@ impl Manage for Manager {
     /// A statement that may have left session state ran (or its result was not read to the end,
     /// or it ended with an error or warnings): see [`Conn::dirty`].
     fn dirty(conn: &Conn) -> bool {
-        conn.dirty
+        conn.needs_reset()
     }
 
     async fn clean(&self, conn: &mut Conn) -> Result<(), BackendError> {
@@ -336,12 +377,14 @@ impl BackendConn for PooledConn {
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let c: &'a mut Conn = &mut self.conn;
-        let stateless = c.before(sql).await?;
+        let kind = c.before(sql).await?;
+        let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an
         // error or warnings keep it so).
         let dirty_before = c.dirty;
         c.dirty = true;
         let dirty = &mut c.dirty;
+        let open_transaction = &mut c.open_transaction;
         let result = c.conn.query_iter(sql).await.map_err(convert_error)?;
         let columns = result.columns_ref();
         if columns.is_empty() {
@@ -354,6 +397,9 @@ impl BackendConn for PooledConn {
             result.drop_result().await.map_err(convert_error)?;
             if stateless && ok.warnings == 0 {
                 *dirty = dirty_before;
+                if kind == Kind::End {
+                    *open_transaction = false;
+                }
             }
             return Ok(Response::Ok(ok));
         }
