@@ -17,6 +17,18 @@
 //! the parsed statement when the shape is first seen, and the learned node is checked against the
 //! function's answer; a value the function rejects goes through the full routing.
 //!
+//! The third kind is a sharded range select: `SELECT ... FROM t WHERE col BETWEEN <integer> AND
+//! <integer> [GROUP BY / ORDER BY ...]` with one table, `col` its sharding column, and the two
+//! bounds the statement's only literals. Such a plan may span several dataNodes and carry a merge
+//! and per-node rewrites (hidden sort columns, `AVG` split), but nothing in it depends on the
+//! bounds except the dataNodes, which the function's range answer decides (the same
+//! `partitions_between` the router calls), and the bounds' own text in each node's statement.
+//! So the entry keeps the partitions the template was planned for and each node statement cut
+//! around the bounds' text (`<lo> AND <hi>`, found exactly once in it); on a hit the new bounds
+//! must give the same partitions, and their text is put back between the cuts. There is no other
+//! literal to drive a `LIMIT` or a rewrite, and the function never sees more than the router
+//! gave it.
+//!
 //! The shape is conservative: comments, identifiers, quoted identifiers, double-quoted strings
 //! and any string literal holding quotes, backslashes or characters that could open a comment
 //! are kept as written; only plain numbers and plain single-quoted strings become markers (one
@@ -34,6 +46,7 @@ use sqlparser::ast::{BinaryOperator, Expr, SetExpr, Statement, TableFactor, Valu
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 
+use super::analyze::{Partitions, canonical_number};
 use super::{Plan, SchemaRoute};
 use crate::config::TableKind;
 use crate::sqltext::quoted_end;
@@ -61,18 +74,66 @@ enum Entry {
     Fixed(Plan),
     /// A sharded point select: `table`'s function places the one integer literal.
     Point { table: String, template: Plan },
+    /// A sharded range select (module docs): templates for up to [`RANGE_VARIANTS`] different
+    /// partition sets its bounds reached.
+    Range(Vec<RangeEntry>),
+    /// A shape the range pattern can never serve (its structure, not its values, failed it):
+    /// not parsed again to find out.
+    NotRange,
+}
+
+/// Templates one range shape keeps at most (bounds that reach one node, two adjacent ones, all
+/// of them...).
+const RANGE_VARIANTS: usize = 4;
+
+/// Why a statement gave no range template.
+enum NoRange {
+    /// Its shape cannot be one (not a single-table SELECT with a sharding-column BETWEEN...).
+    Never,
+    /// Its values could not be used (a bound the function rejects...); another statement of
+    /// the shape may do.
+    NotThese,
+}
+
+#[derive(Debug)]
+struct RangeEntry {
+    table: String,
+    /// What `table`'s range routing answered for the template's bounds.
+    partitions: Partitions,
+    template: Plan,
+    /// Per target of `template`: its statement before and after the bounds' text.
+    cuts: Vec<(String, String)>,
 }
 
 /// Plans of statements routed without depending on their literals, by (schema, shape).
 #[derive(Debug, Default)]
 pub struct PlanCache {
     plans: HashMap<String, Entry>,
+    /// Statements answered from the cache.
+    hits: u64,
 }
 
 impl PlanCache {
-    /// The cached plan for `stmt` (its text as the single target's SQL), if its shape is known
-    /// (and, for a point select, its value is placed without error).
+    /// The cached plan for `stmt`, if its shape is known (and, for a point select, its value is
+    /// placed without error; for a range select, its bounds reach the template's partitions).
     pub(super) fn get(
+        &mut self,
+        key: &str,
+        literals: &[Literal],
+        stmt: &str,
+        schema: &SchemaRoute,
+    ) -> Option<Plan> {
+        let plan = self.lookup(key, literals, stmt, schema)?;
+        self.hits += 1;
+        Some(plan)
+    }
+
+    /// Statements this cache has answered (a counter for tests and diagnostics).
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    fn lookup(
         &self,
         key: &str,
         literals: &[Literal],
@@ -81,6 +142,18 @@ impl PlanCache {
     ) -> Option<Plan> {
         let mut plan = match self.plans.get(key)? {
             Entry::Fixed(plan) => plan.clone(),
+            Entry::NotRange => return None,
+            Entry::Range(variants) => {
+                let [lo, hi] = literals else { return None };
+                let partitions = range_partitions(
+                    schema,
+                    &variants.first()?.table,
+                    &stmt[lo.range.clone()],
+                    &stmt[hi.range.clone()],
+                )?;
+                let entry = variants.iter().find(|v| v.partitions == partitions)?;
+                return Some(entry.plan(&stmt[lo.range.start..hi.range.end]));
+            }
             Entry::Point { table, template } => {
                 let node = point_node(schema, table, &stmt[literals.first()?.range.clone()])?;
                 let mut plan = template.clone();
@@ -114,6 +187,35 @@ impl PlanCache {
         }
     }
 
+    /// Keeps `plan` as a range-select template when `stmt` is one (see the module docs).
+    pub(super) fn learn_range(
+        &mut self,
+        key: String,
+        literals: &[Literal],
+        stmt: &str,
+        schema: &SchemaRoute,
+        plan: &Plan,
+    ) {
+        match self.plans.get_mut(&key) {
+            Some(Entry::NotRange) => {}
+            Some(Entry::Range(variants)) => {
+                if variants.len() < RANGE_VARIANTS
+                    && let Ok(entry) = range_entry(schema, literals, stmt, plan)
+                    && variants.iter().all(|v| v.partitions != entry.partitions)
+                {
+                    variants.push(entry);
+                }
+            }
+            // Another kind of entry never meets a plan this one would take.
+            Some(_) => {}
+            None => match range_entry(schema, literals, stmt, plan) {
+                Ok(entry) => self.put(key, Entry::Range(vec![entry])),
+                Err(NoRange::Never) => self.put(key, Entry::NotRange),
+                Err(NoRange::NotThese) => {}
+            },
+        }
+    }
+
     fn put(&mut self, key: String, entry: Entry) {
         if self.plans.len() >= CAPACITY {
             self.plans.clear();
@@ -141,29 +243,44 @@ fn point_node(schema: &SchemaRoute, table: &str, text: &str) -> Option<String> {
     t.nodes.get(i).cloned()
 }
 
-/// The table of a sharded point select (module docs) whose plan is `plan`, or `None`.
-fn point_table(
-    schema: &SchemaRoute,
-    literals: &[Literal],
-    stmt: &str,
-    plan: &Plan,
-) -> Option<String> {
-    let [literal] = literals else { return None };
-    if literal.kind != NUMBER || plan.targets.len() != 1 {
-        return None;
+impl RangeEntry {
+    /// The template with `bounds` (`<lo> AND <hi>` as the statement writes them) in each
+    /// node's statement.
+    fn plan(&self, bounds: &str) -> Plan {
+        let mut plan = self.template.clone();
+        for (t, (before, after)) in plan.targets.iter_mut().zip(&self.cuts) {
+            let mut sql = String::with_capacity(before.len() + bounds.len() + after.len());
+            sql.push_str(before);
+            sql.push_str(bounds);
+            sql.push_str(after);
+            t.sql = Arc::from(sql);
+        }
+        plan
     }
-    let text = &stmt[literal.range.clone()];
-    let mut statements = Parser::parse_sql(&MySqlDialect {}, stmt).ok()?;
-    let statement = statements.pop()?;
-    if !statements.is_empty() {
-        return None;
-    }
+}
+
+/// What `table`'s range routing answers for the integers `lo` and `hi` as written, computed as
+/// the router computes it for `col BETWEEN lo AND hi`; `None` when it fails (the full routing
+/// then reports it).
+fn range_partitions(schema: &SchemaRoute, table: &str, lo: &str, hi: &str) -> Option<Partitions> {
+    let t = schema.tables.get(table)?;
+    t.partitions_between(&canonical_number(lo), &canonical_number(hi))
+        .ok()
+}
+
+/// The one table of a single-table SELECT with no CTE and no join, upper-cased, with the
+/// statement's `SELECT` and the table's route; `None` for anything else or an unconfigured
+/// table.
+fn single_table<'s>(
+    schema: &'s SchemaRoute,
+    statement: &'s Statement,
+) -> Option<(String, &'s sqlparser::ast::Select, &'s super::TableRoute)> {
     let mut relations = 0;
-    let _ = sqlparser::ast::visit_relations(&statement, |_| {
+    let _ = sqlparser::ast::visit_relations(statement, |_| {
         relations += 1;
         ControlFlow::<()>::Continue(())
     });
-    let Statement::Query(q) = &statement else {
+    let Statement::Query(q) = statement else {
         return None;
     };
     let SetExpr::Select(select) = &*q.body else {
@@ -181,6 +298,132 @@ fn point_table(
     }
     let table = name.0[0].as_ident()?.value.to_ascii_uppercase();
     let t = schema.tables.get(&table)?;
+    Some((table, select, t))
+}
+
+/// The entry for a sharded range select (module docs) whose plan is `plan`. The shape decides
+/// everything up to the bounds' values: a failure there is [`NoRange::Never`].
+fn range_entry(
+    schema: &SchemaRoute,
+    literals: &[Literal],
+    stmt: &str,
+    plan: &Plan,
+) -> Result<RangeEntry, NoRange> {
+    let [lo, hi] = literals else {
+        return Err(NoRange::Never);
+    };
+    if lo.kind != NUMBER || hi.kind != NUMBER {
+        return Err(NoRange::Never);
+    }
+    let Some(table) = range_table(
+        schema,
+        stmt,
+        &stmt[lo.range.clone()],
+        &stmt[hi.range.clone()],
+    ) else {
+        return Err(NoRange::Never);
+    };
+    range_template(schema, table, stmt, lo, hi, plan).ok_or(NoRange::NotThese)
+}
+
+/// The upper-cased table of `SELECT ... FROM table WHERE col BETWEEN lo AND hi ...` with one
+/// table (no join, no CTE), `col` its sharding column, and `lo` and `hi` the integers written,
+/// or `None`.
+fn range_table(schema: &SchemaRoute, stmt: &str, lo: &str, hi: &str) -> Option<String> {
+    let statements = Parser::parse_sql(&MySqlDialect {}, stmt).ok()?;
+    let [statement] = &statements[..] else {
+        return None;
+    };
+    let (table, select, t) = single_table(schema, statement)?;
+    let rule = t.rule.as_ref()?;
+    if !matches!(t.kind, TableKind::Sharded { .. }) {
+        return None;
+    }
+    let Some(Expr::Between {
+        expr,
+        negated: false,
+        low,
+        high,
+    }) = &select.selection
+    else {
+        return None;
+    };
+    let (Expr::Identifier(column), Expr::Value(l), Expr::Value(h)) = (&**expr, &**low, &**high)
+    else {
+        return None;
+    };
+    let (Value::Number(l, _), Value::Number(h, _)) = (&l.value, &h.value) else {
+        return None;
+    };
+    (column.value.eq_ignore_ascii_case(&rule.column) && l == lo && h == hi).then_some(table)
+}
+
+/// The template of `table`'s range select `stmt` with bounds `lo`, `hi`: `None` when the
+/// function rejects the bounds, the plan's nodes are not what the partitions name, or the
+/// bounds' text is not found exactly once in a node statement.
+fn range_template(
+    schema: &SchemaRoute,
+    table: String,
+    stmt: &str,
+    lo: &Literal,
+    hi: &Literal,
+    plan: &Plan,
+) -> Option<RangeEntry> {
+    let t = schema.tables.get(&table)?;
+    let partitions = range_partitions(
+        schema,
+        &table,
+        &stmt[lo.range.clone()],
+        &stmt[hi.range.clone()],
+    )?;
+    let mut expected: Vec<&String> = match &partitions {
+        Partitions::All => t.nodes.iter().collect(),
+        Partitions::Some(set) => set.iter().map(|&i| t.nodes.get(i)).collect::<Option<_>>()?,
+    };
+    let mut planned: Vec<&String> = plan.targets.iter().map(|t| &t.node).collect();
+    planned.sort();
+    expected.sort();
+    if planned.is_empty() || planned != expected {
+        return None;
+    }
+    let bounds = &stmt[lo.range.start..hi.range.end];
+    let cuts = plan
+        .targets
+        .iter()
+        .map(|t| {
+            let sql: &str = &t.sql;
+            let at = sql.find(bounds)?;
+            let after = at + bounds.len();
+            (!sql[after..].contains(bounds))
+                .then(|| (sql[..at].to_string(), sql[after..].to_string()))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(RangeEntry {
+        table,
+        partitions,
+        template: plan.clone(),
+        cuts,
+    })
+}
+
+/// The table of a sharded point select (module docs) whose plan is `plan`, or `None`.
+fn point_table(
+    schema: &SchemaRoute,
+    literals: &[Literal],
+    stmt: &str,
+    plan: &Plan,
+) -> Option<String> {
+    let [literal] = literals else { return None };
+    if literal.kind != NUMBER || plan.targets.len() != 1 {
+        return None;
+    }
+    let text = &stmt[literal.range.clone()];
+    let mut statements = Parser::parse_sql(&MySqlDialect {}, stmt).ok()?;
+    let statement = statements.pop()?;
+    if !statements.is_empty() {
+        return None;
+    }
+    let (table, select, t) = single_table(schema, &statement)?;
     let rule = t.rule.as_ref()?;
     if !matches!(t.kind, TableKind::Sharded { .. }) {
         return None;

@@ -1244,14 +1244,16 @@ fn cached(
     let mut literal_free = false;
     let routed = parsed(r, stmt, Some(schema), &mut literal_free)?;
     if let Routed::Plan(plan) = &routed
-        && plan.targets.len() == 1
-        && *plan.targets[0].sql == *stmt
-        && plan.merge.is_none()
         && plan.fallback.is_empty()
     {
-        if literal_free {
+        // One node, the statement as written, no merge.
+        let plain =
+            plan.targets.len() == 1 && *plan.targets[0].sql == *stmt && plan.merge.is_none();
+        if plain && literal_free {
             cache.insert(key, plan.clone());
-        } else {
+        } else if !literal_free && literals.len() == 2 {
+            cache.learn_range(key, &literals, stmt, s, plan);
+        } else if plain {
             cache.learn_point(key, &literals, stmt, s, plan);
         }
     }

@@ -1,0 +1,1 @@
+SELECT title FROM hotnews WHERE id BETWEEN 5 AND 104 ORDER BY title

@@ -1,0 +1,1 @@
+SELECT user_id, COUNT(*) FROM travelrecord WHERE id BETWEEN 1 AND 10000000 GROUP BY user_id

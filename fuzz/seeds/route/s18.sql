@@ -1,0 +1,1 @@
+SELECT DISTINCT title FROM hotnews WHERE id BETWEEN 6 AND 7 ORDER BY title

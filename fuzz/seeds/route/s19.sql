@@ -1,0 +1,1 @@
+SELECT * FROM employee WHERE sharding_id BETWEEN 10000 AND 10010
