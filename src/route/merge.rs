@@ -179,8 +179,11 @@ impl Layout {
                         // Drop a trailing ASC / DESC.
                         let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
                         match last {
+                            // (Not when the word is the whole item: `ORDER BY a, DESC` names
+                            // a column `DESC`.)
                             Some(i)
                                 if i > 0
+                                    && tokens[i - 1].1.end > r.start
                                     && (is_keyword(&tokens[i].0, Keyword::ASC)
                                         || is_keyword(&tokens[i].0, Keyword::DESC)) =>
                             {
@@ -381,7 +384,9 @@ impl<'a> Planner<'a> {
                 "a schema-qualified column in ORDER BY / GROUP BY / an aggregate over several dataNodes is not supported: drop the schema qualifier",
             ));
         }
-        Ok(&self.sql[r.clone()])
+        self.sql
+            .get(r.clone())
+            .ok_or_else(|| RouteError::syntax("an empty ORDER BY / GROUP BY item"))
     }
 
     fn add_hidden(&mut self, sql: String) -> ColumnRef {
