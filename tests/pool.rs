@@ -62,8 +62,8 @@ async fn resets(server: &Throwaway) -> u64 {
 }
 
 /// Creates `pl1..pl3` with table `t` on `server`, starts a gateway on [`config`] and connects
-/// to it as `pl`.
-async fn gateway(server: &Throwaway) -> (tempfile::TempDir, mysql_async::Conn) {
+/// to it as `pl`: the config directory, the gateway's port and the connection.
+async fn gateway(server: &Throwaway) -> (tempfile::TempDir, u16, mysql_async::Conn) {
     let mut admin = server.conn(None).await;
     for i in 1..=3 {
         admin
@@ -79,13 +79,13 @@ async fn gateway(server: &Throwaway) -> (tempfile::TempDir, mysql_async::Conn) {
     let c = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
         .await
         .unwrap();
-    (dir, c)
+    (dir, port, c)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merged_order_by_limit_leaves_its_connections_clean() {
     let server = Throwaway::start("pool", 1).await;
-    let (_dir, mut c) = gateway(&server).await;
+    let (_dir, _, mut c) = gateway(&server).await;
     let values: Vec<String> = (1..=90).map(|id| format!("({id}, 'v{id}')")).collect();
     c.query_drop(format!(
         "INSERT INTO t (id, v) VALUES {}",
@@ -125,7 +125,7 @@ async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
     // lists, a connection that last served pl1 is handed to a statement for pl2 about two times
     // in three, and each such checkout costs a `USE` round trip.
     let server = Throwaway::start("pool-db", 1).await;
-    let (_dir, mut c) = gateway(&server).await;
+    let (_dir, _, mut c) = gateway(&server).await;
     c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
         .await
         .unwrap();
@@ -171,7 +171,7 @@ async fn read_only_transactions_leave_their_connections_clean() {
     // a transaction of plain SELECTs needs no COM_RESET_CONNECTION before or after it. One that
     // left state (a GET_LOCK) is still reset, and at once.
     let server = Throwaway::start("pool-tx", 1).await;
-    let (_dir, mut c) = gateway(&server).await;
+    let (_dir, _, mut c) = gateway(&server).await;
     c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
         .await
         .unwrap();
@@ -210,4 +210,45 @@ async fn read_only_transactions_leave_their_connections_clean() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(free, Some(1), "the transaction's GET_LOCK outlived it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_on_an_inherited_connection_reads_nothing_its_last_holder_left() {
+    // A connection that only served plain SELECTs goes to the next client without a reset; a
+    // statement that could read what they left (FOUND_ROWS()) gets one first — except inside a
+    // transaction, where a reset would roll it back: there the transaction's start clears it.
+    let server = Throwaway::start("pool-found", 1).await;
+    let (_dir, port, mut a) = gateway(&server).await;
+    let values: Vec<String> = (1..=30).map(|id| format!("({id}, 'v{id}')")).collect();
+    a.query_drop(format!(
+        "INSERT INTO t (id, v) VALUES {}",
+        values.join(", ")
+    ))
+    .await
+    .unwrap();
+    for round in 0..5 {
+        // Ten rows on each node: each node's connection last found 10 rows.
+        let all: Vec<String> = a.query("SELECT v FROM t").await.unwrap();
+        assert_eq!(all.len(), 30);
+        let mut b = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
+            .await
+            .unwrap();
+        b.query_drop("BEGIN").await.unwrap();
+        let found: Option<i64> = b
+            .query_first("SELECT FOUND_ROWS() FROM t WHERE id = 1")
+            .await
+            .unwrap();
+        // Client a's SELECT found 10 rows on each node; a connection reset, new, or cleared
+        // by the transaction's start says 0 or 1 (mysql_async's own connect query).
+        assert!(
+            matches!(found, Some(0 | 1)),
+            "round {round}: FOUND_ROWS() {found:?} is another client's"
+        );
+        b.query_drop("UPDATE t SET v = 'w' WHERE id = 1")
+            .await
+            .unwrap();
+        b.query_drop("ROLLBACK").await.unwrap();
+        let v: Option<String> = b.query_first("SELECT v FROM t WHERE id = 1").await.unwrap();
+        assert_eq!(v.as_deref(), Some("v1"), "round {round}: the rollback lost");
+    }
 }

@@ -141,6 +141,24 @@ pub trait BackendConn: Send + Sync {
     /// Runs one statement (text protocol) and returns its first result: an OK or a row stream.
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError>;
 
+    /// Starts a transaction on the connection (the gateway's `START TRANSACTION`). A backend may
+    /// send it together with the next statement instead of on its own: it must then behave as
+    /// if it had run first (that statement runs inside the transaction), and a `COMMIT` or
+    /// `ROLLBACK` before any statement ends the still empty transaction without a round trip.
+    ///
+    /// Errors: the server refused it or the connection broke (when sent at once).
+    async fn begin(&mut self) -> Result<(), BackendError> {
+        match self.query("START TRANSACTION").await? {
+            Response::Ok(_) => Ok(()),
+            Response::Rows { mut rows, .. } => {
+                while let Some(r) = futures::StreamExt::next(&mut rows).await {
+                    r?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Describes a statement with `?` placeholders without running it: (number of parameters,
     /// result columns). Used to answer a client's COM_STMT_PREPARE with real metadata.
     ///

@@ -158,7 +158,18 @@ struct Conn {
     /// The gateway's `START TRANSACTION` ran and no `COMMIT`/`ROLLBACK` has ended it cleanly
     /// since: returned like this, the connection is reset (which rolls back) before reuse.
     open_transaction: bool,
+    /// `START TRANSACTION` is owed: it goes in the next statement's packet
+    /// ([`BackendConn::begin`]).
+    begin_pending: bool,
+    /// The owed `START TRANSACTION` is followed by [`CLEAR_FOUND_ROWS`]: the connection was
+    /// inherited, and a reset inside the transaction would roll it back.
+    begin_clears: bool,
 }
+
+/// An empty result that sets `FOUND_ROWS()` to 0: after `START TRANSACTION` (which clears the
+/// warnings and `ROW_COUNT()`), the last thing a previous holder's stateless statements could
+/// let a new holder read. Leaves nothing itself.
+const CLEAR_FOUND_ROWS: &str = "SELECT 1 FROM DUAL WHERE 0";
 
 /// How a statement bears on what a connection carries to its next holder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -201,6 +212,8 @@ impl Conn {
             used: false,
             inherited: false,
             open_transaction: false,
+            begin_pending: false,
+            begin_clears: false,
         }
     }
 
@@ -218,13 +231,16 @@ impl Conn {
         self.used = false;
         self.inherited = false;
         self.open_transaction = false;
+        self.begin_pending = false;
+        self.begin_clears = false;
         Ok(())
     }
 
     /// Called before each statement: marks what it may leave behind, and resets first when it
-    /// may read state a previous holder left. Transaction control reads none, so a read-only
-    /// transaction of stateless statements leaves its connection clean: no reset before its
-    /// `START TRANSACTION` nor after its `COMMIT`.
+    /// may read state a previous holder left. Transaction control reads none (and a begun
+    /// transaction clears what could be read instead, [`CLEAR_FOUND_ROWS`]: a reset in it
+    /// would roll it back), so a read-only transaction of stateless statements leaves its
+    /// connection clean: no reset before it nor after its `COMMIT`.
     async fn before(&mut self, sql: &str) -> Result<Kind, BackendError> {
         let kind = Kind::of(sql);
         if kind == Kind::Other && self.inherited {
@@ -375,9 +391,32 @@ impl BackendConn for PooledConn {
         describe(&mut c.conn, sql).await
     }
 
+    /// Sends nothing yet: `START TRANSACTION` goes in front of the next statement, in the same
+    /// packet (`START TRANSACTION;<statement>`, a multi-statement query whose first result, an
+    /// OK, is read and dropped). That saves a round trip per dataNode per transaction. On an
+    /// inherited connection [`CLEAR_FOUND_ROWS`] follows it in the same packet, instead of a
+    /// reset (which could not come later: it would roll the transaction back). A `COMMIT` or
+    /// `ROLLBACK` that comes first ends the empty transaction without a word to the server.
+    async fn begin(&mut self) -> Result<(), BackendError> {
+        let c: &mut Conn = &mut self.conn;
+        c.before("START TRANSACTION").await?;
+        c.begin_pending = true;
+        c.begin_clears = std::mem::take(&mut c.inherited);
+        Ok(())
+    }
+
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let c: &'a mut Conn = &mut self.conn;
         let kind = c.before(sql).await?;
+        let begin = std::mem::take(&mut c.begin_pending);
+        let clears = std::mem::take(&mut c.begin_clears);
+        if begin && kind == Kind::End {
+            // Nothing ran in the transaction: there is nothing to end (nor was anything
+            // cleared).
+            c.open_transaction = false;
+            c.inherited |= clears;
+            return Ok(Response::Ok(OkInfo::default()));
+        }
         let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an
         // error or warnings keep it so).
@@ -385,7 +424,22 @@ impl BackendConn for PooledConn {
         c.dirty = true;
         let dirty = &mut c.dirty;
         let open_transaction = &mut c.open_transaction;
-        let result = c.conn.query_iter(sql).await.map_err(convert_error)?;
+        let result = if begin {
+            let text = if clears {
+                format!("START TRANSACTION;{CLEAR_FOUND_ROWS};{sql}")
+            } else {
+                format!("START TRANSACTION;{sql}")
+            };
+            let mut r = c.conn.query_iter(text).await.map_err(convert_error)?;
+            // Reading past a result moves to the next one: past START TRANSACTION's OK (and
+            // the empty result) to the statement's result, or its error.
+            for _ in 0..1 + usize::from(clears) {
+                r.next().await.map_err(convert_error)?;
+            }
+            r
+        } else {
+            c.conn.query_iter(sql).await.map_err(convert_error)?
+        };
         let columns = result.columns_ref();
         if columns.is_empty() {
             let ok = OkInfo {

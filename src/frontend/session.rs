@@ -189,15 +189,13 @@ fn intent(plan: &Plan) -> Intent {
 
 /// Starts a transaction on `node`'s connection; the error names the node.
 async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
-    run_simple(conn, "START TRANSACTION")
-        .await
-        .map_err(|source| {
-            MysqlError::from(crate::engine::EngineError {
-                node: node.to_string(),
-                source,
-                applied: None,
-            })
+    conn.begin().await.map_err(|source| {
+        MysqlError::from(crate::engine::EngineError {
+            node: node.to_string(),
+            source,
+            applied: None,
         })
+    })
 }
 
 /// Runs a statement whose result is not needed.
