@@ -240,3 +240,16 @@ fn a_range_hit_puts_its_own_bounds_into_each_node_statement() {
             .all(|t| t.sql.contains("BETWEEN 4 AND 5 ORDER BY"))
     );
 }
+
+#[test]
+fn fuzz_findings_route_to_an_answer_not_a_panic() {
+    // The `route` fuzz target: a statement whose ORDER BY is the last thing the merge layout's
+    // tokens hold at the top level (NUL bytes in the text make the two tokenizers disagree)
+    // made the layout index past its token list.
+    let r = router();
+    let mut cache = PlanCache::default();
+    let sql = "SELECT @session.* FROM travelrecord WHERE uwer_id LIKE 'a%' END\x00\x00\x00w\x00\x00\x00\x00\x00\x00\x00\x05er_SELEAT @session.* FROM travelrecord WHERE ulocalid LIKE 'a%' END\x00\x00\x00wer_id L\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x007r_\x0eid LIKE LECT ises@son.* FROM travelrecord WHERE uwe\x00\x00\x00\x00\x00\x00SET \x01\x00@\x01\x00\x00\x00\x00x\x11 =TRAVELRE =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001a =  JTRA\x00\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA \x00\x00\x00\x001e \x00\x00\x00\x00\x00\x00\x00\x00SEL FROM travelr=  JTRA JTRA =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001a =  JTRA\x00\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA \x00\x00\x00\x001e \x00\x00\x00\x00\x00\x00\x00\x00SEL FROM travelr=  JTRA =,\x00\x00\x00 =,\x00\x00ecord WHERE uwer_id LIKE 'a%' END\x00\x00\x00wer_SELECT ises@son.* FROM travelrecord WHERE uwe7rLIKE 'a%' END\x00\x00\x00wer_SELECT title FRnews WHERE id BETWEEN hash-int2 ORDER BY #titlerecord WHERE uwe7r_id LIKE 'a%'7 JTRA =r_id";
+    let plain = r.route(sql, Some("TESTDB"));
+    let cached = r.route_cached(sql, Some("TESTDB"), &mut cache);
+    assert_eq!(format!("{plain:?}"), format!("{cached:?}"));
+}

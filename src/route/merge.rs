@@ -154,7 +154,7 @@ impl Layout {
         let group = match find(after_list, "GROUP", "BY") {
             Some(g) => split(
                 &tokens,
-                byte(top[g + 2])
+                byte(top.get(g + 2).copied().unwrap_or(tokens.len()))
                     ..byte(clause_end(
                         g + 2,
                         &[
@@ -173,26 +173,29 @@ impl Layout {
         let order = match find(after_list, "ORDER", "BY") {
             Some(o) => {
                 let end = clause_end(o + 2, &["LIMIT", "FOR", "LOCK", "INTO"]);
-                let items = split(&tokens, byte(top[o + 2])..byte(end))
-                    .into_iter()
-                    .map(|r| {
-                        // Drop a trailing ASC / DESC.
-                        let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
-                        match last {
-                            // (Not when the word is the whole item: `ORDER BY a, DESC` names
-                            // a column `DESC`.)
-                            Some(i)
-                                if i > 0
-                                    && tokens[i - 1].1.end > r.start
-                                    && (is_keyword(&tokens[i].0, Keyword::ASC)
-                                        || is_keyword(&tokens[i].0, Keyword::DESC)) =>
-                            {
-                                r.start..tokens[i - 1].1.end
-                            }
-                            _ => r,
+                let items = split(
+                    &tokens,
+                    byte(top.get(o + 2).copied().unwrap_or(tokens.len()))..byte(end),
+                )
+                .into_iter()
+                .map(|r| {
+                    // Drop a trailing ASC / DESC.
+                    let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
+                    match last {
+                        // (Not when the word is the whole item: `ORDER BY a, DESC` names
+                        // a column `DESC`.)
+                        Some(i)
+                            if i > 0
+                                && tokens[i - 1].1.end > r.start
+                                && (is_keyword(&tokens[i].0, Keyword::ASC)
+                                    || is_keyword(&tokens[i].0, Keyword::DESC)) =>
+                        {
+                            r.start..tokens[i - 1].1.end
                         }
-                    })
-                    .collect();
+                        _ => r,
+                    }
+                })
+                .collect();
                 let last = tokens[..end].last()?.1.end;
                 Some((tokens[top[o]].1.start..last, items))
             }
