@@ -161,14 +161,14 @@ struct Conn {
     /// `START TRANSACTION` is owed: it goes in the next statement's packet
     /// ([`BackendConn::begin`]).
     begin_pending: bool,
-    /// The owed `START TRANSACTION` is followed by [`CLEAR_FOUND_ROWS`]: the connection was
-    /// inherited, and a reset inside the transaction would roll it back.
-    begin_clears: bool,
+    /// `FOUND_ROWS()` may still be a previous holder's: the connection was handed out again,
+    /// and MariaDB's COM_RESET_CONNECTION does not clear it. A statement that names it gets
+    /// [`CLEAR_FOUND_ROWS`] first, in the same packet.
+    foreign_found_rows: bool,
 }
 
-/// An empty result that sets `FOUND_ROWS()` to 0: after `START TRANSACTION` (which clears the
-/// warnings and `ROW_COUNT()`), the last thing a previous holder's stateless statements could
-/// let a new holder read. Leaves nothing itself.
+/// An empty result that sets `FOUND_ROWS()` to 0 (as on a connection that ran no SELECT yet),
+/// leaving nothing else.
 const CLEAR_FOUND_ROWS: &str = "SELECT 1 FROM DUAL WHERE 0";
 
 /// How a statement bears on what a connection carries to its next holder.
@@ -213,7 +213,7 @@ impl Conn {
             inherited: false,
             open_transaction: false,
             begin_pending: false,
-            begin_clears: false,
+            foreign_found_rows: false,
         }
     }
 
@@ -232,15 +232,15 @@ impl Conn {
         self.inherited = false;
         self.open_transaction = false;
         self.begin_pending = false;
-        self.begin_clears = false;
         Ok(())
     }
 
     /// Called before each statement: marks what it may leave behind, and resets first when it
     /// may read state a previous holder left. Transaction control reads none (and a begun
-    /// transaction clears what could be read instead, [`CLEAR_FOUND_ROWS`]: a reset in it
-    /// would roll it back), so a read-only transaction of stateless statements leaves its
-    /// connection clean: no reset before it nor after its `COMMIT`.
+    /// transaction takes no reset later: it would roll it back), so a read-only transaction of
+    /// stateless statements leaves its connection clean: no reset before it nor after its
+    /// `COMMIT`. `FOUND_ROWS()`, which no reset clears, is handled per statement
+    /// ([`Conn::foreign_found_rows`]).
     async fn before(&mut self, sql: &str) -> Result<Kind, BackendError> {
         let kind = Kind::of(sql);
         if kind == Kind::Other && self.inherited {
@@ -306,6 +306,9 @@ impl Manage for Manager {
         // session variables) so nothing leaks to the next client; it keeps the selected
         // database and doubles as the liveness check. A connection dropped mid-result has its
         // remaining rows read out first by mysql_async.
+        // Whatever else happens, a connection handed out again may show its last holder's
+        // FOUND_ROWS() (a reset does not clear it).
+        conn.foreign_found_rows = true;
         if !conn.needs_reset() && idle < RECENTLY_USED {
             conn.inherited = conn.used;
             return Ok(());
@@ -393,15 +396,17 @@ impl BackendConn for PooledConn {
 
     /// Sends nothing yet: `START TRANSACTION` goes in front of the next statement, in the same
     /// packet (`START TRANSACTION;<statement>`, a multi-statement query whose first result, an
-    /// OK, is read and dropped). That saves a round trip per dataNode per transaction. On an
-    /// inherited connection [`CLEAR_FOUND_ROWS`] follows it in the same packet, instead of a
-    /// reset (which could not come later: it would roll the transaction back). A `COMMIT` or
-    /// `ROLLBACK` that comes first ends the empty transaction without a word to the server.
+    /// OK, is read and dropped). That saves a round trip per dataNode per transaction. A
+    /// `COMMIT` or `ROLLBACK` that comes first ends the empty transaction without a word to
+    /// the server. An inherited connection is not reset inside the transaction (that would
+    /// roll it back): what a previous holder's plain SELECTs leave that `START TRANSACTION`
+    /// does not clear (warnings, `ROW_COUNT()`) is `FOUND_ROWS()`, cleared per statement, and
+    /// the session's status counters (`SHOW SESSION STATUS`).
     async fn begin(&mut self) -> Result<(), BackendError> {
         let c: &mut Conn = &mut self.conn;
         c.before("START TRANSACTION").await?;
         c.begin_pending = true;
-        c.begin_clears = std::mem::take(&mut c.inherited);
+        c.inherited = false;
         Ok(())
     }
 
@@ -409,14 +414,14 @@ impl BackendConn for PooledConn {
         let c: &'a mut Conn = &mut self.conn;
         let kind = c.before(sql).await?;
         let begin = std::mem::take(&mut c.begin_pending);
-        let clears = std::mem::take(&mut c.begin_clears);
         if begin && kind == Kind::End {
-            // Nothing ran in the transaction: there is nothing to end (nor was anything
-            // cleared).
+            // Nothing ran in the transaction: there is nothing to end.
             c.open_transaction = false;
-            c.inherited |= clears;
             return Ok(Response::Ok(OkInfo::default()));
         }
+        let clears =
+            c.foreign_found_rows && crate::route::contains_ignore_ascii_case(sql, "FOUND_ROWS");
+        c.foreign_found_rows &= !clears;
         let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an
         // error or warnings keep it so).
@@ -424,16 +429,16 @@ impl BackendConn for PooledConn {
         c.dirty = true;
         let dirty = &mut c.dirty;
         let open_transaction = &mut c.open_transaction;
-        let result = if begin {
-            let text = if clears {
-                format!("START TRANSACTION;{CLEAR_FOUND_ROWS};{sql}")
-            } else {
-                format!("START TRANSACTION;{sql}")
+        let result = if begin || clears {
+            let text = match (begin, clears) {
+                (true, true) => format!("START TRANSACTION;{CLEAR_FOUND_ROWS};{sql}"),
+                (true, false) => format!("START TRANSACTION;{sql}"),
+                _ => format!("{CLEAR_FOUND_ROWS};{sql}"),
             };
             let mut r = c.conn.query_iter(text).await.map_err(convert_error)?;
-            // Reading past a result moves to the next one: past START TRANSACTION's OK (and
-            // the empty result) to the statement's result, or its error.
-            for _ in 0..1 + usize::from(clears) {
+            // Reading past a result moves to the next one: past START TRANSACTION's OK and
+            // the empty result to the statement's result, or its error.
+            for _ in 0..usize::from(begin) + usize::from(clears) {
                 r.next().await.map_err(convert_error)?;
             }
             r

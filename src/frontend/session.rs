@@ -1481,7 +1481,7 @@ async fn finish_implicit(
     end_on_each(each, sql, id).await
 }
 
-/// Sends `sql` (COMMIT or ROLLBACK) on each node's connection, in order.
+/// Sends `sql` (COMMIT or ROLLBACK) on each node's connection, all at once.
 ///
 /// Errors: names the nodes where it failed and those where it succeeded (DECISIONS.md 16),
 /// logged at error level.
@@ -1490,10 +1490,16 @@ async fn end_on_each<'c>(
     sql: &str,
     id: u32,
 ) -> Result<(), MysqlError> {
+    // Every node is asked at once (one round trip for the transaction, not one per node);
+    // each answers for itself, so the outcome per node is what it was one after another.
+    let results = futures::future::join_all(
+        conns.map(|(node, conn)| async move { (node, run_simple(conn, sql).await) }),
+    )
+    .await;
     let mut done = Vec::new();
     let mut failed = Vec::new();
-    for (node, conn) in conns {
-        match run_simple(conn, sql).await {
+    for (node, result) in results {
+        match result {
             Ok(()) => done.push(node.to_string()),
             Err(e) => failed.push(format!("{node} ({e})")),
         }
