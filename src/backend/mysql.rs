@@ -130,8 +130,9 @@ impl Backend for MysqlBackend {
     }
 
     fn in_use(&self) -> usize {
+        // Connections being reset after their holder returned them serve no statement.
         let s = self.pool.status();
-        s.size.saturating_sub(s.idle)
+        s.size.saturating_sub(s.idle + s.cleaning)
     }
 }
 

@@ -98,6 +98,8 @@ pub(crate) struct Status {
     pub size: usize,
     /// Idle connections.
     pub idle: usize,
+    /// Connections being cleaned after their holder returned them.
+    pub cleaning: usize,
 }
 
 /// A pool of connections to one server, idle ones listed per database (module documentation).
@@ -119,8 +121,11 @@ struct Inner<M: Manage> {
     config: PoolConfig,
     permits: Arc<Semaphore>,
     idle: Mutex<IdleLists<M::Conn>>,
-    /// Open connections (idle, checked out, or being created or checked).
+    /// Open connections (idle, checked out, or being created, checked or cleaned).
     size: AtomicUsize,
+    /// Connections returned dirty and being cleaned ([`Manage::clean`]): neither idle nor in
+    /// a holder's hands.
+    cleaning: AtomicUsize,
 }
 
 /// Idle connections by selected database ("" for none), each list oldest first.
@@ -179,6 +184,7 @@ impl<M: Manage> Pool<M> {
                     count: 0,
                 }),
                 size: AtomicUsize::new(0),
+                cleaning: AtomicUsize::new(0),
             }),
         }
     }
@@ -194,6 +200,7 @@ impl<M: Manage> Pool<M> {
         Status {
             size: self.inner.size.load(Ordering::Acquire),
             idle,
+            cleaning: self.inner.cleaning.load(Ordering::Acquire),
         }
     }
 
@@ -365,6 +372,7 @@ impl<M: Manage> Drop for Object<M> {
         {
             let inner = self.inner.clone();
             let permit = self.permit.take();
+            inner.cleaning.fetch_add(1, Ordering::AcqRel);
             runtime.spawn(async move {
                 let mut slot = Slot::new(&inner, conn);
                 let cleaned = tokio::time::timeout(
@@ -372,6 +380,7 @@ impl<M: Manage> Drop for Object<M> {
                     inner.manager.clean(slot.conn_mut()),
                 )
                 .await;
+                inner.cleaning.fetch_sub(1, Ordering::AcqRel);
                 if let Ok(Ok(())) = cleaned {
                     inner.lock().put(slot.take(), M::database);
                 }
@@ -493,7 +502,14 @@ mod tests {
                 assert_eq!(o.id, ids[i]);
             }
         }
-        assert_eq!(p.status(), Status { size: 3, idle: 3 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 3,
+                idle: 3,
+                cleaning: 0
+            }
+        );
     }
 
     #[tokio::test]
@@ -504,7 +520,14 @@ mod tests {
         drop(a);
         let o = p.get("db2").await.unwrap();
         assert_eq!((o.id, o.database.as_deref()), (id, Some("db1")));
-        assert_eq!(p.status(), Status { size: 1, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 0,
+                cleaning: 0
+            }
+        );
     }
 
     #[tokio::test]
@@ -552,7 +575,14 @@ mod tests {
         p.manager().broken.lock().unwrap().push(b_id);
         let o = p.get("db1").await.unwrap();
         assert_eq!(o.id, a_id);
-        assert_eq!(p.status(), Status { size: 1, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 0,
+                cleaning: 0
+            }
+        );
         assert_eq!(p.manager().recycled.load(Ordering::SeqCst), 2);
     }
 
@@ -561,10 +591,24 @@ mod tests {
         let p = pool(1, Duration::from_millis(50));
         let abandoned = tokio::time::timeout(Duration::from_millis(10), p.get("db1")).await;
         assert!(abandoned.is_err());
-        assert_eq!(p.status(), Status { size: 0, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 0,
+                idle: 0,
+                cleaning: 0
+            }
+        );
         p.manager().fail_create.store(true, Ordering::SeqCst);
         assert!(matches!(p.get("db1").await, Err(PoolError::Backend(_))));
-        assert_eq!(p.status(), Status { size: 0, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 0,
+                idle: 0,
+                cleaning: 0
+            }
+        );
         p.manager().fail_create.store(false, Ordering::SeqCst);
         // The one permit is free again.
         assert!(p.get("db1").await.is_ok());
@@ -586,9 +630,23 @@ mod tests {
         let (a, b) = (on(&p, "db1").await, on(&p, "db2").await);
         drop(a);
         p.close_idle();
-        assert_eq!(p.status(), Status { size: 1, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 0,
+                cleaning: 0
+            }
+        );
         drop(b);
-        assert_eq!(p.status(), Status { size: 1, idle: 1 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 1,
+                cleaning: 0
+            }
+        );
     }
 
     #[tokio::test]
@@ -598,13 +656,27 @@ mod tests {
         a.dirty = true;
         let id = a.id;
         drop(a);
-        // Cleaning: still checked out, and its permit still taken.
-        assert_eq!(p.status(), Status { size: 1, idle: 0 });
+        // Cleaning: neither idle nor held, and its permit still taken.
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 0,
+                cleaning: 1
+            }
+        );
         let o = p.get("db1").await.unwrap();
         assert_eq!((o.id, o.dirty), (id, false));
         assert_eq!(p.manager().recycled.load(Ordering::SeqCst), 1);
         drop(o);
-        assert_eq!(p.status(), Status { size: 1, idle: 1 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 1,
+                idle: 1,
+                cleaning: 0
+            }
+        );
     }
 
     #[tokio::test]
@@ -615,7 +687,14 @@ mod tests {
         p.manager().broken.lock().unwrap().push(a.id);
         drop(a);
         tokio::time::sleep(Duration::from_millis(60)).await;
-        assert_eq!(p.status(), Status { size: 0, idle: 0 });
+        assert_eq!(
+            p.status(),
+            Status {
+                size: 0,
+                idle: 0,
+                cleaning: 0
+            }
+        );
         // Its permit is free: a new connection opens.
         assert_eq!(p.get("db1").await.unwrap().id, 1);
     }
