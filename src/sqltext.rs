@@ -24,6 +24,28 @@ pub fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
     None
 }
 
+/// Whether `hay` contains `needle`, ignoring ASCII case (without allocating).
+pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = n.split_first() else {
+        return true;
+    };
+    if h.len() < n.len() {
+        return false;
+    }
+    // A needle byte without case (`_`, `@`) must occur as it is: one fast search rules most
+    // statements out.
+    if let Some(caseless) = n.iter().find(|b| !b.is_ascii_alphabetic())
+        && !h.contains(caseless)
+    {
+        return false;
+    }
+    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
+    (0..=h.len() - n.len()).any(|i| {
+        (h[i] == lower || h[i] == upper) && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::quoted_end;

@@ -421,7 +421,7 @@ impl BackendConn for PooledConn {
             return Ok(Response::Ok(OkInfo::default()));
         }
         let clears =
-            c.foreign_found_rows && crate::route::contains_ignore_ascii_case(sql, "FOUND_ROWS");
+            c.foreign_found_rows && crate::sqltext::contains_ignore_ascii_case(sql, "FOUND_ROWS");
         c.foreign_found_rows &= !clears;
         let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an

@@ -31,7 +31,7 @@ pub use plan::{
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
-pub use scan::{contains_ignore_ascii_case, split_statements};
+pub use scan::split_statements;
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache};
 pub use statement::{dml_main_table, like};
 

@@ -48,27 +48,7 @@ pub fn first_word_before_comment(s: &str) -> Option<String> {
     (cut > 0).then(|| word[..cut].to_ascii_uppercase())
 }
 
-/// Whether `hay` contains `needle`, ignoring ASCII case (without allocating).
-pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
-    let (h, n) = (hay.as_bytes(), needle.as_bytes());
-    let Some((&first, rest)) = n.split_first() else {
-        return true;
-    };
-    if h.len() < n.len() {
-        return false;
-    }
-    // A needle byte without case (`_`, `@`) must occur as it is: one fast search rules most
-    // statements out.
-    if let Some(caseless) = n.iter().find(|b| !b.is_ascii_alphabetic())
-        && !h.contains(caseless)
-    {
-        return false;
-    }
-    let (lower, upper) = (first.to_ascii_lowercase(), first.to_ascii_uppercase());
-    (0..=h.len() - n.len()).any(|i| {
-        (h[i] == lower || h[i] == upper) && h[i + 1..i + n.len()].eq_ignore_ascii_case(rest)
-    })
-}
+pub use crate::sqltext::contains_ignore_ascii_case;
 
 /// `true` when `word` equals `keyword` ignoring ASCII case.
 pub fn is(word: Option<&&str>, keyword: &str) -> bool {
