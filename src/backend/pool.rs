@@ -476,6 +476,12 @@ mod tests {
         )
     }
 
+    /// (open, idle, being cleaned) connections of `p`.
+    fn counts(p: &Pool<Fake>) -> (usize, usize, usize) {
+        let s = p.status();
+        (s.size, s.idle, s.cleaning)
+    }
+
     async fn on(pool: &Pool<Fake>, database: &str) -> Object<Fake> {
         let mut o = pool.get(database).await.unwrap();
         o.database = Some(database.to_string());
@@ -502,14 +508,7 @@ mod tests {
                 assert_eq!(o.id, ids[i]);
             }
         }
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 3,
-                idle: 3,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (3, 3, 0));
     }
 
     #[tokio::test]
@@ -520,14 +519,7 @@ mod tests {
         drop(a);
         let o = p.get("db2").await.unwrap();
         assert_eq!((o.id, o.database.as_deref()), (id, Some("db1")));
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (1, 0, 0));
     }
 
     #[tokio::test]
@@ -575,14 +567,7 @@ mod tests {
         p.manager().broken.lock().unwrap().push(b_id);
         let o = p.get("db1").await.unwrap();
         assert_eq!(o.id, a_id);
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (1, 0, 0));
         assert_eq!(p.manager().recycled.load(Ordering::SeqCst), 2);
     }
 
@@ -591,24 +576,10 @@ mod tests {
         let p = pool(1, Duration::from_millis(50));
         let abandoned = tokio::time::timeout(Duration::from_millis(10), p.get("db1")).await;
         assert!(abandoned.is_err());
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 0,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (0, 0, 0));
         p.manager().fail_create.store(true, Ordering::SeqCst);
         assert!(matches!(p.get("db1").await, Err(PoolError::Backend(_))));
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 0,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (0, 0, 0));
         p.manager().fail_create.store(false, Ordering::SeqCst);
         // The one permit is free again.
         assert!(p.get("db1").await.is_ok());
@@ -630,23 +601,9 @@ mod tests {
         let (a, b) = (on(&p, "db1").await, on(&p, "db2").await);
         drop(a);
         p.close_idle();
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (1, 0, 0));
         drop(b);
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 1,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (1, 1, 0));
     }
 
     #[tokio::test]
@@ -657,26 +614,12 @@ mod tests {
         let id = a.id;
         drop(a);
         // Cleaning: neither idle nor held, and its permit still taken.
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 0,
-                cleaning: 1
-            }
-        );
+        assert_eq!(counts(&p), (1, 0, 1));
         let o = p.get("db1").await.unwrap();
         assert_eq!((o.id, o.dirty), (id, false));
         assert_eq!(p.manager().recycled.load(Ordering::SeqCst), 1);
         drop(o);
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 1,
-                idle: 1,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (1, 1, 0));
     }
 
     #[tokio::test]
@@ -687,14 +630,7 @@ mod tests {
         p.manager().broken.lock().unwrap().push(a.id);
         drop(a);
         tokio::time::sleep(Duration::from_millis(60)).await;
-        assert_eq!(
-            p.status(),
-            Status {
-                size: 0,
-                idle: 0,
-                cleaning: 0
-            }
-        );
+        assert_eq!(counts(&p), (0, 0, 0));
         // Its permit is free: a new connection opens.
         assert_eq!(p.get("db1").await.unwrap().id, 1);
     }
