@@ -30,6 +30,17 @@ fn router() -> Router {
     Router::new(&Config::load(dir.path()).unwrap()).unwrap()
 }
 
+/// Routes `sql` for TESTDB through `cache` and asserts the answer is the plain route's.
+fn assert_cached_is_plain(r: &Router, cache: &mut PlanCache, sql: &str, round: usize) {
+    let plain = r.route(sql, Some("TESTDB"));
+    let cached = r.route_cached(sql, Some("TESTDB"), cache);
+    assert_eq!(
+        format!("{plain:?}"),
+        format!("{cached:?}"),
+        "round {round}: {sql}"
+    );
+}
+
 /// Deterministic statements (no "any node" choice), each routed twice through one cache.
 const STATEMENTS: &[&str] = &[
     "SELECT c FROM sbtest1 WHERE id=5017",
@@ -73,13 +84,7 @@ fn cached_routing_answers_exactly_what_routing_answers() {
     let mut cache = PlanCache::default();
     for round in 0..2 {
         for sql in STATEMENTS {
-            let plain = r.route(sql, Some("TESTDB"));
-            let cached = r.route_cached(sql, Some("TESTDB"), &mut cache);
-            assert_eq!(
-                format!("{plain:?}"),
-                format!("{cached:?}"),
-                "round {round}: {sql}"
-            );
+            assert_cached_is_plain(&r, &mut cache, sql, round);
         }
     }
     // Kept: the undeclared-table SELECTs that go to dn1 unchanged (two point-select spellings,
@@ -181,13 +186,7 @@ fn cached_range_routing_answers_exactly_what_routing_answers() {
     let mut cache = PlanCache::default();
     for round in 0..3 {
         for sql in RANGES {
-            let plain = r.route(sql, Some("TESTDB"));
-            let cached = r.route_cached(sql, Some("TESTDB"), &mut cache);
-            assert_eq!(
-                format!("{plain:?}"),
-                format!("{cached:?}"),
-                "round {round}: {sql}"
-            );
+            assert_cached_is_plain(&r, &mut cache, sql, round);
         }
     }
     assert!(cache.hits() > 0);
@@ -249,7 +248,5 @@ fn fuzz_findings_route_to_an_answer_not_a_panic() {
     let r = router();
     let mut cache = PlanCache::default();
     let sql = "SELECT @session.* FROM travelrecord WHERE uwer_id LIKE 'a%' END\x00\x00\x00w\x00\x00\x00\x00\x00\x00\x00\x05er_SELEAT @session.* FROM travelrecord WHERE ulocalid LIKE 'a%' END\x00\x00\x00wer_id L\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x007r_\x0eid LIKE LECT ises@son.* FROM travelrecord WHERE uwe\x00\x00\x00\x00\x00\x00SET \x01\x00@\x01\x00\x00\x00\x00x\x11 =TRAVELRE =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001a =  JTRA\x00\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA \x00\x00\x00\x001e \x00\x00\x00\x00\x00\x00\x00\x00SEL FROM travelr=  JTRA JTRA =,\x00\x00\x00\x00\x00 =,\x00\x00\x00\x00\x00\x001a =  JTRA\x00\x00\x00\x00\x00\x00\x001e =  JTRA =,\x00\x00\x00 =,\x00\x00 JTRA \x00\x00\x00\x001e \x00\x00\x00\x00\x00\x00\x00\x00SEL FROM travelr=  JTRA =,\x00\x00\x00 =,\x00\x00ecord WHERE uwer_id LIKE 'a%' END\x00\x00\x00wer_SELECT ises@son.* FROM travelrecord WHERE uwe7rLIKE 'a%' END\x00\x00\x00wer_SELECT title FRnews WHERE id BETWEEN hash-int2 ORDER BY #titlerecord WHERE uwe7r_id LIKE 'a%'7 JTRA =r_id";
-    let plain = r.route(sql, Some("TESTDB"));
-    let cached = r.route_cached(sql, Some("TESTDB"), &mut cache);
-    assert_eq!(format!("{plain:?}"), format!("{cached:?}"));
+    assert_cached_is_plain(&r, &mut cache, sql, 0);
 }
