@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 
 use super::Server;
 use super::auth;
-use super::binary::Cell;
+use super::binary::{Cell, TextRow};
 use super::commands::{
     Commands, FIELD_LIST_PREFIX, RESET_QUERY, STATISTICS_QUERY, STMT_RESET_QUERY, Statements,
     refusal,
@@ -1374,6 +1374,8 @@ async fn stream_rows(
         decimals: c.decimals,
     }));
     let mut rw = w.start(&wire).await?;
+    // The text-protocol encoding of the current row (see `TextRow`), reused row after row.
+    let mut encoded = Vec::new();
     while let Some(row) = rows.next().await {
         match row {
             Ok(row) if row.len() != wire.len() => {
@@ -1385,8 +1387,15 @@ async fn stream_rows(
                 return abort_rows(rw, slot, MysqlError::new(1105, "HY000", message)).await;
             }
             Ok(row) => {
-                for v in &row {
-                    rw.write_col(Cell(v))?;
+                if binary {
+                    for v in &row {
+                        rw.write_col(Cell(v))?;
+                    }
+                } else {
+                    rw.write_col(TextRow::encode(&row, &mut encoded)?)?;
+                    for _ in 1..row.len() {
+                        rw.write_col(TextRow::REST)?;
+                    }
                 }
                 if let Some(chunks) = full_chunks(&row, &wire, binary) {
                     slot.pad_after_full_chunks(chunks);
