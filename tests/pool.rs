@@ -10,8 +10,9 @@ use common::mariadb::Throwaway;
 use common::{opts, start_gateway};
 use mysql_async::prelude::Queryable;
 
-/// Schema `PL` with `t` sharded by `mod-long` on `id` over three databases of `server`.
-fn config(server: &Throwaway) -> tempfile::TempDir {
+/// Schema `PL` with `t` sharded by `mod-long` on `id` over three databases of `server`, their
+/// dataHost's pool `max_con` connections at most.
+fn config(server: &Throwaway, max_con: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let repo = common::repo();
     for f in [
@@ -28,7 +29,7 @@ fn config(server: &Throwaway) -> tempfile::TempDir {
 <mycat:schema xmlns:mycat="http://io.mycat/">
     <schema name="PL"><table name="t" dataNode="dn$1-3" rule="mod-long" /></schema>
     <dataNode name="dn$1-3" dataHost="h" database="pl$1-3" />
-    <dataHost name="h" maxCon="10" minCon="0" balance="0" dbType="mysql" dbDriver="native">
+    <dataHost name="h" maxCon="{max_con}" minCon="0" balance="0" dbType="mysql" dbDriver="native">
         <heartbeat>select 1</heartbeat>
         <writeHost host="m" url="127.0.0.1:{}" user="manx" password="manx" />
     </dataHost>
@@ -61,9 +62,17 @@ async fn resets(server: &Throwaway) -> u64 {
     status(server, "Com_admin_commands").await
 }
 
-/// Creates `pl1..pl3` with table `t` on `server`, starts a gateway on [`config`] and connects
-/// to it as `pl`: the config directory, the gateway's port and the connection.
+/// Creates `pl1..pl3` with table `t` on `server`, starts a gateway on [`config`] (10
+/// connections) and connects to it as `pl`: the config directory, the gateway's port and the
+/// connection.
 async fn gateway(server: &Throwaway) -> (tempfile::TempDir, u16, mysql_async::Conn) {
+    gateway_with_pool(server, 10).await
+}
+
+async fn gateway_with_pool(
+    server: &Throwaway,
+    max_con: usize,
+) -> (tempfile::TempDir, u16, mysql_async::Conn) {
     let mut admin = server.conn(None).await;
     for i in 1..=3 {
         admin
@@ -74,7 +83,7 @@ async fn gateway(server: &Throwaway) -> (tempfile::TempDir, u16, mysql_async::Co
             .unwrap();
     }
     drop(admin);
-    let dir = config(server);
+    let dir = config(server, max_con);
     let port = start_gateway(dir.path()).await;
     let c = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
         .await
@@ -148,6 +157,82 @@ async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
         uses, 0,
         "{uses} USE statements for 60 point reads and 10 merged reads"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_on_another_database_is_repointed_in_the_statements_own_packet() {
+    // One connection for the three dataNodes: every statement for another node than the last
+    // needs `USE`. It travels in front of the statement (one COM_QUERY, as Mycat's preamble),
+    // which the server's general log shows: it logs a packet's whole text as one entry.
+    let server = Throwaway::start("pool-use", 1).await;
+    let (_dir, _, mut c) = gateway_with_pool(&server, 1).await;
+    // One row per statement: a statement takes all its dataNodes' connections at once.
+    for (id, v) in [(1, "a"), (2, "b"), (3, "c")] {
+        c.query_drop(format!("INSERT INTO t (id, v) VALUES ({id}, '{v}')"))
+            .await
+            .unwrap();
+    }
+    let mut admin = server.conn(None).await;
+    admin
+        .query_drop("SET GLOBAL log_output = 'TABLE'; TRUNCATE mysql.general_log; SET GLOBAL general_log = 1")
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        for id in [1, 2, 3] {
+            let v: Option<String> = c
+                .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+                .await
+                .unwrap();
+            assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
+        }
+    }
+    admin
+        .query_drop("SET GLOBAL general_log = 0")
+        .await
+        .unwrap();
+    let sent: Vec<String> = admin
+        .query(
+            "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log \
+             WHERE command_type = 'Query' AND argument LIKE '%FROM t WHERE id%'",
+        )
+        .await
+        .unwrap();
+    let alone: Vec<String> = admin
+        .query(
+            "SELECT CONVERT(argument USING utf8mb4) FROM mysql.general_log \
+             WHERE command_type IN ('Query', 'Init DB') AND argument LIKE 'USE%' AND argument NOT LIKE '%;%'",
+        )
+        .await
+        .unwrap();
+    assert_eq!(sent.len(), 15, "{sent:#?}");
+    assert!(alone.is_empty(), "USE sent on its own: {alone:#?}");
+    let repointed = sent.iter().filter(|q| q.starts_with("USE `pl")).count();
+    assert!(
+        repointed >= 14,
+        "{repointed} of 15 statements carried USE: {sent:#?}"
+    );
+
+    // A dataNode whose database is gone (mod-long puts id 2 on dn3, database pl3): its
+    // statement fails with the server's error; the connection, on pl2 then, still serves the
+    // other dataNodes.
+    let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await.unwrap();
+    assert_eq!(v.as_deref(), Some("a"));
+    admin.query_drop("DROP DATABASE pl3").await.unwrap();
+    let e = c
+        .query_first::<String, _>("SELECT v FROM t WHERE id = 2")
+        .await
+        .unwrap_err();
+    match e {
+        mysql_async::Error::Server(e) => assert_eq!(e.code, 1049, "{}", e.message),
+        other => panic!("{other}"),
+    }
+    for id in [1, 3, 1] {
+        let v: Option<String> = c
+            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+            .await
+            .unwrap();
+        assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
+    }
 }
 
 /// `BEGIN`, a point read on each of the three dataNodes, `COMMIT`: the values read.

@@ -83,6 +83,7 @@ impl Backend for MysqlBackend {
             Ok(conn) => Ok(Box::new(PooledConn {
                 conn: Holder::Pooled(conn),
                 address: self.address.clone(),
+                use_pending: None,
             })),
             Err(PoolError::Backend(e)) => Err(e),
             Err(PoolError::Timeout(kind)) => Err(BackendError::Timeout(format!(
@@ -116,6 +117,7 @@ impl Backend for MysqlBackend {
         Ok(Box::new(PooledConn {
             conn: Holder::Direct(conn),
             address: self.address.clone(),
+            use_pending: None,
         }))
     }
 
@@ -336,6 +338,9 @@ struct PooledConn {
     conn: Holder,
     /// The server's `host:port`.
     address: Arc<str>,
+    /// The database [`BackendConn::select_database`] asked for, when the connection has another
+    /// one selected: `USE` goes in front of the next statement, in the same packet.
+    use_pending: Option<String>,
 }
 
 /// A connection checked out of the pool, or one opened beside it ([`Backend::connect`]).
@@ -363,23 +368,42 @@ impl std::ops::DerefMut for Holder {
     }
 }
 
+impl PooledConn {
+    /// Sends a pending `USE` on its own (for a command that cannot carry it).
+    async fn flush_use(&mut self) -> Result<(), BackendError> {
+        if let Some(db) = self.use_pending.take() {
+            self.conn
+                .conn
+                .query_drop(use_statement(&db))
+                .await
+                .map_err(convert_error)?;
+            self.conn.database = Some(db);
+        }
+        Ok(())
+    }
+}
+
+/// `USE` of `database`, quoted.
+fn use_statement(database: &str) -> String {
+    format!("USE `{}`", database.replace('`', "``"))
+}
+
 #[async_trait]
 impl BackendConn for PooledConn {
     fn address(&self) -> &str {
         &self.address
     }
 
+    /// Sends nothing yet when the connection has another database selected: `USE` goes in
+    /// front of the next statement, in the same packet (`USE db;<statement>`, its OK read and
+    /// dropped), as Mycat sends its re-synchronisation preamble (SPEC §4.10). The pool hands
+    /// out a connection of another database when the wanted one has none idle; with two
+    /// dataNodes on one dataHost and 16 clients that was one statement in twelve, each paying
+    /// a round trip. A `USE` that fails (the database is gone) fails the statement with the
+    /// server's error, and the statement is not run.
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
-        if self.conn.database.as_deref() == Some(database) {
-            return Ok(());
-        }
-        let sql = format!("USE `{}`", database.replace('`', "``"));
-        self.conn
-            .conn
-            .query_drop(sql)
-            .await
-            .map_err(convert_error)?;
-        self.conn.database = Some(database.to_string());
+        self.use_pending =
+            (self.conn.database.as_deref() != Some(database)).then(|| database.to_string());
         Ok(())
     }
 
@@ -388,6 +412,8 @@ impl BackendConn for PooledConn {
     }
 
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
+        // COM_STMT_PREPARE carries one statement: a pending `USE` goes first, on its own.
+        self.flush_use().await?;
         let c: &mut Conn = &mut self.conn;
         // A prepared (then closed) statement: not on the stateless list, reset afterwards.
         c.before("").await?;
@@ -420,6 +446,7 @@ impl BackendConn for PooledConn {
             c.open_transaction = false;
             return Ok(Response::Ok(OkInfo::default()));
         }
+        let use_db = self.use_pending.take();
         let clears =
             c.foreign_found_rows && crate::sqltext::contains_ignore_ascii_case(sql, "FOUND_ROWS");
         c.foreign_found_rows &= !clears;
@@ -430,16 +457,30 @@ impl BackendConn for PooledConn {
         c.dirty = true;
         let dirty = &mut c.dirty;
         let open_transaction = &mut c.open_transaction;
-        let result = if begin || clears {
-            let text = match (begin, clears) {
-                (true, true) => format!("START TRANSACTION;{CLEAR_FOUND_ROWS};{sql}"),
-                (true, false) => format!("START TRANSACTION;{sql}"),
-                _ => format!("{CLEAR_FOUND_ROWS};{sql}"),
-            };
+        let result = if begin || clears || use_db.is_some() {
+            let mut text = String::with_capacity(sql.len() + 64);
+            if let Some(db) = &use_db {
+                text.push_str(&use_statement(db));
+                text.push(';');
+            }
+            if begin {
+                text.push_str("START TRANSACTION;");
+            }
+            if clears {
+                text.push_str(CLEAR_FOUND_ROWS);
+                text.push(';');
+            }
+            text.push_str(sql);
+            let skip = usize::from(use_db.is_some()) + usize::from(begin) + usize::from(clears);
+            // The first result is USE's when there is one: a failed USE ends the packet there,
+            // with the database unchanged.
             let mut r = c.conn.query_iter(text).await.map_err(convert_error)?;
-            // Reading past a result moves to the next one: past START TRANSACTION's OK and
-            // the empty result to the statement's result, or its error.
-            for _ in 0..usize::from(begin) + usize::from(clears) {
+            if let Some(db) = use_db {
+                c.database = Some(db);
+            }
+            // Reading past a result moves to the next one: past USE's and START TRANSACTION's
+            // OK and the empty result to the statement's result, or its error.
+            for _ in 0..skip {
                 r.next().await.map_err(convert_error)?;
             }
             r
