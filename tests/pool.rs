@@ -177,8 +177,9 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
         .query_drop("SET GLOBAL log_output = 'TABLE'; TRUNCATE mysql.general_log; SET GLOBAL general_log = 1")
         .await
         .unwrap();
+    // Each id twice in a row: the second statement finds the connection on its database.
     for _ in 0..5 {
-        for id in [1, 2, 3] {
+        for id in [1, 1, 2, 2, 3, 3] {
             let v: Option<String> = c
                 .query_first(format!("SELECT v FROM t WHERE id = {id}"))
                 .await
@@ -204,13 +205,45 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
         )
         .await
         .unwrap();
-    assert_eq!(sent.len(), 15, "{sent:#?}");
+    assert_eq!(sent.len(), 30, "{sent:#?}");
     assert!(alone.is_empty(), "USE sent on its own: {alone:#?}");
-    let repointed = sent.iter().filter(|q| q.starts_with("USE `pl")).count();
-    assert!(
-        repointed >= 14,
-        "{repointed} of 15 statements carried USE: {sent:#?}"
-    );
+    // Every second statement changes database: USE goes with exactly those.
+    let repointed: Vec<bool> = sent.iter().map(|q| q.starts_with("USE `pl")).collect();
+    let expected: Vec<bool> = (0..30).map(|i| i % 2 == 0).collect();
+    assert_eq!(repointed, expected, "{sent:#?}");
+
+    // A statement that fails after its USE ran leaves the connection on the new database, and
+    // the pool knows it: the next statement for the old one is re-pointed (ids 1, 2, 3 are on
+    // pl2, pl3, pl1; were the connection still filed under pl2, id 1 would be looked up in pl1
+    // and not found).
+    let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await.unwrap();
+    assert_eq!(v.as_deref(), Some("a"));
+    let e = c
+        .query_first::<String, _>("SELECT nosuch FROM t WHERE id = 3")
+        .await
+        .unwrap_err();
+    match e {
+        mysql_async::Error::Server(e) => assert_eq!(e.code, 1054, "{}", e.message),
+        other => panic!("{other}"),
+    }
+    let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await.unwrap();
+    assert_eq!(v.as_deref(), Some("a"));
+    // In a transaction: USE, START TRANSACTION and the statement in one packet; the write is
+    // rolled back, the connection stays usable.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("UPDATE t SET v = 'x' WHERE id = 2")
+        .await
+        .unwrap();
+    let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 2").await.unwrap();
+    assert_eq!(v.as_deref(), Some("x"));
+    c.query_drop("ROLLBACK").await.unwrap();
+    for id in [1, 2, 3] {
+        let v: Option<String> = c
+            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+            .await
+            .unwrap();
+        assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
+    }
 
     // A dataNode whose database is gone (mod-long puts id 2 on dn3, database pl3): its
     // statement fails with the server's error; the connection, on pl2 then, still serves the
