@@ -450,3 +450,73 @@ async fn a_commit_that_fails_on_one_node_names_where_it_did_and_did_not_commit()
     let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 1").await.unwrap();
     assert_eq!(v.as_deref(), Some("a"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_mid_statement_leaves_no_connection_out_of_step() {
+    // KILL of a session whose autocommit read is running: the gateway kills the backend
+    // statement, the read is retried on another connection, and the session ends while that
+    // retry is on its way. The retry's connection must not go back to the pool: its answer is
+    // still coming, and the next holder would read it as its own (another statement's rows,
+    // an OK instead of rows). Readers on other sessions meanwhile take every connection there
+    // is, many of them re-pointed to another database (USE in the statement's packet).
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let server = Throwaway::start("pool-kill", 1).await;
+    let (_dir, port, mut c) = gateway(&server).await;
+    for (id, v) in [(1, "a"), (2, "b"), (3, "c")] {
+        c.query_drop(format!("INSERT INTO t (id, v) VALUES ({id}, '{v}')"))
+            .await
+            .unwrap();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let checked = Arc::new(AtomicUsize::new(0));
+    let wrong = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut readers = Vec::new();
+    for k in 0..6usize {
+        let (stop, checked, wrong) = (stop.clone(), checked.clone(), wrong.clone());
+        readers.push(tokio::spawn(async move {
+            let mut r = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
+                .await
+                .unwrap();
+            let mut n = k;
+            while !stop.load(Ordering::Relaxed) {
+                let id = n % 3 + 1;
+                n += 1;
+                let got: Result<Vec<(i64, String)>, _> = r
+                    .query(format!("SELECT id, v FROM t WHERE id = {id}"))
+                    .await;
+                checked.fetch_add(1, Ordering::Relaxed);
+                let want = vec![(id as i64, ["a", "b", "c"][id - 1].to_string())];
+                match got {
+                    Ok(rows) if rows == want => {}
+                    other => wrong.lock().unwrap().push(format!("id {id}: {other:?}")),
+                }
+            }
+        }));
+    }
+    for round in 0..4 {
+        let mut a = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
+            .await
+            .unwrap();
+        let id = a.id();
+        let sql = format!("SELECT v, SLEEP(0.8) FROM t WHERE id = {}", round % 3 + 1);
+        let sleeper = tokio::spawn(async move { a.query_drop(sql).await });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        c.query_drop(format!("KILL {id}")).await.unwrap();
+        let _ = sleeper.await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.await.unwrap();
+    }
+    let wrong = wrong.lock().unwrap();
+    assert!(
+        wrong.is_empty(),
+        "{} wrong answers of {}: {:?}",
+        wrong.len(),
+        checked.load(Ordering::Relaxed),
+        &wrong[..wrong.len().min(10)]
+    );
+    assert!(checked.load(Ordering::Relaxed) > 100);
+}

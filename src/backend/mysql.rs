@@ -168,6 +168,13 @@ struct Conn {
     /// and MariaDB's COM_RESET_CONNECTION does not clear it. A statement that names it gets
     /// [`CLEAR_FOUND_ROWS`] first, in the same packet.
     foreign_found_rows: bool,
+    /// A command was sent and the future waiting for its answer was dropped before it arrived
+    /// (a client killed or gone mid-statement: the session's task ends with it). The answer,
+    /// or what is left of it after USE's or START TRANSACTION's, may still come, and would be
+    /// read as the next command's: the next holder would get another statement's rows. Such a
+    /// connection is closed, never reused. (mysql_async's futures are not cancellation-safe
+    /// there; a result set dropped between rows is, it reads the rest out itself.)
+    in_flight: bool,
 }
 
 /// An empty result that sets `FOUND_ROWS()` to 0 (as on a connection that ran no SELECT yet),
@@ -217,6 +224,7 @@ impl Conn {
             open_transaction: false,
             begin_pending: false,
             foreign_found_rows: false,
+            in_flight: false,
         }
     }
 
@@ -224,12 +232,15 @@ impl Conn {
     /// left (user variables, GET_LOCK locks, temporary tables, session variables) and keeps the
     /// selected database.
     async fn reset(&mut self) -> Result<(), BackendError> {
+        self.check_in_step()?;
+        self.in_flight = true;
         match self.conn.reset().await {
             Ok(true) => {}
             // Servers before MySQL 5.7.3 / MariaDB 10.2.4: only check that it is alive.
             Ok(false) => self.conn.ping().await.map_err(convert_error)?,
             Err(e) => return Err(convert_error(e)),
         }
+        self.in_flight = false;
         self.dirty = false;
         self.used = false;
         self.inherited = false;
@@ -245,6 +256,7 @@ impl Conn {
     /// `COMMIT`. `FOUND_ROWS()`, which no reset clears, is handled per statement
     /// ([`Conn::foreign_found_rows`]).
     async fn before(&mut self, sql: &str) -> Result<Kind, BackendError> {
+        self.check_in_step()?;
         let kind = Kind::of(sql);
         if kind == Kind::Other && self.inherited {
             self.reset().await?;
@@ -259,7 +271,19 @@ impl Conn {
 
     /// Whether the connection may carry state to its next holder.
     fn needs_reset(&self) -> bool {
-        self.dirty || self.open_transaction
+        self.dirty || self.open_transaction || self.in_flight
+    }
+
+    /// Errors when an answer may still be on its way ([`Conn::in_flight`]): the pool then
+    /// closes the connection instead of reusing it.
+    fn check_in_step(&self) -> Result<(), BackendError> {
+        if self.in_flight {
+            return Err(BackendError::Closed(
+                "a statement was abandoned before its answer arrived; the connection is closed"
+                    .to_string(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -311,6 +335,7 @@ impl Manage for Manager {
         // remaining rows read out first by mysql_async.
         // Whatever else happens, a connection handed out again may show its last holder's
         // FOUND_ROWS() (a reset does not clear it).
+        conn.check_in_step()?;
         conn.foreign_found_rows = true;
         if !conn.needs_reset() && idle < RECENTLY_USED {
             conn.inherited = conn.used;
@@ -372,12 +397,14 @@ impl PooledConn {
     /// Sends a pending `USE` on its own (for a command that cannot carry it).
     async fn flush_use(&mut self) -> Result<(), BackendError> {
         if let Some(db) = self.use_pending.take() {
-            self.conn
-                .conn
+            let c: &mut Conn = &mut self.conn;
+            c.in_flight = true;
+            c.conn
                 .query_drop(use_statement(&db))
                 .await
                 .map_err(convert_error)?;
-            self.conn.database = Some(db);
+            c.in_flight = false;
+            c.database = Some(db);
         }
         Ok(())
     }
@@ -418,7 +445,10 @@ impl BackendConn for PooledConn {
         // A prepared (then closed) statement: not on the stateless list, reset afterwards.
         c.before("").await?;
         c.dirty = true;
-        describe(&mut c.conn, sql).await
+        c.in_flight = true;
+        let described = describe(&mut c.conn, sql).await?;
+        c.in_flight = false;
+        Ok(described)
     }
 
     /// Sends nothing yet: `START TRANSACTION` goes in front of the next statement, in the same
@@ -457,7 +487,16 @@ impl BackendConn for PooledConn {
         c.dirty = true;
         let dirty = &mut c.dirty;
         let open_transaction = &mut c.open_transaction;
-        let result = if begin || clears || use_db.is_some() {
+        // From the send until the statement's own result (or error) is in: see `in_flight`.
+        // A future that completes has read what it waited for, error or not.
+        let in_flight = &mut c.in_flight;
+        *in_flight = true;
+        let conn = &mut c.conn;
+        let database = &mut c.database;
+        let sent = async move {
+            if !(begin || clears || use_db.is_some()) {
+                return conn.query_iter(sql).await;
+            }
             let mut text = String::with_capacity(sql.len() + 64);
             if let Some(db) = &use_db {
                 text.push_str(&use_statement(db));
@@ -474,19 +513,20 @@ impl BackendConn for PooledConn {
             let skip = usize::from(use_db.is_some()) + usize::from(begin) + usize::from(clears);
             // The first result is USE's when there is one: a failed USE ends the packet there,
             // with the database unchanged.
-            let mut r = c.conn.query_iter(text).await.map_err(convert_error)?;
+            let mut r = conn.query_iter(text).await?;
             if let Some(db) = use_db {
-                c.database = Some(db);
+                *database = Some(db);
             }
             // Reading past a result moves to the next one: past USE's and START TRANSACTION's
             // OK and the empty result to the statement's result, or its error.
             for _ in 0..skip {
-                r.next().await.map_err(convert_error)?;
+                r.next().await?;
             }
-            r
-        } else {
-            c.conn.query_iter(sql).await.map_err(convert_error)?
-        };
+            Ok(r)
+        }
+        .await;
+        *in_flight = false;
+        let result = sent.map_err(convert_error)?;
         let columns = result.columns_ref();
         if columns.is_empty() {
             let ok = OkInfo {
@@ -495,7 +535,10 @@ impl BackendConn for PooledConn {
                 warnings: result.warnings(),
                 info: result.info().into_owned(),
             };
-            result.drop_result().await.map_err(convert_error)?;
+            *in_flight = true;
+            let dropped = result.drop_result().await;
+            *in_flight = false;
+            dropped.map_err(convert_error)?;
             if stateless && ok.warnings == 0 {
                 *dirty = dirty_before;
                 if kind == Kind::End {
