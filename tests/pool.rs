@@ -91,6 +91,17 @@ async fn gateway_with_pool(
     (dir, port, c)
 }
 
+/// Reads `v` of each id (rows 1, 2, 3 hold 'a', 'b', 'c') and checks it.
+async fn read_each(c: &mut mysql_async::Conn, ids: &[usize]) {
+    for &id in ids {
+        let v: Option<String> = c
+            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
+            .await
+            .unwrap();
+        assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]), "id {id}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn merged_order_by_limit_leaves_its_connections_clean() {
     let server = Throwaway::start("pool", 1).await;
@@ -142,13 +153,7 @@ async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
     let _: Vec<i64> = c.query("SELECT id FROM t ORDER BY id").await.unwrap();
     let before = status(&server, "Com_change_db").await;
     for _ in 0..10 {
-        for id in [1, 2, 3, 3, 1, 2] {
-            let v: Option<String> = c
-                .query_first(format!("SELECT v FROM t WHERE id = {id}"))
-                .await
-                .unwrap();
-            assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
-        }
+        read_each(&mut c, &[1, 2, 3, 3, 1, 2]).await;
         let ids: Vec<i64> = c.query("SELECT id FROM t ORDER BY id").await.unwrap();
         assert_eq!(ids, [1, 2, 3]);
     }
@@ -179,13 +184,7 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
         .unwrap();
     // Each id twice in a row: the second statement finds the connection on its database.
     for _ in 0..5 {
-        for id in [1, 1, 2, 2, 3, 3] {
-            let v: Option<String> = c
-                .query_first(format!("SELECT v FROM t WHERE id = {id}"))
-                .await
-                .unwrap();
-            assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
-        }
+        read_each(&mut c, &[1, 1, 2, 2, 3, 3]).await;
     }
     admin
         .query_drop("SET GLOBAL general_log = 0")
@@ -237,13 +236,7 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
     let v: Option<String> = c.query_first("SELECT v FROM t WHERE id = 2").await.unwrap();
     assert_eq!(v.as_deref(), Some("x"));
     c.query_drop("ROLLBACK").await.unwrap();
-    for id in [1, 2, 3] {
-        let v: Option<String> = c
-            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
-            .await
-            .unwrap();
-        assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
-    }
+    read_each(&mut c, &[1, 2, 3]).await;
 
     // A dataNode whose database is gone (mod-long puts id 2 on dn3, database pl3): its
     // statement fails with the server's error; the connection, on pl2 then, still serves the
@@ -259,13 +252,7 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
         mysql_async::Error::Server(e) => assert_eq!(e.code, 1049, "{}", e.message),
         other => panic!("{other}"),
     }
-    for id in [1, 3, 1] {
-        let v: Option<String> = c
-            .query_first(format!("SELECT v FROM t WHERE id = {id}"))
-            .await
-            .unwrap();
-        assert_eq!(v.as_deref(), Some(["a", "b", "c"][id - 1]));
-    }
+    read_each(&mut c, &[1, 3, 1]).await;
 }
 
 /// `BEGIN`, a point read on each of the three dataNodes, `COMMIT`: the values read.
