@@ -91,6 +91,16 @@ async fn gateway_with_pool(
     (dir, port, c)
 }
 
+/// Inserts rows 1, 2, 3 with `v` 'a', 'b', 'c' (one statement each: a statement takes all its
+/// dataNodes' connections at once, and some tests give the pool a single one).
+async fn insert_rows(c: &mut mysql_async::Conn) {
+    for (id, v) in [(1, "a"), (2, "b"), (3, "c")] {
+        c.query_drop(format!("INSERT INTO t (id, v) VALUES ({id}, '{v}')"))
+            .await
+            .unwrap();
+    }
+}
+
 /// Reads `v` of each id (rows 1, 2, 3 hold 'a', 'b', 'c') and checks it.
 async fn read_each(c: &mut mysql_async::Conn, ids: &[usize]) {
     for &id in ids {
@@ -146,9 +156,7 @@ async fn a_checkout_takes_a_connection_already_on_its_data_nodes_database() {
     // in three, and each such checkout costs a `USE` round trip.
     let server = Throwaway::start("pool-db", 1).await;
     let (_dir, _, mut c) = gateway(&server).await;
-    c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
+    insert_rows(&mut c).await;
     // Warm: every database has had a connection (a merged read takes three at once).
     let _: Vec<i64> = c.query("SELECT id FROM t ORDER BY id").await.unwrap();
     let before = status(&server, "Com_change_db").await;
@@ -171,12 +179,7 @@ async fn a_connection_on_another_database_is_repointed_in_the_statements_own_pac
     // which the server's general log shows: it logs a packet's whole text as one entry.
     let server = Throwaway::start("pool-use", 1).await;
     let (_dir, _, mut c) = gateway_with_pool(&server, 1).await;
-    // One row per statement: a statement takes all its dataNodes' connections at once.
-    for (id, v) in [(1, "a"), (2, "b"), (3, "c")] {
-        c.query_drop(format!("INSERT INTO t (id, v) VALUES ({id}, '{v}')"))
-            .await
-            .unwrap();
-    }
+    insert_rows(&mut c).await;
     let mut admin = server.conn(None).await;
     admin
         .query_drop("SET GLOBAL log_output = 'TABLE'; TRUNCATE mysql.general_log; SET GLOBAL general_log = 1")
@@ -277,9 +280,7 @@ async fn read_only_transactions_leave_their_connections_clean() {
     // left state (a GET_LOCK) is still reset, and at once.
     let server = Throwaway::start("pool-tx", 1).await;
     let (_dir, _, mut c) = gateway(&server).await;
-    c.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
+    insert_rows(&mut c).await;
     // Warm: the INSERT's connections (a write) are reset once.
     read_tx(&mut c).await;
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -385,9 +386,7 @@ async fn row_count_after_begin_is_what_mariadb_says() {
     // statement may change that when the statement does not name FOUND_ROWS().
     let server = Throwaway::start("pool-rowcount", 1).await;
     let (_dir, port, mut a) = gateway(&server).await;
-    a.query_drop("INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
+    insert_rows(&mut a).await;
     for round in 0..5 {
         let _: Vec<String> = a.query("SELECT v FROM t WHERE id = 1").await.unwrap();
         let mut b = mysql_async::Conn::new(opts(port, "pl", "pl", Some("PL")))
@@ -450,11 +449,7 @@ async fn a_session_killed_mid_statement_leaves_no_connection_out_of_step() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let server = Throwaway::start("pool-kill", 1).await;
     let (_dir, port, mut c) = gateway(&server).await;
-    for (id, v) in [(1, "a"), (2, "b"), (3, "c")] {
-        c.query_drop(format!("INSERT INTO t (id, v) VALUES ({id}, '{v}')"))
-            .await
-            .unwrap();
-    }
+    insert_rows(&mut c).await;
     let stop = Arc::new(AtomicBool::new(false));
     let checked = Arc::new(AtomicUsize::new(0));
     let wrong = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
