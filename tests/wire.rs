@@ -399,6 +399,18 @@ async fn running(prefix: &str) -> u64 {
     }
 }
 
+/// How many statements whose text starts with `prefix` the sandbox primary runs now.
+async fn running_now(prefix: &str) -> u64 {
+    let mut p = common::primary(None).await;
+    p.exec_first(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE CONCAT(?, '%') AND COMMAND = 'Query'",
+        (prefix,),
+    )
+    .await
+    .unwrap()
+    .unwrap_or(0)
+}
+
 /// Waits (bounded) until the sandbox primary no longer runs backend thread `id`'s statement.
 async fn stopped(id: u64) -> bool {
     let mut p = common::primary(None).await;
@@ -456,6 +468,14 @@ async fn kill_query_and_kill_connection() {
     let (mut a, _) = sleeper.await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(10), "interrupted");
     assert!(stopped(thread).await);
+    // Not run again elsewhere: the read's connection broke because of the kill, and a killed
+    // session's read is not retried (it was, on a fresh connection, and ran on to its end).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        running_now("SELECT SLEEP(29.72)").await,
+        0,
+        "the killed statement was retried"
+    );
     assert!(
         a.query_drop("SELECT 1").await.is_err(),
         "the connection is closed"

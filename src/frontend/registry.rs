@@ -16,7 +16,7 @@
 //! gets 1095 `You are not owner of thread N`, an id no session has 1094 `Unknown thread id: N`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -52,6 +52,9 @@ pub struct Handle {
     /// Interrupters of the backend statements the session's current statement runs.
     running: Mutex<Vec<Arc<dyn Canceller>>>,
     killed: Notify,
+    /// Set by [`Handle::kill`] before anything else happens to the session: a statement whose
+    /// backend connection the kill ends must not be retried elsewhere ([`Handle::is_killed`]).
+    kill_requested: AtomicBool,
 }
 
 impl Handle {
@@ -90,9 +93,18 @@ impl Handle {
         }
     }
 
-    /// Asks the session to end (`KILL CONNECTION`); it closes the client connection.
+    /// Asks the session to end (`KILL CONNECTION`); it closes the client connection. Call it
+    /// before [`Handle::cancel_running`] ends the backend connections, so that the session,
+    /// seeing them fail, knows why ([`Handle::is_killed`]) and does not run the statement again.
     pub fn kill(&self) {
+        self.kill_requested.store(true, Ordering::Release);
         self.killed.notify_one();
+    }
+
+    /// `true` once [`Handle::kill`] was called: the session is ending, and a read whose
+    /// connection broke is not retried.
+    pub fn is_killed(&self) -> bool {
+        self.kill_requested.load(Ordering::Acquire)
     }
 
     /// Completes once [`Handle::kill`] was called.

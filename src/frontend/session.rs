@@ -419,14 +419,17 @@ impl Session {
                     return self.error(w, e).await;
                 }
                 tracing::info!(connection = self.id, target = id, query, "KILL");
-                // KILL CONNECTION ends the backend connections of the running statement too:
-                // a backend blocked sending rows would otherwise run on until its connection
-                // is read again.
-                target.cancel_running(!query).await;
                 if query {
+                    target.cancel_running(false).await;
                     return self.ok(w, OkInfo::default()).await;
                 }
+                // The session is marked killed first: a read whose backend connection the kill
+                // ends below would otherwise be retried on another connection and run there
+                // after the session is gone. KILL CONNECTION ends the backend connections of
+                // the running statement too: a backend blocked sending rows would otherwise run
+                // on until its connection is read again.
                 target.kill();
+                target.cancel_running(true).await;
                 if id == u64::from(self.id) {
                     // MariaDB's answer to a session killing itself, before it closes.
                     let e = MysqlError::new(1927, "70100", "Connection was killed");
@@ -1167,9 +1170,15 @@ impl Session {
         // A read outside a transaction whose connection broke before its result began (the
         // server died or dropped a pooled connection) runs once more, on another eligible server
         // for the failed node. Nothing has reached the client yet. Writes and statements in a
-        // transaction are never retried: the client gets the error.
+        // transaction are never retried: the client gets the error. Nor is the read of a
+        // session being killed: `KILL` broke its connection, and the session is ending.
         let finished = match finished {
-            Err(e) if !transactional && plan.read_only && e.source.is_closed() => {
+            Err(e)
+                if !transactional
+                    && plan.read_only
+                    && e.source.is_closed()
+                    && !handle.is_killed() =>
+            {
                 let failed = plan
                     .targets
                     .iter()
