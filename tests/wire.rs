@@ -654,10 +654,13 @@ async fn kill_query_interrupts_a_postgresql_statement() {
         let r = a.query_drop("SELECT 1 FROM pg_sleep(29.73)").await;
         (a, r)
     });
+    // Until the sleep itself runs: pg_stat_activity shows the text from the Describe manx
+    // sends first (and keeps it while idle), and a cancel request that reaches a backend
+    // between two messages is ignored by PostgreSQL.
     loop {
         let n: i64 = pg
             .query_one(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(29.73)%' AND pid <> pg_backend_pid()",
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(29.73)%' AND wait_event = 'PgSleep' AND pid <> pg_backend_pid()",
                 &[],
             )
             .await
