@@ -89,6 +89,93 @@ async fn session_variables_follow_the_session_onto_every_connection() {
     assert_eq!(x, None);
 }
 
+/// The warning count a direct connection to each of the fixture's first two databases gets
+/// for `sql`, summed, and their `SHOW WARNINGS` rows in database order: what the gateway
+/// must report for the same statement over those dataNodes.
+async fn warnings_on_nodes(f: &Fixture, sql: &str) -> (u16, Vec<(String, u32, String)>) {
+    let mut count = 0;
+    let mut rows = Vec::new();
+    for n in 1..=2 {
+        let mut b = f.backend(n).await;
+        let _: Vec<mysql_async::Row> = b.query(sql).await.unwrap();
+        count += b.get_warnings();
+        let shown: Vec<(String, u32, String)> = b.query("SHOW WARNINGS").await.unwrap();
+        rows.extend(shown);
+    }
+    (count, rows)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_s_warnings_are_counted_in_its_eof_and_shown() {
+    let f = Fixture::start("h7selw", Extra::default()).await;
+    let mut c = f.client().await;
+    // dn1 holds ids 1 and 7, dn2 id 5000001: two of the three user_ids are not numbers.
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (7, '12'), (5000001, 'b')",
+    )
+    .await
+    .unwrap();
+    let sql = "SELECT id, CAST(user_id AS UNSIGNED) FROM travelrecord WHERE id < 6000000";
+    let (count, shown) = warnings_on_nodes(&f, sql).await;
+    assert_eq!(count, 2, "each node warns once: {shown:?}");
+
+    // Text protocol, rows merged in order: the EOF (an OK with CLIENT_DEPRECATE_EOF, which
+    // mysql_async sets) counts both nodes' warnings, and SHOW WARNINGS lists them.
+    let rows: Vec<(i64, u64)> = c.query(format!("{sql} ORDER BY id")).await.unwrap();
+    assert_eq!(rows, [(1, 0), (7, 12), (5000001, 0)]);
+    assert_eq!(c.get_warnings(), count);
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(listed, shown);
+    // The count as the session's own, not some node's: MySQL's three ways to ask.
+    for ask in [
+        "SELECT @@warning_count",
+        "SELECT @@session.warning_count",
+        "SHOW COUNT(*) WARNINGS",
+    ] {
+        let n: Option<u64> = c.query_first(ask).await.unwrap();
+        assert_eq!(n, Some(u64::from(count)), "{ask}");
+    }
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(listed, shown, "asking for the count keeps the list");
+
+    // Binary protocol, rows streamed as they come.
+    let rows: Vec<(i64, u64)> = c
+        .exec(
+            "SELECT id, CAST(user_id AS UNSIGNED) FROM travelrecord WHERE id < ?",
+            (6000000,),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(c.get_warnings(), count);
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(listed, shown);
+
+    // One node's; then a statement without warnings counts none and clears the list.
+    let one: Option<u64> = c
+        .query_first("SELECT CAST(user_id AS UNSIGNED) FROM travelrecord WHERE id = 5000001")
+        .await
+        .unwrap();
+    assert_eq!(one, Some(0));
+    assert_eq!(c.get_warnings(), 1);
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(listed, shown[1..]);
+    let _: Vec<i64> = c.query("SELECT id FROM travelrecord").await.unwrap();
+    assert_eq!(c.get_warnings(), 0);
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
+    let n: Option<u64> = c.query_first("SELECT @@warning_count").await.unwrap();
+    assert_eq!(n, Some(0));
+
+    // Inside a transaction (pinned connections) too.
+    c.query_drop("BEGIN").await.unwrap();
+    let _: Vec<(i64, u64)> = c.query(sql).await.unwrap();
+    assert_eq!(c.get_warnings(), count);
+    let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(listed.len(), shown.len());
+    c.query_drop("COMMIT").await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     let f = Fixture::start("h7warn", Extra::default()).await;

@@ -558,6 +558,42 @@ os._exit(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_s_warning_count_reaches_a_client_reading_eof_packets() {
+    let f = Fixture::start("w7eofw", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
+        .await
+        .unwrap();
+    // PyMySQL does not set CLIENT_DEPRECATE_EOF: its result sets end with an EOF packet
+    // (warnings, then status flags), which must carry both nodes' warnings and the session's
+    // autocommit flag (2).
+    let program = r#"
+import sys, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="123456",
+                    database="TESTDB", autocommit=True)
+cur = c.cursor()
+cur.execute("SELECT id, CAST(user_id AS UNSIGNED) FROM travelrecord ORDER BY id")
+rows = cur.fetchall()
+print(len(rows), cur.warning_count, c.server_status & 2)
+cur.execute("SELECT id FROM travelrecord ORDER BY id")
+cur.fetchall()
+print(cur.warning_count)
+"#;
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(program)
+        .arg(f.port.to_string())
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 2 2\n0\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connector_j_allow_multi_queries() {
     let _ = python(); // scripts/clients.sh installs Connector/J and a JDK
     let f = Fixture::start("w7connj", Extra::default()).await;

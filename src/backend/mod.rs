@@ -13,6 +13,7 @@ pub mod stateless;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU16;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
@@ -186,6 +187,15 @@ pub trait BackendConn: Send + Sync {
     /// cancel request). `None` when the driver offers none (or, for PostgreSQL, before the
     /// connection has a database).
     fn canceller(&self) -> Option<Arc<dyn Canceller>> {
+        None
+    }
+
+    /// The warning count of the statement this connection runs, once its result has been read
+    /// to the end (the `warnings` field of the EOF or OK packet that ended it); 0 while it runs
+    /// and when its result was dropped unread. Shared, so that the caller reads it while a row
+    /// stream still borrows the connection, before it ends its own result set. `None` when the
+    /// driver counts no warnings (PostgreSQL: its notices are not MySQL warnings).
+    fn warning_count(&self) -> Option<Arc<AtomicU16>> {
         None
     }
 }

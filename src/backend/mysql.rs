@@ -4,6 +4,7 @@
 //! connection, lazily (SPEC §1.6): only when the connection taken was on another one.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -175,6 +176,9 @@ struct Conn {
     /// connection is closed, never reused. (mysql_async's futures are not cancellation-safe
     /// there; a result set dropped between rows is, it reads the rest out itself.)
     in_flight: bool,
+    /// The warnings of the statement's result, once read to its end
+    /// ([`BackendConn::warning_count`]).
+    warnings: Arc<AtomicU16>,
 }
 
 /// An empty result that sets `FOUND_ROWS()` to 0 (as on a connection that ran no SELECT yet),
@@ -225,6 +229,7 @@ impl Conn {
             begin_pending: false,
             foreign_found_rows: false,
             in_flight: false,
+            warnings: Arc::default(),
         }
     }
 
@@ -438,6 +443,10 @@ impl BackendConn for PooledConn {
         Some(self.conn.canceller.clone())
     }
 
+    fn warning_count(&self) -> Option<Arc<AtomicU16>> {
+        Some(self.conn.warnings.clone())
+    }
+
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
         // COM_STMT_PREPARE carries one statement: a pending `USE` goes first, on its own.
         self.flush_use().await?;
@@ -469,6 +478,7 @@ impl BackendConn for PooledConn {
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let c: &'a mut Conn = &mut self.conn;
+        c.warnings.store(0, Ordering::Relaxed);
         let kind = c.before(sql).await?;
         let begin = std::mem::take(&mut c.begin_pending);
         if begin && kind == Kind::End {
@@ -486,6 +496,7 @@ impl BackendConn for PooledConn {
         let dirty_before = c.dirty;
         c.dirty = true;
         let dirty = &mut c.dirty;
+        let warnings: &'a AtomicU16 = &c.warnings;
         let open_transaction = &mut c.open_transaction;
         // From the send until the statement's own result (or error) is in: see `in_flight`.
         // A future that completes has read what it waited for, error or not.
@@ -539,6 +550,7 @@ impl BackendConn for PooledConn {
             let dropped = result.drop_result().await;
             *in_flight = false;
             dropped.map_err(convert_error)?;
+            warnings.store(ok.warnings, Ordering::Relaxed);
             if stateless && ok.warnings == 0 {
                 *dirty = dirty_before;
                 if kind == Kind::End {
@@ -553,7 +565,9 @@ impl BackendConn for PooledConn {
                 match result.next().await {
                     Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty)))),
                     Ok(None) => {
-                        if stateless && result.warnings() == 0 {
+                        let count = result.warnings();
+                        warnings.store(count, Ordering::Relaxed);
+                        if stateless && count == 0 {
                             *dirty = dirty_before;
                         }
                         Ok(None)

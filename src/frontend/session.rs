@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -73,6 +74,7 @@ pub async fn run(
         binary: false,
         last_insert_id: 0,
         warnings: Vec::new(),
+        warning_count: 0,
         next_insert_id: None,
         statements: statements.clone(),
         tls,
@@ -135,8 +137,10 @@ struct Session {
     /// The last insert id a statement of this session reported (`LAST_INSERT_ID()`).
     last_insert_id: u64,
     /// `SHOW WARNINGS` rows (Level, Code, Message) of the last statement that ran on dataNodes
-    /// and ended with an OK packet counting warnings.
+    /// and ended with an OK or EOF packet counting warnings (at most [`MAX_ERROR_COUNT`]).
     warnings: Vec<Vec<Option<String>>>,
+    /// That statement's warning count, as its OK or EOF packet gave it (`@@warning_count`).
+    warning_count: u16,
     /// The insert id the next OK packet reports (the first key drawn from a sequence).
     next_insert_id: Option<u64>,
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
@@ -478,6 +482,18 @@ impl Session {
                 )
                 .await
             }
+            Local::WarningCount(label) => {
+                let column = WireColumn {
+                    table: String::new(),
+                    column: label,
+                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                    colflags: ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG,
+                };
+                let mut rw = w.start(std::slice::from_ref(&column)).await?;
+                rw.write_col(u64::from(self.warning_count))?;
+                rw.end_row().await?;
+                rw.finish().await
+            }
             Local::Autocommit(label) => {
                 let column = WireColumn {
                     table: String::new(),
@@ -638,6 +654,25 @@ impl Session {
             out.push(format!("SET {}", joined.join(", ")));
         }
         out
+    }
+
+    /// After a result set went to the client with `sent`'s warning count: the warnings' rows,
+    /// read from the connections it ran on while they are still held, for a later `SHOW
+    /// WARNINGS` (as after an OK, see `execute`).
+    async fn rows_sent(
+        &mut self,
+        sent: io::Result<u16>,
+        transactional: bool,
+        fresh: &mut [Box<dyn BackendConn>],
+        targets: &[crate::route::Target],
+    ) -> io::Result<()> {
+        let count = sent?;
+        if count > 0 {
+            let mut conns = held(transactional, &mut self.pinned, fresh, targets);
+            self.warnings = collect_warnings(&mut conns).await;
+            self.warning_count = count;
+        }
+        Ok(())
     }
 
     /// Puts a connection just taken from a pool in the session's state.
@@ -1136,43 +1171,24 @@ impl Session {
         let status = self.status();
         slot.set_status(status.bits());
         let id = self.id;
-        let conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
-            pinned_for(&mut self.pinned, &plan.targets)
-        } else {
-            fresh.iter_mut().map(|b| b.as_mut()).collect()
-        };
-        // What `KILL QUERY` on this session interrupts while the statement runs.
         let handle = self.handle.clone();
-        handle.running(conns.iter().filter_map(|c| c.canceller()));
-        let finished = {
-            // Scoped so the connections' borrow ends before they are used again below.
-            let output = engine::execute(&plan, conns).await;
-            match output {
-                Ok(Output::Rows { columns, rows }) => {
-                    let sent = stream_rows(w, &columns, rows, &slot, self.binary).await;
-                    if sent.is_err() {
-                        // The client left mid-result: stop the backends now rather than have
-                        // them run on until the connections are reset in their pools. A
-                        // backend blocked sending rows notices an interrupted statement only
-                        // once they are read, which a pooled connection's next holder would
-                        // do: those connections are closed instead (the pool replaces them).
-                        // Pinned ones are read out by the ROLLBACK that follows.
-                        handle.cancel_running(!transactional).await;
-                    }
-                    handle.running(None);
-                    return sent;
-                }
-                Ok(Output::Ok(ok)) => Ok(ok),
-                Err(e) => Err(e),
+        let conns = held(transactional, &mut self.pinned, &mut fresh, &plan.targets);
+        let binary = self.binary;
+        let ran = run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await;
+        let (w, finished) = match ran {
+            Ran::Rows(sent) => {
+                return self
+                    .rows_sent(sent, transactional, &mut fresh, &plan.targets)
+                    .await;
             }
+            Ran::Done(w, finished) => (w, finished),
         };
-        handle.running(None);
         // A read outside a transaction whose connection broke before its result began (the
         // server died or dropped a pooled connection) runs once more, on another eligible server
         // for the failed node. Nothing has reached the client yet. Writes and statements in a
         // transaction are never retried: the client gets the error. Nor is the read of a
         // session being killed: `KILL` broke its connection, and the session is ending.
-        let finished = match finished {
+        let (w, finished) = match finished {
             Err(e)
                 if !transactional
                     && plan.read_only
@@ -1214,24 +1230,14 @@ impl Session {
                 }
                 let conns: Vec<&mut (dyn BackendConn + 'static)> =
                     fresh.iter_mut().map(|b| b.as_mut()).collect();
-                handle.running(conns.iter().filter_map(|c| c.canceller()));
-                let again = match engine::execute(&plan, conns).await {
-                    Ok(Output::Rows { columns, rows }) => {
-                        let sent = stream_rows(w, &columns, rows, &slot, self.binary).await;
-                        if sent.is_err() {
-                            // The client left mid-result (see above): stop the backends.
-                            handle.cancel_running(true).await;
-                        }
-                        handle.running(None);
-                        return sent;
+                match run_plan(&plan, conns, w, &slot, binary, &handle, false).await {
+                    Ran::Rows(sent) => {
+                        return self.rows_sent(sent, false, &mut fresh, &plan.targets).await;
                     }
-                    Ok(Output::Ok(ok)) => Ok(ok),
-                    Err(e) => Err(e),
-                };
-                handle.running(None);
-                again
+                    Ran::Done(w, again) => (w, again),
+                }
             }
-            other => other,
+            other => (w, other),
         };
         match finished {
             Err(e) => {
@@ -1252,17 +1258,15 @@ impl Session {
                 // The warnings stay on the backend connections, which go back to their pools
                 // now: read them while they are held, for a later SHOW WARNINGS.
                 if ok.warnings > 0 {
-                    let mut conns: Vec<&mut (dyn BackendConn + 'static)> = if transactional {
-                        pinned_for(&mut self.pinned, &plan.targets)
-                    } else {
-                        fresh.iter_mut().map(|b| b.as_mut()).collect()
-                    };
+                    let mut conns =
+                        held(transactional, &mut self.pinned, &mut fresh, &plan.targets);
                     // A global table's write ran on every node: its first node's warnings are
                     // the statement's (as its OK packet is).
                     if plan.ok_merge == OkMerge::First {
                         conns.truncate(1);
                     }
                     self.warnings = collect_warnings(&mut conns).await;
+                    self.warning_count = ok.warnings;
                 }
                 if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
                     self.next_insert_id = None;
@@ -1277,6 +1281,66 @@ impl Session {
                 write_ok(w, ok, status).await
             }
         }
+    }
+}
+
+/// How a statement went before the rest of its answer is written ([`run_plan`]).
+enum Ran<'w> {
+    /// Its result set went to the client (or did not: the client left), ending with this
+    /// warning count.
+    Rows(io::Result<u16>),
+    /// An OK or the first failing node's error, with the writer that is to answer.
+    Done(
+        QueryResultWriter<'w, Writer>,
+        Result<OkInfo, engine::EngineError>,
+    ),
+}
+
+/// Runs `plan` on `conns` (one per target, in order) and streams a result set to the client;
+/// `handle` holds the connections' cancellers meanwhile, for `KILL QUERY`. When the client
+/// leaves mid-result, the backend statements are stopped at once rather than left to run until
+/// the connections are reset in their pools: a backend blocked sending rows notices an
+/// interrupted statement only once they are read, which a pooled connection's next holder
+/// would do, so outside a transaction those connections are closed instead (the pool replaces
+/// them); pinned ones are read out by the ROLLBACK that follows.
+async fn run_plan<'w>(
+    plan: &Plan,
+    conns: Vec<&mut (dyn BackendConn + 'static)>,
+    w: QueryResultWriter<'w, Writer>,
+    slot: &ErrorSlot,
+    binary: bool,
+    handle: &Handle,
+    transactional: bool,
+) -> Ran<'w> {
+    handle.running(conns.iter().filter_map(|c| c.canceller()));
+    let warning_counts: Vec<_> = conns.iter().filter_map(|c| c.warning_count()).collect();
+    let ran = match engine::execute(plan, conns).await {
+        Ok(Output::Rows { columns, rows }) => {
+            let sent = stream_rows(w, &columns, rows, slot, binary, &warning_counts).await;
+            if sent.is_err() {
+                handle.cancel_running(!transactional).await;
+            }
+            Ran::Rows(sent)
+        }
+        Ok(Output::Ok(ok)) => Ran::Done(w, Ok(ok)),
+        Err(e) => Ran::Done(w, Err(e)),
+    };
+    handle.running(None);
+    ran
+}
+
+/// The connections a statement runs on, in target order: the session's pinned ones in a
+/// transaction, else those taken for it.
+fn held<'a>(
+    transactional: bool,
+    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    fresh: &'a mut [Box<dyn BackendConn>],
+    targets: &[crate::route::Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    if transactional {
+        pinned_for(pinned, targets)
+    } else {
+        fresh.iter_mut().map(|b| b.as_mut()).collect()
     }
 }
 
@@ -1368,14 +1432,17 @@ async fn write_ok(
     .await
 }
 
-/// Streams a result set to the client as the dataNodes deliver it.
+/// Streams a result set to the client as the dataNodes deliver it, and ends it with the sum of
+/// the nodes' warning counts (`warning_counts`, [`BackendConn::warning_count`], read once the
+/// rows are all in), which it returns.
 async fn stream_rows(
     w: QueryResultWriter<'_, Writer>,
     columns: &[Column],
     mut rows: crate::backend::RowStream<'_>,
     slot: &ErrorSlot,
     binary: bool,
-) -> io::Result<()> {
+    warning_counts: &[Arc<AtomicU16>],
+) -> io::Result<u16> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
     slot.set_columns(columns.iter().map(|c| ColumnMeta {
         charset: c.charset,
@@ -1393,7 +1460,9 @@ async fn stream_rows(
                     wire.len(),
                     row.len()
                 );
-                return abort_rows(rw, slot, MysqlError::new(1105, "HY000", message)).await;
+                return abort_rows(rw, slot, MysqlError::new(1105, "HY000", message))
+                    .await
+                    .map(|_| 0);
             }
             Ok(row) => {
                 if binary {
@@ -1421,11 +1490,18 @@ async fn stream_rows(
                         format!("a dataNode failed while sending rows: {e}"),
                     ),
                 };
-                return abort_rows(rw, slot, e).await;
+                return abort_rows(rw, slot, e).await.map(|_| 0);
             }
         }
     }
-    rw.finish().await
+    let warnings = warning_counts
+        .iter()
+        .fold(0u16, |n, c| n.saturating_add(c.load(Ordering::Relaxed)));
+    if warnings > 0 {
+        slot.set_eof_warnings(warnings);
+    }
+    rw.finish().await?;
+    Ok(warnings)
 }
 
 /// How many 0xFFFFFF-byte packets a row's payload fills exactly, when it does: such a row must
@@ -1966,11 +2042,17 @@ impl Session {
                 .route_cached(query, self.schema.as_deref(), &mut self.plans);
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         // Every statement starts a new warnings list, except those that read it.
-        if !self.warnings.is_empty()
-            && !matches!(routed, Ok(Routed::Local(Local::ShowWarnings { .. })))
+        if (self.warning_count > 0 || !self.warnings.is_empty())
+            && !matches!(
+                routed,
+                Ok(Routed::Local(
+                    Local::ShowWarnings { .. } | Local::WarningCount(_)
+                ))
+            )
             && !reads_diagnostics(query)
         {
             self.warnings.clear();
+            self.warning_count = 0;
         }
         match routed {
             Err(e) => self.error(w, e.into()).await,

@@ -73,6 +73,9 @@ struct Pending {
     /// The session's status flags (autocommit, in transaction), for the packets opensrv writes
     /// without them.
     status: u16,
+    /// The warning count for the EOF (or 0xFE OK) that ends the result set being written:
+    /// opensrv-mysql 0.7 writes 0 there.
+    eof_warnings: u16,
     /// The server greeting has gone by (its status flags are patched too).
     greeted: bool,
     /// The login's OK packet (written by opensrv with no status flags) is still to come.
@@ -133,6 +136,12 @@ impl ErrorSlot {
     /// believe it is off and never send `SET autocommit=0`.
     pub fn set_status(&self, bits: u16) {
         self.lock().status = bits;
+    }
+
+    /// The result set being written ends with `warnings` warnings: set just before its last
+    /// packet is written (the EOF after the column definitions has gone by), applied once.
+    pub fn set_eof_warnings(&self, warnings: u16) {
+        self.lock().eof_warnings = warnings;
     }
 
     /// The client logged in with `caching_sha2_password`'s fast path: announce its success.
@@ -276,8 +285,9 @@ fn patch_greeting(payload: &mut [u8], status: u16) {
 
 /// Adds the session's status flags to an EOF packet (`FE warnings status`) or an OK packet
 /// (`00`/`FE` `affected insert-id status warnings`), keeping opensrv's
-/// `SERVER_MORE_RESULTS_EXISTS`.
-fn patch_eof(payload: &mut [u8], status: u16) {
+/// `SERVER_MORE_RESULTS_EXISTS`, and sets its warning count when `warnings` is not 0.
+fn patch_eof(payload: &mut [u8], status: u16, warnings: u16) {
+    let eof = payload.len() == 5 && payload[0] == 0xFE;
     let at = if payload.len() == 5 && payload[0] == 0xFE {
         3
     } else {
@@ -290,6 +300,12 @@ fn patch_eof(payload: &mut [u8], status: u16) {
     if let Some(s) = payload.get_mut(at..at + 2) {
         let old = u16::from_le_bytes([s[0], s[1]]);
         s.copy_from_slice(&(old | status).to_le_bytes());
+    }
+    if warnings != 0 {
+        let at = if eof { 1 } else { at + 2 };
+        if let Some(w) = payload.get_mut(at..at + 2) {
+            w.copy_from_slice(&warnings.to_le_bytes());
+        }
     }
 }
 
@@ -413,10 +429,11 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
             } else if pending.login_ok && len >= 7 && matches!(self.buf[start + 4], 0x00 | 0xFF) {
                 pending.login_ok = false;
                 if self.buf[start + 4] == 0x00 {
-                    patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status);
+                    patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status, 0);
                 }
             } else if (5..9).contains(&len) && self.buf[start + 4] == 0xFE {
-                patch_eof(&mut self.buf[start + 4..start + 4 + len], status);
+                let warnings = std::mem::take(&mut pending.eof_warnings);
+                patch_eof(&mut self.buf[start + 4..start + 4 + len], status, warnings);
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
             if is_err {

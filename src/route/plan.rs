@@ -226,6 +226,11 @@ pub enum Local {
     /// `SELECT @@autocommit` / `SELECT @@session.autocommit` (the label as written): the
     /// session's own setting, which its backend connections do not carry.
     Autocommit(String),
+    /// `SELECT @@warning_count` / `SELECT @@session.warning_count` (the label as written) and
+    /// `SHOW COUNT(*) WARNINGS` (labelled `@@session.warning_count`, as MySQL does): how many
+    /// warnings the session's last statement had on its dataNodes, kept by the gateway as
+    /// [`Local::ShowWarnings`]'s rows are (any node asked now would count its own).
+    WarningCount(String),
     /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
     /// session's last insert id (SPEC §5.15).
     LastInsertId(String),

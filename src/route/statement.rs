@@ -367,6 +367,9 @@ fn canned_select(stmt: &str) -> Option<Local> {
         "select @@autocommit" | "select @@session.autocommit" => {
             Some(Local::Autocommit(stmt[6..].trim().to_string()))
         }
+        "select @@warning_count" | "select @@session.warning_count" => {
+            Some(Local::WarningCount(stmt[6..].trim().to_string()))
+        }
         _ => last_insert_id(stmt),
     }
 }
@@ -620,6 +623,9 @@ fn show(
             };
             Ok(Routed::Local(Local::ShowDatabases(pattern)))
         }
+        "COUNT(*)" if i == 1 && is(words.get(2), "WARNINGS") && words.len() == 3 => Ok(
+            Routed::Local(Local::WarningCount("@@session.warning_count".to_string())),
+        ),
         "WARNINGS" if i == 1 => {
             // SHOW WARNINGS [LIMIT [offset,] n]
             let bad = || RouteError::syntax("SHOW WARNINGS supports only LIMIT [offset,] n here");
