@@ -177,6 +177,63 @@ async fn a_select_s_warnings_are_counted_in_its_eof_and_shown() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn found_rows_answers_as_one_database_holding_the_rows_does() {
+    let f = Fixture::start("h7found", Extra::default()).await;
+    // The reference: one database holding the same rows.
+    let mut r = common::primary(None).await;
+    r.query_drop("DROP DATABASE IF EXISTS t_h7found_ref")
+        .await
+        .unwrap();
+    r.query_drop("CREATE DATABASE t_h7found_ref").await.unwrap();
+    r.query_drop("USE t_h7found_ref").await.unwrap();
+    for stmt in common::sample_statements() {
+        r.query_drop(stmt).await.unwrap();
+    }
+    let mut c = f.client().await;
+    let rows = "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5000001, 'e'), (5000002, 'f')";
+    c.query_drop(rows).await.unwrap();
+    r.query_drop(rows).await.unwrap();
+    // Each step runs on both; after each, FOUND_ROWS() must agree. Outside a transaction
+    // every statement may take another pooled connection: the count is the session's.
+    let steps = [
+        "SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 2",
+        "SELECT 1",
+        "SELECT id FROM travelrecord ORDER BY id",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 3",
+        "SHOW CREATE TABLE travelrecord",
+        "EXPLAIN SELECT id FROM travelrecord WHERE id = 1",
+        "DESCRIBE travelrecord",
+        "UPDATE travelrecord SET user_id = 'z' WHERE id = 1",
+        "SELECT LAST_INSERT_ID()",
+        "SELECT id FROM travelrecord WHERE id = 5000001",
+        "BEGIN",
+        "SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id = 5000002 OR id = 5000001 LIMIT 1",
+        "COMMIT",
+    ];
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for step in steps {
+        let _: Vec<mysql_async::Row> = c.query(step).await.unwrap();
+        let _: Vec<mysql_async::Row> = r.query(step).await.unwrap();
+        // Asked twice: the first answer is itself a one-row SELECT.
+        for _ in 0..2 {
+            let g: Option<u64> = c.query_first("SELECT FOUND_ROWS()").await.unwrap();
+            let w: Option<u64> = r.query_first("SELECT FOUND_ROWS()").await.unwrap();
+            got.push((step, g));
+            want.push((step, w));
+        }
+    }
+    assert_eq!(got, want);
+    assert_eq!(got[0].1, Some(4), "the rows without the LIMIT");
+    // The label is the alias, or the expression as written.
+    let result = c.query_iter("SELECT FOUND_ROWS() AS total").await.unwrap();
+    assert_eq!(result.columns_ref()[0].name_str(), "total");
+    drop(result);
+    let result = c.query_iter("SELECT found_rows()").await.unwrap();
+    assert_eq!(result.columns_ref()[0].name_str(), "found_rows()");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     let f = Fixture::start("h7warn", Extra::default()).await;
     let mut c = f.client().await;

@@ -75,6 +75,7 @@ pub async fn run(
         last_insert_id: 0,
         warnings: Vec::new(),
         warning_count: 0,
+        found_rows: 0,
         next_insert_id: None,
         statements: statements.clone(),
         tls,
@@ -141,6 +142,8 @@ struct Session {
     warnings: Vec<Vec<Option<String>>>,
     /// That statement's warning count, as its OK or EOF packet gave it (`@@warning_count`).
     warning_count: u16,
+    /// `FOUND_ROWS()` of the last result set that went to the client ([`Local::FoundRows`]).
+    found_rows: u64,
     /// The insert id the next OK packet reports (the first key drawn from a sequence).
     next_insert_id: Option<u64>,
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
@@ -292,6 +295,26 @@ impl Session {
     }
 
     async fn local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        // The SELECTs answered here return one row: as any SELECT, they set FOUND_ROWS().
+        let one_row_select = matches!(
+            l,
+            Local::FoundRows(_)
+                | Local::LastInsertId(_)
+                | Local::WarningCount(_)
+                | Local::Autocommit(_)
+                | Local::Database
+                | Local::ConnectionId(_)
+                | Local::VersionComment
+                | Local::MaxAllowedPacket(_)
+        );
+        let answered = self.answer_local(l, w).await;
+        if one_row_select && answered.is_ok() {
+            self.found_rows = 1;
+        }
+        answered
+    }
+
+    async fn answer_local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         match l {
             Local::Commit | Local::Begin | Local::SetAutocommit(true)
                 if self.interrupted.is_some() =>
@@ -483,17 +506,9 @@ impl Session {
                 .await
             }
             Local::WarningCount(label) => {
-                let column = WireColumn {
-                    table: String::new(),
-                    column: label,
-                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
-                    colflags: ColumnFlags::NOT_NULL_FLAG | ColumnFlags::UNSIGNED_FLAG,
-                };
-                let mut rw = w.start(std::slice::from_ref(&column)).await?;
-                rw.write_col(u64::from(self.warning_count))?;
-                rw.end_row().await?;
-                rw.finish().await
+                write_unsigned(w, label, u64::from(self.warning_count)).await
             }
+            Local::FoundRows(label) => write_unsigned(w, label, self.found_rows).await,
             Local::Autocommit(label) => {
                 let column = WireColumn {
                     table: String::new(),
@@ -506,18 +521,7 @@ impl Session {
                 rw.end_row().await?;
                 rw.finish().await
             }
-            Local::LastInsertId(label) => {
-                let column = WireColumn {
-                    table: String::new(),
-                    column: label,
-                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
-                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
-                };
-                let mut rw = w.start(std::slice::from_ref(&column)).await?;
-                rw.write_col(self.last_insert_id)?;
-                rw.end_row().await?;
-                rw.finish().await
-            }
+            Local::LastInsertId(label) => write_unsigned(w, label, self.last_insert_id).await,
             Local::Database => {
                 write_text_rows(
                     w,
@@ -656,21 +660,46 @@ impl Session {
         out
     }
 
-    /// After a result set went to the client with `sent`'s warning count: the warnings' rows,
-    /// read from the connections it ran on while they are still held, for a later `SHOW
-    /// WARNINGS` (as after an OK, see `execute`).
+    /// After a result set went to the client: what the session keeps of it, read from the
+    /// connections it ran on while they are still held. The warnings' rows for a later `SHOW
+    /// WARNINGS` (as after an OK, see `execute`), then its found-rows count for `SELECT
+    /// FOUND_ROWS()`: the rows sent, or, after `SQL_CALC_FOUND_ROWS` on one dataNode, the
+    /// node's `FOUND_ROWS()` (several dataNodes are refused at routing).
     async fn rows_sent(
         &mut self,
-        sent: io::Result<u16>,
+        sent: io::Result<Sent>,
         transactional: bool,
         fresh: &mut [Box<dyn BackendConn>],
         targets: &[crate::route::Target],
     ) -> io::Result<()> {
-        let count = sent?;
-        if count > 0 {
-            let mut conns = held(transactional, &mut self.pinned, fresh, targets);
+        let sent = sent?;
+        if !sent.complete {
+            return Ok(());
+        }
+        if targets.first().is_some_and(|t| sets_found_rows(&t.sql)) {
+            self.found_rows = sent.rows;
+        }
+        let calc = targets.len() == 1
+            && crate::sqltext::contains_ignore_ascii_case(&targets[0].sql, "SQL_CALC_FOUND_ROWS");
+        if sent.warnings == 0 && !calc {
+            return Ok(());
+        }
+        let mut conns = held(transactional, &mut self.pinned, fresh, targets);
+        if sent.warnings > 0 {
+            // First: MariaDB's SHOW WARNINGS leaves FOUND_ROWS() as it is, and a SELECT
+            // without warnings would clear them.
             self.warnings = collect_warnings(&mut conns).await;
-            self.warning_count = count;
+            self.warning_count = sent.warnings;
+        }
+        if calc && let Some(conn) = conns.first_mut() {
+            match found_rows_on(&mut **conn).await {
+                Some(n) => self.found_rows = n,
+                None => tracing::warn!(
+                    connection = self.id,
+                    node = %targets[0].node,
+                    "FOUND_ROWS() after SQL_CALC_FOUND_ROWS could not be read; counting the rows sent"
+                ),
+            }
         }
         Ok(())
     }
@@ -1286,9 +1315,8 @@ impl Session {
 
 /// How a statement went before the rest of its answer is written ([`run_plan`]).
 enum Ran<'w> {
-    /// Its result set went to the client (or did not: the client left), ending with this
-    /// warning count.
-    Rows(io::Result<u16>),
+    /// Its result set went to the client (or did not: the client left).
+    Rows(io::Result<Sent>),
     /// An OK or the first failing node's error, with the writer that is to answer.
     Done(
         QueryResultWriter<'w, Writer>,
@@ -1434,7 +1462,7 @@ async fn write_ok(
 
 /// Streams a result set to the client as the dataNodes deliver it, and ends it with the sum of
 /// the nodes' warning counts (`warning_counts`, [`BackendConn::warning_count`], read once the
-/// rows are all in), which it returns.
+/// rows are all in).
 async fn stream_rows(
     w: QueryResultWriter<'_, Writer>,
     columns: &[Column],
@@ -1442,7 +1470,7 @@ async fn stream_rows(
     slot: &ErrorSlot,
     binary: bool,
     warning_counts: &[Arc<AtomicU16>],
-) -> io::Result<u16> {
+) -> io::Result<Sent> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
     slot.set_columns(columns.iter().map(|c| ColumnMeta {
         charset: c.charset,
@@ -1452,6 +1480,7 @@ async fn stream_rows(
     let mut rw = w.start(&wire).await?;
     // The text-protocol encoding of the current row (see `TextRow`), reused row after row.
     let mut encoded = Vec::new();
+    let mut sent = 0u64;
     while let Some(row) = rows.next().await {
         match row {
             Ok(row) if row.len() != wire.len() => {
@@ -1462,7 +1491,7 @@ async fn stream_rows(
                 );
                 return abort_rows(rw, slot, MysqlError::new(1105, "HY000", message))
                     .await
-                    .map(|_| 0);
+                    .map(|_| Sent::default());
             }
             Ok(row) => {
                 if binary {
@@ -1479,6 +1508,7 @@ async fn stream_rows(
                     slot.pad_after_full_chunks(chunks);
                 }
                 rw.end_row().await?;
+                sent += 1;
             }
             Err(e) => {
                 // A server error mid-result keeps its errno; a broken connection is named.
@@ -1490,7 +1520,7 @@ async fn stream_rows(
                         format!("a dataNode failed while sending rows: {e}"),
                     ),
                 };
-                return abort_rows(rw, slot, e).await.map(|_| 0);
+                return abort_rows(rw, slot, e).await.map(|_| Sent::default());
             }
         }
     }
@@ -1501,7 +1531,66 @@ async fn stream_rows(
         slot.set_eof_warnings(warnings);
     }
     rw.finish().await?;
-    Ok(warnings)
+    Ok(Sent {
+        rows: sent,
+        warnings,
+        complete: true,
+    })
+}
+
+/// Whether a statement's result set sets `FOUND_ROWS()` to its row count, as on MariaDB: a
+/// SELECT's does, and so do the `SHOW`s and `DESCRIBE` that read information_schema; `EXPLAIN`
+/// and `SHOW CREATE ...` leave it.
+fn sets_found_rows(sql: &str) -> bool {
+    let mut words = sql.split_ascii_whitespace();
+    match words.next() {
+        Some(w) if w.eq_ignore_ascii_case("EXPLAIN") => false,
+        Some(w) if w.eq_ignore_ascii_case("SHOW") => !words
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("CREATE")),
+        _ => true,
+    }
+}
+
+/// What [`stream_rows`] sent.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sent {
+    /// Rows written.
+    rows: u64,
+    /// The warning count the result set ended with.
+    warnings: u16,
+    /// The result set ended with its EOF, not with an error.
+    complete: bool,
+}
+
+/// `SELECT FOUND_ROWS()` on `conn`; `None` when it fails or answers no number.
+async fn found_rows_on(conn: &mut (dyn BackendConn + 'static)) -> Option<u64> {
+    let Ok(Response::Rows { mut rows, .. }) = conn.query("SELECT FOUND_ROWS()").await else {
+        return None;
+    };
+    let mut value = None;
+    while let Some(Ok(row)) = rows.next().await {
+        value = value.or_else(|| row.first()?.to_text()?.parse().ok());
+    }
+    value
+}
+
+/// A one-row, one-column `BIGINT UNSIGNED` result the session answers itself.
+async fn write_unsigned(
+    w: QueryResultWriter<'_, Writer>,
+    label: String,
+    value: u64,
+) -> io::Result<()> {
+    let column = WireColumn {
+        table: String::new(),
+        column: label,
+        coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+        colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+    };
+    let mut rw = w.start(std::slice::from_ref(&column)).await?;
+    rw.write_col(value)?;
+    rw.end_row().await?;
+    rw.finish().await
 }
 
 /// How many 0xFFFFFF-byte packets a row's payload fills exactly, when it does: such a row must

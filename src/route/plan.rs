@@ -234,6 +234,11 @@ pub enum Local {
     /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
     /// session's last insert id (SPEC §5.15).
     LastInsertId(String),
+    /// `SELECT FOUND_ROWS()` (with the column label to use): the session's found-rows count of
+    /// its last result set, kept by the gateway (a pooled connection asked now would answer its
+    /// own last statement's). MySQL's rule: after `SELECT SQL_CALC_FOUND_ROWS ... LIMIT`, the
+    /// rows without the LIMIT; after any other result set, the rows it returned.
+    FoundRows(String),
     /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
     Ok,
     /// `SELECT @@[session.|global.]max_allowed_packet` (the label as written): the gateway's own

@@ -413,13 +413,14 @@ fn kill(words: &[&str]) -> Result<Local, RouteError> {
     }
 }
 
-/// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` [[AS] alias] as the whole statement: the
-/// session's value, labelled by the alias or the expression as written (SPEC §5.15).
+/// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (SPEC §5.15) / `SELECT FOUND_ROWS()`
+/// [[AS] alias] as the whole statement: the session's value, labelled by the alias or the
+/// expression as written.
 fn last_insert_id(stmt: &str) -> Option<Local> {
-    // Tokenizing every statement to find these two names cost ~19,000 instructions per
-    // statement (callgrind); a statement without either text cannot match.
+    // Tokenizing every statement to find these names cost ~19,000 instructions per statement
+    // (callgrind); a statement without any of them cannot match.
     let mentions = |name: &str| scan::contains_ignore_ascii_case(stmt, name);
-    if !mentions("last_insert_id") && !mentions("@@identity") {
+    if !mentions("last_insert_id") && !mentions("@@identity") && !mentions("found_rows") {
         return None;
     }
     let toks = rewrite::tokens(stmt)?;
@@ -427,17 +428,17 @@ fn last_insert_id(stmt: &str) -> Option<Local> {
     if !toks.first().is_some_and(|t| word(&t.0, "SELECT")) {
         return None;
     }
-    let (expr_end, rest) = match toks.get(1).map(|t| &t.0) {
-        Some(t)
-            if word(t, "LAST_INSERT_ID")
-                && matches!(toks.get(2).map(|t| &t.0), Some(Token::LParen))
-                && matches!(toks.get(3).map(|t| &t.0), Some(Token::RParen)) =>
-        {
-            (toks[3].1.end, &toks[4..])
-        }
+    let call = |name: &str| {
+        toks.get(1).is_some_and(|t| word(&t.0, name))
+            && matches!(toks.get(2).map(|t| &t.0), Some(Token::LParen))
+            && matches!(toks.get(3).map(|t| &t.0), Some(Token::RParen))
+    };
+    let (found_rows, expr_end, rest) = match toks.get(1).map(|t| &t.0) {
+        Some(_) if call("LAST_INSERT_ID") => (false, toks[3].1.end, &toks[4..]),
+        Some(_) if call("FOUND_ROWS") => (true, toks[3].1.end, &toks[4..]),
         Some(Token::AtSign) => return None,
         Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("@@identity") => {
-            (toks[1].1.end, &toks[2..])
+            (false, toks[1].1.end, &toks[2..])
         }
         _ => return None,
     };
@@ -447,7 +448,11 @@ fn last_insert_id(stmt: &str) -> Option<Local> {
         [(Token::Word(alias), _, _)] => alias.value.clone(),
         _ => return None,
     };
-    Some(Local::LastInsertId(label))
+    Some(if found_rows {
+        Local::FoundRows(label)
+    } else {
+        Local::LastInsertId(label)
+    })
 }
 
 fn single(node: String, sql: String, read_only: bool) -> Routed {
