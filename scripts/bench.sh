@@ -24,7 +24,7 @@
 #   - RSS with 5,000 idle, authenticated client connections.
 #
 # --quick: point_select and read_only at 16 threads only, 3 reps of 5 s, 3 x 200,000 rows for the
-# 3-node part (about 5 minutes). The full run takes about an hour.
+# 3-node part (about 5 minutes). The full run takes about 1 h 45 min (--time 10: about an hour).
 #
 # Needs: the sandbox (scripts/sandbox.sh; honours MANX_SANDBOX_DIR), sysbench and socat (installed
 # with apt-get when missing and we are root), python3, a mariadb/mysql client, cargo. Creates the
