@@ -247,6 +247,11 @@ async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     .await
     .unwrap();
     assert_eq!(c.affected_rows(), 1);
+    assert_eq!(
+        c.get_warnings(),
+        2,
+        "the OK packet counts both nodes' warnings"
+    );
     let warnings: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(
@@ -273,6 +278,7 @@ async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     c.query_drop("INSERT IGNORE INTO company (id, name) VALUES (1, 'b')")
         .await
         .unwrap();
+    assert_eq!(c.get_warnings(), 1);
     let global: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
     assert_eq!(global.len(), 1, "{global:?}");
     // The next statement on a dataNode starts a clean list.

@@ -558,7 +558,7 @@ os._exit(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_select_s_warning_count_reaches_a_client_reading_eof_packets() {
+async fn warning_counts_reach_a_client_reading_eof_packets() {
     let f = Fixture::start("w7eofw", Extra::default()).await;
     let mut c = f.client().await;
     c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
@@ -578,6 +578,8 @@ print(len(rows), cur.warning_count, c.server_status & 2)
 cur.execute("SELECT id FROM travelrecord ORDER BY id")
 cur.fetchall()
 print(cur.warning_count)
+cur.execute("INSERT IGNORE INTO travelrecord (id, user_id) VALUES (1, 'x'), (5000001, 'y')")
+print(cur.rowcount, cur.warning_count)
 "#;
     let out = Command::new(python())
         .arg("-c")
@@ -590,7 +592,7 @@ print(cur.warning_count)
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 2 2\n0\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "2 2 2\n0\n0 2\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -267,7 +267,7 @@ impl Session {
     }
 
     async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
-        write_ok(w, ok, self.status()).await
+        write_ok(&self.slot, w, ok, self.status()).await
     }
 
     /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
@@ -1307,7 +1307,7 @@ impl Session {
                 if let Some(key) = ok.last_insert_id.filter(|k| *k > 0) {
                     self.last_insert_id = key;
                 }
-                write_ok(w, ok, status).await
+                write_ok(&slot, w, ok, status).await
             }
         }
     }
@@ -1445,11 +1445,16 @@ async fn collect_warnings(
 /// opensrv-mysql 0.7 writes it as a raw string unless the client negotiated session tracking,
 /// while MySQL sends it length-encoded and clients (mysql_common) parse it so; a raw text there
 /// makes them misread the whole packet. For merged results it would be one node's counts anyway.
+/// Its warning count goes through `slot`: opensrv-mysql 0.7 writes 0 whatever it is given.
 async fn write_ok(
+    slot: &ErrorSlot,
     w: QueryResultWriter<'_, Writer>,
     ok: OkInfo,
     status: StatusFlags,
 ) -> io::Result<()> {
+    if ok.warnings > 0 {
+        slot.set_end_warnings(ok.warnings);
+    }
     w.completed(OkResponse {
         affected_rows: ok.affected_rows,
         last_insert_id: ok.last_insert_id.unwrap_or(0),
@@ -1528,7 +1533,7 @@ async fn stream_rows(
         .iter()
         .fold(0u16, |n, c| n.saturating_add(c.load(Ordering::Relaxed)));
     if warnings > 0 {
-        slot.set_eof_warnings(warnings);
+        slot.set_end_warnings(warnings);
     }
     rw.finish().await?;
     Ok(Sent {

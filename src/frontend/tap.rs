@@ -73,9 +73,9 @@ struct Pending {
     /// The session's status flags (autocommit, in transaction), for the packets opensrv writes
     /// without them.
     status: u16,
-    /// The warning count for the EOF (or 0xFE OK) that ends the result set being written:
-    /// opensrv-mysql 0.7 writes 0 there.
-    eof_warnings: u16,
+    /// The warning count for the EOF or OK packet that ends the response being written:
+    /// opensrv-mysql 0.7 writes 0 in every one.
+    end_warnings: u16,
     /// The server greeting has gone by (its status flags are patched too).
     greeted: bool,
     /// The login's OK packet (written by opensrv with no status flags) is still to come.
@@ -103,6 +103,8 @@ struct Pending {
     pad_after: Option<usize>,
 }
 
+/// `CLIENT_PROTOCOL_41`: OK packets carry status flags and a warning count.
+const CLIENT_PROTOCOL_41: u32 = 0x0200;
 /// `SERVER_MORE_RESULTS_EXISTS`.
 const MORE_RESULTS: u16 = 0x0008;
 /// `CLIENT_MULTI_STATEMENTS` | `CLIENT_MULTI_RESULTS`, in the upper half of the capabilities.
@@ -138,10 +140,11 @@ impl ErrorSlot {
         self.lock().status = bits;
     }
 
-    /// The result set being written ends with `warnings` warnings: set just before its last
-    /// packet is written (the EOF after the column definitions has gone by), applied once.
-    pub fn set_eof_warnings(&self, warnings: u16) {
-        self.lock().eof_warnings = warnings;
+    /// The response being written ends with `warnings` warnings: set just before its last
+    /// packet, the OK of a statement without rows or the EOF (or 0xFE OK) of a result set, is
+    /// written (after the EOF that follows column definitions), and applied to it once.
+    pub fn set_end_warnings(&self, warnings: u16) {
+        self.lock().end_warnings = warnings;
     }
 
     /// The client logged in with `caching_sha2_password`'s fast path: announce its success.
@@ -309,6 +312,31 @@ fn patch_eof(payload: &mut [u8], status: u16, warnings: u16) {
     }
 }
 
+/// Sets the warning count of an OK packet (`00 affected insert-id status warnings [info]`,
+/// the two counts length-encoded), which opensrv-mysql 0.7 always writes as 0.
+fn patch_ok_warnings(payload: &mut [u8], warnings: u16) {
+    /// The size of the length-encoded integer starting with `first`.
+    fn lenenc(first: u8) -> usize {
+        match first {
+            0xFC => 3,
+            0xFD => 4,
+            0xFE => 9,
+            _ => 1,
+        }
+    }
+    let Some(&affected) = payload.get(1) else {
+        return;
+    };
+    let insert_id = 1 + lenenc(affected);
+    let Some(&first) = payload.get(insert_id) else {
+        return;
+    };
+    let at = insert_id + lenenc(first) + 2;
+    if let Some(w) = payload.get_mut(at..at + 2) {
+        w.copy_from_slice(&warnings.to_le_bytes());
+    }
+}
+
 /// Buffered writer over the client socket that rewrites ERR packets (see the module docs).
 pub struct Tap<W> {
     inner: W,
@@ -432,8 +460,15 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     patch_eof(&mut self.buf[start + 4..start + 4 + len], pending.status, 0);
                 }
             } else if (5..9).contains(&len) && self.buf[start + 4] == 0xFE {
-                let warnings = std::mem::take(&mut pending.eof_warnings);
+                let warnings = std::mem::take(&mut pending.end_warnings);
                 patch_eof(&mut self.buf[start + 4..start + 4 + len], status, warnings);
+            } else if pending.end_warnings != 0
+                && len >= 7
+                && self.buf[start + 4] == 0x00
+                && pending.client_capabilities & CLIENT_PROTOCOL_41 != 0
+            {
+                let warnings = std::mem::take(&mut pending.end_warnings);
+                patch_ok_warnings(&mut self.buf[start + 4..start + 4 + len], warnings);
             }
             let is_err = len > 0 && self.buf[start + 4] == 0xFF;
             if is_err {
