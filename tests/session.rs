@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Extra, Fixture, server_error};
+use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 
 #[tokio::test]
@@ -137,6 +138,29 @@ async fn a_select_s_warnings_are_counted_in_its_eof_and_shown() {
     }
     let listed: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
     assert_eq!(listed, shown, "asking for the count keeps the list");
+    // Typed as MySQL types them: Code is an INT UNSIGNED, in both protocols.
+    let result = c.query_iter("SHOW WARNINGS").await.unwrap();
+    let types: Vec<_> = result
+        .columns_ref()
+        .iter()
+        .map(|c| {
+            (
+                c.column_type(),
+                c.flags().contains(ColumnFlags::UNSIGNED_FLAG),
+            )
+        })
+        .collect();
+    drop(result);
+    assert_eq!(types[1], (ColumnType::MYSQL_TYPE_LONG, true), "{types:?}");
+    let binary: Vec<mysql_async::Row> = c.exec("SHOW WARNINGS", ()).await.unwrap();
+    assert_eq!(binary.len(), shown.len());
+    assert!(
+        binary.iter().all(|r| matches!(
+            r.as_ref(1),
+            Some(mysql_async::Value::Int(1292) | mysql_async::Value::UInt(1292))
+        )),
+        "{binary:?}"
+    );
 
     // Binary protocol, rows streamed as they come.
     let rows: Vec<(i64, u64)> = c

@@ -358,7 +358,7 @@ impl Session {
                     .take(limit.unwrap_or(usize::MAX))
                     .cloned()
                     .collect();
-                write_text_rows(w, &["Level", "Code", "Message"], rows).await
+                write_warnings(w, rows).await
             }
             Local::ShowCreateDatabase(name) => {
                 if let Err(e) = self.check_schema(&name) {
@@ -1774,6 +1774,40 @@ async fn write_text_rows(
         for v in row {
             rw.write_col(v)?;
         }
+        rw.end_row().await?;
+    }
+    rw.finish().await
+}
+
+/// `SHOW WARNINGS` rows (Level, Code, Message, as read from the nodes) typed as MySQL types
+/// them: Code is an `INT UNSIGNED` (clients reading it in the binary protocol, or by type, get a
+/// number), the others text.
+async fn write_warnings(
+    w: QueryResultWriter<'_, Writer>,
+    rows: Vec<Vec<Option<String>>>,
+) -> io::Result<()> {
+    let column = |name: &str, coltype, colflags| WireColumn {
+        table: String::new(),
+        column: name.to_string(),
+        coltype,
+        colflags,
+    };
+    let text = ColumnType::MYSQL_TYPE_VAR_STRING;
+    let cols = [
+        column("Level", text, ColumnFlags::NOT_NULL_FLAG),
+        column(
+            "Code",
+            ColumnType::MYSQL_TYPE_LONG,
+            ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+        ),
+        column("Message", text, ColumnFlags::NOT_NULL_FLAG),
+    ];
+    let mut rw = w.start(&cols).await?;
+    for row in rows {
+        let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        rw.write_col(text(0))?;
+        rw.write_col(text(1).parse::<u32>().unwrap_or(0))?;
+        rw.write_col(text(2))?;
         rw.end_row().await?;
     }
     rw.finish().await
