@@ -412,16 +412,8 @@ impl Session {
             }
             Local::Ok => self.ok(w, OkInfo::default()).await,
             Local::MaxAllowedPacket(label) => {
-                let column = WireColumn {
-                    table: String::new(),
-                    column: label,
-                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
-                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
-                };
-                let mut rw = w.start(std::slice::from_ref(&column)).await?;
-                rw.write_col(self.server.config.system.max_packet_size as u64)?;
-                rw.end_row().await?;
-                rw.finish().await
+                let size = self.server.config.system.max_packet_size as u64;
+                write_unsigned(w, label, size).await
             }
             Local::ConnectionId(label) => {
                 let column = WireColumn {
