@@ -505,6 +505,45 @@ async fn kill_query_and_kill_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_query_of_a_read_over_several_nodes_in_a_transaction_spares_the_next_statement() {
+    let f = Fixture::start("w7killtx", Extra::default()).await;
+    let mut a = f.client().await;
+    let mut b = f.client().await;
+    // One row on each of the three dataNodes.
+    a.query_drop(
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b'), (10000001, 'c')",
+    )
+    .await
+    .unwrap();
+    let id = a.id();
+    a.query_drop("BEGIN").await.unwrap();
+    let sleeper = tokio::spawn(async move {
+        let r = a
+            .query_drop("SELECT id, SLEEP(29.74) FROM travelrecord")
+            .await;
+        (a, r)
+    });
+    running("SELECT id, SLEEP(29.74)").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    b.query_drop(format!("KILL QUERY {id}")).await.unwrap();
+    let (mut a, r) = sleeper.await.unwrap();
+    assert_eq!(server_error(r.unwrap_err()).0, 1317);
+    // The first node's interruption ended the statement while the others' were still being
+    // interrupted: their ends must not be taken for the next statements' answers.
+    let n: Option<i64> = a
+        .query_first("SELECT COUNT(*) FROM travelrecord")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(3));
+    a.query_drop("COMMIT").await.unwrap();
+    assert_eq!(
+        running_now("SELECT id, SLEEP(29.74)").await,
+        0,
+        "no node still runs it"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_leaving_mid_result_stops_the_backend_statement() {
     let f = Fixture::start("w7gone", Extra::default()).await;
     // In a transaction (PyMySQL's default: the connection is pinned), then with autocommit

@@ -176,6 +176,12 @@ struct Conn {
     /// connection is closed, never reused. (mysql_async's futures are not cancellation-safe
     /// there; a result set dropped between rows is, it reads the rest out itself.)
     in_flight: bool,
+    /// The last statement's rows were dropped before their end (a merge stopped reading at its
+    /// LIMIT, another dataNode failed, the client left). mysql_async reads the rest before the
+    /// next command and reports an error that rest ends with as that command's own: a
+    /// statement a `KILL QUERY` interrupted meanwhile would fail the next statement with 1317.
+    /// The next statement reads it out first ([`PooledConn::query`]).
+    unread: bool,
     /// The warnings of the statement's result, once read to its end
     /// ([`BackendConn::warning_count`]).
     warnings: Arc<AtomicU16>,
@@ -229,6 +235,7 @@ impl Conn {
             begin_pending: false,
             foreign_found_rows: false,
             in_flight: false,
+            unread: false,
             warnings: Arc::default(),
         }
     }
@@ -246,6 +253,7 @@ impl Conn {
             Err(e) => return Err(convert_error(e)),
         }
         self.in_flight = false;
+        self.unread = false;
         self.dirty = false;
         self.used = false;
         self.inherited = false;
@@ -479,6 +487,19 @@ impl BackendConn for PooledConn {
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let c: &'a mut Conn = &mut self.conn;
         c.warnings.store(0, Ordering::Relaxed);
+        if c.unread {
+            // The abandoned rows' end, read on a ping (see `unread`): their error is no longer
+            // anyone's, a broken connection is this statement's.
+            c.check_in_step()?;
+            c.in_flight = true;
+            let drained = c.conn.ping().await;
+            c.in_flight = false;
+            c.unread = false;
+            match drained {
+                Ok(()) | Err(mysql_async::Error::Server(_)) => {}
+                Err(e) => return Err(convert_error(e)),
+            }
+        }
         let kind = c.before(sql).await?;
         let begin = std::mem::take(&mut c.begin_pending);
         if begin && kind == Kind::End {
@@ -497,6 +518,7 @@ impl BackendConn for PooledConn {
         c.dirty = true;
         let dirty = &mut c.dirty;
         let warnings: &'a AtomicU16 = &c.warnings;
+        let unread = &mut c.unread;
         let open_transaction = &mut c.open_transaction;
         // From the send until the statement's own result (or error) is in: see `in_flight`.
         // A future that completes has read what it waited for, error or not.
@@ -560,11 +582,14 @@ impl BackendConn for PooledConn {
             return Ok(Response::Ok(ok));
         }
         let columns: Arc<[Column]> = columns.iter().map(convert_column).collect();
+        *unread = true;
+        let state = (result, dirty, unread);
         let rows =
-            futures::stream::try_unfold((result, dirty), move |(mut result, dirty)| async move {
+            futures::stream::try_unfold(state, move |(mut result, dirty, unread)| async move {
                 match result.next().await {
-                    Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty)))),
+                    Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty, unread)))),
                     Ok(None) => {
+                        *unread = false;
                         let count = result.warnings();
                         warnings.store(count, Ordering::Relaxed);
                         if stateless && count == 0 {
@@ -572,7 +597,10 @@ impl BackendConn for PooledConn {
                         }
                         Ok(None)
                     }
-                    Err(e) => Err(convert_error(e)),
+                    Err(e) => {
+                        *unread = false;
+                        Err(convert_error(e))
+                    }
                 }
             });
         Ok(Response::Rows {
