@@ -415,18 +415,7 @@ impl Session {
                 let size = self.server.config.system.max_packet_size as u64;
                 write_unsigned(w, label, size).await
             }
-            Local::ConnectionId(label) => {
-                let column = WireColumn {
-                    table: String::new(),
-                    column: label,
-                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
-                    colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
-                };
-                let mut rw = w.start(std::slice::from_ref(&column)).await?;
-                rw.write_col(u64::from(self.id))?;
-                rw.end_row().await?;
-                rw.finish().await
-            }
+            Local::ConnectionId(label) => write_unsigned(w, label, u64::from(self.id)).await,
             Local::Kill { query, id } => {
                 let Some(target) = self.server.registry.get(id) else {
                     let e = MysqlError::new(1094, "HY000", format!("Unknown thread id: {id}"));
