@@ -12,57 +12,15 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
+use common::clients::clients;
 use common::{Extra, Fixture, GatewayProcess};
 use mysql_async::prelude::Queryable;
 
 /// The utf8mb4 text of the `unicode` step (4-byte emoji, CJK, Hangul, Latin-1).
 const UNICODE: &str = "emoji 🐬🎉 CJK 中文字符 日本語 한국어 ñ";
-
-/// Paths printed by `scripts/clients.sh`.
-struct Clients {
-    python: String,
-    node_dir: String,
-    java_cp: String,
-    sysbench: String,
-}
-
-/// Installs the clients (once per test process; the script is idempotent and takes a lock).
-fn clients() -> &'static Clients {
-    static CLIENTS: OnceLock<Clients> = OnceLock::new();
-    CLIENTS.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(common::repo().join("scripts/clients.sh"))
-            .output()
-            .expect("run scripts/clients.sh");
-        assert!(
-            out.status.success(),
-            "scripts/clients.sh failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let vars: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let get = |k: &str| {
-            vars.get(k)
-                .unwrap_or_else(|| panic!("scripts/clients.sh did not print {k}"))
-                .clone()
-        };
-        Clients {
-            python: get("PYTHON"),
-            node_dir: get("NODE_DIR"),
-            java_cp: get("JAVA_CP"),
-            sysbench: get("SYSBENCH"),
-        }
-    })
-}
 
 /// A fixture's databases and configuration, served by the `manx` binary as its own process: a
 /// gateway that crashes fails only its own test, and its log says why.

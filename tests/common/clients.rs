@@ -1,0 +1,48 @@
+//! The client libraries of other languages, installed by `scripts/clients.sh` (Debian packages,
+//! a Python venv under `target/clients-venv`, npm packages under `target/clients-node`, a Java
+//! class under `target/clients-java`), once per test process.
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Paths printed by `scripts/clients.sh`.
+pub struct Clients {
+    pub python: String,
+    pub node_dir: String,
+    pub java_cp: String,
+    pub sysbench: String,
+}
+
+/// Installs the clients (once per test process; the script is idempotent and takes a lock).
+pub fn clients() -> &'static Clients {
+    static CLIENTS: OnceLock<Clients> = OnceLock::new();
+    CLIENTS.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(super::repo().join("scripts/clients.sh"))
+            .output()
+            .expect("run scripts/clients.sh");
+        assert!(
+            out.status.success(),
+            "scripts/clients.sh failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let vars: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let get = |k: &str| {
+            vars.get(k)
+                .unwrap_or_else(|| panic!("scripts/clients.sh did not print {k}"))
+                .clone()
+        };
+        Clients {
+            python: get("PYTHON"),
+            node_dir: get("NODE_DIR"),
+            java_cp: get("JAVA_CP"),
+            sysbench: get("SYSBENCH"),
+        }
+    })
+}
