@@ -300,6 +300,35 @@ impl Conn {
     }
 }
 
+/// Checks that a new connection starts in a `sql_mode` that lexes as MySQL's default does.
+///
+/// The gateway reads every statement with the backend session's lexing modes (`route::lex`):
+/// those it set itself it knows, but a server whose *global* `sql_mode` has
+/// `NO_BACKSLASH_ESCAPES` or `ANSI_QUOTES` (or `ORACLE`'s grammar) would read statements
+/// differently from how the gateway checked them. Such a server is not used: set those modes
+/// per session (clients may, through the gateway), not globally.
+///
+/// Errors: [`BackendError::Closed`] naming the server and the mode.
+async fn lexing_defaults(conn: &mut mysql_async::Conn, address: &str) -> Result<(), BackendError> {
+    use mysql_async::prelude::Queryable;
+    let mode: Option<String> = conn
+        .query_first("SELECT @@session.sql_mode")
+        .await
+        .map_err(|e| BackendError::Closed(format!("{address}: reading sql_mode: {e}")))?;
+    let mode = mode.unwrap_or_default();
+    let bad = mode.split(',').map(str::trim).find(|m| {
+        ["NO_BACKSLASH_ESCAPES", "ANSI_QUOTES", "ORACLE"]
+            .iter()
+            .any(|b| m.eq_ignore_ascii_case(b))
+    });
+    match bad {
+        None => Ok(()),
+        Some(m) => Err(BackendError::Closed(format!(
+            "{address}: the server's global sql_mode has {m}: the gateway checks statements as MySQL's default sql_mode lexes them; remove {m} from the global sql_mode (sessions may still set it)"
+        ))),
+    }
+}
+
 #[derive(Debug)]
 struct Manager {
     opts: mysql_async::Opts,
@@ -314,7 +343,10 @@ impl Manage for Manager {
     async fn create(&self) -> Result<Conn, BackendError> {
         let connect = mysql_async::Conn::new(self.opts.clone());
         match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(conn)) => Ok(Conn::new(conn, self.opts.clone(), self.connect_timeout)),
+            Ok(Ok(mut conn)) => {
+                lexing_defaults(&mut conn, &self.address).await?;
+                Ok(Conn::new(conn, self.opts.clone(), self.connect_timeout))
+            }
             Ok(Err(e)) => Err(match convert_error(e) {
                 BackendError::Server {
                     code,
