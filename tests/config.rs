@@ -509,3 +509,31 @@ fn sub_tables_are_refused_not_misread() {
         "{e}"
     );
 }
+
+/// A `<privileges>` mask naming a schema or table that does not exist guards nothing: an error.
+#[test]
+fn privileges_must_name_existing_schemas_and_tables() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replace(
+            r#"<property name="readOnly">true</property>"#,
+            r#"<property name="readOnly">true</property>
+        <privileges check="true">
+            <schema name="TESTDB" dml="1111">
+                <table name="hotnews" dml="0010" />
+                <table name="hotnewz" dml="0000" />
+            </schema>
+            <schema name="NOPE" dml="0000" />
+        </privileges>"#,
+        )
+    });
+    let e = errors(dir.path());
+    assert!(
+        e.contains("<privileges> names table hotnewz of schema TESTDB, which does not exist"),
+        "{e}"
+    );
+    assert!(
+        e.contains("<privileges> names schema NOPE, which does not exist"),
+        "{e}"
+    );
+    assert!(!e.contains("hotnews "), "{e}");
+}

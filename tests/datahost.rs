@@ -374,14 +374,19 @@ async fn data_node_and_sql_annotations_route_the_statement_unchanged() {
             .unwrap_err(),
     );
     assert_eq!(code, 1064, "{msg}");
-    for refused in [
-        "/*!mycat:dataNode=dn1*/ SET autocommit = 0",
-        "/*!mycat:dataNode=dn1*/ GRANT ALL ON *.* TO 'x'@'%'",
-        "/*!mycat:dataNode=dn1*/ CREATE USER 'x'@'%'",
-        "/*!mycat:dataNode=dn1*/ CREATE VIEW v AS SELECT 1",
+    // Session statements are the gateway's (1064); account management and views are not
+    // available through it at all (1227, or 1064 where the parser cannot read the statement).
+    for (refused, errnos) in [
+        ("/*!mycat:dataNode=dn1*/ SET autocommit = 0", &[1064][..]),
+        (
+            "/*!mycat:dataNode=dn1*/ GRANT ALL ON *.* TO 'x'@'%'",
+            &[1227, 1064],
+        ),
+        ("/*!mycat:dataNode=dn1*/ CREATE USER 'x'@'%'", &[1227, 1064]),
+        ("/*!mycat:dataNode=dn1*/ CREATE VIEW v AS SELECT 1", &[1227]),
     ] {
         let (code, _, msg) = server_error(c.query_drop(refused).await.unwrap_err());
-        assert_eq!(code, 1064, "{refused}: {msg}");
+        assert!(errnos.contains(&code), "{refused}: {code} {msg}");
     }
     // A read-only user cannot write through an annotation.
     let mut ro = mysql_async::Conn::new(opts(f.port, "user", "user", Some("TESTDB")))

@@ -80,7 +80,7 @@ async fn second_statements_and_backend_schemas_are_refused() {
     for sql in [
         "SHOW TABLES; DELETE FROM hotnews WHERE id = 1",
         "DESC hotnews ;DELETE FROM hotnews WHERE id = 2",
-        "SHOW COLUMNS FROM hotnews WHERE 1; DELETE FROM hotnews",
+        "SHOW COLUMNS FROM hotnews LIKE 'id'; DELETE FROM hotnews",
         "SET @a = 1; DELETE FROM hotnews",
     ] {
         // The client set CLIENT_MULTI_STATEMENTS: each statement is routed and checked on its
@@ -437,7 +437,7 @@ async fn second_hunt_bypasses_are_closed() {
     for (sql, code, text) in [
         (
             "select 1 /*M!100000 , (select count(*) from mysql.user) */",
-            1064,
+            1235,
             "MariaDB executable comments",
         ),
         ("SHOW BINLOG EVENTS", 1227, "SHOW BINLOG EVENTS"),

@@ -436,6 +436,33 @@ impl Config {
                     ));
                 }
             }
+            // A mask for a schema or table that does not exist would guard nothing (issue 17:
+            // a typo must not leave a table unguarded). Tables of a schema with a default
+            // dataNode may exist only there, so those names cannot be checked here.
+            for (name, p) in user.privileges.iter().flatten() {
+                let Some(schema) = self.schemas.get(name) else {
+                    errors.push(ConfigError::new(
+                        &user.origin,
+                        format!("user name=\"{}\"", user.name),
+                        format!("<privileges> names schema {name}, which does not exist"),
+                    ));
+                    continue;
+                };
+                if schema.data_node.is_some() {
+                    continue;
+                }
+                for table in p.tables.keys() {
+                    if !schema.tables.contains_key(&table.to_ascii_uppercase()) {
+                        errors.push(ConfigError::new(
+                            &user.origin,
+                            format!("user name=\"{}\"", user.name),
+                            format!(
+                                "<privileges> names table {table} of schema {name}, which does not exist"
+                            ),
+                        ));
+                    }
+                }
+            }
             if let Some(d) = &user.default_schema
                 && !self.schemas.contains_key(d)
             {

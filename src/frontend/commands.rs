@@ -488,7 +488,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         if sql.as_bytes().contains(&b';')
             && self.slot.client_capabilities() & CLIENT_MULTI_STATEMENTS != 0
         {
-            let pieces = crate::route::split_statements(sql);
+            let pieces = crate::route::split_statements(sql, self.slot.sql_mode());
             if pieces.len() > 1 {
                 let mut pieces: VecDeque<String> = pieces.into_iter().map(shielded).collect();
                 let first = pieces.pop_front().unwrap_or_default();
@@ -504,7 +504,8 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         // CLIENT_MULTI_STATEMENTS.
         let shield = sql == "SELECT @@max_allowed_packet"
             || sql == "select @@max_allowed_packet"
-            || (intercepted(sql) && crate::route::split_statements(sql).len() > 1);
+            || (intercepted(sql)
+                && crate::route::split_statements(sql, self.slot.sql_mode()).len() > 1);
         if shield {
             self.emit_query(0, &shielded(sql));
         } else {

@@ -38,7 +38,10 @@ use super::tls::{self, ClientWrite};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
-use crate::route::{HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed, SessionSet};
+use crate::route::{
+    Access, HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed, SessionSet,
+    SessionView, SqlMode,
+};
 
 type Writer = Tap<ClientWrite>;
 
@@ -70,6 +73,8 @@ pub async fn run(
         prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
+        sql_mode: SqlMode::default(),
+        access: OnceLock::new(),
         plans: PlanCache::default(),
         binary: false,
         last_insert_id: 0,
@@ -149,6 +154,11 @@ struct Session {
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on
     /// every backend connection the session takes.
     state: Vec<SessionSet>,
+    /// The lexing part of the backend sessions' `sql_mode` (module `route::lex`), as read back
+    /// from a backend after each `SET` that may change it.
+    sql_mode: SqlMode,
+    /// What the logged-in user may reach, made on first use (`None` before login).
+    access: OnceLock<Option<Access>>,
     /// Plans of statements whose routing does not depend on their literals, by shape.
     plans: PlanCache,
     /// The statement being answered is a COM_STMT_EXECUTE (rows in the binary protocol).
@@ -205,6 +215,17 @@ async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlErr
     })
 }
 
+/// A string value as SQL that every `sql_mode` reads the same: quoted when it holds no quote or
+/// backslash, else spelled in hex (a backslash means one thing under NO_BACKSLASH_ESCAPES and
+/// another without, and the replay may run under either).
+fn replay_literal(text: &str) -> String {
+    if !text.contains(['\\', '\'']) {
+        return format!("'{text}'");
+    }
+    let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+    format!("CONVERT(X'{hex}' USING utf8mb4)")
+}
+
 /// Runs a statement whose result is not needed.
 async fn run_simple(
     conn: &mut dyn BackendConn,
@@ -258,7 +279,32 @@ impl Session {
         if self.slot.more_results() {
             s |= StatusFlags::SERVER_MORE_RESULTS_EXISTS;
         }
+        // Clients that escape parameters themselves (PyMySQL, libmysqlclient's
+        // mysql_real_escape_string) read it: the backend session's mode, not manx's default.
+        if self.sql_mode.no_backslash_escapes {
+            s |= StatusFlags::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
+        }
         s
+    }
+
+    /// What the router needs of this session (module `route`): every statement a client sends
+    /// is routed with it.
+    fn view(&self) -> SessionView<'_> {
+        let access = self
+            .access
+            .get_or_init(|| {
+                let config = &self.server.config;
+                self.user
+                    .get()
+                    .and_then(|u| config.users.get(u))
+                    .map(|u| Access::of(config, u))
+            })
+            .as_ref();
+        SessionView {
+            schema: self.schema.as_deref(),
+            mode: self.sql_mode,
+            access,
+        }
     }
 
     async fn error(&self, w: QueryResultWriter<'_, Writer>, e: MysqlError) -> io::Result<()> {
@@ -583,46 +629,6 @@ impl Session {
         Ok(sql)
     }
 
-    /// Mycat's DML privilege check (SPEC §3.4): the statement's kind against the mask of its
-    /// main table (or of the current schema) in the user's `<privileges check="true">`.
-    ///
-    /// Errors: 3012 as Mycat gives it (also for SQL that does not parse).
-    fn check_privileges(&self, query: &str) -> Result<(), MysqlError> {
-        let config = &self.server.config;
-        let Some(privileges) = config
-            .users
-            .get(self.user_name())
-            .and_then(|u| u.privileges.as_ref())
-        else {
-            return Ok(());
-        };
-        let reject = |detail: String| {
-            MysqlError::new(
-                3012,
-                "HY000",
-                format!(
-                    "The statement DML privilege check is not passed, reject for user '{}'{detail}",
-                    self.user_name()
-                ),
-            )
-        };
-        let Some(schema) = self.schema.as_deref().and_then(|s| privileges.get(s)) else {
-            return Ok(());
-        };
-        match crate::route::dml_main_table(query) {
-            Err(parse) => Err(reject(format!(": {parse}"))),
-            Ok(None) => Ok(()),
-            Ok(Some((kind, table))) => {
-                let mask = schema.tables.get(&table).unwrap_or(&schema.dml);
-                if mask[kind] {
-                    Ok(())
-                } else {
-                    Err(reject(String::new()))
-                }
-            }
-        }
-    }
-
     /// The statements that put a fresh backend connection in the session's state.
     fn state_statements(items: &[SessionSet]) -> Vec<String> {
         let mut out: Vec<String> = items
@@ -732,35 +738,74 @@ impl Session {
                 .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e))?;
         }
         for item in items.iter_mut().filter(|i| i.evaluate) {
-            let value = match conn.query(&format!("SELECT {}", item.key)).await {
+            // What the server settled on: `@x`, or `@@session.name` for a system variable.
+            let read = if item.key.starts_with('@') {
+                item.key.clone()
+            } else {
+                format!("@@session.{}", item.key)
+            };
+            let read_back = match conn.query(&format!("SELECT {read}")).await {
                 Ok(Response::Rows { columns, mut rows }) => {
                     let row = rows.next().await;
                     let numeric = columns.first().is_some_and(|c| {
                         matches!(
                             c.column_type,
                             crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
+                                | crate::backend::ColumnType::MYSQL_TYPE_LONG
                                 | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
                                 | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
                         )
                     });
                     while rows.next().await.is_some() {}
                     match row {
-                        Some(Ok(r)) => match r.into_iter().next() {
+                        Some(Ok(r)) => Some(match r.into_iter().next() {
                             Some(crate::backend::Value::Bytes(b)) => {
                                 let text = String::from_utf8_lossy(&b).into_owned();
-                                if numeric {
-                                    text
-                                } else {
-                                    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
-                                }
+                                if numeric { text } else { replay_literal(&text) }
                             }
-                            _ => "NULL".to_string(),
-                        },
-                        _ => "NULL".to_string(),
+                            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
+                            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
+                        }),
+                        _ => None,
                     }
                 }
-                _ => "NULL".to_string(),
+                _ => None,
             };
+            // A user variable that cannot be read back is NULL; a system variable keeps the
+            // value as written (a PostgreSQL dataNode answers only the variables it maps).
+            let value = match read_back {
+                Some(v) => v,
+                None if item.key.starts_with('@') => "NULL".to_string(),
+                None => item
+                    .assignment
+                    .split_once('=')
+                    .map_or(String::new(), |(_, v)| v.trim().to_string()),
+            };
+            if item.key == "sql_mode" {
+                let text = crate::route::unquote(&value);
+                match SqlMode::from_server(text) {
+                    Ok(mode) => {
+                        self.sql_mode = mode;
+                        self.slot.set_sql_mode(mode);
+                    }
+                    Err(bad) => {
+                        // Put the connection back in the session's mode before refusing.
+                        let previous = self
+                            .state
+                            .iter()
+                            .find(|s| s.key == "sql_mode")
+                            .map_or("sql_mode = DEFAULT".to_string(), |s| s.assignment.clone());
+                        let _ = run_simple(conn, &format!("SET {previous}")).await;
+                        return Err(MysqlError::new(
+                            1235,
+                            "42000",
+                            format!(
+                                "sql_mode {bad} is not supported by the gateway: its statements could not be checked as the backend parses them"
+                            ),
+                        ));
+                    }
+                }
+            }
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
         }
@@ -787,7 +832,7 @@ impl Session {
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
     async fn describe(&mut self, sql: &str) -> Vec<Column> {
-        let plan = match self.server.router.route(sql, self.schema.as_deref()) {
+        let plan = match self.server.router.route_for(sql, &self.view(), None) {
             Ok(Routed::Plan(plan)) => plan,
             Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
                 Ok(plan) => plan,
@@ -2013,6 +2058,10 @@ impl AsyncMysqlShim<Writer> for Session {
             self.interrupted = None;
             let _ = self.end_transaction("ROLLBACK").await;
             self.autocommit = true;
+            // Session variables (and with them sql_mode) are the server's defaults again.
+            self.state.clear();
+            self.sql_mode = SqlMode::default();
+            self.slot.set_sql_mode(self.sql_mode);
             return self.ok(w, OkInfo::default()).await;
         }
         if query == STMT_RESET_QUERY {
@@ -2084,7 +2133,11 @@ impl Session {
             )
         };
         let sql = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
-        let target = match self.server.router.route(&sql, Some(&schema)) {
+        let view = SessionView {
+            schema: Some(&schema),
+            ..self.view()
+        };
+        let target = match self.server.router.route_for(&sql, &view, None) {
             Ok(Routed::Plan(plan)) if !table.is_empty() => plan.targets.into_iter().next(),
             _ => None,
         };
@@ -2142,13 +2195,12 @@ impl Session {
     async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         self.server.registry.question();
         self.slot.set_status(self.status().bits());
-        if let Err(e) = self.check_privileges(query) {
-            return self.error(w, e).await;
-        }
-        let routed =
-            self.server
-                .router
-                .route_cached(query, self.schema.as_deref(), &mut self.plans);
+        let mut plans = std::mem::take(&mut self.plans);
+        let routed = self
+            .server
+            .router
+            .route_for(query, &self.view(), Some(&mut plans));
+        self.plans = plans;
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         // Every statement starts a new warnings list, except those that read it.
         if (self.warning_count > 0 || !self.warnings.is_empty())
@@ -2172,7 +2224,7 @@ impl Session {
                 Err(e) => self.error(w, e).await,
             },
             Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
-                Ok(sql) => match self.server.router.route(&sql, self.schema.as_deref()) {
+                Ok(sql) => match self.server.router.route_for(&sql, &self.view(), None) {
                     Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
                     Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
                         Ok(plan) => self.execute(plan, w).await,

@@ -101,6 +101,9 @@ struct Pending {
     /// The row being written fills this many 0xFFFFFF-byte packets exactly: an empty packet
     /// is added after the last of them (opensrv-mysql 0.7 leaves it out).
     pad_after: Option<usize>,
+    /// How the session's backend lexes statements (set by the session, read by the reader to
+    /// split multi-statement texts as the backend would).
+    sql_mode: crate::route::SqlMode,
 }
 
 /// `CLIENT_PROTOCOL_41`: OK packets carry status flags and a warning count.
@@ -167,6 +170,16 @@ impl ErrorSlot {
     /// The client's capability flags (0 before its handshake response).
     pub fn client_capabilities(&self) -> u32 {
         self.lock().client_capabilities
+    }
+
+    /// The lexing part of the session's `sql_mode` (module `route::lex`).
+    pub fn sql_mode(&self) -> crate::route::SqlMode {
+        self.lock().sql_mode
+    }
+
+    /// Sets what [`ErrorSlot::sql_mode`] answers.
+    pub fn set_sql_mode(&self, mode: crate::route::SqlMode) {
+        self.lock().sql_mode = mode;
     }
 
     /// The next packet written is replaced by `payloads`, one packet each.

@@ -7,13 +7,17 @@
 //! table by all its nodes (SPEC §5). What manx cannot answer correctly is refused with an error
 //! that names the construct; nothing is sent for a refused statement.
 
+mod access;
+mod admit;
 mod analyze;
 pub mod function;
+pub mod lex;
 mod merge;
 mod metadata;
 mod plan;
 mod rewrite;
 mod scan;
+mod set;
 mod shape;
 mod statement;
 
@@ -24,16 +28,19 @@ use std::sync::Arc;
 use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
+pub use access::{Access, TableAccess};
 pub use analyze::Partitions;
+pub use lex::SqlMode;
+pub use lex::split_statements;
 pub use metadata::MetadataQuery;
 pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
-pub use scan::split_statements;
+pub use scan::unquote;
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache};
-pub use statement::{dml_main_table, like};
+pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,6 +91,29 @@ impl RouteError {
             code: 1065,
             state: "42000",
             message: "Query was empty".to_string(),
+        }
+    }
+}
+
+/// What routing needs of the session besides the statement: its current schema, the lexing
+/// part of its `sql_mode`, and what its user may reach.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionView<'a> {
+    /// The current logical schema (`USE`), if any.
+    pub schema: Option<&'a str>,
+    /// How the backend lexes the session's statements (module `lex`).
+    pub mode: SqlMode,
+    /// The user's schemas, `readOnly` and `<privileges>`; `None` for no restriction (the
+    /// gateway's own statements and tests of routing alone).
+    pub access: Option<&'a Access>,
+}
+
+impl<'a> SessionView<'a> {
+    /// A view with only a current schema: default `sql_mode`, no access restriction.
+    pub fn schema(schema: Option<&'a str>) -> Self {
+        SessionView {
+            schema,
+            ..SessionView::default()
         }
     }
 }
@@ -451,7 +481,23 @@ impl Router {
     /// schema and none is selected (1046), names an unknown table, has a shard value its
     /// function rejects, or needs a cross-node operation manx does not do yet (1064 naming it).
     pub fn route(&self, sql: &str, schema: Option<&str>) -> Result<Routed, RouteError> {
-        statement::route(self, sql, schema, None)
+        statement::route(self, sql, &SessionView::schema(schema), None)
+    }
+
+    /// Routes one statement for a session: [`Router::route`] with the session's `sql_mode`
+    /// and access (module `access`), through its [`PlanCache`] when given. Every statement a
+    /// client sends goes through here: nothing reaches a backend without this verdict.
+    ///
+    /// Errors: those of [`Router::route`]; 1044 for a schema the user may not use; 1495 for a
+    /// write by a `readOnly` user; 3012 for a table access its `<privileges>` deny; 1227 / 1235 /
+    /// 1064 for a statement kind the gateway does not pass (naming it).
+    pub fn route_for(
+        &self,
+        sql: &str,
+        view: &SessionView<'_>,
+        cache: Option<&mut PlanCache>,
+    ) -> Result<Routed, RouteError> {
+        statement::route(self, sql, view, cache)
     }
 
     /// [`Router::route`] with a session's [`PlanCache`]: a statement whose plan cannot depend on
@@ -463,6 +509,6 @@ impl Router {
         schema: Option<&str>,
         cache: &mut PlanCache,
     ) -> Result<Routed, RouteError> {
-        statement::route(self, sql, schema, Some(cache))
+        statement::route(self, sql, &SessionView::schema(schema), Some(cache))
     }
 }

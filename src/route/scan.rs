@@ -65,34 +65,6 @@ pub fn unquote(s: &str) -> &str {
     s
 }
 
-/// Splits `a=1, b='x,y'` at top-level commas (outside quotes and parentheses).
-pub fn split_assignments(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut quote, mut start) = (0i32, None::<char>, 0);
-    let mut chars = s.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match quote {
-            Some(_) if c == '\\' => {
-                chars.next();
-            }
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                '\'' | '"' | '`' => quote = Some(c),
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.push(s[start..i].trim());
-                    start = i + 1;
-                }
-                _ => {}
-            },
-        }
-    }
-    out.push(s[start..].trim());
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,14 +78,6 @@ mod tests {
             "/*!40101 SET NAMES utf8 */"
         );
         assert_eq!(strip("/* unterminated"), "");
-    }
-
-    #[test]
-    fn splits_assignments() {
-        assert_eq!(
-            split_assignments("autocommit=1, sql_mode='A,B', x=f(1,2)"),
-            ["autocommit=1", "sql_mode='A,B'", "x=f(1,2)"]
-        );
     }
 }
 
@@ -192,106 +156,6 @@ pub fn annotation(sql: &str) -> Option<Result<Annotation<'_>, String>> {
     }))
 }
 
-/// What one pass over a statement found outside quotes and (plain) comments: the two checks
-/// every routed statement gets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Markers {
-    /// A MariaDB executable comment (`/*M!...*/`): the backend runs its content, but the SQL
-    /// parser sees a comment, so routing would ignore it.
-    pub mariadb_comment: bool,
-    /// A `;`, which separates statements.
-    pub separator: bool,
-}
-
-/// The [`Markers`] of `s`, in one pass.
-pub fn markers(s: &str) -> Markers {
-    let mut m = Markers::default();
-    each_outside_quotes(s, |_, rest| {
-        match rest.as_bytes() {
-            [b';', ..] => m.separator = true,
-            [b'/', b'*', b'M' | b'm', b'!', ..] => m.mariadb_comment = true,
-            _ => {}
-        }
-        m.mariadb_comment && m.separator
-    });
-    m
-}
-
-/// The statements of a multi-statement text (CLIENT_MULTI_STATEMENTS): `s` cut at each `;`
-/// outside quotes, backquotes and comments, each piece without its `;`. Pieces after the last
-/// statement holding only white space and comments are dropped (`SELECT 1;` is one statement);
-/// empty pieces between statements are kept (the server answers them `Query was empty`).
-pub fn split_statements(s: &str) -> Vec<&str> {
-    let mut cuts = Vec::new();
-    each_outside_quotes(s, |i, rest| {
-        if rest.starts_with(';') {
-            cuts.push(i);
-        }
-        false
-    });
-    let mut out = Vec::with_capacity(cuts.len() + 1);
-    let mut start = 0;
-    for cut in cuts {
-        out.push(&s[start..cut]);
-        start = cut + 1;
-    }
-    out.push(&s[start..]);
-    while out.len() > 1 && out.last().is_some_and(|p| strip(p).is_empty()) {
-        out.pop();
-    }
-    out
-}
-
-/// Calls `f` with the byte offset and the rest of `s` at each position outside quotes and
-/// (plain) comments, until it returns `true`.
-fn each_outside_quotes(s: &str, mut f: impl FnMut(usize, &str) -> bool) {
-    let b = s.as_bytes();
-    let mut i = 0;
-    let mut quote: Option<u8> = None;
-    while i < b.len() {
-        let c = b[i];
-        match quote {
-            Some(q) => {
-                if c == b'\\' && q != b'`' {
-                    i += 1;
-                } else if c == q {
-                    quote = None;
-                }
-            }
-            None => {
-                if s.is_char_boundary(i) && f(i, &s[i..]) {
-                    return;
-                }
-                match c {
-                    b'\'' | b'"' | b'`' => quote = Some(c),
-                    b'#' => match s[i..].find('\n') {
-                        Some(n) => i += n,
-                        None => return,
-                    },
-                    b'-' if s[i..].starts_with("-- ") || s[i..].starts_with("--\t") => {
-                        match s[i..].find('\n') {
-                            Some(n) => i += n,
-                            None => return,
-                        }
-                    }
-                    b'/' if s[i..].starts_with("/*")
-                        && !s[i..].starts_with("/*!")
-                        && !s[i..].starts_with("/*M!")
-                        && !s[i..].starts_with("/*m!") =>
-                    {
-                        match s[i + 2..].find("*/") {
-                            Some(n) => i += n + 3,
-                            None => return,
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        i += 1;
-    }
-}
-
 /// The words of a statement up to the first comment (for keyword-only statements such as
 /// `COMMIT /* done */`).
 pub fn words_before_comment(s: &str) -> Vec<String> {
@@ -311,26 +175,7 @@ mod more_tests {
     use super::*;
 
     #[test]
-    fn one_pass_markers_and_first_words() {
-        for (s, mariadb_comment, separator) in [
-            ("SELECT 1", false, false),
-            ("SELECT 1; SELECT 2", false, true),
-            ("SELECT /*M!100000 1 */", true, false),
-            ("SELECT ';' /*m! x */ ; 2", true, true),
-            ("SELECT '/*M!' FROM t", false, false),
-            ("SELECT `;` -- ;\n", false, false),
-            ("SELECT 1 /* ; /*M! */ FROM t", false, false),
-            ("SELECT /*M! ; */ 1", true, true),
-        ] {
-            assert_eq!(
-                markers(s),
-                Markers {
-                    mariadb_comment,
-                    separator
-                },
-                "{s}"
-            );
-        }
+    fn first_words() {
         for s in [
             "commit",
             "  COMMIT/*x*/",
@@ -361,33 +206,7 @@ mod more_tests {
     }
 
     #[test]
-    fn separators_hints_and_words() {
-        let has_statement_separator = |s: &str| markers(s).separator;
-        assert!(has_statement_separator("SHOW TABLES; DELETE FROM t"));
-        assert!(has_statement_separator("DESC t ;DELETE FROM t"));
-        assert!(!has_statement_separator(
-            "SELECT ';' FROM t WHERE a = 'x\\';' -- ;\n"
-        ));
-        assert!(!has_statement_separator("SELECT 1 /* ; */ FROM t"));
-        assert!(!has_statement_separator("SELECT `a;b` FROM t"));
-        assert_eq!(
-            split_statements("USE a; SELECT ';', `x;y` /* ; */ FROM t -- ;\n; SELECT 'it''s;' ;  "),
-            [
-                "USE a",
-                " SELECT ';', `x;y` /* ; */ FROM t -- ;\n",
-                " SELECT 'it''s;' "
-            ]
-        );
-        assert_eq!(split_statements("SELECT 1; /* c */ "), ["SELECT 1"]);
-        assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
-        assert_eq!(
-            split_statements("SELECT 1;;SELECT 2"),
-            ["SELECT 1", "", "SELECT 2"]
-        );
-        assert_eq!(
-            split_statements("SELECT 'a\\';' ; SELECT 2"),
-            ["SELECT 'a\\';' ", " SELECT 2"]
-        );
+    fn hints_and_words() {
         assert_eq!(
             mycat_hint("/*!mycat:dataNode=dn1*/ select 1"),
             Some("/*!mycat:dataNode=dn1*/")

@@ -12,7 +12,9 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Span, Token};
 
+use super::admit::{self, Admitted, split_name};
 use super::analyze::{self, ColumnMatcher, Partitions};
+use super::lex;
 use super::merge;
 use super::metadata;
 use super::rewrite::{self, Edits, Replacement};
@@ -20,7 +22,7 @@ use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
     HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SequenceEdit,
-    SequenceRewrite, SessionSet, TableRoute, Target,
+    SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
 
@@ -37,48 +39,41 @@ const MAX_OPERATORS: usize = 4_000;
 pub(super) fn route(
     r: &Router,
     sql: &str,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
     cache: Option<&mut PlanCache>,
 ) -> Result<Routed, RouteError> {
     if let Some(annotation) = scan::annotation(sql) {
-        return annotated(r, annotation.map_err(RouteError::syntax)?, schema);
+        return annotated(r, annotation.map_err(RouteError::syntax)?, view);
     }
     // `/*balance*/` forces the active writeHost (DECISIONS.md item 11; not Mycat's meaning).
     if let Some(rest) = sql.trim_start().strip_prefix("/*balance*/") {
-        return Ok(with_host(route(r, rest, schema, None)?, HostHint::Master));
+        return Ok(with_host(route(r, rest, view, None)?, HostHint::Master));
     }
-    let stmt = scan::strip(sql);
+    // From here on only the canonical text exists: comments gone, version comments expanded,
+    // quotes as the backend reads them under the session's sql_mode (module `lex`).
+    let canonical = lex::canonical(sql, view.mode)?;
+    let stmt = scan::strip(&canonical.text);
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
-    let markers = scan::markers(stmt);
-    if markers.mariadb_comment {
-        return Err(RouteError::syntax(
-            "MariaDB executable comments (/*M!...*/) are not supported: the gateway cannot route what they hide",
-        ));
-    }
-    if markers.separator {
+    if canonical.separator && stmt.contains(';') && lex::canonical(stmt, view.mode)?.separator {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
         ));
+    }
+    if canonical.whole_version_comment
+        && scan::first_word_before_comment(stmt).as_deref() == Some("SET")
+    {
+        // mysqldump's `/*!40101 SET ... */` settings are acknowledged as Mycat does, and run
+        // nowhere.
+        return Ok(Routed::Local(Local::Ok));
     }
     if stmt.len() > 8 * 1024 && rewrite::operator_count(stmt) > MAX_OPERATORS {
         return Err(RouteError::syntax(format!(
             "statement too complex: more than {MAX_OPERATORS} operators (use IN lists)"
         )));
     }
-    if let Some(body) = stmt.strip_prefix("/*!").and_then(|b| b.strip_suffix("*/")) {
-        // A MySQL version comment (mysqldump): `SET ...` session settings are acknowledged as
-        // Mycat does; anything else is routed like the statement it carries.
-        let body = body.trim_start_matches(|c: char| c.is_ascii_digit()).trim();
-        if scan::words(body)
-            .first()
-            .is_some_and(|w| w.eq_ignore_ascii_case("SET"))
-        {
-            return Ok(Routed::Local(Local::Ok));
-        }
-        return route(r, body, schema, None);
-    }
+    let schema = view.schema;
     if let Some(rewrite) = sequence_calls(stmt) {
         return Ok(Routed::Sequence(rewrite));
     }
@@ -101,11 +96,11 @@ pub(super) fn route(
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
         ))),
-        "SET" => set(stmt).map(Routed::Local),
+        "SET" => super::set::set(stmt).map(Routed::Local),
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
         }
-        "SHOW" => show(r, stmt, &words, schema),
+        "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
         "EXPLAIN" if words.len() > 1 => {
             // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
@@ -116,7 +111,7 @@ pub(super) fn route(
             {
                 return Err(RouteError::syntax("EXPLAIN of EXPLAIN is not supported"));
             }
-            match route(r, inner, schema, None)? {
+            match route(r, inner, view, None)? {
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
                 // The statements that would look for the parent row.
                 Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
@@ -137,10 +132,29 @@ pub(super) fn route(
             }
         }
         "DESC" | "DESCRIBE" if words.len() >= 2 => {
-            let (node, table_text) = table_node(r, words[1], schema)?;
+            let (node, table_text) = table_node(r, words[1], view)?;
             let rest = &stmt[stmt
                 .find(words[1])
                 .map_or(stmt.len(), |i| i + words[1].len())..];
+            // `DESC t [column | 'pattern']`: one more word at most, never a statement.
+            let rest_ok = match scan::words(rest).as_slice() {
+                [] => true,
+                [w] => {
+                    w.bytes()
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%'))
+                        || (w.len() >= 2
+                            && w.starts_with('\'')
+                            && w.ends_with('\'')
+                            && !w[1..w.len() - 1].contains(['\'', '\\']))
+                }
+                _ => false,
+            };
+            if !rest_ok {
+                return Err(RouteError::syntax(format!(
+                    "{} supports only a table and one column name or pattern: {stmt}",
+                    words[0]
+                )));
+            }
             Ok(single(
                 node,
                 format!("{} {table_text}{rest}", words[0]),
@@ -148,8 +162,8 @@ pub(super) fn route(
             ))
         }
         _ => match (cache, schema) {
-            (Some(cache), Some(schema)) => cached(r, stmt, schema, cache),
-            _ => parsed(r, stmt, schema, &mut false),
+            (Some(cache), Some(_)) => cached(r, stmt, view, cache),
+            _ => parsed(r, stmt, view, &mut false),
         },
     }
 }
@@ -172,8 +186,9 @@ pub(super) fn route(
 fn annotated(
     r: &Router,
     a: scan::Annotation<'_>,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
 ) -> Result<Routed, RouteError> {
+    let schema = view.schema;
     match a.kind.as_str() {
         "db_type" => {
             let host = if a.value.eq_ignore_ascii_case("master") {
@@ -186,27 +201,27 @@ fn annotated(
                     a.text
                 )));
             };
-            Ok(with_host(route(r, a.statement, schema, None)?, host))
+            Ok(with_host(route(r, a.statement, view, None)?, host))
         }
         "datanode" => {
-            let s = require_schema(r, schema)?;
+            let s = require_schema(r, schema, view)?;
             if !s.nodes.iter().any(|n| n == a.value) {
                 return Err(RouteError::syntax(format!(
                     "can't find hint datanode:{} in schema {}",
                     a.value, s.name
                 )));
             }
-            verbatim(r, a.statement, schema, vec![a.value.to_string()], true)
+            verbatim(r, a.statement, view, vec![a.value.to_string()], true)
         }
         "sql" => {
-            let Routed::Plan(by) = route(r, a.value, schema, None)? else {
+            let Routed::Plan(by) = route(r, a.value, view, None)? else {
                 return Err(RouteError::syntax(format!(
                     "the statement of {} does not route to a fixed set of dataNodes",
                     a.text
                 )));
             };
             let nodes = by.targets.into_iter().map(|t| t.node).collect();
-            verbatim(r, a.statement, schema, nodes, by.read_only)
+            verbatim(r, a.statement, view, nodes, by.read_only)
         }
         "schema" | "catlet" => Err(RouteError::syntax(format!(
             "Mycat annotation type {} is not supported: {}",
@@ -241,26 +256,23 @@ fn with_host(routed: Routed, host: HostHint) -> Routed {
     }
 }
 
-/// A plan that sends `sql` unchanged to each of `nodes`, after the checks every statement
-/// passes. It is a read only when `may_read` and the statement itself only reads.
+/// A plan that sends `sql` unchanged (in its canonical form, module `lex`) to each of
+/// `nodes`, after the checks every statement passes: the allow-list (module `admit`), the
+/// reachability of schemas and the user's access to every table it names. It is a read only
+/// when `may_read` and the statement itself only reads.
 fn verbatim(
     r: &Router,
     sql: &str,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
     nodes: Vec<String>,
     may_read: bool,
 ) -> Result<Routed, RouteError> {
-    let stmt = scan::strip(sql);
+    let canonical = lex::canonical(sql, view.mode)?;
+    let stmt = scan::strip(&canonical.text);
     if stmt.is_empty() {
         return Err(RouteError::empty());
     }
-    let markers = scan::markers(stmt);
-    if markers.mariadb_comment || stmt.starts_with("/*!") {
-        return Err(RouteError::syntax(
-            "executable comments are not supported after an annotation: the gateway cannot check what they hide",
-        ));
-    }
-    if markers.separator {
+    if lex::canonical(stmt, view.mode)?.separator {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
         ));
@@ -277,11 +289,11 @@ fn verbatim(
         }
         // SHOW and DESC forms the parser does not know: checked by routing them as usual.
         "SHOW" | "DESC" | "DESCRIBE" => {
-            route(r, stmt, schema, None)?;
+            route(r, stmt, view, None)?;
             (true, false)
         }
         _ => {
-            let mut parsed = Parser::parse_sql(&MySqlDialect {}, stmt)
+            let mut parsed = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
                 .map_err(|e| RouteError::syntax(e.to_string()))?;
             if parsed.len() != 1 {
                 return Err(RouteError::syntax(
@@ -289,33 +301,13 @@ fn verbatim(
                 ));
             }
             let statement = parsed.remove(0);
-            // Data statements, table DDL and CALL only: accounts, grants, routines, views and
-            // server settings are not the gateway's to pass through.
-            if !(is_ddl(&statement)
-                || matches!(
-                    statement,
-                    Statement::Query(_)
-                        | Statement::Insert(_)
-                        | Statement::Update(_)
-                        | Statement::Delete(_)
-                        | Statement::Call(_)
-                ))
-            {
-                return Err(RouteError::syntax(format!(
-                    "{} cannot be sent through an annotation",
-                    statement_kind(&statement)
-                )));
-            }
+            let kind = admit::admit(&statement, stmt)?;
             let is_schema = |n: &str| r.schemas.contains_key(n);
-            check_reachable(&statement, &collect(&is_schema, &statement))?;
-            if let Some(bad) = forbidden(&statement) {
-                return Err(RouteError {
-                    code: 1227,
-                    state: "42000",
-                    message: format!("Access denied; {bad} is not available through the gateway"),
-                });
-            }
-            (matches!(statement, Statement::Query(_)), is_ddl(&statement))
+            let c = collect(&is_schema, &statement);
+            check_reachable(&statement, &c)?;
+            let schema = require_schema(r, view.schema, view)?;
+            check_access(view, &schema.name, &statement, &c.qualifiers)?;
+            (kind == Admitted::Query, kind == Admitted::Ddl)
         }
     };
     let sql: Arc<str> = Arc::from(stmt);
@@ -334,6 +326,35 @@ fn verbatim(
         ddl,
         host: HostHint::None,
     }))
+}
+
+/// The user's access to every table `statement` names (module `access`), each resolved to its
+/// logical schema: its qualifier when that names one, else `schema`. No check without an
+/// [`Access`](super::Access) in the view.
+///
+/// Errors: 1044, 1495, 3012 as [`super::Access::check_table`] gives them.
+fn check_access(
+    view: &SessionView<'_>,
+    schema: &str,
+    statement: &Statement,
+    qualifiers: &BTreeSet<String>,
+) -> Result<(), RouteError> {
+    let Some(access) = view.access else {
+        return Ok(());
+    };
+    for q in qualifiers {
+        access.check_schema(q)?;
+    }
+    for t in admit::table_refs(statement) {
+        let in_schema = match t.qualifier.as_deref() {
+            Some(q) if qualifiers.contains(q) => q,
+            // information_schema (metadata queries) and refused qualifiers: checked elsewhere.
+            Some(_) => continue,
+            None => schema,
+        };
+        access.check_table(in_schema, &t.table, t.access)?;
+    }
+    Ok(())
 }
 
 /// The SELECTs clients send on connect that the gateway answers itself (SPEC §5.16).
@@ -502,103 +523,22 @@ fn transaction(stmt: &str) -> Result<Local, RouteError> {
     }
 }
 
-/// `SET ...` handled by the session (SPEC §5.16): autocommit and names are tracked, other
-/// session variables acknowledged; `SET GLOBAL` is refused.
-fn set(stmt: &str) -> Result<Local, RouteError> {
-    let rest = stmt[3..].trim_start();
-    let words = scan::words(rest);
-    let standalone = |key: &str| {
-        Ok(Local::Set {
-            autocommit: None,
-            items: vec![SessionSet {
-                key: key.to_string(),
-                assignment: rest.to_string(),
-                standalone: true,
-                evaluate: false,
-            }],
-        })
-    };
-    if is(words.first(), "NAMES")
-        || is(words.first(), "CHARSET")
-        || (is(words.first(), "CHARACTER") && is(words.get(1), "SET"))
-    {
-        return standalone("names");
-    }
-    if is(words.first(), "GLOBAL") || rest.to_ascii_lowercase().starts_with("@@global.") {
-        return Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: "Access denied; SET GLOBAL is not allowed through the gateway".to_string(),
-        });
-    }
-    if is(words.first(), "TRANSACTION")
-        || ((is(words.first(), "SESSION") || is(words.first(), "LOCAL"))
-            && is(words.get(1), "TRANSACTION"))
-    {
-        return standalone("transaction");
-    }
-    let mut autocommit = None;
-    let mut items = Vec::new();
-    for a in scan::split_assignments(rest) {
-        let Some((name, value)) = a.split_once(":=").or_else(|| a.split_once('=')) else {
-            return Err(RouteError::syntax(format!(
-                "this SET form is not supported: {a}"
-            )));
-        };
-        let name = name.trim().to_ascii_lowercase();
-        let name = name
-            .trim_start_matches("session ")
-            .trim_start_matches("local ")
-            .trim_start_matches("@@session.")
-            .trim_start_matches("@@local.")
-            .trim_start_matches("@@")
-            .trim()
-            .to_string();
-        let value = value.trim();
-        if name == "autocommit" {
-            let v = scan::unquote(value).to_ascii_lowercase();
-            autocommit = Some(match v.as_str() {
-                "1" | "on" | "true" => true,
-                "0" | "off" | "false" => false,
-                _ => {
-                    return Err(RouteError::syntax(format!(
-                        "Variable 'autocommit' can't be set to the value of '{v}'"
-                    )));
-                }
-            });
-            continue;
-        }
-        if rewrite::tokens(value).is_none_or(|t| {
-            t.iter()
-                .any(|(t, _, _)| rewrite::is_keyword(t, sqlparser::keywords::Keyword::SELECT))
-        }) {
-            return Err(RouteError::syntax(format!(
-                "SET {name} from a subquery is not supported: a query's tables may be on several dataNodes"
-            )));
-        }
-        let user = name.starts_with('@');
-        let literal = scan::unquote(value) != value
-            || value.parse::<f64>().is_ok()
-            || value.eq_ignore_ascii_case("null");
-        items.push(SessionSet {
-            key: name,
-            assignment: a.trim().to_string(),
-            standalone: false,
-            evaluate: user && !literal,
-        });
-    }
-    if items.is_empty()
-        && let Some(v) = autocommit
-    {
-        return Ok(Local::SetAutocommit(v));
-    }
-    Ok(Local::Set { autocommit, items })
-}
-
-fn require_schema<'r>(r: &'r Router, schema: Option<&str>) -> Result<&'r SchemaRoute, RouteError> {
+/// The logical schema `schema` names, if the session's user may use it.
+///
+/// Errors: 1046 without a name, 1049 for an unknown schema, 1044 for one the user may not use.
+fn require_schema<'r>(
+    r: &'r Router,
+    schema: Option<&str>,
+    view: &SessionView<'_>,
+) -> Result<&'r SchemaRoute, RouteError> {
     let name = schema.ok_or_else(RouteError::no_database)?;
-    r.schema(name)
-        .ok_or_else(|| RouteError::unknown_database(name))
+    let s = r
+        .schema(name)
+        .ok_or_else(|| RouteError::unknown_database(name))?;
+    if let Some(access) = view.access {
+        access.check_schema(name)?;
+    }
+    Ok(s)
 }
 
 /// `SHOW ...` (SPEC §5.16).
@@ -606,8 +546,9 @@ fn show(
     r: &Router,
     stmt: &str,
     words: &[&str],
-    schema: Option<&str>,
+    view: &SessionView<'_>,
 ) -> Result<Routed, RouteError> {
+    let schema = view.schema;
     let mut i = 1;
     let full = is(words.get(i), "FULL");
     if full {
@@ -662,25 +603,25 @@ fn show(
         }),
         "CREATE" if is(words.get(i + 1), "DATABASE") || is(words.get(i + 1), "SCHEMA") => {
             let name = words.get(i + 2).map(|w| scan::unquote(w)).unwrap_or("");
-            let s = require_schema(r, Some(name))?;
+            let s = require_schema(r, Some(name), view)?;
             Ok(Routed::Local(Local::ShowCreateDatabase(s.name.clone())))
         }
-        "TABLES" => show_tables(r, stmt, schema, ShowKind::Tables),
+        "TABLES" => show_tables(r, stmt, view, ShowKind::Tables),
         "TABLE" if !full && is(words.get(i + 1), "STATUS") => {
-            show_tables(r, stmt, schema, ShowKind::TableStatus)
+            show_tables(r, stmt, view, ShowKind::TableStatus)
         }
         "PROCEDURE" | "FUNCTION" if !full && is(words.get(i + 1), "STATUS") => show_tables(
             r,
             stmt,
-            schema,
+            view,
             ShowKind::Routines(if what == "PROCEDURE" {
                 "PROCEDURE"
             } else {
                 "FUNCTION"
             }),
         ),
-        "TRIGGERS" if !full => show_tables(r, stmt, schema, ShowKind::Triggers),
-        "EVENTS" if !full => show_tables(r, stmt, schema, ShowKind::Events),
+        "TRIGGERS" if !full => show_tables(r, stmt, view, ShowKind::Triggers),
+        "EVENTS" if !full => show_tables(r, stmt, view, ShowKind::Events),
         "COLUMNS" | "FIELDS" | "INDEX" | "INDEXES" | "KEYS" => {
             let j = i + 1;
             if !(is(words.get(j), "FROM") || is(words.get(j), "IN")) || words.len() <= j + 1 {
@@ -692,16 +633,37 @@ fn show(
                 table = format!("{}.{}", words.get(k + 1).copied().unwrap_or(""), table);
                 k += 2;
             }
-            let (node, table_text) = table_node(r, &table, schema)?;
+            let (node, table_text) = table_node(r, &table, view)?;
+            // Only `LIKE 'pattern'` may follow: a WHERE could carry a subquery of any table.
+            let tail = &words[k..];
+            let tail_ok = match tail {
+                [] => true,
+                [l, p] => {
+                    l.eq_ignore_ascii_case("LIKE")
+                        && p.len() >= 2
+                        && p.starts_with('\'')
+                        && p.ends_with('\'')
+                        && !p[1..p.len() - 1].contains('\'')
+                }
+                _ => false,
+            };
+            if !tail_ok {
+                return Err(RouteError::syntax(format!(
+                    "SHOW {what} supports only FROM table [FROM db] [LIKE 'pattern'] here"
+                )));
+            }
             let sql = format!(
                 "{} FROM {table_text} {}",
                 words[..=i].join(" "),
-                words[k..].join(" ")
+                tail.join(" ")
             );
             Ok(single(node, sql.trim_end().to_string(), true))
         }
         "CREATE" if is(words.get(i + 1), "TABLE") && words.len() >= i + 3 => {
-            let (node, table_text) = table_node(r, words[i + 2], schema)?;
+            if words.len() > i + 3 {
+                return Err(RouteError::syntax("SHOW CREATE TABLE takes one table"));
+            }
+            let (node, table_text) = table_node(r, words[i + 2], view)?;
             Ok(single(
                 node,
                 format!("SHOW CREATE TABLE {table_text}"),
@@ -716,7 +678,7 @@ fn show(
         {
             // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema.
             let s = match schema {
-                Some(_) => require_schema(r, schema)?,
+                Some(_) => require_schema(r, schema, view)?,
                 None => r
                     .schemas
                     .values()
@@ -890,9 +852,10 @@ impl ShowKind {
 fn show_tables(
     r: &Router,
     stmt: &str,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
     kind: ShowKind,
 ) -> Result<Routed, RouteError> {
+    let schema = view.schema;
     use sqlparser::ast::{ShowStatementFilter, ShowStatementFilterPosition};
     let (what, keywords) = kind.what();
     let text = if kind == ShowKind::Tables {
@@ -957,7 +920,7 @@ fn show_tables(
     // Routines are listed for every schema; the rest for one.
     let s = match kind {
         ShowKind::Routines(_) => None,
-        _ => Some(require_schema(r, named.as_deref().or(schema))?),
+        _ => Some(require_schema(r, named.as_deref().or(schema), view)?),
     };
     if let Some(s) = s
         && kind == ShowKind::Tables
@@ -976,7 +939,7 @@ fn show_tables(
             tables,
         }));
     }
-    let (view, schema_column, like_column, labels) = kind.source();
+    let (view_name, schema_column, like_column, labels) = kind.source();
     let columns = match (kind, s) {
         (ShowKind::Tables, Some(s)) => {
             let header = metadata::quote_ident(&format!("Tables_in_{}", s.name));
@@ -1006,7 +969,7 @@ fn show_tables(
         conditions.push(format!("{like_column} LIKE {}", metadata::quote_literal(p)));
     }
     let mut sql = format!(
-        "SELECT {columns} FROM information_schema.{view} WHERE {}",
+        "SELECT {columns} FROM information_schema.{view_name} WHERE {}",
         conditions.join(" AND ")
     );
     if let Some(e) = filter_where {
@@ -1018,7 +981,11 @@ fn show_tables(
         _ => " ORDER BY 1",
     });
     let routing_schema = s.map(|s| s.name.clone());
-    match parsed(r, &sql, routing_schema.as_deref().or(schema), &mut false)? {
+    let inner = SessionView {
+        schema: routing_schema.as_deref().or(schema),
+        ..*view
+    };
+    match parsed(r, &sql, &inner, &mut false)? {
         Routed::Metadata(q) => Ok(Routed::Metadata(match s {
             Some(s) => q.requiring(&s.name),
             None => q,
@@ -1080,13 +1047,16 @@ pub fn like(s: &str, pattern: &str) -> bool {
 fn table_node(
     r: &Router,
     token: &str,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
 ) -> Result<(String, String), RouteError> {
     let (qualifier, name) = match token.split_once('.') {
         Some((q, n)) => (Some(scan::unquote(q)), scan::unquote(n)),
         None => (None, scan::unquote(token)),
     };
-    let s = require_schema(r, qualifier.or(schema))?;
+    let s = require_schema(r, qualifier.or(view.schema), view)?;
+    if let Some(access) = view.access {
+        access.check_table(&s.name, name, super::TableAccess::Select)?;
+    }
     let upper = name.to_ascii_uppercase();
     let node = match (s.tables.get(&upper), &s.default_node) {
         (Some(t), _) => t.nodes[0].clone(),
@@ -1142,6 +1112,10 @@ impl Collector<'_> {
         if parts.len() >= 2 {
             let q = parts[parts.len() - 2];
             if (self.schema_names)(&q.value) {
+                // DDL names are added beside the visitor's relations: each span once.
+                if self.qualifier_spans.contains(&q.span) {
+                    return;
+                }
                 self.qualifier_spans.push(q.span);
                 self.qualifiers.insert(q.value.clone());
             } else {
@@ -1149,14 +1123,6 @@ impl Collector<'_> {
             }
         }
     }
-}
-
-/// `(qualifier, table)` of a possibly schema-qualified name.
-fn split_name(name: &ObjectName) -> (Option<String>, String) {
-    let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
-    let table = parts.last().map(|i| i.value.clone()).unwrap_or_default();
-    let qualifier = (parts.len() >= 2).then(|| parts[parts.len() - 2].value.clone());
-    (qualifier, table)
 }
 
 impl Visitor for Collector<'_> {
@@ -1238,22 +1204,28 @@ fn parse_form(stmt: &str) -> std::borrow::Cow<'_, str> {
 
 /// Statements that go through the SQL parser.
 /// [`parsed`] through the session's plan cache (module `shape`).
+///
+/// The cache is the session's own, so a shape it holds was admitted and access-checked for this
+/// user by [`parsed`]: a statement of the same shape names the same tables the same way.
 fn cached(
     r: &Router,
     stmt: &str,
-    schema: &str,
+    view: &SessionView<'_>,
     cache: &mut PlanCache,
 ) -> Result<Routed, RouteError> {
+    let Some(schema) = view.schema else {
+        return parsed(r, stmt, view, &mut false);
+    };
     let (Some((key, literals)), Some(s)) =
         (shape::key_and_literals(schema, stmt), r.schema(schema))
     else {
-        return parsed(r, stmt, Some(schema), &mut false);
+        return parsed(r, stmt, view, &mut false);
     };
     if let Some(plan) = cache.get(&key, &literals, stmt, s) {
         return Ok(Routed::Plan(plan));
     }
     let mut literal_free = false;
-    let routed = parsed(r, stmt, Some(schema), &mut literal_free)?;
+    let routed = parsed(r, stmt, view, &mut literal_free)?;
     if let Routed::Plan(plan) = &routed
         && plan.fallback.is_empty()
     {
@@ -1277,9 +1249,10 @@ fn cached(
 fn parsed(
     r: &Router,
     stmt: &str,
-    schema: Option<&str>,
+    view: &SessionView<'_>,
     literal_free: &mut bool,
 ) -> Result<Routed, RouteError> {
+    let schema = view.schema;
     let mut statements = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
         .map_err(|e| RouteError::syntax(e.to_string()))?;
     if statements.len() != 1 {
@@ -1288,9 +1261,15 @@ fn parsed(
         ));
     }
     let statement = statements.remove(0);
+    admit::admit(&statement, stmt)?;
     let is_schema = |n: &str| r.schemas.contains_key(n);
     let c = collect(&is_schema, &statement);
     check_reachable(&statement, &c)?;
+    if let Some(access) = view.access {
+        for q in &c.qualifiers {
+            access.check_schema(q)?;
+        }
+    }
     if matches!(statement, Statement::Query(_))
         && c.occurrences.iter().any(|o| {
             o.qualifier
@@ -1308,6 +1287,17 @@ fn parsed(
             })
             .map(|o| o.name.clone())
             .collect();
+        if let Some(current) = schema {
+            check_access(view, current, &statement, &c.qualifiers)?;
+        } else if let Some(access) = view.access
+            && let Some(t) = admit::table_refs(&statement)
+                .into_iter()
+                .find(|t| t.qualifier.is_none())
+        {
+            // A table without a schema, in a session without one.
+            access.check_schema("")?;
+            return Err(unknown_table(&t.table, ""));
+        }
         let q = metadata::analyze(stmt, &statement, &others, schema)?;
         return Ok(Routed::Metadata(q));
     }
@@ -1325,10 +1315,16 @@ fn parsed(
         (None, Some(q)) if c.qualifiers.len() == 1 => q.as_str(),
         // No schema and no table (`SELECT @@max_allowed_packet` on connect): any schema's node
         // answers it the same (SPEC §5.2 uses an arbitrary schema).
-        (None, None) if c.occurrences.is_empty() => match r.schemas.keys().next() {
-            Some(first) => first.as_str(),
-            None => return Err(RouteError::no_database()),
-        },
+        (None, None) if c.occurrences.is_empty() => {
+            match r
+                .schemas
+                .keys()
+                .find(|k| view.access.is_none_or(|a| a.may_use(k)))
+            {
+                Some(first) => first.as_str(),
+                None => return Err(RouteError::no_database()),
+            }
+        }
         _ => return Err(RouteError::no_database()),
     };
     let s = r
@@ -1360,13 +1356,7 @@ fn parsed(
                 .is_some_and(|q| SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q)))
         })
         .collect();
-    if let Some(bad) = forbidden(&statement) {
-        return Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: format!("Access denied; {bad} is not available through the gateway"),
-        });
-    }
+    check_access(view, &s.name, &statement, &c.qualifiers)?;
     let returning = match &statement {
         Statement::Insert(i) => i.returning.is_some(),
         Statement::Update(u) => u.returning.is_some(),
@@ -1406,7 +1396,33 @@ fn collect<'a>(is_schema: &'a dyn Fn(&str) -> bool, statement: &Statement) -> Co
             names.iter().chain(table.iter()).for_each(|n| c.relation(n));
         }
         Statement::Truncate(t) => t.table_names.iter().for_each(|t| c.relation(&t.name)),
+        Statement::AlterTable(at) => {
+            c.relation(&at.name);
+            for op in &at.operations {
+                if let sqlparser::ast::AlterTableOperation::RenameTable {
+                    table_name:
+                        sqlparser::ast::RenameTableNameKind::As(n)
+                        | sqlparser::ast::RenameTableNameKind::To(n),
+                } = op
+                {
+                    c.relation(n);
+                }
+            }
+        }
+        Statement::CreateIndex(ci) => c.relation(&ci.table_name),
+        Statement::RenameTable(rs) => rs.iter().for_each(|r| {
+            c.relation(&r.old_name);
+            c.relation(&r.new_name);
+        }),
         _ => {}
+    }
+    if let Statement::CreateTable(ct) = statement
+        && let Some(
+            sqlparser::ast::CreateTableLikeKind::Plain(l)
+            | sqlparser::ast::CreateTableLikeKind::Parenthesized(l),
+        ) = &ct.like
+    {
+        c.relation(&l.name);
     }
     c
 }
@@ -1452,36 +1468,6 @@ fn check_reachable(statement: &Statement, c: &Collector<'_>) -> Result<(), Route
         });
     }
     Ok(())
-}
-
-/// What reaches the backend host itself rather than the data: reading or writing its files,
-/// functions of other schemas (sys.*).
-fn forbidden(statement: &Statement) -> Option<String> {
-    struct Find(Option<String>);
-    impl Visitor for Find {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
-            if let Expr::Function(f) = e
-                && (function_name(&f.name) == "LOAD_FILE" || f.name.0.len() > 1)
-            {
-                self.0 = Some(format!("function {}", f.name));
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        }
-        fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
-            if let SetExpr::Select(s) = &*q.body
-                && s.into.is_some()
-            {
-                self.0 = Some("SELECT ... INTO".to_string());
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        }
-    }
-    let mut f = Find(None);
-    let _ = statement.visit(&mut f);
-    f.0
 }
 
 /// Routes a parsed statement by its kind.
@@ -1550,14 +1536,19 @@ fn route_parsed(
             table: Some(t),
             ..
         } => ddl(ctx, &[t]),
-        other => match &s.default_node {
-            Some(node) => Ok(single(node.clone(), ctx.sql_for(node), false)),
-            None => Err(RouteError::syntax(format!(
-                "this statement is not supported by manx in sharded schema {}: {}",
-                s.name,
-                statement_kind(other)
-            ))),
-        },
+        Statement::RenameTable(renames) => ddl(
+            ctx,
+            &renames
+                .iter()
+                .flat_map(|r| [&r.old_name, &r.new_name])
+                .collect::<Vec<_>>(),
+        ),
+        // `admit` lets nothing else through; a kind added there needs its route here.
+        other => Err(RouteError::syntax(format!(
+            "this statement is not supported by manx in schema {}: {}",
+            s.name,
+            admit::kind_words(other)
+        ))),
     }
 }
 
@@ -1568,16 +1559,12 @@ fn is_ddl(s: &Statement) -> bool {
             | Statement::AlterTable(_)
             | Statement::CreateIndex(_)
             | Statement::Truncate(_)
-            | Statement::Drop { .. }
+            | Statement::RenameTable(_)
+            | Statement::Drop {
+                object_type: ObjectType::Table | ObjectType::Index,
+                ..
+            }
     )
-}
-
-fn statement_kind(s: &Statement) -> String {
-    let text = s.to_string();
-    text.split_whitespace()
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 struct Ctx<'a> {
@@ -2091,52 +2078,6 @@ fn colocated_nodes(
     Some(nodes)
 }
 
-/// For Mycat's DML privilege check (SPEC §3.4): which of INSERT (0, REPLACE too), UPDATE (1),
-/// SELECT (2), DELETE (3) a statement is and its main table as written (back-quotes and a
-/// schema qualifier removed, case kept). `Ok(None)` for other statements and table-less
-/// SELECTs; `Err` with the parser's message for SQL that does not parse.
-pub fn dml_main_table(sql: &str) -> Result<Option<(usize, String)>, String> {
-    let stmt = scan::strip(sql);
-    let first = scan::words(stmt)
-        .first()
-        .map(|w| w.to_ascii_uppercase())
-        .unwrap_or_default();
-    if !matches!(
-        first.as_str(),
-        "SELECT" | "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "WITH" | "("
-    ) {
-        return Ok(None);
-    }
-    let statements =
-        Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt)).map_err(|e| e.to_string())?;
-    let Some(statement) = statements.first() else {
-        return Ok(None);
-    };
-    let name_of = |n: &ObjectName| split_name(n).1;
-    let first_table = |t: &sqlparser::ast::TableWithJoins| match &t.relation {
-        TableFactor::Table { name, .. } => Some(name_of(name)),
-        _ => None,
-    };
-    Ok(match statement {
-        Statement::Query(q) => match &*q.body {
-            SetExpr::Select(sel) => sel.from.first().and_then(first_table).map(|t| (2, t)),
-            _ => None,
-        },
-        Statement::Insert(i) => match &i.table {
-            TableObject::TableName(n) => Some((0, name_of(n))),
-            _ => None,
-        },
-        Statement::Update(u) => first_table(&u.table).map(|t| (1, t)),
-        Statement::Delete(d) => {
-            let from = match &d.from {
-                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
-            };
-            from.first().and_then(first_table).map(|t| (3, t))
-        }
-        _ => None,
-    })
-}
-
 /// Mycat's auto-LIMIT (SPEC §5.11): `sqlMaxLimit` rows for a single-table SELECT without
 /// `LIMIT`, unless the table says `needAddLimit="false"` or the WHERE names its `primaryKey`.
 fn auto_limit(ctx: &Ctx<'_>, q: &Query, occurrences: &[Occurrence]) -> Option<u64> {
@@ -2542,7 +2483,7 @@ fn insert_route(
                 t.name
             )));
         };
-        let index = t.partition_of(&insert_value(value))?;
+        let index = t.partition_of(&insert_value(t, column, value)?)?;
         return Ok(ctx.plan(
             BTreeSet::from([t.nodes[index].clone()]),
             false,
@@ -2582,7 +2523,7 @@ fn insert_route(
                 message: format!("Column count doesn't match value count at row {}", i + 1),
             });
         }
-        let index = t.partition_of(&insert_value(&row[position]))?;
+        let index = t.partition_of(&insert_value(t, column, &row[position])?)?;
         by_node.entry(t.nodes[index].clone()).or_default().push(i);
     }
     if by_node.len() <= 1 {
@@ -2843,8 +2784,41 @@ fn parent_lookup(
     }))
 }
 
-fn insert_value(e: &Expr) -> String {
-    analyze::literal_text(e).unwrap_or_else(|| e.to_string())
+/// The routing text of an INSERT's sharding value (DECISIONS.md item 23): a literal whose stored
+/// value manx knows — an integer, or a string that MySQL stores as written whatever the column's
+/// type — or NULL (routed as Mycat routes it). Never the text of an expression: `1 + 9`, `10.5`,
+/// `' 10'`, `0x0a`, `b'1010'`, `@v`, `(SELECT 10)` or `CAST(...)` would be placed by their
+/// spelling, not by the value the row stores.
+///
+/// Errors: 1064 naming the table, the column and the expression.
+fn insert_value(t: &TableRoute, column: &str, e: &Expr) -> Result<String, RouteError> {
+    if let Expr::Value(v) = e
+        && v.value == sqlparser::ast::Value::Null
+    {
+        return Ok(e.to_string());
+    }
+    match analyze::literal_text(e) {
+        Some(text) if !is_fractional_number(e) => Ok(text),
+        _ => Err(RouteError::syntax(format!(
+            "table {} sharding column {column}: the value {e} is not a plain literal (an integer or a string); write the value the row stores",
+            t.name
+        ))),
+    }
+}
+
+/// Whether `e` is a number literal (signed or parenthesised) with a fraction or an exponent that
+/// does not reduce to an integer: its stored value depends on the column's type.
+fn is_fractional_number(e: &Expr) -> bool {
+    match e {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::Number(n, _) => {
+                analyze::canonical_number(n).contains(['.', 'e', 'E'])
+            }
+            _ => false,
+        },
+        Expr::UnaryOp { expr, .. } | Expr::Nested(expr) => is_fractional_number(expr),
+        _ => false,
+    }
 }
 
 /// `next value for MYCATSEQ_<NAME>` occurrences (SPEC §5.17), found by tokens (so never inside

@@ -2,6 +2,7 @@
 //! a free port over a configuration written for the test, and real client connections.
 #![allow(dead_code)]
 
+pub mod clients;
 pub mod mariadb;
 pub mod postgres;
 

@@ -1,0 +1,621 @@
+//! The statement as the backend will read it: comments, version comments and quotes lexed by
+//! MariaDB's rules under the session's `sql_mode`, before anything else looks at the text.
+//!
+//! Why: every later step (keyword scanner, `sqlparser`, the plan cache's literal scanner, the
+//! rewrites) lexes with MySQL's default rules, where `\` escapes inside strings, `"` quotes a
+//! string and `/*! ... */` is a comment. The backend does not: under `NO_BACKSLASH_ESCAPES`
+//! `'x\'` is a whole string, under `ANSI_QUOTES` `"x"` is an identifier, and a version comment's
+//! body is SQL it runs. A statement that one side reads differently from the other can hide a
+//! second statement, a table or a `UNION` from the gateway's checks. So the router first turns
+//! the client's text into its **canonical form**, which every later step and the backend read the
+//! same way whatever the session's mode:
+//!
+//! * line comments (`# ...`, `-- ...`) and optimizer hints (`/*+ */`) become one space; plain
+//!   `/* */` comments are kept (MariaDB and the parser both end them at the first `*/`);
+//! * a version comment (`/*!NNNNN ... */`) whose body every supported backend runs becomes its
+//!   body; one that no backend runs (a version above any release) becomes one space; one whose
+//!   fate depends on the backend's version, and every MariaDB-only `/*M! */`, is refused;
+//! * under `ANSI_QUOTES`, `"name"` becomes `` `name` `` (both modes read a backquoted name alike);
+//! * under `NO_BACKSLASH_ESCAPES`, a string that holds a backslash is refused (no spelling of it
+//!   reads the same in both modes); other strings are kept as written.
+//!
+//! The canonical text is what manx parses, routes and sends: what was checked is what runs.
+
+use std::borrow::Cow;
+
+use super::RouteError;
+
+/// The lexing-relevant part of a session's `sql_mode` (MariaDB's `sql_mode` flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct SqlMode {
+    /// `NO_BACKSLASH_ESCAPES`: `\` is an ordinary character inside strings.
+    pub no_backslash_escapes: bool,
+    /// `ANSI_QUOTES` (also part of `ANSI`, `DB2`, `MSSQL`, `POSTGRESQL`, ...): `"` quotes names.
+    pub ansi_quotes: bool,
+}
+
+/// Modes that change how MariaDB parses a statement in ways the gateway's parser cannot follow:
+/// Oracle's grammar. (`PIPES_AS_CONCAT` is followed: the parser always reads `||` as
+/// concatenation, and `||` never hides a table either way.)
+const UNFOLLOWED_MODES: &[&str] = &["ORACLE"];
+
+impl SqlMode {
+    /// The flags of a server's `@@sql_mode` value (comma-separated names, any case, as
+    /// `SELECT @@session.sql_mode` answers it, or as a client wrote it: combination modes such
+    /// as `ANSI` count with the flags they stand for).
+    ///
+    /// Errors: the name of a mode the gateway cannot follow (`ORACLE`).
+    pub fn from_server(text: &str) -> Result<SqlMode, String> {
+        let mut mode = SqlMode::default();
+        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let name = name.to_ascii_uppercase();
+            if let Some(bad) = UNFOLLOWED_MODES.iter().find(|m| **m == name) {
+                return Err((*bad).to_string());
+            }
+            match name.as_str() {
+                "NO_BACKSLASH_ESCAPES" => mode.no_backslash_escapes = true,
+                // The combination modes that include ANSI_QUOTES, for a value not yet
+                // expanded by a server.
+                "ANSI_QUOTES" | "ANSI" | "DB2" | "MSSQL" | "POSTGRESQL" | "MAXDB" => {
+                    mode.ansi_quotes = true
+                }
+                _ => {}
+            }
+        }
+        Ok(mode)
+    }
+}
+
+/// Version comments with a version up to this one are run by every backend manx supports
+/// (MySQL 5.7 and later, MariaDB 10.0 and later): mysqldump's `/*!40101 */`, `/*!50503 */`.
+pub const VERSION_RUN_BY_ALL: u32 = 50700;
+
+/// Version comments with a version above this one are run by no released server: MariaDB's
+/// `/*M!999999\- enable the sandbox mode */` is a comment everywhere.
+pub const VERSION_RUN_BY_NONE: u32 = 199_999;
+
+/// The canonical form of one statement (module docs) and what the lexer saw on the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Canonical<'a> {
+    pub text: Cow<'a, str>,
+    /// The whole statement was one version comment (mysqldump's `/*!40101 SET ... */`).
+    pub whole_version_comment: bool,
+    /// A `;` outside strings and comments (after a trailing one was trimmed): more than one
+    /// statement.
+    pub separator: bool,
+}
+
+fn refuse(message: String) -> RouteError {
+    RouteError {
+        code: 1235,
+        state: "42000",
+        message,
+    }
+}
+
+/// The canonical form of `sql` under `mode` (module docs).
+///
+/// Errors: 1064 for an unterminated string, name or comment, a NUL byte outside a string, or a
+/// comment opened inside a version comment; 1235 for a version comment whose fate depends on
+/// the backend's version or a MariaDB-only one, and under `NO_BACKSLASH_ESCAPES` for a string
+/// holding a backslash. Each message names what it refuses.
+pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
+    let b = sql.as_bytes();
+    // Fast path: no quote, comment, separator or NUL: nothing to read differently.
+    let special = |c: &u8| matches!(c, b'/' | b'#' | b'-' | b';' | b'\'' | b'"' | b'`' | 0);
+    if !b.iter().any(special) {
+        return Ok(Canonical {
+            text: Cow::Borrowed(sql),
+            whole_version_comment: false,
+            separator: false,
+        });
+    }
+    // Allocated at the first change: a statement with quotes but no comment stays borrowed.
+    let mut out = String::new();
+    let mut changed = false;
+    let mut separator = false;
+    // The byte offset where the version comment we are inside opened, if any.
+    let mut in_version: Option<usize> = None;
+    let mut version_comments = 0usize;
+    let mut other_content = false;
+    let mut copied = 0usize; // bytes of `sql` up to here are in `out` (or dropped)
+    let mut i = 0usize;
+    let unterminated = |what: &str, at: usize| {
+        RouteError::syntax(format!(
+            "unterminated {what} starting at byte {at}: {}",
+            excerpt(sql, at)
+        ))
+    };
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'\'' | b'"' | b'`' => {
+                other_content |= in_version.is_none();
+                let quote = c;
+                let identifier = quote == b'`' || (quote == b'"' && mode.ansi_quotes);
+                let escapes = !identifier && !mode.no_backslash_escapes;
+                let start = i;
+                let mut j = i + 1;
+                let mut has_backslash = false;
+                loop {
+                    let Some(&d) = b.get(j) else {
+                        return Err(unterminated(
+                            if identifier { "quoted name" } else { "string" },
+                            start,
+                        ));
+                    };
+                    if d == b'\\' {
+                        has_backslash = true;
+                        if escapes {
+                            j += 2;
+                            continue;
+                        }
+                    }
+                    if d == quote {
+                        if b.get(j + 1) == Some(&quote) {
+                            j += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    j += 1;
+                }
+                let end = j + 1;
+                if !identifier && has_backslash && mode.no_backslash_escapes {
+                    return Err(refuse(format!(
+                        "a string holding a backslash under sql_mode NO_BACKSLASH_ESCAPES is not supported by the gateway (write it as X'...'): {}",
+                        excerpt(sql, start)
+                    )));
+                }
+                if quote == b'"' && identifier {
+                    out.push_str(&sql[copied..start]);
+                    out.push('`');
+                    let inner = sql[start + 1..end - 1].replace("\"\"", "\"");
+                    out.push_str(&inner.replace('`', "``"));
+                    out.push('`');
+                    copied = end;
+                    changed = true;
+                }
+                i = end;
+                continue;
+            }
+            b'#' => {
+                let end = line_end(b, i);
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                copied = end;
+                changed = true;
+                i = end;
+                continue;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2)
+                    .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f) =>
+            {
+                let end = line_end(b, i);
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                copied = end;
+                changed = true;
+                i = end;
+                continue;
+            }
+            b'*' if in_version.is_some() && b.get(i + 1) == Some(&b'/') => {
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                copied = i + 2;
+                in_version = None;
+                i += 2;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                if let Some(open) = in_version {
+                    return Err(RouteError::syntax(format!(
+                        "a comment inside a version comment is not supported: {}",
+                        excerpt(sql, open)
+                    )));
+                }
+                let mariadb_only =
+                    matches!(b.get(i + 2), Some(b'M' | b'm')) && b.get(i + 3) == Some(&b'!');
+                let executable = b.get(i + 2) == Some(&b'!') || mariadb_only;
+                if !executable {
+                    let end = find(b, i + 2, b"*/").ok_or_else(|| unterminated("comment", i))?;
+                    if b.get(i + 2) != Some(&b'+') {
+                        // A plain comment ends at its first `*/` for MariaDB and the parser
+                        // alike (neither nests them): kept as written, since applications tag
+                        // their statements with comments.
+                        i = end + 2;
+                        continue;
+                    }
+                    // `/*+ ... */`: optimizer hints to MySQL 8, a comment to MariaDB: dropped.
+                    out.push_str(&sql[copied..i]);
+                    out.push(' ');
+                    changed = true;
+                    copied = end + 2;
+                    i = end + 2;
+                    continue;
+                }
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                changed = true;
+                // MariaDB reads six digits when there are six, else five, else none.
+                let mut body = i + if mariadb_only { 4 } else { 3 };
+                let digits = b[body..]
+                    .iter()
+                    .take(6)
+                    .take_while(|d| d.is_ascii_digit())
+                    .count();
+                let version = match digits {
+                    5 | 6 => sql[body..body + digits].parse::<u32>().ok(),
+                    _ => None,
+                };
+                if digits >= 5 {
+                    body += digits;
+                }
+                match version {
+                    Some(v) if v > VERSION_RUN_BY_NONE => {
+                        // A comment on every server: skipped to its end like a plain one.
+                        let end = find(b, body, b"*/").ok_or_else(|| unterminated("comment", i))?;
+                        copied = end + 2;
+                        i = end + 2;
+                        continue;
+                    }
+                    _ if mariadb_only => {
+                        return Err(refuse(format!(
+                            "MariaDB executable comments (/*M!...*/) are not supported: a MySQL backend would not run what a MariaDB one runs: {}",
+                            excerpt(sql, i)
+                        )));
+                    }
+                    Some(v) if v > VERSION_RUN_BY_ALL => {
+                        return Err(refuse(format!(
+                            "version comment /*!{v} ...*/ is not supported: whether a backend runs it depends on its version (the gateway expands those up to {VERSION_RUN_BY_ALL}): {}",
+                            excerpt(sql, i)
+                        )));
+                    }
+                    _ => {
+                        if digits != 0 && digits < 5 {
+                            // `/*!123 x */`: MariaDB runs the body including the digits.
+                            body = i + 3;
+                        }
+                        version_comments += 1;
+                        in_version = Some(i);
+                        copied = body;
+                        i = body;
+                        continue;
+                    }
+                }
+            }
+            b';' => {
+                separator = true;
+            }
+            0 => {
+                return Err(RouteError::syntax(format!(
+                    "a NUL byte outside a string is not allowed: {}",
+                    excerpt(sql, i)
+                )));
+            }
+            _ => {
+                if in_version.is_none() && !c.is_ascii_whitespace() {
+                    other_content = true;
+                }
+            }
+        }
+        i += 1;
+    }
+    if let Some(open) = in_version {
+        return Err(unterminated("version comment", open));
+    }
+    if !changed {
+        return Ok(Canonical {
+            text: Cow::Borrowed(sql),
+            whole_version_comment: false,
+            separator,
+        });
+    }
+    out.push_str(&sql[copied..]);
+    Ok(Canonical {
+        text: Cow::Owned(out),
+        whole_version_comment: version_comments == 1 && !other_content,
+        separator,
+    })
+}
+
+/// The index of the `\n` ending the line comment at `i` (kept: it separates tokens), or the end.
+fn line_end(b: &[u8], i: usize) -> usize {
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |n| i + n)
+}
+
+fn find(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    b.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| from + p)
+}
+
+/// Up to 40 characters of `sql` from byte `at`, for messages.
+fn excerpt(sql: &str, at: usize) -> String {
+    let rest = sql.get(at..).unwrap_or("");
+    let cut: String = rest.chars().take(40).collect();
+    if cut.len() < rest.len() {
+        format!("{cut}...")
+    } else {
+        cut
+    }
+}
+
+/// The statements of a multi-statement text (`CLIENT_MULTI_STATEMENTS`) as the backend splits
+/// them under `mode`: cut at each `;` outside strings, names and comments (version comments'
+/// bodies are SQL: a `;` inside one separates too), each piece without its `;`. Pieces after the
+/// last statement that hold only white space and comments are dropped; empty pieces between
+/// statements are kept (the server answers them `Query was empty`). An unterminated string or
+/// comment ends the last piece (its statement then fails to lex).
+pub fn split_statements(s: &str, mode: SqlMode) -> Vec<&str> {
+    let b = s.as_bytes();
+    let mut cuts = Vec::new();
+    let mut i = 0;
+    let mut in_version = false;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                let identifier = q == b'`' || (q == b'"' && mode.ansi_quotes);
+                let escapes = !identifier && !mode.no_backslash_escapes;
+                let mut j = i + 1;
+                while j < b.len() {
+                    if b[j] == b'\\' && escapes {
+                        j += 2;
+                        continue;
+                    }
+                    if b[j] == q {
+                        if b.get(j + 1) == Some(&q) {
+                            j += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    j += 1;
+                }
+                i = j + 1;
+                continue;
+            }
+            b'#' => i = line_end(b, i),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2)
+                    .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f) =>
+            {
+                i = line_end(b, i)
+            }
+            b'*' if in_version && b.get(i + 1) == Some(&b'/') => {
+                in_version = false;
+                i += 2;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') && !in_version => {
+                let executable = b.get(i + 2) == Some(&b'!')
+                    || (matches!(b.get(i + 2), Some(b'M' | b'm')) && b.get(i + 3) == Some(&b'!'));
+                if executable {
+                    in_version = true;
+                    i += 3;
+                    continue;
+                }
+                match find(b, i + 2, b"*/") {
+                    Some(end) => i = end + 2,
+                    None => i = b.len(),
+                }
+                continue;
+            }
+            b';' => cuts.push(i),
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for cut in cuts {
+        out.push(&s[start..cut]);
+        start = cut + 1;
+    }
+    out.push(&s[start..]);
+    while out.len() > 1
+        && out
+            .last()
+            .is_some_and(|p| super::scan::strip(p).is_empty() || only_comments(p, mode))
+    {
+        out.pop();
+    }
+    out
+}
+
+/// Whether `p` holds nothing but white space and plain comments.
+fn only_comments(p: &str, mode: SqlMode) -> bool {
+    canonical(p, mode).is_ok_and(|c| super::scan::strip(&c.text).is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(sql: &str, mode: SqlMode) -> String {
+        canonical(sql, mode).unwrap().text.into_owned()
+    }
+
+    const NBE: SqlMode = SqlMode {
+        no_backslash_escapes: true,
+        ansi_quotes: false,
+    };
+    const ANSI: SqlMode = SqlMode {
+        no_backslash_escapes: false,
+        ansi_quotes: true,
+    };
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        let c = canonical("SELECT c FROM sbtest1 WHERE id=5", SqlMode::default()).unwrap();
+        assert!(matches!(c.text, Cow::Borrowed(_)));
+        assert!(!c.separator);
+    }
+
+    #[test]
+    fn comments_become_spaces_and_version_comments_their_body() {
+        let d = SqlMode::default();
+        assert_eq!(canon("SELECT 1 /* x */ + 2", d), "SELECT 1 /* x */ + 2");
+        assert_eq!(
+            canon("SELECT 1 /* x /*! + 1 */ + 2", d),
+            "SELECT 1 /* x /*! + 1 */ + 2"
+        );
+        assert_eq!(canon("SELECT /*+ BKA(t) */ 1", d), "SELECT   1");
+        assert_eq!(canon("SELECT 1 # x\n+ 2", d), "SELECT 1  \n+ 2");
+        assert_eq!(canon("SELECT 1 -- x\n+ 2", d), "SELECT 1  \n+ 2");
+        assert_eq!(canon("SELECT 1 --x", d), "SELECT 1 --x");
+        assert_eq!(canon("SELECT 1 --", d), "SELECT 1  ");
+        assert_eq!(
+            canon("SELECT * FROM t /*!40101 UNION SELECT 1 */", d),
+            "SELECT * FROM t   UNION SELECT 1  "
+        );
+        assert_eq!(canon("SELECT 1 /*! + 1*/", d), "SELECT 1   + 1 ");
+        assert_eq!(canon("SELECT 1 /*!999999 + 1*/", d), "SELECT 1  ");
+        assert_eq!(canon("SELECT '/* not */' x", d), "SELECT '/* not */' x");
+        assert!(matches!(
+            canonical("SELECT 1 /* tag */", d).unwrap().text,
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            canon("SELECT 1 /*!40101 , '*/' */", d),
+            "SELECT 1   , '*/'  "
+        );
+    }
+
+    #[test]
+    fn version_comments_the_gateway_cannot_decide_are_refused() {
+        let d = SqlMode::default();
+        for sql in [
+            "SELECT 1 /*!80000 + 1 */",
+            "SELECT 1 /*!100100 + 1 */",
+            "SELECT 1 /*M!100100 + 1 */",
+            "SELECT 1 /*m! + 1 */",
+        ] {
+            assert_eq!(canonical(sql, d).unwrap_err().code, 1235, "{sql}");
+        }
+        for sql in [
+            "SELECT 1 /*! + /* x */ 1 */",
+            "SELECT 1 /* open",
+            "SELECT 'open",
+            "SELECT 1 /*! + 1",
+            "SELECT 1 \0",
+        ] {
+            assert_eq!(canonical(sql, d).unwrap_err().code, 1064, "{sql}");
+        }
+    }
+
+    #[test]
+    fn whole_version_comments_are_recognised() {
+        let d = SqlMode::default();
+        let c = canonical("/*!40101 SET NAMES utf8 */", d).unwrap();
+        assert!(c.whole_version_comment);
+        assert_eq!(c.text.trim(), "SET NAMES utf8");
+        assert!(
+            !canonical("/*!40101 SET NAMES utf8 */ DELETE FROM t", d)
+                .unwrap()
+                .whole_version_comment
+        );
+    }
+
+    #[test]
+    fn strings_follow_the_backslash_mode() {
+        let d = SqlMode::default();
+        // Default mode: the backslash escapes the quote; the `;` is inside the string.
+        let c = canonical("SELECT 'a\\'; DELETE FROM t; -- '", d).unwrap();
+        assert!(!c.separator);
+        // NO_BACKSLASH_ESCAPES: refused, whatever follows.
+        assert_eq!(
+            canonical("SELECT 'a\\' UNION SELECT 1 -- '", NBE)
+                .unwrap_err()
+                .code,
+            1235
+        );
+        assert_eq!(canon("SELECT 'it''s'", NBE), "SELECT 'it''s'");
+        let c = canonical("SELECT 'a'; DELETE FROM t", NBE).unwrap();
+        assert!(c.separator);
+    }
+
+    #[test]
+    fn ansi_quotes_become_backquotes() {
+        assert_eq!(
+            canon("SELECT \"a\"\"b`c\" FROM \"t\"", ANSI),
+            "SELECT `a\"b``c` FROM `t`"
+        );
+        assert_eq!(
+            canon("SELECT \"a\" FROM t", SqlMode::default()),
+            "SELECT \"a\" FROM t"
+        );
+    }
+
+    #[test]
+    fn modes_from_the_server() {
+        assert_eq!(
+            SqlMode::from_server("STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES").unwrap(),
+            NBE
+        );
+        assert_eq!(SqlMode::from_server("ansi_quotes").unwrap(), ANSI);
+        assert_eq!(
+            SqlMode::from_server("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI")
+                .unwrap(),
+            ANSI
+        );
+        assert_eq!(
+            SqlMode::from_server("PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ORACLE").unwrap_err(),
+            "ORACLE"
+        );
+        assert_eq!(SqlMode::from_server("").unwrap(), SqlMode::default());
+    }
+
+    #[test]
+    fn statements_split_as_the_backend_splits_them() {
+        let d = SqlMode::default();
+        assert_eq!(
+            split_statements("SELECT 1; SELECT 2;", d),
+            ["SELECT 1", " SELECT 2"]
+        );
+        assert_eq!(split_statements("SELECT 'a;b'", d), ["SELECT 'a;b'"]);
+        assert_eq!(split_statements("SELECT 'a\\';b'", d), ["SELECT 'a\\';b'"]);
+        assert_eq!(
+            split_statements("SELECT 'a\\';b'", NBE),
+            ["SELECT 'a\\'", "b'"]
+        );
+        assert_eq!(
+            split_statements("SELECT 1 /*!40101 ; DELETE FROM t */", d),
+            ["SELECT 1 /*!40101 ", " DELETE FROM t */"]
+        );
+        assert_eq!(split_statements("SELECT 1; -- end", d), ["SELECT 1"]);
+        assert_eq!(
+            split_statements(
+                "USE a; SELECT ';', `x;y` /* ; */ FROM t -- ;\n; SELECT 'it''s;' ;  ",
+                d
+            ),
+            [
+                "USE a",
+                " SELECT ';', `x;y` /* ; */ FROM t -- ;\n",
+                " SELECT 'it''s;' "
+            ]
+        );
+        assert_eq!(split_statements("SELECT 1; /* c */ ", d), ["SELECT 1"]);
+        assert_eq!(
+            split_statements("SELECT 1;;SELECT 2", d),
+            ["SELECT 1", "", "SELECT 2"]
+        );
+    }
+
+    #[test]
+    fn separators_outside_quotes_and_comments() {
+        let d = SqlMode::default();
+        let sep = |s: &str| canonical(s, d).unwrap().separator;
+        assert!(sep("SHOW TABLES; DELETE FROM t"));
+        assert!(sep("DESC t ;DELETE FROM t"));
+        assert!(!sep("SELECT ';' FROM t WHERE a = 'x\\';' -- ;\n"));
+        assert!(!sep("SELECT 1 /* ; */ FROM t"));
+        assert!(!sep("SELECT `a;b` FROM t"));
+        assert!(sep("SELECT 1 /*!40101 ; DELETE FROM t */"));
+    }
+}

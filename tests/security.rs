@@ -1,0 +1,632 @@
+//! The security boundary (issue 17), tried as an attacker with an application account would try
+//! it, with the backend account behind the gateway holding `ALL ON *.* WITH GRANT OPTION` (the
+//! sandbox's `manx`). Every verdict is read on the backend — rows, tables, users, globals, files
+//! — never from what the gateway answered: a statement "refused" with an OK-looking error that
+//! still ran would fail here.
+
+mod common;
+
+use common::{Extra, Fixture, primary, server_error};
+use mysql_async::prelude::Queryable;
+
+/// The PUB schema: a default dataNode (`t_sec_pub`, unconfigured tables go there) on a dataHost
+/// whose account has every privilege; a victim database beside it that no schema names.
+const PUB_DB: &str = "t_sec_pub";
+const VICTIM_DB: &str = "t_sec_victim";
+
+fn extra() -> Extra {
+    Extra {
+        schema_xml: format!(
+            r#"<schema name="PUB" dataNode="dnpub" />
+    <dataNode name="dnpub" dataHost="allpriv" database="{PUB_DB}" />
+    <dataHost name="allpriv" maxCon="20" minCon="1" balance="0" writeType="0" dbType="mysql" dbDriver="native" switchType="-1">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="allprivM" url="127.0.0.1:13306" user="manx" password="manx" />
+    </dataHost>"#
+        ),
+        users_xml: r#"<user name="app">
+        <property name="password">app</property>
+        <property name="schemas">PUB,TESTDB</property>
+    </user>
+    <user name="ro">
+        <property name="password">ro</property>
+        <property name="schemas">PUB</property>
+        <property name="readOnly">true</property>
+    </user>
+    <user name="priv">
+        <property name="password">priv</property>
+        <property name="schemas">PUB</property>
+        <privileges check="true">
+            <schema name="PUB" dml="1111">
+                <table name="secret" dml="0000" />
+            </schema>
+        </privileges>
+    </user>
+    <user name="testonly">
+        <property name="password">testonly</property>
+        <property name="schemas">TESTDB</property>
+    </user>"#
+            .to_string(),
+        files: Vec::new(),
+    }
+}
+
+/// The tests share PUB's and the victim's databases: one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The world of one test: the fixture, and PUB's and the victim's databases (re)created with
+/// their rows: `pub` (3 rows), `secret` (1 row) in PUB; `vt` (1 row) and `canary` in the victim.
+async fn world(prefix: &str) -> Fixture {
+    let mut admin = primary(None).await;
+    for db in [PUB_DB, VICTIM_DB] {
+        admin
+            .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+            .await
+            .unwrap();
+        admin
+            .query_drop(format!("CREATE DATABASE {db}"))
+            .await
+            .unwrap();
+    }
+    admin
+        .query_drop(format!(
+            "CREATE TABLE {PUB_DB}.pub (id INT PRIMARY KEY, v VARCHAR(64));
+             INSERT INTO {PUB_DB}.pub VALUES (1, 'a'), (2, 'b'), (3, 'c');
+             CREATE TABLE {PUB_DB}.secret (id INT PRIMARY KEY, v VARCHAR(64));
+             INSERT INTO {PUB_DB}.secret VALUES (1, 'the secret');
+             CREATE TABLE {VICTIM_DB}.vt (id INT PRIMARY KEY, v VARCHAR(64));
+             INSERT INTO {VICTIM_DB}.vt VALUES (1, 'victim row');
+             CREATE TABLE {VICTIM_DB}.canary (id INT)"
+        ))
+        .await
+        .unwrap();
+    admin
+        .query_drop("DROP USER IF EXISTS 'evil'@'%'")
+        .await
+        .unwrap();
+    Fixture::start(prefix, extra()).await
+}
+
+async fn login(f: &Fixture, user: &str, db: Option<&str>) -> mysql_async::Conn {
+    mysql_async::Conn::new(common::opts(f.port, user, user, db))
+        .await
+        .unwrap_or_else(|e| panic!("login as {user}: {e}"))
+}
+
+/// Runs `sql` through the gateway, whatever it answers (the verdict is read elsewhere). Returns
+/// the rows' text when it answered rows, for the leak checks.
+async fn attempt(c: &mut mysql_async::Conn, sql: &str) -> Vec<String> {
+    match c.query::<mysql_async::Row, _>(sql).await {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| match r.as_ref(i) {
+                        Some(mysql_async::Value::Bytes(b)) => {
+                            String::from_utf8_lossy(b).into_owned()
+                        }
+                        Some(v) => format!("{v:?}"),
+                        None => String::new(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("|")
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What the backend holds that an attack could change: PUB's rows, the secret, the victim's
+/// rows and tables, the 'evil' account, and a few globals.
+#[derive(Debug, PartialEq, Eq)]
+struct Backend {
+    pub_rows: Vec<(i64, String)>,
+    secret: Vec<(i64, String)>,
+    victim: Vec<(i64, String)>,
+    victim_tables: Vec<String>,
+    pub_tables: Vec<String>,
+    databases: Vec<String>,
+    evil_accounts: i64,
+    globals: Vec<(String, String)>,
+}
+
+async fn backend() -> Backend {
+    let mut a = primary(None).await;
+    let q = |t: &str| format!("SELECT id, v FROM {t} ORDER BY id");
+    Backend {
+        pub_rows: a.query(q(&format!("{PUB_DB}.pub"))).await.unwrap_or_default(),
+        secret: a.query(q(&format!("{PUB_DB}.secret"))).await.unwrap_or_default(),
+        victim: a.query(q(&format!("{VICTIM_DB}.vt"))).await.unwrap_or_default(),
+        victim_tables: a
+            .query(format!("SHOW TABLES FROM {VICTIM_DB}"))
+            .await
+            .unwrap_or_default(),
+        pub_tables: a
+            .query(format!("SHOW TABLES FROM {PUB_DB}"))
+            .await
+            .unwrap_or_default(),
+        databases: a
+            .query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 't\\_sec%' ORDER BY 1")
+            .await
+            .unwrap(),
+        evil_accounts: a
+            .query_first("SELECT COUNT(*) FROM mysql.user WHERE user = 'evil'")
+            .await
+            .unwrap()
+            .unwrap(),
+        globals: a
+            .query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('max_connections', 'sql_mode', 'general_log', 'max_connect_errors', 'read_only', 'event_scheduler')")
+            .await
+            .unwrap(),
+    }
+}
+
+/// The gateway account still logs in with its password.
+async fn gateway_account_intact() {
+    mysql_async::Conn::new(common::opts(common::PRIMARY_PORT, "manx", "manx", None))
+        .await
+        .expect("the backend account's password is unchanged");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_an_application_user_sends_runs_outside_its_schemas_and_rights() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec").await;
+    let before = backend().await;
+    let rows_before = before.pub_rows.clone();
+    assert_eq!(rows_before.len(), 3);
+
+    // 1. A readOnly user: every way of wrapping a write.
+    let mut ro = login(&f, "ro", Some("PUB")).await;
+    for sql in [
+        "DELETE FROM pub",
+        "SET STATEMENT max_statement_time=10 FOR DELETE FROM pub",
+        "/*!40101 DELETE FROM pub*/",
+        "/*!mycat:dataNode=dnpub*/ DELETE FROM pub",
+        "/*!mycat:sql=select * from pub*/ DELETE FROM pub",
+        "SELECT 1; DELETE FROM pub",
+        "SELECT 'x\\'; DELETE FROM pub; -- '",
+        "REPLACE INTO pub VALUES (1, 'z')",
+        "DROP TABLE pub",
+        "TRUNCATE pub",
+        "ALTER TABLE pub ADD COLUMN z INT",
+        "RENAME TABLE pub TO pub2",
+        "CREATE TABLE t2 (id INT)",
+        "SET STATEMENT sql_mode='' FOR INSERT INTO pub VALUES (9, 'x')",
+        "SELECT * FROM pub WHERE id = 1 FOR UPDATE; DELETE FROM pub",
+    ] {
+        attempt(&mut ro, sql).await;
+    }
+    attempt(&mut ro, "SET sql_mode = 'NO_BACKSLASH_ESCAPES'").await;
+    for sql in [
+        "SELECT 'x\\'; DELETE FROM pub; -- '",
+        "SELECT v FROM pub WHERE v = 'x\\' UNION SELECT 1, 2; DELETE FROM pub; -- '",
+    ] {
+        attempt(&mut ro, sql).await;
+    }
+    assert_eq!(
+        backend().await.pub_rows,
+        rows_before,
+        "a readOnly user wrote"
+    );
+    // A fresh connection of the same session (new backend connections replay its state).
+    for _ in 0..3 {
+        attempt(&mut ro, "SELECT COUNT(*) FROM pub").await;
+    }
+    assert_eq!(backend().await.pub_rows, rows_before);
+    drop(ro);
+
+    // 2. An ordinary user in a schema with a default dataNode: account, server and database
+    // management, dynamic SQL, other databases.
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for sql in [
+        "CREATE USER 'evil'@'%' IDENTIFIED BY 'x'",
+        "CREATE USER evil",
+        "GRANT ALL ON *.* TO 'evil'@'%' IDENTIFIED BY 'x'",
+        "GRANT ALL ON *.* TO evil",
+        "SET STATEMENT max_statement_time=10 FOR GRANT ALL ON *.* TO 'evil'@'%' IDENTIFIED BY 'x'",
+        "SET STATEMENT max_statement_time=10 FOR CREATE USER 'evil'@'%'",
+        "EXECUTE IMMEDIATE 'CREATE USER evil'",
+        "PREPARE s FROM 'CREATE USER evil'",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE 'DELETE FROM t_sec_victim.vt'",
+        "PREPARE s FROM 'DELETE FROM t_sec_victim.vt'",
+        "EXECUTE s",
+        "DROP DATABASE t_sec_victim",
+        "DROP SCHEMA t_sec_victim",
+        "/*!40101 DROP DATABASE t_sec_victim */",
+        "CREATE DATABASE t_sec_evil",
+        "DELETE FROM t_sec_victim.vt",
+        "DELETE FROM `t_sec_victim`.`vt`",
+        "UPDATE pub, t_sec_victim.vt SET vt.v = 'owned'",
+        "INSERT INTO t_sec_victim.vt VALUES (2, 'owned')",
+        "RENAME TABLE pub TO t_sec_victim.stolen",
+        "RENAME TABLE t_sec_victim.canary TO t_sec_victim.moved",
+        "ALTER TABLE pub RENAME TO t_sec_victim.stolen",
+        "DROP TABLE t_sec_victim.canary",
+        "TRUNCATE t_sec_victim.vt",
+        "CREATE TABLE copy LIKE t_sec_victim.vt",
+        "CREATE TABLE copy2 AS SELECT * FROM t_sec_victim.vt",
+        "CREATE TABLE f (id INT) ENGINE=CONNECT TABLE_TYPE=DOS FILE_NAME='/etc/passwd'",
+        "CREATE TABLE g (id INT) DATA DIRECTORY='/tmp'",
+        "CREATE TABLE m (id INT, v VARCHAR(64)) ENGINE=MERGE UNION=(t_sec_victim.vt)",
+        "CREATE VIEW v AS SELECT * FROM pub",
+        "CREATE TRIGGER tr BEFORE INSERT ON pub FOR EACH ROW DELETE FROM t_sec_victim.vt",
+        "CREATE PROCEDURE p() DELETE FROM t_sec_victim.vt",
+        "CREATE EVENT e ON SCHEDULE EVERY 1 SECOND DO DELETE FROM t_sec_victim.vt",
+        "FLUSH PRIVILEGES",
+        "FLUSH TABLES",
+        "SET PASSWORD FOR 'manx'@'127.0.0.1' = PASSWORD('x')",
+        "SET PASSWORD FOR 'manx'@'%' = PASSWORD('x')",
+        "SET PASSWORD = PASSWORD('x')",
+        "ALTER USER 'manx'@'127.0.0.1' IDENTIFIED BY 'x'",
+        "ALTER USER 'manx'@'%' IDENTIFIED BY 'x'",
+        "LOAD DATA INFILE '/etc/passwd' INTO TABLE pub",
+        "HANDLER pub OPEN",
+        "DO (SELECT 1 FROM t_sec_victim.vt)",
+        "/*!mycat:dataNode=dnpub*/ DROP DATABASE t_sec_victim",
+        "/*!mycat:dataNode=dnpub*/ DELETE FROM t_sec_victim.vt",
+        "/*!mycat:sql=select 1*/ CREATE USER evil",
+        "/*!mycat:sql=delete from t_sec_victim.vt*/ SELECT 1",
+    ] {
+        attempt(&mut app, sql).await;
+    }
+    let after = backend().await;
+    assert_eq!(after.evil_accounts, 0, "an account was created");
+    assert_eq!(after.victim, before.victim, "the victim's rows changed");
+    assert_eq!(
+        after.victim_tables, before.victim_tables,
+        "the victim's tables changed"
+    );
+    assert_eq!(after.pub_tables, before.pub_tables, "PUB's tables changed");
+    assert_eq!(after.databases, before.databases, "databases changed");
+    gateway_account_intact().await;
+
+    // 3. Globals and replication controls, in every spelling and position.
+    for sql in [
+        "SET GLOBAL max_connections = 77",
+        "SET @@global.max_connections = 77",
+        "SET @@Global . max_connections = 77",
+        "SET /*!GLOBAL*/ max_connections = 77",
+        "SET /*! GLOBAL */ max_connections = 77",
+        "SET GLOBAL/**/max_connections = 77",
+        "SET @a = 1, GLOBAL max_connections = 77",
+        "SET @a = 1,@@global.max_connections = 77",
+        "SET @a = (SELECT 1), GLOBAL max_connections = 77",
+        "SET SESSION max_connections = 77",
+        "SET max_connect_errors = 77",
+        "SET GLOBAL general_log = 1",
+        "SET GLOBAL read_only = 1",
+        "SET GLOBAL event_scheduler = ON",
+        "SET STATEMENT sql_mode='' FOR SET GLOBAL max_connections = 77",
+        "SET SQL_LOG_BIN = 0",
+        "SET @@session.sql_log_bin = 0",
+        "SET sql_mode = 'ORACLE'",
+    ] {
+        attempt(&mut app, sql).await;
+    }
+    assert_eq!(backend().await.globals, before.globals, "a global changed");
+
+    // 4. Reading what the user may not read: other databases, the backend's own schemas, files.
+    let leaked = |rows: &[String]| {
+        rows.iter().any(|r| {
+            r.contains("victim row")
+                || r.contains("the secret")
+                || r.contains("root:")
+                || r.contains("*") && r.contains("manx")
+                || r.contains("mysql_native_password")
+        })
+    };
+    let mut all = Vec::new();
+    for sql in [
+        "SELECT * FROM t_sec_victim.vt",
+        "SELECT * FROM pub UNION SELECT * FROM t_sec_victim.vt",
+        "SELECT * FROM pub /*!40101 UNION SELECT * FROM t_sec_victim.vt */",
+        "SELECT * FROM pub /*!50000 UNION SELECT user, authentication_string FROM mysql.user */",
+        "SELECT * FROM pub WHERE id IN (SELECT id FROM t_sec_victim.vt)",
+        "SELECT user, authentication_string FROM mysql.user",
+        "SELECT * FROM pub WHERE v = '' /*! OR 1 UNION SELECT user, password FROM mysql.user */",
+        "SELECT LOAD_FILE('/etc/passwd'), 1",
+        "SELECT * FROM pub INTO OUTFILE '/tmp/manx_sec_outfile'",
+        "SELECT 1, 2 UNION SELECT id, v FROM pub INTO OUTFILE '/tmp/manx_sec_outfile2'",
+        "SHOW COLUMNS FROM pub WHERE Field IN (SELECT v FROM t_sec_victim.vt)",
+        "SHOW COLUMNS FROM pub LIKE 'v' UNION SELECT 1",
+        "DESC pub UNION SELECT * FROM t_sec_victim.vt",
+        "SHOW GRANTS",
+        "SHOW CREATE USER manx",
+        "SHOW BINLOG EVENTS",
+        "SHOW ENGINE INNODB STATUS",
+        "SHOW PROCESSLIST",
+        "EXECUTE IMMEDIATE 'SELECT * FROM t_sec_victim.vt'",
+        "SELECT * FROM information_schema.USER_PRIVILEGES",
+        "SELECT NEXTVAL(t_sec_victim.vt)",
+    ] {
+        all.extend(attempt(&mut app, sql).await);
+    }
+    assert!(!leaked(&all), "leaked: {all:?}");
+    // SET expressions are evaluated on a backend too.
+    for sql in [
+        "SET @x = LOAD_FILE('/etc/passwd')",
+        "SET @x = (SELECT v FROM t_sec_victim.vt)",
+        "SET @x := (SELECT authentication_string FROM mysql.user LIMIT 1)",
+        "SET sql_mode = (SELECT v FROM t_sec_victim.vt)",
+    ] {
+        attempt(&mut app, sql).await;
+        let rows = attempt(&mut app, "SELECT @x").await;
+        assert!(!leaked(&rows), "{sql} leaked {rows:?}");
+    }
+    for file in ["/tmp/manx_sec_outfile", "/tmp/manx_sec_outfile2"] {
+        assert!(!std::path::Path::new(file).exists(), "{file} was written");
+    }
+    drop(app);
+
+    // 5. <privileges check="true">: every table a statement names, in every wrapping.
+    let mut p = login(&f, "priv", Some("PUB")).await;
+    let mut seen = Vec::new();
+    for sql in [
+        "SELECT * FROM secret",
+        "SELECT * FROM pub WHERE id IN (SELECT id FROM secret)",
+        "SELECT * FROM pub UNION SELECT * FROM secret",
+        "SELECT * FROM (SELECT * FROM secret) AS s",
+        "WITH s AS (SELECT * FROM secret) SELECT * FROM s",
+        "SELECT * FROM pub JOIN secret ON pub.id = secret.id",
+        "/*!40101 SELECT * FROM secret*/",
+        "/*!mycat:dataNode=dnpub*/ SELECT * FROM secret",
+        "SELECT * FROM PUB.secret",
+    ] {
+        seen.extend(attempt(&mut p, sql).await);
+    }
+    assert!(!leaked(&seen), "privileges leaked: {seen:?}");
+    for sql in [
+        "DELETE FROM secret",
+        "/*!40101 DELETE FROM secret*/",
+        "/*!mycat:dataNode=dnpub*/ DELETE FROM secret",
+        "DELETE FROM PUB.secret",
+        "DROP TABLE secret",
+        "TRUNCATE secret",
+        "ALTER TABLE secret ADD COLUMN z INT",
+        "RENAME TABLE secret TO s2",
+        "UPDATE pub JOIN secret ON pub.id = secret.id SET secret.v = 'x'",
+        "DELETE pub, secret FROM pub JOIN secret ON pub.id = secret.id",
+        "INSERT INTO secret VALUES (5, 'x')",
+        "INSERT INTO pub SELECT * FROM secret",
+    ] {
+        attempt(&mut p, sql).await;
+    }
+    // Without a current schema.
+    let mut p2 = login(&f, "priv", None).await;
+    for sql in ["DELETE FROM PUB.secret", "DROP TABLE PUB.secret"] {
+        attempt(&mut p2, sql).await;
+    }
+    let after = backend().await;
+    assert_eq!(after.secret, before.secret, "the secret table changed");
+    assert_eq!(after.pub_rows, before.pub_rows, "pub changed");
+    assert_eq!(after.pub_tables, before.pub_tables);
+
+    // 6. A user without PUB, with and without a current schema.
+    let mut other = login(&f, "testonly", None).await;
+    let mut rows = Vec::new();
+    for sql in [
+        "DELETE FROM PUB.pub",
+        "DROP TABLE PUB.pub",
+        "INSERT INTO PUB.pub VALUES (9, 'x')",
+    ] {
+        attempt(&mut other, sql).await;
+    }
+    rows.extend(attempt(&mut other, "SELECT * FROM PUB.secret").await);
+    rows.extend(attempt(&mut other, "SHOW TABLES FROM PUB").await);
+    rows.extend(attempt(&mut other, "SHOW COLUMNS FROM secret FROM PUB").await);
+    let mut other_t = login(&f, "testonly", Some("TESTDB")).await;
+    rows.extend(attempt(&mut other_t, "SELECT * FROM PUB.secret").await);
+    attempt(&mut other_t, "DELETE FROM PUB.pub").await;
+    assert!(!leaked(&rows), "{rows:?}");
+    let after = backend().await;
+    assert_eq!(after.pub_rows, before.pub_rows);
+    assert_eq!(after.pub_tables, before.pub_tables);
+    let (code, _, _) = server_error(
+        other
+            .query_drop("SELECT * FROM PUB.secret")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1044);
+}
+
+/// sql_mode decides how a statement is lexed: the gateway follows the backend session's mode,
+/// and tells clients that escape parameters themselves (SERVER_STATUS_NO_BACKSLASH_ESCAPES).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lexing_follows_the_sessions_sql_mode() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("secmode").await;
+    let mut c = login(&f, "app", Some("PUB")).await;
+    c.query_drop("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        .await
+        .unwrap();
+    let mode: String = c.query_first("SELECT @@sql_mode").await.unwrap().unwrap();
+    assert!(mode.contains("NO_BACKSLASH_ESCAPES"), "{mode}");
+    // PyMySQL's escaping of the parameter `nobody\' OR 1=1 -- ` under the flag: quotes doubled,
+    // backslashes kept. The backend reads one string; nothing may read it otherwise.
+    let injected = "SELECT v FROM pub WHERE v = 'nobody\\'' OR 1=1 -- '";
+    let rows = attempt(&mut c, injected).await;
+    assert!(rows.is_empty(), "{rows:?}");
+    let leak = attempt(
+        &mut c,
+        "SELECT v, id FROM pub WHERE v = 'x\\' UNION SELECT user, authentication_string FROM mysql.user -- '",
+    )
+    .await;
+    assert!(leak.iter().all(|r| !r.contains("manx")), "{leak:?}");
+    // The mode holds on other backend connections of the session, and a plain string works.
+    for _ in 0..4 {
+        let n: i64 = c
+            .query_first("SELECT COUNT(*) FROM pub WHERE v <> 'it''s'")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 3);
+    }
+    // Expressions: the mode read back from the backend is what is followed.
+    c.query_drop("SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+        .await
+        .unwrap();
+    let n: i64 = c
+        .query_first("SELECT COUNT(*) FROM \"pub\"")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 3, "under ANSI_QUOTES \"pub\" names the table");
+    c.query_drop("SET @old = @@sql_mode, sql_mode = ''")
+        .await
+        .unwrap();
+    c.query_drop("SET sql_mode = @old").await.unwrap();
+    let mode: String = c.query_first("SELECT @@sql_mode").await.unwrap().unwrap();
+    assert!(mode.contains("ANSI_QUOTES"), "{mode}");
+    // ORACLE mode changes the grammar: refused, and the session keeps its mode.
+    let (code, _, _) = server_error(c.query_drop("SET sql_mode = 'ORACLE'").await.unwrap_err());
+    assert_eq!(code, 1235);
+    let mode: String = c.query_first("SELECT @@sql_mode").await.unwrap().unwrap();
+    assert!(!mode.contains("ORACLE"), "{mode}");
+    assert_eq!(backend().await.pub_rows.len(), 3);
+    // PyMySQL escapes parameters itself, by the status flag of the server's OK packets: with
+    // the flag it doubles quotes and leaves backslashes, without it it escapes backslashes.
+    let python = &common::clients::clients().python;
+    let script = format!(
+        r#"
+import pymysql
+c = pymysql.connect(host="127.0.0.1", port={port}, user="app", password="app", database="PUB", autocommit=True)
+cur = c.cursor()
+print("flag_before", bool(c.server_status & 512))
+cur.execute("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
+print("flag_after", bool(c.server_status & 512))
+try:
+    n = cur.execute("SELECT v FROM pub WHERE v = %s", ("nobody\' OR 1=1 -- ",))
+    print("rows", n)
+except pymysql.MySQLError as e:
+    print("error", e.args[0])
+cur.execute("SET sql_mode = ''")
+print("flag_cleared", bool(c.server_status & 512))
+n = cur.execute("SELECT v FROM pub WHERE v = %s", ("nobody\' OR 1=1 -- ",))
+print("rows_default", n)
+"#,
+        port = f.port
+    );
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "flag_before False");
+    assert_eq!(lines[1], "flag_after True", "the client is told the mode");
+    assert!(
+        lines[2] == "rows 0" || lines[2] == "error 1235",
+        "the injected parameter matched rows: {}",
+        lines[2]
+    );
+    assert_eq!(lines[3], "flag_cleared False");
+    assert_eq!(lines[4], "rows_default 0");
+}
+
+/// An INSERT's sharding value is placed by the value the row stores, never by its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_placement_is_by_value_or_refused() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("secplace").await;
+    let mut c = f.client().await;
+    for value in [
+        "1 + 9",
+        "' 10'",
+        "10.5",
+        "0x0a",
+        "b'1010'",
+        "@v",
+        "(SELECT 10)",
+        "CAST(10 AS SIGNED)",
+        "10e0 + 0",
+    ] {
+        let sql = format!("INSERT INTO hotnews (id, title) VALUES ({value}, 'x')");
+        let (code, _, msg) = server_error(c.query_drop(&sql).await.unwrap_err());
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains("HOTNEWS") && msg.contains("ID"), "{msg}");
+    }
+    for n in 1..=3 {
+        assert!(f.ids_on(n, "hotnews").await.is_empty(), "a row was placed");
+    }
+    // Plain literals route by value: 10 mod 3 = 1 → dn2; '10' and 1e1 the same.
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (10, 'x')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "hotnews").await, [10]);
+    let (code, _, _) = server_error(
+        c.query_drop("INSERT INTO hotnews (id, title) VALUES ('10', 'y')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1062, "the same node refuses the duplicate");
+}
+
+/// A server whose *global* sql_mode lexes differently from MySQL's default is not used: the
+/// gateway would check statements one way and the server read them another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_whose_global_sql_mode_lexes_differently_is_not_used() {
+    let t = common::mariadb::Throwaway::start("secnbe", 1).await;
+    let mut admin = t.conn(None).await;
+    admin
+        .query_drop(
+            "CREATE DATABASE nbe; CREATE TABLE nbe.t (id INT, v VARCHAR(10));
+             INSERT INTO nbe.t VALUES (1, 'a');
+             SET GLOBAL sql_mode = 'STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES'",
+        )
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(common::repo().join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("schema.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="NBE" dataNode="dnn"></schema>
+    <dataNode name="dnn" dataHost="nbe" database="nbe" />
+    <dataHost name="nbe" maxCon="4" minCon="0" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="nbeM" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>
+</mycat:schema>"#,
+            t.port
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("server.xml"),
+        r#"<?xml version="1.0"?>
+<mycat:server xmlns:mycat="http://io.mycat/">
+    <user name="u"><property name="password">u</property><property name="schemas">NBE</property></user>
+</mycat:server>"#,
+    )
+    .unwrap();
+    let port = common::start_gateway(dir.path()).await;
+    // The login (which reads the schema's dataNode) or the first statement fails, naming why.
+    let e = match mysql_async::Conn::new(common::opts(port, "u", "u", Some("NBE"))).await {
+        Err(e) => e,
+        Ok(mut c) => c
+            .query_drop("SELECT * FROM t WHERE v = 'a\\' OR 1=1 -- '")
+            .await
+            .unwrap_err(),
+    };
+    assert!(
+        e.to_string().contains("NO_BACKSLASH_ESCAPES"),
+        "the error names the mode: {e}"
+    );
+}
