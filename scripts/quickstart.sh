@@ -24,7 +24,8 @@ cat <<'EOF'
 ==> starting manx (Ctrl-C to stop). Connect with:
       mysql -h127.0.0.1 -P8066 -uroot -p123456 TESTDB
     Backends: MariaDB 127.0.0.1:13306 (primary) / 13307 (replica) / 13308 (standby), PostgreSQL
-    127.0.0.1:15432 (primary) / 15433 (standby, read-only), all as manx/manx; stop them with
+    127.0.0.1:15432 (primary) / 15433 (standby, read-only); the gateway logs in as manx_gw/manx_gw
+    (only what it needs), manx/manx is the sandbox's admin account; stop them with
     scripts/sandbox.sh stop.
 
 EOF

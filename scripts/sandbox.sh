@@ -21,12 +21,20 @@
 #
 # Credentials:
 #   MariaDB: manx/manx ('manx'@'%', '127.0.0.1', 'localhost'; ALL ... WITH GRANT
-#            OPTION), repl/repl (REPLICATION SLAVE); root only via unix socket.
-#            Databases db1, db2, db3 (with the tables of sandbox-sample.sql)
-#            and manx_ref.
+#            OPTION: the admin account tests set up their databases with),
+#            manx_gw/manx_gw ('manx_gw'@'%': the gateway's least-privileged
+#            account, used by the bundled schema.xml; DML/DDL on db1..db3 and on
+#            the tests' databases `t\_%`, plus SLAVE MONITOR (REPLICATION CLIENT
+#            before MariaDB 10.5.9) for `show slave status`; README "Deployment:
+#            the backend account"), repl/repl (REPLICATION SLAVE); root only via
+#            unix socket. Databases db1, db2, db3 (with the tables of
+#            sandbox-sample.sql) and manx_ref.
 #   PG:      manx/manx (SUPERUSER, scram-sha-256 over TCP), manx_md5/manx_md5
-#            (SUPERUSER, md5 over TCP); databases db1, db2, db3, manx_ref owned by
-#            manx; local socket connections are trusted.
+#            (SUPERUSER, md5 over TCP), manx_gw/manx_gw (no role attributes:
+#            CONNECT/TEMPORARY on db1..db3, USAGE/CREATE on their schema public,
+#            DML on their tables, also on tables manx creates later); databases
+#            db1, db2, db3, manx_ref owned by manx; local socket connections are
+#            trusted.
 #
 # Everything lives under $MANX_SANDBOX_DIR (default: <repo>/target/sandbox):
 #   <dir>/primary/{my.cnf,data/,mariadbd.sock,mariadbd.pid,error.log}
@@ -80,6 +88,12 @@ REPL_TIMEOUT=30
 MY_DATABASES=(db1 db2 db3 manx_ref)
 SAMPLE_DATABASES=(db1 db2 db3)
 PG_DATABASES=(db1 db2 db3 manx_ref)
+# The gateway's least-privileged account and what it may touch: the shard databases and
+# (MariaDB) the `t_<prefix>_...` databases the tests create with the admin account.
+GW_USER=manx_gw
+GW_PASSWORD=manx_gw
+GW_MY_DATABASES=(db1 db2 db3 't\_%')
+GW_PG_DATABASES=(db1 db2 db3)
 
 if [[ $(id -u) -eq 0 ]]; then IS_ROOT=1; else IS_ROOT=0; fi
 ME=$(id -un)
@@ -448,7 +462,35 @@ my_stop() {
     fi
 }
 
-# The sandbox's accounts (manx/manx, repl/repl), idempotent.
+# The privilege `show slave status` needs (the switchType=2 heartbeat): SLAVE MONITOR
+# from MariaDB 10.5.9 on (it answers "you need SUPER or SLAVE MONITOR"), REPLICATION
+# CLIENT before (and on MySQL).
+my_monitor_privilege() {
+    local v
+    v=$("$MARIADBD" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+\.[0-9]+-MariaDB' | head -n1 || true)
+    v=${v%-MariaDB}
+    if [[ -n $v ]] && printf '10.5.9\n%s\n' "$v" | sort -V -C; then
+        echo "SLAVE MONITOR"
+    else
+        echo "REPLICATION CLIENT"
+    fi
+}
+
+# The gateway's account (manx_gw), exactly: what it held before is revoked first, so a
+# changed list here takes effect on an existing sandbox (see my_setup_gateway).
+# Idempotent. README "Deployment: the backend account" explains each privilege.
+my_gateway_sql() {
+    local db
+    echo "CREATE USER IF NOT EXISTS '$GW_USER'@'%' IDENTIFIED BY '$GW_PASSWORD';
+REVOKE ALL PRIVILEGES, GRANT OPTION FROM '$GW_USER'@'%';
+GRANT $(my_monitor_privilege) ON *.* TO '$GW_USER'@'%';"
+    for db in "${GW_MY_DATABASES[@]}"; do
+        echo "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, REFERENCES,
+  CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, CREATE VIEW, SHOW VIEW ON \`$db\`.* TO '$GW_USER'@'%';"
+    done
+}
+
+# The sandbox's accounts (manx/manx, repl/repl, the gateway's), idempotent.
 my_accounts_sql() {
     local host h
     host=$(hostname 2>/dev/null || echo localhost)
@@ -461,6 +503,7 @@ GRANT ALL PRIVILEGES ON *.* TO 'manx'@'$h' WITH GRANT OPTION;"
     done
     echo "CREATE USER IF NOT EXISTS 'repl'@'%' IDENTIFIED BY 'repl';
 GRANT REPLICATION SLAVE ON *.* TO 'repl'@'%';"
+    my_gateway_sql
 }
 
 # Accounts and databases, on the primary only (they reach the replica through
@@ -478,7 +521,20 @@ $(my_accounts_sql)"
 "
     done
     my_sql primary -e "$sql" || die "primary: account/database setup failed"
+    my_gateway_sql | sha1sum | cut -d' ' -f1 >"$STATE/gateway.sha1"
     touch "$STATE/primary.setup"
+}
+
+# The gateway's account on a sandbox set up before it existed, or whose statements changed
+# (marker: .state/gateway.sha1, their hash): run on the primary, from where they replicate
+# to the replica and the standby (my_check_replication then waits for them there).
+my_setup_gateway() {
+    local sum
+    sum=$(my_gateway_sql | sha1sum | cut -d' ' -f1)
+    if [[ -e $STATE/gateway.sha1 && $(cat "$STATE/gateway.sha1") == "$sum" ]]; then return 0; fi
+    log "primary: setting up the gateway's account $GW_USER (replicated to the replica and standby)"
+    my_sql primary -e "$(my_gateway_sql)" || die "primary: gateway account setup failed"
+    echo "$sum" >"$STATE/gateway.sha1"
 }
 
 # (Re)load sandbox-sample.sql into db1..db3 whenever the file changed.
@@ -922,8 +978,54 @@ EOF
     touch "$STATE/pg.md5"
 }
 
+# The gateway's role (manx_gw): no role attributes, a table user's rights on the shard
+# databases (README "Deployment: the backend account"). Idempotent; runs again on a
+# sandbox set up before it existed or when the statements change (marker:
+# .state/pg.gateway.sha1). The standby receives it through replication.
+pg_gateway_sql_global() {
+    local dbs
+    dbs=$(printf '%s, ' "${GW_PG_DATABASES[@]}")
+    dbs=${dbs%, }
+    cat <<EOF
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$GW_USER') THEN
+    CREATE ROLE $GW_USER LOGIN;
+  END IF;
+END
+\$\$;
+ALTER ROLE $GW_USER LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS
+  PASSWORD '$GW_PASSWORD';
+GRANT CONNECT, TEMPORARY ON DATABASE $dbs TO $GW_USER;
+EOF
+}
+# Run in each of GW_PG_DATABASES: the schema, its tables and sequences, and those the admin
+# role manx creates there later.
+pg_gateway_sql_db() {
+    cat <<EOF
+GRANT USAGE, CREATE ON SCHEMA public TO $GW_USER;
+GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES ON ALL TABLES IN SCHEMA public TO $GW_USER;
+GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO $GW_USER;
+ALTER DEFAULT PRIVILEGES FOR ROLE manx IN SCHEMA public
+  GRANT SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES ON TABLES TO $GW_USER;
+ALTER DEFAULT PRIVILEGES FOR ROLE manx IN SCHEMA public
+  GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO $GW_USER;
+EOF
+}
+pg_setup_gateway() {
+    local sum db
+    sum=$({ pg_gateway_sql_global; pg_gateway_sql_db; } | sha1sum | cut -d' ' -f1)
+    if [[ -e $STATE/pg.gateway.sha1 && $(cat "$STATE/pg.gateway.sha1") == "$sum" ]]; then return 0; fi
+    log "pg: setting up the gateway's role $GW_USER"
+    pg_gateway_sql_global | pg_psql -d postgres || die "pg: role $GW_USER setup failed"
+    for db in "${GW_PG_DATABASES[@]}"; do
+        pg_gateway_sql_db | pg_psql -d "$db" || die "pg: rights of $GW_USER on $db failed"
+    done
+    echo "$sum" >"$STATE/pg.gateway.sha1"
+}
+
 # PG needs nothing from MariaDB; the standby copies the primary once it is set up.
-start_pg() { pg_init; pg_start; pg_setup; pg_setup_md5; pg_setup_replication; start_pg_standby; }
+start_pg() { pg_init; pg_start; pg_setup; pg_setup_md5; pg_setup_gateway; pg_setup_replication; start_pg_standby; }
 
 # ---------------------------------------------------------------------------
 # PostgreSQL standby (pg-standby)
@@ -1036,6 +1138,7 @@ cmd_start() {
     # job also creates its role/databases; MariaDB setup needs both servers.
     run_parallel start_primary start_replica start_standby start_pg || die "start failed (see messages above)"
     my_setup_primary
+    my_setup_gateway
     my_load_sample
     my_setup_replica replica
     my_setup_replica standby

@@ -41,9 +41,20 @@ struct Args {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Validate the configuration without connecting anywhere: print a summary and exit 0, or
-    /// every error with file:line and exit 1.
-    Check,
+    /// Validate the configuration: print a summary and exit 0, or every error with file:line
+    /// and exit 1. Connects nowhere unless --backends or --strict is given.
+    Check {
+        /// Also connect to every writeHost and readHost and report the privileges of its
+        /// account beyond what manx needs (SUPER, FILE, GRANT OPTION, SHUTDOWN, global ALL,
+        /// ...; README "Deployment: the backend account") as warnings.
+        #[arg(long)]
+        backends: bool,
+        /// Treat every warning as an error (exit 1): the configuration's own warnings and,
+        /// as with --backends, each excess privilege of a backend account and each server
+        /// whose account could not be checked.
+        #[arg(long)]
+        strict: bool,
+    },
     /// Print the dataNode a sharding-column value of TABLE goes to (TABLE or SCHEMA.TABLE).
     Route {
         table: String,
@@ -88,14 +99,8 @@ fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     match &args.command {
-        Some(Command::Check) => {
-            let (config, _) = load(&args.conf);
-            print!("{}", config.summary());
-            for w in &config.warnings {
-                println!("warning: {w}");
-            }
-            println!("configuration OK: {}", args.conf.display());
-            Ok(())
+        Some(Command::Check { backends, strict }) => {
+            check(&args.conf, *backends || *strict, *strict)
         }
         Some(Command::Route { table, value }) => {
             let (config, router) = load(&args.conf);
@@ -112,6 +117,46 @@ fn main() -> anyhow::Result<()> {
         }
         None => serve(args),
     }
+}
+
+/// `manx check`: the summary, the configuration's warnings and, when `backends`, the backend
+/// accounts' excess privileges (one line each, `warning:` or under `strict` `error:`). Exits 1
+/// under `strict` when there is any of them.
+fn check(dir: &std::path::Path, backends: bool, strict: bool) -> anyhow::Result<()> {
+    let (config, _) = load(dir);
+    print!("{}", config.summary());
+    let mut problems: Vec<String> = config.warnings.iter().map(|w| w.to_string()).collect();
+    if backends {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the tokio runtime")?;
+        let reports = runtime.block_on(manx::datahost::accounts::audit(
+            &config,
+            Timeouts::default(),
+        ));
+        for r in &reports {
+            let found = r.problems();
+            if found.is_empty() {
+                println!("{r}");
+            }
+            problems.extend(found);
+        }
+    }
+    let label = if strict { "error" } else { "warning" };
+    for p in &problems {
+        println!("{label}: {p}");
+    }
+    if strict && !problems.is_empty() {
+        eprintln!(
+            "manx: {} problem(s) in {} under --strict",
+            problems.len(),
+            dir.display()
+        );
+        std::process::exit(1);
+    }
+    println!("configuration OK: {}", dir.display());
+    Ok(())
 }
 
 /// `manx route`: the dataNode (and its physical database) of `value` in `table`.
@@ -201,6 +246,13 @@ fn serve(args: Args) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {bind}:{port}"))?;
         tracing::info!(address = %listener.local_addr()?, "manx is serving MySQL clients");
+        // The backend accounts' privileges, checked once beside the start-up (warnings only:
+        // the gateway serves whatever the accounts hold).
+        let audited = server.config.clone();
+        tokio::spawn(async move {
+            let reports = manx::datahost::accounts::audit(&audited, Timeouts::default()).await;
+            manx::datahost::accounts::log(&reports);
+        });
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
             tracing::info!("shutting down");

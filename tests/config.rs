@@ -452,7 +452,7 @@ fn encrypted_passwords_are_decrypted_as_mycat_does() {
         std::fs::read_to_string(dir.path().join("schema.xml"))
             .unwrap()
             .replace(
-                r#"user="manx" password="manx">"#,
+                r#"user="manx_gw" password="manx_gw">"#,
                 &format!(r#"user="manx" password="{HOST_M1_MANX}" usingDecrypt="1">"#),
             ),
     )
@@ -478,7 +478,7 @@ fn encrypted_passwords_are_decrypted_as_mycat_does() {
     );
     let dir = bundled_with("schema.xml", |s| {
         s.replace(
-            r#"user="manx" password="manx">"#,
+            r#"user="manx_gw" password="manx_gw">"#,
             &format!(r#"user="manx" password="{HOST_M1_OTHER}" usingDecrypt="1">"#),
         )
     });

@@ -6,6 +6,7 @@
 //! memory. Rows of the text protocol keep the server's text encoding ([`Value::Bytes`]) and pass
 //! through to the client unchanged.
 
+pub mod grants;
 pub mod mysql;
 mod pool;
 pub mod postgres;
@@ -175,6 +176,14 @@ pub trait BackendConn: Send + Sync {
     async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
         Ok(None)
     }
+
+    /// The privileges of this connection's account that give more than manx needs, with the
+    /// reason for each ([`grants`]): MySQL and MariaDB read `SHOW GRANTS` (the current user's
+    /// grants and those of the role enabled at login), PostgreSQL the role's attributes and
+    /// memberships in `pg_roles`. Empty for an account holding only what manx needs.
+    ///
+    /// Errors: the connection broke or the server refused the query.
+    async fn excess_privileges(&mut self) -> Result<Vec<grants::ExcessPrivilege>, BackendError>;
 
     /// How this server computes the `WEIGHT_STRING(RTRIM(x))` that the merge compares string
     /// keys by. Weights of different kinds cannot be compared with each other.

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use mysql_async::prelude::Queryable;
 
+use super::grants::{self, ExcessPrivilege};
 use super::pool::{Manage, Pool, PoolConfig, PoolError};
 use super::{Backend, BackendConn, BackendError, Canceller, Column, OkInfo, Response, Row, Value};
 
@@ -485,6 +486,29 @@ impl BackendConn for PooledConn {
 
     fn warning_count(&self) -> Option<Arc<AtomicU16>> {
         Some(self.conn.warnings.clone())
+    }
+
+    /// `SHOW GRANTS`, which on MariaDB also lists the grants of the role enabled at login
+    /// (`SHOW GRANTS FOR CURRENT_USER` would not), judged by [`grants::mysql_excess`].
+    async fn excess_privileges(&mut self) -> Result<Vec<ExcessPrivilege>, BackendError> {
+        let lines = match self.query("SHOW GRANTS").await? {
+            Response::Ok(_) => Vec::new(),
+            Response::Rows { mut rows, .. } => {
+                let mut lines = Vec::new();
+                while let Some(row) = rows.next().await {
+                    if let Some(text) = row?.first().and_then(Value::to_text) {
+                        lines.push(text);
+                    }
+                }
+                lines
+            }
+        };
+        if lines.is_empty() {
+            return Err(BackendError::Other(
+                "SHOW GRANTS returned no grant".to_string(),
+            ));
+        }
+        Ok(grants::mysql_excess(&lines))
     }
 
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {

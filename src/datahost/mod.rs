@@ -24,6 +24,7 @@
 //! dataHost and server; failover only ever switches to a writeHost that is not in recovery
 //! ([`heartbeat`]).
 
+pub mod accounts;
 mod balance;
 mod health;
 mod heartbeat;

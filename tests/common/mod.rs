@@ -18,6 +18,13 @@ use mysql_async::prelude::Queryable;
 
 pub const PRIMARY_PORT: u16 = 13306;
 
+/// The sandbox's least-privileged gateway account (`scripts/sandbox.sh`): what the bundled
+/// schema.xml, and so every [`write_config`] fixture, connects to the backends with. Tests set
+/// their databases up with the admin account `manx` ([`primary`]).
+pub const GATEWAY_USER: &str = "manx_gw";
+/// The password of [`GATEWAY_USER`].
+pub const GATEWAY_PASSWORD: &str = "manx_gw";
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -154,7 +161,9 @@ impl Fixture {
 }
 
 /// Writes server.xml, schema.xml, rule.xml and the map files of the bundled config, with the
-/// dataNodes pointed at `databases`.
+/// dataNodes pointed at `databases` (which [`GATEWAY_USER`] may use when they match the
+/// sandbox's `t\_%` grant, as `t_<prefix>_...` names do). Its dataHost `localhost1` connects as
+/// [`GATEWAY_USER`], as the bundled config does; `extra`'s own dataHosts choose their account.
 pub fn write_config(dir: &Path, databases: &[String], extra: &Extra) {
     let repo = repo();
     for f in [
@@ -174,7 +183,10 @@ pub fn write_config(dir: &Path, databases: &[String], extra: &Extra) {
             ),
         );
     assert!(
-        schema.contains(&databases[0]),
+        schema.contains(&databases[0])
+            && schema.contains(&format!(
+                r#"user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}""#
+            )),
         "bundled schema.xml changed shape"
     );
     std::fs::write(dir.join("schema.xml"), schema).unwrap();

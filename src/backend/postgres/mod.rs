@@ -48,6 +48,7 @@ use deadpool::managed::{self, Metrics, Pool, PoolError, RecycleError, RecycleRes
 use futures::StreamExt;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
 
+use super::grants::{self, ExcessPrivilege};
 use super::{
     Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, StringWeights,
 };
@@ -487,6 +488,51 @@ impl BackendConn for PgConn {
                 "SELECT pg_is_in_recovery() returned no row".to_string(),
             )),
         }
+    }
+
+    /// The role's attributes and its memberships in [`grants::PG_DANGEROUS_ROLES`] from
+    /// `pg_roles`, sent as is (not through the MySQL dialect translation), judged by
+    /// [`grants::postgres_excess`]. Roles a server version lacks are simply not found.
+    async fn excess_privileges(&mut self) -> Result<Vec<ExcessPrivilege>, BackendError> {
+        let names = grants::PG_DANGEROUS_ROLES
+            .iter()
+            .map(|(name, _)| format!("'{name}'"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SELECT r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls, \
+             (SELECT string_agg(p.rolname, ',' ORDER BY p.rolname) FROM pg_roles p \
+              WHERE p.rolname IN ({names}) AND pg_has_role(r.oid, p.oid, 'MEMBER')) \
+             FROM pg_roles r WHERE r.rolname = current_user"
+        );
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query(&sql)
+            .await
+            .map_err(error::convert)?;
+        let row = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        });
+        let Some(row) = row else {
+            return Err(BackendError::Other(
+                "pg_roles has no row for current_user".to_string(),
+            ));
+        };
+        let flag = |i: usize| row.get(i) == Some("t");
+        let role = grants::PgRole {
+            superuser: flag(0),
+            create_role: flag(1),
+            create_db: flag(2),
+            replication: flag(3),
+            bypass_rls: flag(4),
+            member_of: row
+                .get(5)
+                .map(|s| s.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
+        };
+        Ok(grants::postgres_excess(&role))
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
