@@ -4,48 +4,9 @@
 
 mod common;
 
+use common::raw::{read_packet, scramble, sha2_proof, write_packet};
 use common::{Extra, Fixture};
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
-    let mut header = [0u8; 4];
-    s.read_exact(&mut header).await.unwrap();
-    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).await.unwrap();
-    (header[3], payload)
-}
-
-async fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
-    let mut p = (payload.len() as u32).to_le_bytes();
-    p[3] = seq;
-    s.write_all(&p).await.unwrap();
-    s.write_all(payload).await.unwrap();
-}
-
-/// The 20-byte scramble of a protocol-10 greeting.
-fn scramble(greeting: &[u8]) -> Vec<u8> {
-    assert_eq!(greeting[0], 10);
-    let version_end = greeting.iter().position(|b| *b == 0).unwrap();
-    let p = version_end + 1 + 4;
-    let mut s = greeting[p..p + 8].to_vec();
-    // filler, capability (2), charset, status (2), capability (2), data length, reserved (10)
-    let part2 = p + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
-    s.extend_from_slice(&greeting[part2..part2 + 12]);
-    s
-}
-
-fn sha2_proof(password: &str, scramble: &[u8]) -> Vec<u8> {
-    let stage1 = Sha256::digest(password.as_bytes());
-    let stage2 = Sha256::digest(stage1);
-    let mut h = Sha256::new();
-    h.update(stage2);
-    h.update(scramble);
-    let mix = h.finalize();
-    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
-}
 
 /// Logs in as `root` with `password` using caching_sha2_password; returns the packets the
 /// server answered with.

@@ -6,6 +6,7 @@ mod auth;
 mod binary;
 mod commands;
 mod error;
+mod long_data;
 mod prepared;
 mod registry;
 mod session;

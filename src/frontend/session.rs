@@ -2027,26 +2027,7 @@ impl AsyncMysqlShim<Writer> for Session {
         if let Some(args) = query.strip_prefix(FIELD_LIST_PREFIX) {
             return self.field_list(args, w).await;
         }
-        if let Some(errno) = refusal(query) {
-            let e = match errno {
-                1047 => MysqlError::new(1047, "08S01", "Unknown command"),
-                1243 => MysqlError::new(
-                    1243,
-                    "HY000",
-                    "Unknown prepared statement handler given to mysqld_stmt_execute",
-                ),
-                1153 => MysqlError::new(
-                    1153,
-                    "08S01",
-                    "Got a packet bigger than 'max_allowed_packet' bytes",
-                ),
-                1156 => MysqlError::new(1156, "08S01", "Got packets out of order"),
-                _ => MysqlError::new(
-                    1300,
-                    "HY000",
-                    "Invalid utf8mb4 character string: the gateway takes statements in UTF-8 (set the connection character set to utf8mb4)",
-                ),
-            };
+        if let Some(e) = refusal(query) {
             return self.error(w, e).await;
         }
         if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {
