@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::raw::{read_packet, scramble, sha2_proof, write_packet};
+use common::raw::{handshake_response, read_packet, write_packet};
 use common::{Extra, Fixture};
 use tokio::net::TcpStream;
 
@@ -13,19 +13,7 @@ use tokio::net::TcpStream;
 async fn login(port: u16, password: &str) -> Vec<(u8, Vec<u8>)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (_, greeting) = read_packet(&mut s).await;
-    let proof = sha2_proof(password, &scramble(&greeting));
-    // CLIENT_LONG_PASSWORD | CLIENT_CONNECT_WITH_DB | CLIENT_PROTOCOL_41 |
-    // CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
-    let caps: u32 = 0x1 | 0x8 | 0x200 | 0x8000 | 0x80000;
-    let mut r = caps.to_le_bytes().to_vec();
-    r.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    r.push(45);
-    r.extend_from_slice(&[0; 23]);
-    r.extend_from_slice(b"root\0");
-    r.push(proof.len() as u8);
-    r.extend_from_slice(&proof);
-    r.extend_from_slice(b"TESTDB\0");
-    r.extend_from_slice(b"caching_sha2_password\0");
+    let r = handshake_response("root", password, &greeting, "TESTDB");
     write_packet(&mut s, 1, &r).await;
     let mut answers = vec![read_packet(&mut s).await];
     if answers[0].1 == [0x01, 0x03] {

@@ -76,18 +76,11 @@ pub fn err_packet(p: &[u8]) -> (u16, String, String) {
     }
 }
 
-/// Logs in as `user` / `password` into `db` over `s` (caching_sha2_password, as a MySQL 8
-/// client; `CLIENT_PROTOCOL_41` without `CLIENT_DEPRECATE_EOF`).
-///
-/// Errors: the server's ERR packet as (errno, SQLSTATE, message).
-pub async fn login(
-    s: &mut TcpStream,
-    user: &str,
-    password: &str,
-    db: &str,
-) -> Result<(), (u16, String, String)> {
-    let (_, greeting) = read_packet(s).await;
-    let proof = sha2_proof(password, &scramble(&greeting));
+/// The handshake response of a MySQL 8 client logging in as `user` / `password` into `db`
+/// after `greeting`: `caching_sha2_password`, `CLIENT_PROTOCOL_41` without
+/// `CLIENT_DEPRECATE_EOF`.
+pub fn handshake_response(user: &str, password: &str, greeting: &[u8], db: &str) -> Vec<u8> {
+    let proof = sha2_proof(password, &scramble(greeting));
     // CLIENT_LONG_PASSWORD | CLIENT_CONNECT_WITH_DB | CLIENT_PROTOCOL_41 |
     // CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
     let caps: u32 = 0x1 | 0x8 | 0x200 | 0x8000 | 0x80000;
@@ -101,6 +94,21 @@ pub async fn login(
     r.extend_from_slice(&proof);
     r.extend_from_slice(db.as_bytes());
     r.extend_from_slice(b"\0caching_sha2_password\0");
+    r
+}
+
+/// Logs in as `user` / `password` into `db` over `s` (caching_sha2_password, as a MySQL 8
+/// client; `CLIENT_PROTOCOL_41` without `CLIENT_DEPRECATE_EOF`).
+///
+/// Errors: the server's ERR packet as (errno, SQLSTATE, message).
+pub async fn login(
+    s: &mut TcpStream,
+    user: &str,
+    password: &str,
+    db: &str,
+) -> Result<(), (u16, String, String)> {
+    let (_, greeting) = read_packet(s).await;
+    let r = handshake_response(user, password, &greeting, db);
     write_packet(s, 1, &r).await;
     let (_, mut answer) = read_packet(s).await;
     if answer == [0x01, 0x03] {
