@@ -4,67 +4,16 @@
 
 mod common;
 
+use common::raw::{handshake_response, read_packet, write_packet};
 use common::{Extra, Fixture};
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
-    let mut header = [0u8; 4];
-    s.read_exact(&mut header).await.unwrap();
-    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).await.unwrap();
-    (header[3], payload)
-}
-
-async fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
-    let mut p = (payload.len() as u32).to_le_bytes();
-    p[3] = seq;
-    s.write_all(&p).await.unwrap();
-    s.write_all(payload).await.unwrap();
-}
-
-/// The 20-byte scramble of a protocol-10 greeting.
-fn scramble(greeting: &[u8]) -> Vec<u8> {
-    assert_eq!(greeting[0], 10);
-    let version_end = greeting.iter().position(|b| *b == 0).unwrap();
-    let p = version_end + 1 + 4;
-    let mut s = greeting[p..p + 8].to_vec();
-    // filler, capability (2), charset, status (2), capability (2), data length, reserved (10)
-    let part2 = p + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
-    s.extend_from_slice(&greeting[part2..part2 + 12]);
-    s
-}
-
-fn sha2_proof(password: &str, scramble: &[u8]) -> Vec<u8> {
-    let stage1 = Sha256::digest(password.as_bytes());
-    let stage2 = Sha256::digest(stage1);
-    let mut h = Sha256::new();
-    h.update(stage2);
-    h.update(scramble);
-    let mix = h.finalize();
-    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
-}
 
 /// Logs in as `root` with `password` using caching_sha2_password; returns the packets the
 /// server answered with.
 async fn login(port: u16, password: &str) -> Vec<(u8, Vec<u8>)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
     let (_, greeting) = read_packet(&mut s).await;
-    let proof = sha2_proof(password, &scramble(&greeting));
-    // CLIENT_LONG_PASSWORD | CLIENT_CONNECT_WITH_DB | CLIENT_PROTOCOL_41 |
-    // CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
-    let caps: u32 = 0x1 | 0x8 | 0x200 | 0x8000 | 0x80000;
-    let mut r = caps.to_le_bytes().to_vec();
-    r.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    r.push(45);
-    r.extend_from_slice(&[0; 23]);
-    r.extend_from_slice(b"root\0");
-    r.push(proof.len() as u8);
-    r.extend_from_slice(&proof);
-    r.extend_from_slice(b"TESTDB\0");
-    r.extend_from_slice(b"caching_sha2_password\0");
+    let r = handshake_response("root", password, &greeting, "TESTDB");
     write_packet(&mut s, 1, &r).await;
     let mut answers = vec![read_packet(&mut s).await];
     if answers[0].1 == [0x01, 0x03] {

@@ -6,6 +6,7 @@
 //! memory. Rows of the text protocol keep the server's text encoding ([`Value::Bytes`]) and pass
 //! through to the client unchanged.
 
+pub mod deadline;
 pub mod grants;
 pub mod mysql;
 mod pool;
@@ -207,6 +208,11 @@ pub trait BackendConn: Send + Sync {
     fn warning_count(&self) -> Option<Arc<AtomicU16>> {
         None
     }
+
+    /// The connection must not be used again (a statement on it gave no answer in time,
+    /// [`deadline`]): when dropped, it is closed instead of going back to its pool, whatever
+    /// it was doing. The default does nothing, for connections no pool reuses.
+    fn abandon(&mut self) {}
 }
 
 /// The kind of string weights a server computes for the merge.

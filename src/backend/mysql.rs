@@ -511,6 +511,12 @@ impl BackendConn for PooledConn {
         Ok(grants::mysql_excess(&lines))
     }
 
+    /// Marks the connection as waiting for an answer that may still come ([`Conn::in_flight`]):
+    /// its pool closes it instead of reusing it.
+    fn abandon(&mut self) {
+        self.conn.in_flight = true;
+    }
+
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
         // COM_STMT_PREPARE carries one statement: a pending `USE` goes first, on its own.
         self.flush_use().await?;

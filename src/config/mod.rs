@@ -154,8 +154,19 @@ pub struct SystemConfig {
     /// sequence is used.
     pub sequence_handler_type: u8,
     /// `<firewall><whitehost>` entries (SPEC §3.5): a host pattern and the users it admits.
-    /// When there are any, logins must match one.
+    /// When there are any, logins must match one ([`SystemConfig::admits`]).
     pub white_hosts: Vec<WhiteHost>,
+    /// `authTimeout` in milliseconds, default 15 000 (Mycat's, SPEC §3.2): a client that has
+    /// not completed its login this long after connecting is disconnected.
+    pub auth_timeout_ms: u64,
+    /// `maxConnections` (manx only: Mycat 1.6 has no cap on front connections), default
+    /// 10 000: client connections (logged in or not) the gateway holds at once. One more gets
+    /// MySQL's 1040 `Too many connections` in place of the greeting and is closed.
+    pub max_connections: usize,
+    /// `sqlExecuteTimeout` in **seconds**, default 300 (Mycat's, SPEC §3.2, §4.10): a backend
+    /// connection that gives no answer (no result, no row) for this long fails its statement
+    /// and is closed, never reused.
+    pub sql_execute_timeout_s: u64,
     /// `sslCertFile` (manx only: Mycat 1.6 has no front-end TLS): the PEM certificate chain the front end
     /// offers clients that switch to TLS, relative to the configuration directory. TLS is on
     /// when it and [`SystemConfig::ssl_key_file`] are set (or `--tls-cert` / `--tls-key`).
@@ -179,34 +190,40 @@ pub struct WhiteHost {
 
 impl SystemConfig {
     /// Whether `user` may log in from `ip` under the whitehost list (SPEC §3.5): no entries
-    /// admit everyone; an exact IP admits its users; a wildcard entry admits any user from an
-    /// address it matches anywhere (Mycat searches, unanchored, and ignores its user list).
+    /// admit everyone; otherwise some entry must match the whole address and list the user.
+    ///
+    /// Deliberately stricter than Mycat, which searches a wildcard pattern anywhere in the
+    /// address (`10.*` admits `110.3.0.99`) and ignores a wildcard entry's user list: here a
+    /// pattern matches from the address's start to its end, as Mycat's shipped examples mean
+    /// them (`127.0.0.*`, `127.0.*`, `127.*`, `1*7.*` for 127.0.0.1): `*` and `%` stand for a
+    /// run of digits within an octet, and one that ends the pattern for the rest of the
+    /// address. Every entry admits only the users it lists. `ip` is the client's address as
+    /// text, IPv4-mapped IPv6 addresses written as IPv4.
     pub fn admits(&self, user: &str, ip: &str) -> bool {
         self.white_hosts.is_empty()
-            || self.white_hosts.iter().any(|h| {
-                if h.host.contains(['*', '%']) {
-                    wildcard_search(h.host.as_bytes(), ip.as_bytes())
-                } else {
-                    h.host == ip && h.users.iter().any(|u| u == user)
-                }
-            })
+            || self
+                .white_hosts
+                .iter()
+                .any(|h| h.users.iter().any(|u| u == user) && host_matches(&h.host, ip))
     }
 }
 
-/// Whether `pattern` (`*` / `%` = any run of digits, other bytes literal) matches somewhere
-/// in `text`.
-fn wildcard_search(pattern: &[u8], text: &[u8]) -> bool {
+/// Whether `ip` is the whitehost `pattern`: byte for byte, except that `*` and `%` match any
+/// run of digits (none included), and one at the pattern's end anything left. Anchored: the
+/// whole address must match.
+fn host_matches(pattern: &str, ip: &str) -> bool {
     fn at(p: &[u8], t: &[u8]) -> bool {
-        match p.first() {
-            None => true,
-            Some(b'*' | b'%') => {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some((b'*' | b'%', [])) => true,
+            Some((b'*' | b'%', rest)) => {
                 let digits = t.iter().take_while(|b| b.is_ascii_digit()).count();
-                (0..=digits).rev().any(|n| at(&p[1..], &t[n..]))
+                (0..=digits).any(|n| at(rest, &t[n..]))
             }
-            Some(c) => t.first() == Some(c) && at(&p[1..], &t[1..]),
+            Some((c, rest)) => t.first() == Some(c) && at(rest, &t[1..]),
         }
     }
-    (0..=text.len()).any(|i| at(pattern, &text[i..]))
+    at(pattern.as_bytes(), ip.as_bytes())
 }
 
 /// Mycat release whose data placement manx reproduces (DECISIONS.md items 1-2).
@@ -235,6 +252,10 @@ pub struct UserConfig {
     /// `<privileges check="true">`: DML masks per logical schema (SPEC §3.4); `None` when
     /// absent or not checked.
     pub privileges: Option<BTreeMap<String, SchemaPrivileges>>,
+    /// `benchmark`, default 0 (no limit), SPEC §3.3: the user's logins are refused (1045,
+    /// `... because service be degraded`) while the gateway holds more than this many client
+    /// connections, of all users, counting the one logging in. Mycat refuses at this many.
+    pub benchmark: usize,
     pub origin: Origin,
 }
 
@@ -545,6 +566,9 @@ impl Default for SystemConfig {
             max_packet_size: 16 * 1024 * 1024,
             sequence_handler_type: 0,
             white_hosts: Vec::new(),
+            auth_timeout_ms: 15_000,
+            max_connections: 10_000,
+            sql_execute_timeout_s: 300,
             ssl_cert_file: None,
             ssl_key_file: None,
             require_secure_transport: false,
@@ -594,7 +618,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn whitehost_patterns_match_as_mycat_searches_them() {
+    fn whitehost_patterns_match_whole_addresses_and_entries_check_their_users() {
         let system = SystemConfig {
             white_hosts: vec![
                 WhiteHost {
@@ -603,7 +627,11 @@ mod tests {
                 },
                 WhiteHost {
                     host: "10.%.0.*".to_string(),
-                    users: vec!["nobody".to_string()],
+                    users: vec!["app".to_string()],
+                },
+                WhiteHost {
+                    host: "1*7.0.0.*".to_string(),
+                    users: vec!["root".to_string(), "app".to_string()],
                 },
             ],
             ..SystemConfig::default()
@@ -613,15 +641,54 @@ mod tests {
             !system.admits("app", "192.168.1.5"),
             "exact entries check users"
         );
+        assert!(system.admits("app", "10.20.0.7"));
         assert!(
-            system.admits("app", "10.20.0.7"),
-            "wildcards admit any user"
+            !system.admits("root", "10.20.0.7"),
+            "wildcard entries check users too"
         );
+        assert!(!system.admits("app", "110.3.0.99"), "anchored at the start");
         assert!(
-            system.admits("app", "110.3.0.99"),
-            "Mycat's search is not anchored"
+            !system.admits("root", "192.168.1.55"),
+            "exact entries match whole addresses"
         );
         assert!(!system.admits("app", "10.20.1.7"));
+        assert!(
+            !system.admits("app", "10.20.30.0.7"),
+            "inner wildcards stay in their octet"
+        );
+        assert!(
+            !system.admits("app", "10.2x.0.7"),
+            "wildcards match digits only"
+        );
+        assert!(system.admits("app", "127.0.0.1"));
+        assert!(system.admits("root", "17.0.0.255"));
+        assert!(!system.admits("root", "227.0.0.1"), "anchored at the start");
+        assert!(
+            !system.admits("nobody", "127.0.0.1"),
+            "unknown users match nothing"
+        );
+        let prefixes = SystemConfig {
+            white_hosts: ["127.*", "10.1*", "192.168.*.1"]
+                .iter()
+                .map(|h| WhiteHost {
+                    host: h.to_string(),
+                    users: vec!["app".to_string()],
+                })
+                .collect(),
+            ..SystemConfig::default()
+        };
+        assert!(
+            prefixes.admits("app", "127.0.0.1"),
+            "a final wildcard takes the rest"
+        );
+        assert!(prefixes.admits("app", "127.255.3.4"));
+        assert!(prefixes.admits("app", "10.1.2.3"));
+        assert!(prefixes.admits("app", "10.100.2.3"));
+        assert!(!prefixes.admits("app", "10.2.1.3"));
+        assert!(!prefixes.admits("app", "110.1.2.3"));
+        assert!(prefixes.admits("app", "192.168.7.1"));
+        assert!(!prefixes.admits("app", "192.168.7.1.1"));
+        assert!(!prefixes.admits("app", "192.168.7.8.1"));
         assert!(SystemConfig::default().admits("anyone", "1.2.3.4"));
     }
 }

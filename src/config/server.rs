@@ -67,6 +67,33 @@ pub(super) fn load(
                         ),
                     )),
                 },
+                "authTimeout" => match value.parse::<u64>() {
+                    Ok(ms) if ms > 0 => system.auth_timeout_ms = ms,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("authTimeout '{value}' is not a positive number of milliseconds"),
+                    )),
+                },
+                "sqlExecuteTimeout" => match value.parse::<u64>() {
+                    // Seconds, as in Mycat; a year at most (tokio's timers go no further).
+                    Ok(s) if (1..=366 * 86_400).contains(&s) => system.sql_execute_timeout_s = s,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!(
+                            "sqlExecuteTimeout '{value}' is not a number of seconds from 1 to 31622400"
+                        ),
+                    )),
+                },
+                "maxConnections" => match value.parse::<usize>() {
+                    Ok(n) if n > 0 => system.max_connections = n,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("maxConnections '{value}' is not a positive number"),
+                    )),
+                },
                 "sslCertFile" => system.ssl_cert_file = Some(dir.join(&value)),
                 "sslKeyFile" => system.ssl_key_file = Some(dir.join(&value)),
                 "requireSecureTransport" => match value.as_str() {
@@ -157,6 +184,12 @@ pub(super) fn load(
                     .filter(|u| !u.is_empty())
                     .map(String::from)
                     .collect();
+                if list.is_empty() {
+                    warnings.push(ConfigWarning {
+                        origin: h.origin.clone(),
+                        message: format!("<host host=\"{hosts}\"> lists no user: it admits nobody"),
+                    });
+                }
                 for u in &list {
                     if !users.contains_key(u) {
                         errors.push(ConfigError::new(
@@ -226,6 +259,7 @@ fn load_user(
         read_only: false,
         default_schema: None,
         privileges: None,
+        benchmark: 0,
         origin: u.origin.clone(),
     };
     let mut has_schemas = false;
@@ -245,6 +279,15 @@ fn load_user(
             // Java Boolean.valueOf: only "true" (any case) is true (SPEC §0.4).
             "readOnly" => user.read_only = value.eq_ignore_ascii_case("true"),
             "defaultSchema" => user.default_schema = Some(value),
+            // A Java int in Mycat; 0 (and, there, anything below) means no limit.
+            "benchmark" => match value.parse::<i64>() {
+                Ok(n) => user.benchmark = usize::try_from(n.max(0)).unwrap_or(usize::MAX),
+                Err(_) => errors.push(ConfigError::new(
+                    &origin,
+                    element.clone(),
+                    format!("benchmark '{value}' is not a number of connections"),
+                )),
+            },
             "usingDecrypt" => {
                 decrypt = Some((value == "1" || value.eq_ignore_ascii_case("true"), origin))
             }

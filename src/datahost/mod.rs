@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::backend::deadline::Deadline;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
 use crate::backend::postgres::{PostgresBackend, PostgresSettings};
 use crate::backend::{Backend, BackendConn, BackendError};
@@ -407,6 +408,9 @@ pub struct Cluster {
     heartbeat: heartbeat::Settings,
     /// Heartbeat tasks were started (once per cluster).
     beating: AtomicBool,
+    /// `sqlExecuteTimeout`: the longest wait for a backend's answer on a connection handed out
+    /// ([`crate::backend::deadline`]).
+    statement_timeout: Duration,
 }
 
 impl Cluster {
@@ -493,6 +497,7 @@ impl Cluster {
                 timeout: Duration::from_millis(config.system.heartbeat_timeout_ms),
             },
             beating: AtomicBool::new(false),
+            statement_timeout: Duration::from_secs(config.system.sql_execute_timeout_s),
         })
     }
 
@@ -565,7 +570,7 @@ impl Cluster {
             });
         };
         let first = n.host.choose(intent, None);
-        let e = match connect(node, n, first, intent).await {
+        let e = match connect(node, n, first, intent, self.statement_timeout).await {
             Ok(conn) => return Ok(conn),
             Err(e) => e,
         };
@@ -580,7 +585,7 @@ impl Cluster {
             return Err(e);
         }
         tracing::warn!(node, error = %e, next = %second.name, "read retried on another server");
-        connect(node, n, second, intent).await
+        connect(node, n, second, intent, self.statement_timeout).await
     }
 
     /// A connection for `node` to run a read again after the connection to the server at
@@ -606,11 +611,12 @@ impl Cluster {
             .find(|s| s.backend.address() == failed);
         let next = n.host.choose(intent, excluded);
         tracing::warn!(node, failed, next = %next.name, "read retried after its connection broke");
-        connect(node, n, next, intent).await
+        connect(node, n, next, intent, self.statement_timeout).await
     }
 }
 
-/// A connection to `source` for dataNode `n`, its database selected.
+/// A connection to `source` for dataNode `n`, its database selected, every wait on its server
+/// bounded by `statement_timeout` ([`Deadline`]).
 ///
 /// Errors: `source` is marked down, cannot be reached, has no free connection in time, or
 /// cannot select the database; the error names node, dataHost, server and address. For
@@ -622,6 +628,7 @@ async fn connect(
     n: &DataNode,
     source: &Source,
     intent: Intent,
+    statement_timeout: Duration,
 ) -> Result<Box<dyn BackendConn>, DatahostError> {
     let fail = |source_err: BackendError| DatahostError {
         node: node.to_string(),
@@ -649,7 +656,8 @@ async fn connect(
             ),
         }));
     }
-    let mut conn = source.backend.acquire(&n.database).await.map_err(fail)?;
+    let conn = source.backend.acquire(&n.database).await.map_err(fail)?;
+    let mut conn = Deadline::new(conn, statement_timeout);
     conn.select_database(&n.database).await.map_err(fail)?;
-    Ok(conn)
+    Ok(Box::new(conn))
 }

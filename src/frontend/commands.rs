@@ -17,6 +17,10 @@
 //!   execution on) gets those types written back in: opensrv-mysql 0.7 does not skip the flag
 //!   byte in that case and reads every parameter one byte off.
 //!
+//! - `COM_STMT_SEND_LONG_DATA` (0x18) pieces are held here, bounded by `max_allowed_packet`,
+//!   and handed on right before their statement's `COM_STMT_EXECUTE`
+//!   ([`super::long_data`]); `COM_STMT_RESET` and `COM_STMT_CLOSE` drop them.
+//!
 //! - `COM_STATISTICS` (0x09) and `COM_FIELD_LIST` (0x04), which opensrv answers with a bare
 //!   OK, become queries the session answers ([`STATISTICS_QUERY`], [`FIELD_LIST_PREFIX`]);
 //!   `COM_PROCESS_KILL` (0x0C), which opensrv does not know, becomes `KILL CONNECTION <id>`.
@@ -51,22 +55,58 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
+use super::error::MysqlError;
+use super::long_data::{LongData, Overflow};
 use super::tap::ErrorSlot;
 
 /// The query text a `COM_RESET_CONNECTION` is turned into.
 pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
 
 /// The start of the query text a command the gateway refuses is turned into (see
-/// [`refusal`]): `/* manx: refuse <errno> */`.
+/// [`refusal`]): `/* manx: refuse <errno>[ <detail>] */`.
 pub const REFUSE_PREFIX: &str = "/* manx: refuse ";
 
-/// The errno a refusal query carries, if `query` is one.
-pub fn refusal(query: &str) -> Option<u16> {
-    query
-        .strip_prefix(REFUSE_PREFIX)?
-        .strip_suffix(" */")?
-        .parse()
-        .ok()
+/// The detail of the refusal of an execution whose long data went over the connection's bound.
+const LONG_DATA_CONNECTION: &str = "connection";
+
+/// The error a refusal query stands for, if `query` is one: MySQL's errno, SQLSTATE and
+/// message for what the reader refused (unknown command 1047, unknown statement 1243, packet
+/// too large 1153, packets out of order 1156, long data past the limit 1105, text that is not
+/// UTF-8 1300).
+pub fn refusal(query: &str) -> Option<MysqlError> {
+    let inner = query.strip_prefix(REFUSE_PREFIX)?.strip_suffix(" */")?;
+    let (errno, detail) = inner.split_once(' ').unwrap_or((inner, ""));
+    let e = match errno.parse::<u16>().ok()? {
+        1047 => MysqlError::new(1047, "08S01", "Unknown command"),
+        1243 => MysqlError::new(
+            1243,
+            "HY000",
+            "Unknown prepared statement handler given to mysqld_stmt_execute",
+        ),
+        1153 => MysqlError::new(
+            1153,
+            "08S01",
+            "Got a packet bigger than 'max_allowed_packet' bytes",
+        ),
+        1156 => MysqlError::new(1156, "08S01", "Got packets out of order"),
+        // MySQL's answer to the execution (`Item_param::set_longdata`).
+        1105 if detail == LONG_DATA_CONNECTION => MysqlError::new(
+            1105,
+            "HY000",
+            "Parameters of prepared statements which are set through mysql_send_long_data() are longer than 'max_allowed_packet' bytes together on this connection: execute or reset the statements that hold long data first",
+        ),
+        1105 => MysqlError::new(
+            1105,
+            "HY000",
+            "Parameter of prepared statement which is set through mysql_send_long_data() is longer than 'max_allowed_packet' bytes",
+        ),
+        _ => MysqlError::new(
+            1300,
+            "HY000",
+            "Invalid utf8mb4 character string: the gateway takes statements in UTF-8 (set the connection character set to utf8mb4)",
+        ),
+    };
+    Some(e)
 }
 
 /// The query text a `COM_STMT_RESET` is turned into.
@@ -84,6 +124,7 @@ const COM_STATISTICS: u8 = 0x09;
 const COM_PROCESS_KILL: u8 = 0x0C;
 
 const COM_STMT_RESET: u8 = 0x1A;
+const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
 const COM_STMT_EXECUTE: u8 = 0x17;
 const COM_STMT_CLOSE: u8 = 0x19;
 const COM_CHANGE_USER: u8 = 0x11;
@@ -145,6 +186,9 @@ pub struct Commands<R> {
     /// being answered (its last statement may already be handed on).
     batch: VecDeque<String>,
     in_batch: bool,
+    /// `COM_STMT_SEND_LONG_DATA` pieces held until their statement executes
+    /// ([`super::long_data`]).
+    long_data: LongData,
 }
 
 /// A command longer than `max_allowed_packet`: its bytes are read and dropped (so the client
@@ -190,6 +234,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             oversized: None,
             batch: VecDeque::new(),
             in_batch: false,
+            long_data: LongData::new(max_packet),
         }
     }
 
@@ -426,7 +471,21 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         };
         match command {
             COM_RESET_CONNECTION if payload.len() == 1 => self.emit_query(0, RESET_QUERY),
-            COM_STMT_RESET if payload.len() == 5 => self.emit_query(0, STMT_RESET_QUERY),
+            COM_STMT_RESET if payload.len() == 5 => {
+                self.long_data.drop_statement(statement_id(&payload));
+                self.emit_query(0, STMT_RESET_QUERY)
+            }
+            COM_STMT_SEND_LONG_DATA if payload.len() >= 5 => {
+                // No answer either way; opensrv gets the pieces right before the execution.
+                let id = statement_id(&payload);
+                if self.statements.lock().contains_key(&id) {
+                    self.long_data.hold(id, payload);
+                } else {
+                    // MySQL ignores long data for an unknown statement (opensrv would drop the
+                    // connection).
+                    tracing::debug!(statement = id, "long data for an unknown statement dropped");
+                }
+            }
             COM_CHANGE_USER => {
                 tracing::info!("COM_CHANGE_USER is not supported: closing the connection");
                 self.closed = true;
@@ -444,8 +503,9 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             c if !KNOWN_COMMANDS.contains(&c) => self.refuse(1047),
             COM_STMT_CLOSE => {
                 if payload.len() == 5 {
-                    let id = u32::from_le_bytes([payload[1], payload[2], payload[3], payload[4]]);
+                    let id = statement_id(&payload);
                     self.statements.lock().remove(&id);
+                    self.long_data.drop_statement(id);
                 }
                 self.emit(0, &payload);
             }
@@ -458,6 +518,24 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     // opensrv would drop the connection; MySQL answers 1243.
                     self.refuse(1243);
                     return;
+                }
+                match self.long_data.take(statement_id(&payload)) {
+                    Ok(pieces) => {
+                        for piece in pieces {
+                            self.emit(0, &piece);
+                        }
+                    }
+                    Err(Overflow::Parameter) => {
+                        self.refuse(1105);
+                        return;
+                    }
+                    Err(Overflow::Connection) => {
+                        self.emit_query(
+                            0,
+                            &format!("{REFUSE_PREFIX}1105 {LONG_DATA_CONNECTION} */"),
+                        );
+                        return;
+                    }
                 }
                 match self.execute(&payload) {
                     Some(patched) => self.emit(0, &patched),
@@ -528,6 +606,13 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         self.slot.end_batch();
         self.process();
     }
+}
+
+/// The statement id of a COM_STMT_* payload (bytes 1-4, little-endian); 0 when it is shorter.
+fn statement_id(payload: &[u8]) -> u32 {
+    payload
+        .get(1..5)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 /// Whether opensrv-mysql 0.7 would answer `sql` itself instead of the session: it takes

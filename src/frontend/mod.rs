@@ -6,6 +6,8 @@ mod auth;
 mod binary;
 mod commands;
 mod error;
+mod limits;
+mod long_data;
 mod prepared;
 mod registry;
 mod session;
@@ -88,6 +90,8 @@ pub struct Server {
     registry: registry::Registry,
     /// TLS for clients (`sslCertFile` / `sslKeyFile` / `requireSecureTransport`), when set.
     pub tls: Option<tls::TlsSettings>,
+    /// Client connections open now, capped at `maxConnections` (module [`limits`]).
+    connections: limits::Connections,
     next_connection_id: AtomicU32,
     /// Column names of `information_schema` views, by (dataNode, view): the derived tables
     /// that answer metadata queries for the logical schemas list them (they differ between
@@ -112,6 +116,7 @@ impl Server {
         })?;
         let cluster = Arc::new(cluster);
         let sequences = Sequences::new(&config, cluster.clone());
+        let connections = limits::Connections::new(config.system.max_connections);
         Ok(Server {
             config: Arc::new(config),
             router,
@@ -119,13 +124,14 @@ impl Server {
             sequences,
             registry: registry::Registry::default(),
             tls,
+            connections,
             next_connection_id: AtomicU32::new(1),
             view_columns: std::sync::Mutex::default(),
         })
     }
 
     /// Accepts clients on `listener` until `shutdown` completes; each client runs in its own
-    /// task. Returns when `shutdown` resolves (sessions in progress keep running until their
+    /// task, at most `maxConnections` at once (one more is answered 1040 and closed). Returns when `shutdown` resolves (sessions in progress keep running until their
     /// clients leave or the runtime stops).
     pub async fn serve(
         self: Arc<Self>,
@@ -149,10 +155,16 @@ impl Server {
                     }
                 },
             };
+            let Some(slot) = self.connections.open() else {
+                tracing::info!(%peer, max = self.config.system.max_connections, "too many connections: refused");
+                limits::refuse_connection(stream);
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
             let server = self.clone();
             tokio::spawn(async move {
+                let _slot = slot;
                 if let Err(e) = session::run(server, stream, peer, id).await {
                     tracing::debug!(connection = id, %peer, error = %e, "client connection ended with an error");
                 }

@@ -57,6 +57,7 @@ pub async fn run(
     let statements = Statements::default();
     let (handle, _registered) = Registry::register(&server, id);
     let max_packet = server.config.system.max_packet_size;
+    let auth_timeout = std::time::Duration::from_millis(server.config.system.auth_timeout_ms);
     let session = Session {
         server,
         handle: handle.clone(),
@@ -98,6 +99,10 @@ pub async fn run(
         _ = handle.killed() => {
             // Dropping the session rolls back its transaction and closes the client socket.
             tracing::info!(connection = id, %peer, "connection killed");
+            Ok(())
+        }
+        _ = super::limits::login_deadline(&handle, auth_timeout) => {
+            tracing::info!(connection = id, %peer, ?auth_timeout, "login not completed within authTimeout: closed");
             Ok(())
         }
     }
@@ -1863,6 +1868,18 @@ impl AsyncMysqlShim<Writer> for Session {
         auth_data: &[u8],
     ) -> bool {
         let name = String::from_utf8_lossy(username).into_owned();
+        // The firewall decides before any password is looked at: a refused host gets the same
+        // answer whatever it sent, and learns nothing about the password.
+        let ip = self.peer.ip().to_canonical().to_string();
+        if !self.server.config.system.admits(&name, &ip) {
+            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused by the firewall whitehost list");
+            self.slot.set(ErrPacket {
+                code: 1045,
+                state: "28000".to_string(),
+                message: format!("Access denied for user '{name}' with host '{ip}'"),
+            });
+            return false;
+        }
         let ok = self
             .server
             .config
@@ -1886,14 +1903,13 @@ impl AsyncMysqlShim<Writer> for Session {
         // cleartext password ("full authentication") instead of refusing at once.
         let full = !ok && !sha2 && auth_data.len() == 32 && self.full_authentication(&name).await;
         let sha2 = sha2 || full;
-        let ip = self.peer.ip().to_string();
-        if (ok || sha2) && !self.server.config.system.admits(&name, &ip) {
-            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused by the firewall whitehost list");
-            self.slot.set(ErrPacket {
-                code: 1045,
-                state: "28000".to_string(),
-                message: format!("Access denied for user '{name}' with host '{ip}'"),
-            });
+        let degraded = (ok || sha2)
+            .then(|| self.server.config.users.get(&name))
+            .flatten()
+            .and_then(|u| super::limits::degraded(u, self.server.connections.count()));
+        if let Some(refusal) = degraded {
+            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused: benchmark");
+            self.slot.set(refusal);
             return false;
         }
         if sha2 && !full {
@@ -2076,26 +2092,7 @@ impl AsyncMysqlShim<Writer> for Session {
         if let Some(args) = query.strip_prefix(FIELD_LIST_PREFIX) {
             return self.field_list(args, w).await;
         }
-        if let Some(errno) = refusal(query) {
-            let e = match errno {
-                1047 => MysqlError::new(1047, "08S01", "Unknown command"),
-                1243 => MysqlError::new(
-                    1243,
-                    "HY000",
-                    "Unknown prepared statement handler given to mysqld_stmt_execute",
-                ),
-                1153 => MysqlError::new(
-                    1153,
-                    "08S01",
-                    "Got a packet bigger than 'max_allowed_packet' bytes",
-                ),
-                1156 => MysqlError::new(1156, "08S01", "Got packets out of order"),
-                _ => MysqlError::new(
-                    1300,
-                    "HY000",
-                    "Invalid utf8mb4 character string: the gateway takes statements in UTF-8 (set the connection character set to utf8mb4)",
-                ),
-            };
+        if let Some(e) = refusal(query) {
             return self.error(w, e).await;
         }
         if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {

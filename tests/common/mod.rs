@@ -5,6 +5,7 @@
 pub mod clients;
 pub mod mariadb;
 pub mod postgres;
+pub mod raw;
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
@@ -158,6 +159,16 @@ impl Fixture {
             .await
             .unwrap()
     }
+}
+
+/// A `<system>` element with `properties` (name, value), for [`Extra::users_xml`]: server.xml
+/// may hold several, all are read.
+pub fn system_xml(properties: &[(&str, &str)]) -> String {
+    let props: String = properties
+        .iter()
+        .map(|(n, v)| format!("<property name=\"{n}\">{v}</property>"))
+        .collect();
+    format!("<system>{props}</system>")
 }
 
 /// Writes server.xml, schema.xml, rule.xml and the map files of the bundled config, with the

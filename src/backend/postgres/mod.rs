@@ -408,6 +408,13 @@ impl BackendConn for PgConn {
         Some(conn.canceller.clone())
     }
 
+    /// Takes the connection out of its pool and closes it.
+    fn abandon(&mut self) {
+        if let Some(Held::Pooled(o)) = self.conn.take() {
+            drop(managed::Object::take(o));
+        }
+    }
+
     async fn select_database(&mut self, database: &str) -> Result<(), BackendError> {
         if self.conn.as_ref().is_some_and(|c| c.database == database) {
             return Ok(());

@@ -1,0 +1,141 @@
+//! Limits on client connections: how many the gateway holds, how long one may take to log in,
+//! and Mycat's per-user `benchmark`.
+//!
+//! - `maxConnections` (server.xml `<system>`, manx only; Mycat 1.6 has no such cap): every
+//!   accepted socket, logged in or not, takes a [`Slot`] until its session ends. Past the cap
+//!   the socket gets MySQL's `Too many connections` (1040) as its first packet, in place of the
+//!   greeting, as a MySQL server at `max_connections` sends it, and is closed.
+//! - `authTimeout` (Mycat's, milliseconds, default 15 000): a session that has not logged in
+//!   that long after it was accepted is closed ([`login_deadline`]); so is one stuck half way
+//!   through its TLS handshake or its login packet.
+//! - `benchmark` (a `<user>` property, SPEC §3.3): a user's login is refused while the gateway
+//!   holds more client connections than the user's benchmark ([`degraded`]).
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use super::registry::Handle;
+use super::tap::ErrPacket;
+use crate::config::UserConfig;
+
+/// The client connections the gateway holds (`maxConnections`).
+#[derive(Debug)]
+pub struct Connections {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One counted client connection; dropping it frees its place.
+#[derive(Debug)]
+pub struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    /// A count of none, capped at `max` connections.
+    pub fn new(max: usize) -> Self {
+        Connections {
+            open: Arc::default(),
+            max,
+        }
+    }
+
+    /// A place for one more connection, or `None` when `max` are open.
+    pub fn open(&self) -> Option<Slot> {
+        let before = self.open.fetch_add(1, Ordering::AcqRel);
+        // Dropped at once when over the cap, which takes the increment back.
+        let slot = Slot(self.open.clone());
+        (before < self.max).then_some(slot)
+    }
+
+    /// Connections open now, counting those not logged in yet.
+    pub fn count(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+}
+
+/// MySQL's `ER_CON_COUNT_ERROR`.
+const TOO_MANY_CONNECTIONS: u16 = 1040;
+
+/// How long a refused client gets to take its error before the socket is closed regardless.
+const REFUSAL_WRITE: Duration = Duration::from_secs(1);
+
+/// Answers a client over `maxConnections` with 1040 `Too many connections` and closes it, in a
+/// task of its own (a client that does not read cannot hold up the accept loop).
+///
+/// The packet is an ERR with sequence id 0 and no SQLSTATE marker: before the handshake the
+/// client's capabilities are unknown, and MySQL (and clients such as mysql_async) then write
+/// and read an error without one (clients report SQLSTATE HY000 or 08004 on their own).
+pub fn refuse_connection(mut stream: TcpStream) {
+    let message = b"Too many connections";
+    let mut packet = Vec::with_capacity(4 + 3 + message.len());
+    let len = (3 + message.len()) as u32;
+    packet.extend_from_slice(&len.to_le_bytes()[..3]);
+    packet.push(0);
+    packet.push(0xFF);
+    packet.extend_from_slice(&TOO_MANY_CONNECTIONS.to_le_bytes());
+    packet.extend_from_slice(message);
+    tokio::spawn(async move {
+        let sent = tokio::time::timeout(REFUSAL_WRITE, async {
+            stream.write_all(&packet).await?;
+            stream.shutdown().await
+        })
+        .await;
+        if let Ok(Err(e)) = sent {
+            tracing::debug!(error = %e, "refusing a connection over maxConnections");
+        }
+        Ok::<(), io::Error>(())
+    });
+}
+
+/// Completes `timeout` after the call unless the session of `handle` has logged in by then (it
+/// then never completes): the session's end for a client that does not finish its login
+/// within `authTimeout`.
+pub async fn login_deadline(handle: &Handle, timeout: Duration) {
+    tokio::time::sleep(timeout).await;
+    if handle.user().is_some() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The refusal of `user`'s login while `connections` client connections are open (counting
+/// the one logging in), if its `benchmark` says so: 1045 / 28000 with Mycat's message
+/// `Access denied for user 'U', because service be degraded` (SPEC §3.3). Mycat refuses when
+/// `connections >= benchmark`, so a benchmark of N admits N - 1 connections; manx admits N.
+pub fn degraded(user: &UserConfig, connections: usize) -> Option<ErrPacket> {
+    (user.benchmark > 0 && connections > user.benchmark).then(|| ErrPacket {
+        code: 1045,
+        state: "28000".to_string(),
+        message: format!(
+            "Access denied for user '{}', because service be degraded (the gateway holds {connections} client connections, benchmark {})",
+            user.name, user.benchmark
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_capped_and_freed_when_dropped() {
+        let c = Connections::new(2);
+        let a = c.open().expect("first");
+        let b = c.open().expect("second");
+        assert!(c.open().is_none(), "a third is over the cap");
+        assert_eq!(c.count(), 2, "a refused one is not counted");
+        drop(a);
+        let _c = c.open().expect("a freed place is taken again");
+        drop(b);
+        assert_eq!(c.count(), 1);
+    }
+}
