@@ -204,6 +204,28 @@ async fn nothing_an_application_user_sends_runs_outside_its_schemas_and_rights()
     ] {
         attempt(&mut ro, sql).await;
     }
+    // A client charset in which a backslash can end a character (found by a tester session:
+    // the server read `中\'` as a character and a quote, the gateway as an escaped quote).
+    for charset in [
+        "SET NAMES gbk",
+        "SET CHARACTER SET big5",
+        "SET character_set_client = sjis",
+    ] {
+        attempt(&mut ro, charset).await;
+        for sql in [
+            "SELECT '中\\'; CREATE DATABASE t_sec_pwn; DELETE FROM pub -- '",
+            "SELECT '丁\\'; CREATE DATABASE t_sec_pwn; DELETE FROM pub -- '",
+        ] {
+            attempt(&mut ro, sql).await;
+        }
+    }
+    // `--` before Unicode white space: a comment to the parser, `- -name` to MariaDB.
+    attempt(
+        &mut ro,
+        "SELECT 1 AS `\u{a0}` FROM pub HAVING 1 --\u{a0}INTO OUTFILE '/tmp/manx_sec_nbsp'",
+    )
+    .await;
+    assert!(!std::path::Path::new("/tmp/manx_sec_nbsp").exists());
     assert_eq!(
         backend().await.pub_rows,
         rows_before,
@@ -302,6 +324,8 @@ async fn nothing_an_application_user_sends_runs_outside_its_schemas_and_rights()
         "SET SQL_LOG_BIN = 0",
         "SET @@session.sql_log_bin = 0",
         "SET sql_mode = 'ORACLE'",
+        "SET NAMES gbk",
+        "SET @a = '中\\', @@global.max_connections = 79 -- '",
     ] {
         attempt(&mut app, sql).await;
     }
@@ -340,6 +364,9 @@ async fn nothing_an_application_user_sends_runs_outside_its_schemas_and_rights()
         "EXECUTE IMMEDIATE 'SELECT * FROM t_sec_victim.vt'",
         "SELECT * FROM information_schema.USER_PRIVILEGES",
         "SELECT NEXTVAL(t_sec_victim.vt)",
+        "SELECT 1 AS `\u{a0}` FROM pub HAVING 1 --\u{a0}UNION SELECT v FROM t_sec_victim.vt",
+        "SELECT 1 AS `\u{3000}` FROM pub HAVING 1 --\u{3000}UNION SELECT concat(user, authentication_string) FROM mysql.user",
+        "SELECT * FROM pub WHERE id IN (TABLE t_sec_victim.vt)",
     ] {
         all.extend(attempt(&mut app, sql).await);
     }

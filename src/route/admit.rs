@@ -69,11 +69,17 @@ pub fn kind_words(s: &Statement) -> String {
 
 /// The verdict on one parsed statement: its kind, or the refusal naming what it is.
 ///
-/// `text` is the statement's canonical text (module `lex`), read for table options.
+/// `text` is the statement's canonical text (module `lex`), read for table options and, in
+/// DDL, for qualified names the AST keeps outside its table references (`EXCHANGE PARTITION
+/// ... WITH TABLE db.t`): each qualifier must satisfy `is_schema` (a logical schema).
 ///
 /// Errors: 1227 for account, database, server and routine management and for constructs that
-/// reach files or other servers; 1064 for any other statement kind, naming it.
-pub fn admit(statement: &Statement, text: &str) -> Result<Admitted, RouteError> {
+/// reach files or other servers or databases; 1064 for any other statement kind, naming it.
+pub fn admit(
+    statement: &Statement,
+    text: &str,
+    is_schema: &dyn Fn(&str) -> bool,
+) -> Result<Admitted, RouteError> {
     let kind = match statement {
         Statement::Query(_) => Admitted::Query,
         Statement::Insert(_) => Admitted::Insert,
@@ -99,10 +105,38 @@ pub fn admit(statement: &Statement, text: &str) -> Result<Admitted, RouteError> 
         } => Admitted::Ddl,
         other => return Err(refusal(other)),
     };
+    if kind == Admitted::Ddl {
+        check_ddl_qualifiers(text, is_schema)?;
+    }
     if let Some(bad) = forbidden(statement) {
         return Err(denied(&bad));
     }
     Ok(kind)
+}
+
+/// Every `a.b` name in a DDL statement's tokens must be qualified by a logical schema: the AST
+/// does not report every name of every DDL form as a table (partition exchange, foreign key
+/// targets), so the text is read too. (`t.c` column references in CHECK constraints are refused
+/// with them; write the column unqualified.)
+fn check_ddl_qualifiers(text: &str, is_schema: &dyn Fn(&str) -> bool) -> Result<(), RouteError> {
+    let Some(toks) = super::rewrite::tokens(text) else {
+        return Err(RouteError::syntax("the statement cannot be tokenized"));
+    };
+    for w in toks.windows(3) {
+        if let (Token::Word(q), Token::Period, Token::Word(_)) = (&w[0].0, &w[1].0, &w[2].0)
+            && !is_schema(&q.value)
+        {
+            return Err(RouteError {
+                code: 1044,
+                state: "42000",
+                message: format!(
+                    "Access denied to database '{}': DDL through the gateway names only the logical schemas' tables",
+                    q.value
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The refusal of a statement kind outside the allow-list: 1227 for what manages accounts,
@@ -215,11 +249,14 @@ fn check_table_options(text: &str) -> Result<(), RouteError> {
 /// functions of other schemas, MariaDB sequences (named by table), `SELECT ... INTO`.
 fn forbidden(statement: &Statement) -> Option<String> {
     struct Find(Option<String>);
+    /// `SELECT ... INTO` anywhere in a set expression, or MySQL 8's `TABLE t` (its name is
+    /// not an AST table reference, so no check would see it).
     fn into_of(body: &SetExpr) -> bool {
         match body {
             SetExpr::Select(s) => s.into.is_some(),
             SetExpr::SetOperation { left, right, .. } => into_of(left) || into_of(right),
             SetExpr::Query(q) => into_of(&q.body),
+            SetExpr::Table(_) => true,
             _ => false,
         }
     }
@@ -248,7 +285,7 @@ fn forbidden(statement: &Statement) -> Option<String> {
         }
         fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
             if into_of(&q.body) {
-                self.0 = Some("SELECT ... INTO".to_string());
+                self.0 = Some("SELECT ... INTO (or TABLE)".to_string());
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
@@ -499,7 +536,7 @@ mod tests {
             "CREATE INDEX i ON t (a)",
             "RENAME TABLE a TO b",
         ] {
-            assert!(admit(&parse(sql), sql).is_ok(), "{sql}");
+            assert!(admit(&parse(sql), sql, &|_| false).is_ok(), "{sql}");
         }
         for (sql, code) in [
             ("GRANT ALL ON *.* TO evil", 1227),
@@ -528,12 +565,21 @@ mod tests {
             ),
             ("CREATE TABLE t (id INT) DATA DIRECTORY = '/tmp'", 1227),
             ("ALTER TABLE t ENGINE = MERGE", 1227),
+            (
+                "ALTER TABLE t EXCHANGE PARTITION p WITH TABLE victim.vt",
+                1044,
+            ),
+            (
+                "CREATE TABLE t (id INT, FOREIGN KEY (id) REFERENCES victim.vt (id))",
+                1044,
+            ),
+            ("TABLE victim.vt", 1227),
         ] {
             // What sqlparser cannot read is refused before this (1064 at routing).
             let Ok(mut parsed) = Parser::parse_sql(&MySqlDialect {}, sql) else {
                 continue;
             };
-            match admit(&parsed.remove(0), sql) {
+            match admit(&parsed.remove(0), sql, &|q| q == "A") {
                 Err(e) => assert_eq!(e.code, code, "{sql}: {}", e.message),
                 Ok(k) => panic!("{sql} admitted as {k:?}"),
             }

@@ -102,7 +102,8 @@ fn refuse(message: String) -> RouteError {
 pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     let b = sql.as_bytes();
     // Fast path: no quote, comment, separator or NUL: nothing to read differently.
-    let special = |c: &u8| matches!(c, b'/' | b'#' | b'-' | b';' | b'\'' | b'"' | b'`' | 0);
+    let special =
+        |c: &u8| matches!(c, b'/' | b'#' | b'-' | b';' | b'\'' | b'"' | b'`' | 0) || *c >= 0x80;
     if !b.iter().any(special) {
         return Ok(Canonical {
             text: Cow::Borrowed(sql),
@@ -294,6 +295,22 @@ pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> 
                     excerpt(sql, i)
                 )));
             }
+            c if c >= 0x80 => {
+                // Outside quotes MariaDB reads a non-ASCII character as part of a name; the
+                // parser reads Unicode white space (U+00A0, U+2028, U+3000, ...) as white space,
+                // and after `--` as the start of a comment. Refused: one statement, two readings.
+                let ch = sql[i..].chars().next().unwrap_or(' ');
+                if ch.is_whitespace() {
+                    return Err(RouteError::syntax(format!(
+                        "the Unicode white space U+{:04X} outside quotes is not allowed (MariaDB reads it as part of a name): {}",
+                        ch as u32,
+                        excerpt(sql, i.saturating_sub(8))
+                    )));
+                }
+                other_content |= in_version.is_none();
+                i += ch.len_utf8();
+                continue;
+            }
             _ => {
                 if in_version.is_none() && !c.is_ascii_whitespace() {
                     other_content = true;
@@ -451,6 +468,17 @@ mod tests {
     };
 
     #[test]
+    fn non_ascii_names_and_strings_stay() {
+        let d = SqlMode::default();
+        assert_eq!(
+            canon("SELECT `名前`, '中''x' FROM t", d),
+            "SELECT `名前`, '中''x' FROM t"
+        );
+        assert_eq!(canon("SELECT 名前 FROM t", d), "SELECT 名前 FROM t");
+        assert_eq!(canon("SELECT '\u{a0}' FROM t", d), "SELECT '\u{a0}' FROM t");
+    }
+
+    #[test]
     fn plain_text_is_borrowed() {
         let c = canonical("SELECT c FROM sbtest1 WHERE id=5", SqlMode::default()).unwrap();
         assert!(matches!(c.text, Cow::Borrowed(_)));
@@ -499,6 +527,9 @@ mod tests {
             assert_eq!(canonical(sql, d).unwrap_err().code, 1235, "{sql}");
         }
         for sql in [
+            "SELECT 1 AS `\u{a0}` FROM t HAVING 1 --\u{a0}UNION SELECT 2",
+            "SELECT\u{3000}1",
+            "SELECT 1 --\u{2028}x",
             "SELECT 1 /*! + /* x */ 1 */",
             "SELECT 1 /* open",
             "SELECT 'open",

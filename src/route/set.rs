@@ -108,6 +108,26 @@ const PRIVILEGED_VARIABLES: &[&str] = &[
     "completion_type",
 ];
 
+/// Client character sets in which the byte `\` (0x5C) can be the second byte of a character
+/// (big5, cp932, gbk, sjis, gb18030): the server would read `中\'` as a character and a quote
+/// where the gateway reads an escaped quote, so a string would end in a different place.
+const UNSAFE_CLIENT_CHARSETS: &[&str] = &["big5", "cp932", "gbk", "sjis", "gb18030"];
+
+/// Errors: 1235 for a client character set of [`UNSAFE_CLIENT_CHARSETS`], and for a value
+/// that is not a charset name (an expression or a number, which would name one by id).
+fn check_client_charset(value: &str) -> Result<(), RouteError> {
+    let name = super::scan::unquote(value.trim()).to_ascii_lowercase();
+    let named = !name.is_empty()
+        && !name.bytes().all(|c| c.is_ascii_digit())
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+    if !named || UNSAFE_CLIENT_CHARSETS.contains(&name.as_str()) {
+        return Err(not_supported(format!(
+            "the client character set {value} is not supported by the gateway: in big5, cp932, gbk, sjis and gb18030 the byte of a backslash can end a character, so the server would read strings differently from the gateway (use utf8mb4); a charset is set by name"
+        )));
+    }
+    Ok(())
+}
+
 fn denied(what: &str) -> RouteError {
     RouteError {
         code: 1227,
@@ -285,6 +305,10 @@ pub fn set(stmt: &str) -> Result<Local, RouteError> {
         if !ok {
             return Err(RouteError::syntax(format!("malformed SET NAMES: {stmt}")));
         }
+        let value = &toks[start];
+        if !(value.0 == Tok::Word && text(value).eq_ignore_ascii_case("DEFAULT")) {
+            check_client_charset(text(value))?;
+        }
         return standalone("names");
     }
     let transaction_at = if word_is(0, "TRANSACTION") {
@@ -340,6 +364,9 @@ pub fn set(stmt: &str) -> Result<Local, RouteError> {
             continue;
         }
         let literal = is_literal(value);
+        if key == "character_set_client" && !value.eq_ignore_ascii_case("DEFAULT") {
+            check_client_charset(value)?;
+        }
         if !literal {
             check_expression(&key, value)?;
         }
@@ -492,7 +519,7 @@ fn check_expression(key: &str, value: &str) -> Result<(), RouteError> {
         return Err(refuse("more than one statement"));
     }
     let statement = parsed.remove(0);
-    admit::admit(&statement, &sql)?;
+    admit::admit(&statement, &sql, &|_| false)?;
     let sqlparser::ast::Statement::Query(q) = &statement else {
         return Err(refuse("not an expression"));
     };

@@ -301,8 +301,8 @@ fn verbatim(
                 ));
             }
             let statement = parsed.remove(0);
-            let kind = admit::admit(&statement, stmt)?;
             let is_schema = |n: &str| r.schemas.contains_key(n);
+            let kind = admit::admit(&statement, stmt, &is_schema)?;
             let c = collect(&is_schema, &statement);
             check_reachable(&statement, &c)?;
             let schema = require_schema(r, view.schema, view)?;
@@ -1261,8 +1261,8 @@ fn parsed(
         ));
     }
     let statement = statements.remove(0);
-    admit::admit(&statement, stmt)?;
     let is_schema = |n: &str| r.schemas.contains_key(n);
+    admit::admit(&statement, stmt, &is_schema)?;
     let c = collect(&is_schema, &statement);
     check_reachable(&statement, &c)?;
     if let Some(access) = view.access {
