@@ -94,6 +94,41 @@ fn time_literal(b: &[u8]) -> Option<String> {
     Some(out)
 }
 
+/// Whether `b` is one number literal, `[+-]digits[.digits][e[+-]digits]` (at least one digit
+/// before the exponent): only then is a DECIMAL parameter written unquoted. `1--` would open a
+/// comment, `1-1` would be an expression.
+fn is_number(b: &[u8]) -> bool {
+    let mut i = 0;
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - start
+    };
+    if matches!(b.first(), Some(b'-' | b'+')) {
+        i += 1;
+    }
+    let mut n = digits(&mut i);
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        n += digits(&mut i);
+    }
+    if n == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
 /// One bound parameter as the SQL literal that means the same value.
 ///
 /// Errors: a value that is not valid UTF-8 text (1300), a malformed temporal value (1210).
@@ -112,12 +147,7 @@ pub(super) fn literal(p: ParamValue<'_>) -> Result<String, MysqlError> {
         }
         ValueInner::Bytes(b) => match p.coltype {
             // A DECIMAL parameter is sent as its text: kept a number when it is one.
-            ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_NEWDECIMAL
-                if !b.is_empty()
-                    && b.iter().all(|c| {
-                        c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
-                    }) =>
-            {
+            ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_NEWDECIMAL if is_number(b) => {
                 String::from_utf8_lossy(b).into_owned()
             }
             _ => quoted(b)?,
@@ -136,6 +166,18 @@ pub(super) fn literal(p: ParamValue<'_>) -> Result<String, MysqlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_parameters_are_unquoted_only_when_they_are_one_number() {
+        for n in ["1", "-1.50", "+.5", "1e3", "1.5E-3", "0.", "007"] {
+            assert!(is_number(n.as_bytes()), "{n}");
+        }
+        for n in [
+            "", "1--", "1-1", "--1", "1e", "e1", ".", "1.2.3", "1e+", "-", "1 ",
+        ] {
+            assert!(!is_number(n.as_bytes()), "{n}");
+        }
+    }
 
     #[test]
     fn parameters_bind_as_literals_in_place_of_placeholders() {
