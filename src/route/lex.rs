@@ -189,10 +189,7 @@ pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> 
                 i = end;
                 continue;
             }
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2)
-                    .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f) =>
-            {
+            b'-' if dash_comment_at(b, i) => {
                 let end = line_end(b, i);
                 out.push_str(&sql[copied..i]);
                 out.push(' ');
@@ -337,6 +334,15 @@ pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> 
     })
 }
 
+/// Whether a `--` line comment starts at `i`: MariaDB's rule, the second dash followed by white
+/// space, a control character or the end of the text (`--x` and `1--1` are minus signs).
+fn dash_comment_at(b: &[u8], i: usize) -> bool {
+    b.get(i) == Some(&b'-')
+        && b.get(i + 1) == Some(&b'-')
+        && b.get(i + 2)
+            .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f)
+}
+
 /// The index of the `\n` ending the line comment at `i` (kept: it separates tokens), or the end.
 fn line_end(b: &[u8], i: usize) -> usize {
     b[i..]
@@ -398,12 +404,7 @@ pub fn split_statements(s: &str, mode: SqlMode) -> Vec<&str> {
                 continue;
             }
             b'#' => i = line_end(b, i),
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2)
-                    .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f) =>
-            {
-                i = line_end(b, i)
-            }
+            b'-' if dash_comment_at(b, i) => i = line_end(b, i),
             b'*' if in_version && b.get(i + 1) == Some(&b'/') => {
                 in_version = false;
                 i += 2;
