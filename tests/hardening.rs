@@ -487,7 +487,7 @@ async fn second_hunt_bypasses_are_closed() {
     for (sql, text) in [
         (
             "select * from hotnews where exists (with hotnews as (select 1) select 1 from hotnews)",
-            "WITH query named like table HOTNEWS",
+            "named like a WITH query",
         ),
         (
             "select c.id, t.id from (company c left join travelrecord t on t.id = c.id)",
@@ -510,10 +510,6 @@ async fn second_hunt_bypasses_are_closed() {
             "RETURNING",
         ),
         (
-            "insert into company (id, name) values (81, `rand`())",
-            "RAND in a write",
-        ),
-        (
             "insert into company (id, name) values (82, @@timestamp)",
             "@@TIMESTAMP in a write",
         ),
@@ -526,6 +522,15 @@ async fn second_hunt_bypasses_are_closed() {
         assert_eq!(code, 1064, "{sql}: {msg}");
         assert!(msg.contains(text), "{sql}: {msg}");
     }
+    // A quoted function name is refused before any other check: MariaDB may read `rand`() as a
+    // stored function of the database.
+    let (code, msg) = err(
+        &mut c,
+        "insert into company (id, name) values (81, `rand`())",
+    )
+    .await;
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("unquoted"), "{msg}");
     // A sharded table on the preserved side of a LEFT JOIN is fine.
     let rows: Vec<(i64, Option<String>)> = c
         .query("select t.id, c.name from travelrecord t left join company c on c.id = t.days")

@@ -565,7 +565,15 @@ async fn insert_placement_is_by_value_or_refused() {
     let _one = ONE_AT_A_TIME.lock().await;
     let f = world("secplace").await;
     let mut c = f.client().await;
+    // Attacker round 4: without a strict sql_mode MariaDB stores '7002 x' as 7002 and clamps
+    // integers beyond BIGINT; such values are refused, not placed by their text.
+    c.query_drop("SET sql_mode = ''").await.unwrap();
     for value in [
+        "'7002 x'",
+        "'0007068 x'",
+        "'18446744073709551617'",
+        "18446744073709551617",
+        "'99999999999999999999999'",
         "1 + 9",
         "' 10'",
         "10.5",
@@ -656,4 +664,169 @@ async fn a_backend_whose_global_sql_mode_lexes_differently_is_not_used() {
         e.to_string().contains("NO_BACKSLASH_ESCAPES"),
         "the error names the mode: {e}"
     );
+}
+
+/// Attacker round 3 (issue 17): a SHOW filter re-printed from the parse (sqlparser writes a
+/// string's backslashes unescaped, so `'x\\'` ended the string elsewhere on the backend), a
+/// server SHOW with `WHERE(` (no space) forwarded as written, and CTE names hiding the tables
+/// they were named after. Judged on the backend: a victim sequence's value, the secret's and
+/// PUB's rows, and whether a row of the victim or the secret came back at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_filters_and_cte_names_reach_nothing_else() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec3").await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!(
+            "CREATE SEQUENCE {VICTIM_DB}.vseq; CREATE TABLE {VICTIM_DB}.geo (g GEOMETRY)"
+        ))
+        .await
+        .unwrap();
+    let seq_before: i64 = admin
+        .query_first(format!(
+            "SELECT next_not_cached_value FROM {VICTIM_DB}.vseq"
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let before = backend().await;
+
+    let mut ro = login(&f, "ro", Some("PUB")).await;
+    let mut leaked = Vec::new();
+    for sql in [
+        "SHOW TABLES WHERE Tables_in_PUB = 'x\\\\' OR Tables_in_PUB = ' /*M! UNION SELECT v FROM t_sec_victim.vt */ #'",
+        "SHOW TABLES WHERE Tables_in_PUB = 'x\\\\' OR Tables_in_PUB = ' UNION SELECT v FROM t_sec_victim.vt #'",
+        "SHOW TABLES WHERE Tables_in_PUB = 'x\\\\' OR Tables_in_PUB = ' /*M! UNION SELECT SETVAL(t_sec_victim.vseq, 424242) */ #'",
+        "SHOW TABLE STATUS WHERE Name = 'x\\\\' OR Name = ' /*M! UNION SELECT v,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18 FROM t_sec_victim.vt */ #'",
+        "SHOW TABLES WHERE Tables_in_PUB IN (SELECT v FROM t_sec_victim.vt)",
+        "SHOW VARIABLES WHERE(Variable_name='version' AND (SELECT v FROM t_sec_victim.vt)='victim row')",
+        "SHOW VARIABLES WHERE(Variable_name='x'OR(0=EXTRACTVALUE(1,CONCAT(0x7e,(SELECT v FROM t_sec_victim.vt)))))",
+        "SHOW STATUS WHERE(Variable_name='Uptime' AND SETVAL(t_sec_victim.vseq, 777000))",
+        "SHOW VARIABLES LIKE 'version' OR (SELECT 1 FROM t_sec_victim.vt)",
+        "SHOW PLUGINS SONAME LIKE '%'",
+    ] {
+        leaked.extend(attempt(&mut ro, sql).await);
+        if let Err(e) = ro.query_drop(sql).await {
+            leaked.push(format!("{e}"));
+        }
+    }
+    assert!(
+        !leaked.iter().any(|r| r.contains("victim row")),
+        "the victim's row came back: {leaked:?}"
+    );
+    // Attacker round 4: information_schema.GEOMETRY_COLUMNS lists every database's geometry
+    // columns; it is answered with no rows like the other views of other databases.
+    let geo = attempt(
+        &mut ro,
+        "SELECT F_TABLE_SCHEMA, F_TABLE_NAME FROM information_schema.GEOMETRY_COLUMNS",
+    )
+    .await;
+    assert!(
+        !geo.iter().any(|r| r.contains(VICTIM_DB)),
+        "the victim's table was listed: {geo:?}"
+    );
+    // A legitimate SHOW TABLES WHERE with a backslash in its string still answers correctly.
+    assert_eq!(
+        attempt(
+            &mut ro,
+            "SHOW TABLES WHERE Tables_in_PUB = 'pub' OR Tables_in_PUB = 'x\\\\'"
+        )
+        .await,
+        ["pub"]
+    );
+
+    let mut p = login(&f, "priv", Some("PUB")).await;
+    let mut seen = Vec::new();
+    for sql in [
+        "WITH secret AS (SELECT * FROM secret) SELECT * FROM secret",
+        "SELECT * FROM secret WHERE 1 IN (WITH secret AS (SELECT 1) SELECT * FROM secret)",
+        "SELECT * FROM `secret`",
+        "CREATE TABLE stolen AS WITH secret AS (SELECT * FROM secret) SELECT * FROM secret",
+        "INSERT INTO secret SELECT * FROM (WITH secret AS (SELECT 9 AS id, 'x' AS v) SELECT * FROM secret) d",
+    ] {
+        seen.extend(attempt(&mut p, sql).await);
+    }
+    assert!(
+        !seen.iter().any(|r| r.contains("the secret")),
+        "the secret came back: {seen:?}"
+    );
+    // A CTE that names no table still works.
+    assert_eq!(
+        attempt(
+            &mut p,
+            "WITH c AS (SELECT id FROM pub WHERE id = 1) SELECT id FROM c"
+        )
+        .await,
+        ["1"]
+    );
+
+    let seq_after: i64 = admin
+        .query_first(format!(
+            "SELECT next_not_cached_value FROM {VICTIM_DB}.vseq"
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(seq_before, seq_after, "the victim's sequence moved");
+    let after = backend().await;
+    assert_eq!(before, after, "the backend changed");
+}
+
+/// Attacker round 3: a stored function in the user's own database runs with its definer's
+/// rights (here: it changes the victim's row), so a call of any name that is not one of
+/// MariaDB's built-in functions is refused, in a query, a write and a SET value. Judged on the
+/// victim's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_functions_are_not_called_through_the_gateway() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec4").await;
+    let mut admin = primary(Some(PUB_DB)).await;
+    admin
+        .query_drop(format!(
+            "CREATE DEFINER = 'manx'@'%' FUNCTION f_side() RETURNS INT DETERMINISTIC SQL SECURITY DEFINER \
+             MODIFIES SQL DATA BEGIN UPDATE {VICTIM_DB}.vt SET v = 'changed'; RETURN 1; END"
+        ))
+        .await
+        .unwrap();
+    admin
+        .query_drop(format!(
+            "CREATE DEFINER = 'manx'@'%' FUNCTION `curdate`() RETURNS INT DETERMINISTIC \
+             SQL SECURITY DEFINER MODIFIES SQL DATA \
+             BEGIN UPDATE {VICTIM_DB}.vt SET v = 'written by curdate'; RETURN 1; END"
+        ))
+        .await
+        .unwrap();
+    let before = backend().await;
+    let mut ro = login(&f, "ro", Some("PUB")).await;
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for (writer, sql) in [
+        (false, "SELECT f_side()"),
+        (false, "SELECT `f_side`()"),
+        (false, "SELECT id FROM pub WHERE id = f_side()"),
+        (false, "SET @x = f_side()"),
+        (true, "INSERT INTO pub VALUES (f_side() + 10, 'f')"),
+        (true, "UPDATE pub SET v = 'x' WHERE id = F_SIDE()"),
+        // Attacker round 4: a built-in's name spelled so that MariaDB reads it as the stored
+        // function of the same name (curdate() below writes the victim's row).
+        (false, "SELECT curdate ()"),
+        (false, "SELECT curdate/**/()"),
+        (false, "SELECT `curdate`()"),
+        (false, "SET @x = curdate ()"),
+    ] {
+        let c = if writer { &mut app } else { &mut ro };
+        let e = c.query_drop(sql).await.expect_err(sql);
+        let (code, _, message) = server_error(e);
+        assert_eq!(code, 1235, "{sql}: {message}");
+        assert!(
+            message.contains("built-in") || message.contains("unquoted"),
+            "{sql}: {message}"
+        );
+    }
+    // Built-in functions still work.
+    let n: Option<i64> = ro
+        .query_first("SELECT IFNULL(MAX(id), 0) + LENGTH(CONCAT('a', 'b')) FROM pub")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(5));
+    assert_eq!(before, backend().await, "the function ran");
 }

@@ -545,7 +545,18 @@ async fn kill_query_of_a_read_over_several_nodes_in_a_transaction_spares_the_nex
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_leaving_mid_result_stops_the_backend_statement() {
-    let f = Fixture::start("w7gone", Extra::default()).await;
+    // A schema whose default dataNode is dn1: MariaDB's sequence table `seq_1_to_N` (a long
+    // result of no stored rows) is a table of no schema.xml, reachable there only.
+    let extra = Extra {
+        schema_xml: r#"<schema name="SEQ" dataNode="dn1" />"#.to_string(),
+        users_xml: r#"<user name="sequser">
+        <property name="password">sequser</property>
+        <property name="schemas">SEQ</property>
+    </user>"#
+            .to_string(),
+        files: Vec::new(),
+    };
+    let f = Fixture::start("w7gone", extra).await;
     // In a transaction (PyMySQL's default: the connection is pinned), then with autocommit
     // (a pooled connection).
     leave_mid_result(&f, "False", "w7gone_tx").await;
@@ -557,13 +568,12 @@ async fn leave_mid_result(f: &Fixture, autocommit: &str, label: &str) {
     // PyMySQL's unbuffered cursor reads a few rows of a long result, waits for a line on
     // stdin, then the process ends (as a killed client does: its socket is closed with rows
     // unread, which resets the connection).
-    let query =
-        format!("/*!mycat:dataNode=dn1*/ SELECT seq AS {label}, SLEEP(0) FROM seq_1_to_1000000000");
+    let query = format!("SELECT seq AS {label}, SLEEP(0) FROM seq_1_to_1000000000");
     let program = format!(
         r#"
 import os, sys, pymysql, pymysql.cursors
-c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="123456",
-                    database="TESTDB", cursorclass=pymysql.cursors.SSCursor, autocommit={autocommit})
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="sequser", password="sequser",
+                    database="SEQ", cursorclass=pymysql.cursors.SSCursor, autocommit={autocommit})
 cur = c.cursor()
 cur.execute("{query}")
 print(len(cur.fetchmany(1000)))

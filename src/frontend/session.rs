@@ -721,12 +721,23 @@ impl Session {
         if items.is_empty() {
             return Ok(());
         }
+        // A node of the current schema, else of one of the user's schemas: never a node the
+        // user has no schema on (its database is none of the user's business, and a backend
+        // account scoped to the user's databases could not use it).
+        let router = &self.server.router;
         let node = self
             .schema
             .as_deref()
-            .and_then(|s| self.server.router.schema(s))
+            .and_then(|s| router.schema(s))
             .and_then(|s| s.nodes.first().cloned())
-            .or_else(|| self.server.router.any_node())
+            .or_else(|| {
+                let view = self.view();
+                let access = view.access?;
+                access
+                    .schemas
+                    .iter()
+                    .find_map(|s| router.schema(s).and_then(|s| s.nodes.first().cloned()))
+            })
             .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
         let mut fresh;
         let conn: &mut dyn BackendConn = match self.pinned.get_mut(&node) {

@@ -124,7 +124,6 @@ const SERVER_VIEWS: &[&str] = &[
     "SPATIAL_REF_SYS",
     "ST_SPATIAL_REFERENCE_SYSTEMS",
     "ST_UNITS_OF_MEASURE",
-    "GEOMETRY_COLUMNS",
 ];
 
 /// How one view reference is answered.

@@ -10,6 +10,7 @@
 mod access;
 mod admit;
 mod analyze;
+mod builtins;
 pub mod function;
 pub mod lex;
 mod merge;
@@ -271,6 +272,8 @@ pub struct Router {
     databases: BTreeMap<String, String>,
     /// dataNode → (its dataHost, whether the dataHost is MySQL), for metadata queries.
     hosts: BTreeMap<String, (String, bool)>,
+    /// Some dataHost is PostgreSQL: its catalog functions may be called (module `builtins`).
+    postgresql: bool,
 }
 
 impl Router {
@@ -451,21 +454,23 @@ impl Router {
                     .is_some_and(|h| h.db_type == crate::config::DbType::Mysql);
                 (n.name.clone(), (n.data_host.clone(), mysql))
             })
-            .collect();
+            .collect::<BTreeMap<String, (String, bool)>>();
         Ok(Router {
             schemas,
             databases,
+            postgresql: hosts.values().any(|(_, mysql)| !*mysql),
             hosts,
         })
     }
 
-    /// The schema named `name` (case-sensitive), if configured.
-    /// Some dataNode of the configuration (the first schema's first), for work that any
-    /// backend can do (checking a `SET`). `None` only for a configuration without nodes.
-    pub fn any_node(&self) -> Option<String> {
-        self.schemas.values().find_map(|s| s.nodes.first().cloned())
+    /// Whether a call of function `name` (unqualified, any case) may reach a backend: one of
+    /// MariaDB's built-in functions, or with a PostgreSQL dataHost configured, of PostgreSQL's
+    /// catalog (module `builtins`).
+    pub fn knows_function(&self, name: &str) -> bool {
+        builtins::is_builtin(name, self.postgresql)
     }
 
+    /// The schema named `name` (case-sensitive), if configured.
     pub fn schema(&self, name: &str) -> Option<&SchemaRoute> {
         self.schemas.get(name)
     }

@@ -244,7 +244,7 @@ fn tokenize(s: &str) -> Result<Vec<(Tok, usize, usize)>, RouteError> {
 ///
 /// Errors: 1227 for global scope, passwords, roles and privileged variables; 1235 for
 /// `SET STATEMENT`, unknown variables and unsupported values; 1064 for malformed statements.
-pub fn set(stmt: &str) -> Result<Local, RouteError> {
+pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, RouteError> {
     let rest = stmt[3..].trim_start();
     let toks = tokenize(rest)?;
     let text = |t: &(Tok, usize, usize)| &rest[t.1..t.2];
@@ -367,8 +367,15 @@ pub fn set(stmt: &str) -> Result<Local, RouteError> {
         if key == "character_set_client" && !value.eq_ignore_ascii_case("DEFAULT") {
             check_client_charset(value)?;
         }
+        if key.ends_with("storage_engine") && !value.eq_ignore_ascii_case("DEFAULT") {
+            // The engine of a CREATE TABLE without ENGINE: the same allow-list as ENGINE =.
+            let engine = super::scan::unquote(value.trim()).to_ascii_uppercase();
+            if !super::admit::LOCAL_ENGINES.contains(&engine.as_str()) {
+                return Err(denied(&format!("the storage engine {value}")));
+            }
+        }
         if !literal {
-            check_expression(&key, value)?;
+            check_expression(&key, value, known_function)?;
         }
         let user = key.starts_with('@');
         items.push(SessionSet {
@@ -504,7 +511,11 @@ fn is_literal(value: &str) -> bool {
 /// subquery: evaluated by the backend, it can then reach nothing but the session.
 ///
 /// Errors: 1235 naming the variable and the value.
-fn check_expression(key: &str, value: &str) -> Result<(), RouteError> {
+fn check_expression(
+    key: &str,
+    value: &str,
+    known_function: &dyn Fn(&str) -> bool,
+) -> Result<(), RouteError> {
     use sqlparser::dialect::MySqlDialect;
     use sqlparser::parser::Parser;
     let refuse = |why: &str| {
@@ -519,7 +530,7 @@ fn check_expression(key: &str, value: &str) -> Result<(), RouteError> {
         return Err(refuse("more than one statement"));
     }
     let statement = parsed.remove(0);
-    admit::admit(&statement, &sql, &|_| false)?;
+    admit::admit(&statement, &sql, &|_| false, known_function)?;
     let sqlparser::ast::Statement::Query(q) = &statement else {
         return Err(refuse("not an expression"));
     };
@@ -553,8 +564,13 @@ fn count_selects(sql: &str) -> usize {
 mod tests {
     use super::*;
 
+    /// [`set`] for a configuration of MariaDB dataHosts.
+    fn set_(sql: &str) -> Result<Local, RouteError> {
+        set(sql, &|n| crate::route::builtins::is_builtin(n, false))
+    }
+
     fn items(sql: &str) -> Vec<(String, String, bool)> {
-        match set(sql).unwrap() {
+        match set_(sql).unwrap() {
             Local::Set { items, .. } => items
                 .into_iter()
                 .map(|i| (i.key, i.assignment, i.evaluate))
@@ -581,9 +597,14 @@ mod tests {
             "SET PASSWORD = 'x'",
             "SET ROLE admin",
             "SET DEFAULT ROLE admin FOR u",
+            "SET default_storage_engine = MRG_MyISAM",
+            "SET SESSION storage_engine = 'CONNECT'",
+            "SET default_tmp_storage_engine = FEDERATED",
         ] {
-            assert_eq!(set(sql).unwrap_err().code, 1227, "{sql}");
+            assert_eq!(set_(sql).unwrap_err().code, 1227, "{sql}");
         }
+        assert!(set_("SET default_storage_engine = InnoDB").is_ok());
+        assert!(set_("SET default_storage_engine = 'Aria'").is_ok());
     }
 
     #[test]
@@ -597,7 +618,7 @@ mod tests {
             "SET @x = LOAD_FILE('/etc/passwd')",
             "SET @x = 1 FOR DELETE FROM t",
         ] {
-            let e = set(sql).unwrap_err();
+            let e = set_(sql).unwrap_err();
             assert!(matches!(e.code, 1235 | 1227 | 1064), "{sql}: {e:?}");
         }
     }
@@ -620,25 +641,25 @@ mod tests {
                 true
             )]
         );
-        assert_eq!(set("SET @`a b` = 1").unwrap_err().code, 1235);
+        assert_eq!(set_("SET @`a b` = 1").unwrap_err().code, 1235);
     }
 
     #[test]
     fn names_and_transactions() {
-        assert!(set("SET NAMES utf8mb4 COLLATE utf8mb4_bin").is_ok());
-        assert!(set("SET CHARACTER SET 'latin1'").is_ok());
-        assert!(set("SET NAMES utf8, GLOBAL x = 1").is_err());
-        assert!(set("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").is_ok());
-        assert!(set("SET TRANSACTION READ ONLY").is_ok());
-        assert!(set("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; DROP TABLE t").is_err());
+        assert!(set_("SET NAMES utf8mb4 COLLATE utf8mb4_bin").is_ok());
+        assert!(set_("SET CHARACTER SET 'latin1'").is_ok());
+        assert!(set_("SET NAMES utf8, GLOBAL x = 1").is_err());
+        assert!(set_("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").is_ok());
+        assert!(set_("SET TRANSACTION READ ONLY").is_ok());
+        assert!(set_("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; DROP TABLE t").is_err());
         assert_eq!(
-            set("SET GLOBAL TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+            set_("SET GLOBAL TRANSACTION ISOLATION LEVEL SERIALIZABLE")
                 .unwrap_err()
                 .code,
             1227
         );
         assert_eq!(
-            set("SET autocommit = 0").unwrap(),
+            set_("SET autocommit = 0").unwrap(),
             Local::SetAutocommit(false)
         );
     }

@@ -96,7 +96,7 @@ pub(super) fn route(
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
         ))),
-        "SET" => super::set::set(stmt).map(Routed::Local),
+        "SET" => super::set::set(stmt, &|n| r.knows_function(n)).map(Routed::Local),
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
         }
@@ -287,11 +287,9 @@ fn verbatim(
                 "{first} cannot be sent through an annotation: the gateway keeps session and transaction state itself"
             )));
         }
-        // SHOW and DESC forms the parser does not know: checked by routing them as usual.
-        "SHOW" | "DESC" | "DESCRIBE" => {
-            route(r, stmt, view, None)?;
-            (true, false)
-        }
+        // SHOW and DESC: answered as without the annotation. Sent to the annotated node they
+        // would show what that node's database holds beyond the schema's tables.
+        "SHOW" | "DESC" | "DESCRIBE" => return route(r, stmt, view, None),
         _ => {
             let mut parsed = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
                 .map_err(|e| RouteError::syntax(e.to_string()))?;
@@ -302,11 +300,12 @@ fn verbatim(
             }
             let statement = parsed.remove(0);
             let is_schema = |n: &str| r.schemas.contains_key(n);
-            let kind = admit::admit(&statement, stmt, &is_schema)?;
+            let kind = admit::admit(&statement, stmt, &is_schema, &|n| r.knows_function(n))?;
             let c = collect(&is_schema, &statement);
             check_reachable(&statement, &c)?;
             let schema = require_schema(r, view.schema, view)?;
             check_access(view, &schema.name, &statement, &c.qualifiers)?;
+            check_annotated_tables(schema, &statement, &nodes)?;
             (kind == Admitted::Query, kind == Admitted::Ddl)
         }
     };
@@ -326,6 +325,49 @@ fn verbatim(
         ddl,
         host: HostHint::None,
     }))
+}
+
+/// The tables of a statement an annotation sends unchanged to `nodes`: each must be a table
+/// of schema `s` that lives on every one of those nodes, or, in a schema with a default
+/// dataNode, any other table when the nodes are that default node alone. Named unqualified:
+/// the text reaches the backend as written, where a qualifier names a physical database.
+/// Mycat forwards annotated statements as they are; manx keeps them inside the schema.
+///
+/// Errors: 1064 naming the table (and the node it is not on).
+fn check_annotated_tables(
+    s: &SchemaRoute,
+    statement: &Statement,
+    nodes: &[String],
+) -> Result<(), RouteError> {
+    for t in admit::table_refs(statement) {
+        if let Some(q) = &t.qualifier {
+            return Err(RouteError::syntax(format!(
+                "write table {q}.{} unqualified in an annotated statement: it is sent to the dataNode as written",
+                t.table
+            )));
+        }
+        match s.tables.get(&t.table.to_ascii_uppercase()) {
+            Some(table) => {
+                if let Some(n) = nodes.iter().find(|n| !table.nodes.contains(n)) {
+                    return Err(RouteError::syntax(format!(
+                        "table {} of schema {} is not on dataNode {n}",
+                        t.table, s.name
+                    )));
+                }
+            }
+            None => match &s.default_node {
+                Some(d) if nodes.iter().all(|n| n == d) => {}
+                Some(d) => {
+                    return Err(RouteError::syntax(format!(
+                        "table {} is not defined in schema {}: it is only reachable on its default dataNode {d}",
+                        t.table, s.name
+                    )));
+                }
+                None => return Err(unknown_table(&t.table, &s.name)),
+            },
+        }
+    }
+    Ok(())
 }
 
 /// The user's access to every table `statement` names (module `access`), each resolved to its
@@ -674,15 +716,16 @@ fn show(
         // users or its logs: forwarded with LIKE only (a WHERE could carry a subquery).
         "VARIABLES" | "STATUS" | "WARNINGS" | "ERRORS" | "ENGINES" | "COLLATION" | "CHARSET"
         | "CHARACTER" | "PLUGINS" | "PRIVILEGES" | "SESSION" | "GLOBAL" | "COUNT(*)"
-            if !words.iter().any(|w| w.eq_ignore_ascii_case("WHERE")) =>
+            if server_show_form(stmt) =>
         {
-            // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema.
+            // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema, or
+            // without one, of a schema the user may use (never another's node).
             let s = match schema {
                 Some(_) => require_schema(r, schema, view)?,
                 None => r
                     .schemas
                     .values()
-                    .next()
+                    .find(|s| view.access.is_none_or(|a| a.may_use(&s.name)))
                     .ok_or_else(RouteError::no_database)?,
             };
             let ctx = Ctx {
@@ -836,6 +879,55 @@ impl ShowKind {
     }
 }
 
+/// Whether a server-level SHOW (`SHOW [GLOBAL|SESSION] VARIABLES|STATUS [LIKE 'p']`,
+/// `SHOW WARNINGS|ERRORS [LIMIT [m,] n]`, `SHOW COUNT(*) WARNINGS`, `SHOW ENGINES`, `SHOW
+/// COLLATION|CHARSET|CHARACTER SET [LIKE 'p']`, `SHOW PLUGINS`, `SHOW PRIVILEGES`) has only
+/// the words of those forms, numbers, and one string right after LIKE: an allow-list over the
+/// tokens, so `WHERE(...)` (a subquery of any table, run as the backend account) or `SONAME`
+/// (the server's plugin files) is refused however it is spelled.
+fn server_show_form(stmt: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "SHOW",
+        "GLOBAL",
+        "SESSION",
+        "LOCAL",
+        "VARIABLES",
+        "STATUS",
+        "WARNINGS",
+        "ERRORS",
+        "COUNT",
+        "ENGINES",
+        "STORAGE",
+        "COLLATION",
+        "CHARSET",
+        "CHARACTER",
+        "SET",
+        "PLUGINS",
+        "PRIVILEGES",
+        "LIKE",
+        "LIMIT",
+    ];
+    let Some(toks) = rewrite::tokens(stmt) else {
+        return false;
+    };
+    let mut after_like = false;
+    for (t, _, _) in &toks {
+        let ok = match t {
+            Token::Word(w) => {
+                w.quote_style.is_none() && WORDS.iter().any(|k| w.value.eq_ignore_ascii_case(k))
+            }
+            Token::SingleQuotedString(_) => after_like,
+            Token::Number(..) | Token::Comma | Token::LParen | Token::RParen | Token::Mul => true,
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        after_like = matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("LIKE"));
+    }
+    true
+}
+
 /// `SHOW [FULL] TABLES`, `SHOW TABLE STATUS`, `SHOW PROCEDURE|FUNCTION STATUS`, `SHOW TRIGGERS`,
 /// `SHOW EVENTS`, each with optional `FROM db` and `LIKE 'p'` or `WHERE expr` (read from
 /// sqlparser's `SHOW TABLES` AST: the text after the keywords is parsed as the tail of one).
@@ -972,8 +1064,19 @@ fn show_tables(
         "SELECT {columns} FROM information_schema.{view_name} WHERE {}",
         conditions.join(" AND ")
     );
-    if let Some(e) = filter_where {
-        sql = format!("SELECT * FROM ({sql}) AS t WHERE {e}");
+    if filter_where.is_some() {
+        // The condition as the client wrote it (canonical text), never re-printed from the
+        // AST: sqlparser prints a string's backslashes as they are, so `'x\\'` would come out
+        // as `'x\'` and end the string elsewhere on the backend than here.
+        let toks = rewrite::tokens(&text).unwrap_or_default();
+        let at = toks
+            .iter()
+            .find(|(t, _, depth)| {
+                *depth == 0 && matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("WHERE"))
+            })
+            .map(|(_, range, _)| range.end)
+            .ok_or_else(|| RouteError::syntax(format!("SHOW {what}: unsupported WHERE form")))?;
+        sql = format!("SELECT * FROM ({sql}) AS t WHERE {}", text[at..].trim());
     }
     // MySQL lists by name (routines and events by schema, then name).
     sql.push_str(match kind {
@@ -1262,8 +1365,22 @@ fn parsed(
     }
     let statement = statements.remove(0);
     let is_schema = |n: &str| r.schemas.contains_key(n);
-    admit::admit(&statement, stmt, &is_schema)?;
+    admit::admit(&statement, stmt, &is_schema, &|n| r.knows_function(n))?;
     let c = collect(&is_schema, &statement);
+    // Routing drops every name of a WITH query and every DUAL from the tables it places; the
+    // access checks resolve names as MariaDB does (`admit::table_refs`). Where the two could
+    // differ — a table named like a WITH query of the statement, a backquoted `dual` (a real
+    // table to MariaDB) — the statement is refused, so both always see the same tables.
+    if let Some(t) = admit::table_refs(&statement).iter().find(|t| {
+        t.qualifier.is_none()
+            && (c.ctes.contains(&t.table.to_ascii_uppercase())
+                || t.table.eq_ignore_ascii_case("DUAL"))
+    }) {
+        return Err(RouteError::syntax(format!(
+            "table {} is not supported here: it is named like a WITH query of the statement, or is `dual` (rename it)",
+            t.table
+        )));
+    }
     check_reachable(&statement, &c)?;
     if let Some(access) = view.access {
         for q in &c.qualifiers {
@@ -2797,13 +2914,26 @@ fn insert_value(t: &TableRoute, column: &str, e: &Expr) -> Result<String, RouteE
     {
         return Ok(e.to_string());
     }
-    match analyze::literal_text(e) {
-        Some(text) if !is_fractional_number(e) => Ok(text),
-        _ => Err(RouteError::syntax(format!(
-            "table {} sharding column {column}: the value {e} is not a plain literal (an integer or a string); write the value the row stores",
+    let text = match analyze::literal_text(e) {
+        Some(text) if !is_fractional_number(e) => text,
+        _ => {
+            return Err(RouteError::syntax(format!(
+                "table {} sharding column {column}: the value {e} is not a plain literal (an integer or a string); write the value the row stores",
+                t.name
+            )));
+        }
+    };
+    // A function of integers places the row by the integer MySQL stores: only an integer
+    // written as one (no text after it, which MySQL would drop) in BIGINT's range (beyond it
+    // MySQL clamps) is that integer.
+    if t.rule.as_ref().is_some_and(|r| r.function.reads_integers()) && text.parse::<i64>().is_err()
+    {
+        return Err(RouteError::syntax(format!(
+            "table {} sharding column {column}: the value {e} is not an integer in BIGINT's range; the column would store another value than the one the row would be placed by",
             t.name
-        ))),
+        )));
     }
+    Ok(text)
 }
 
 /// Whether `e` is a number literal (signed or parenthesised) with a fraction or an exponent that

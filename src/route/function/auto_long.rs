@@ -24,6 +24,10 @@ impl AutoPartitionByLong {
 }
 
 impl PartitionFunction for AutoPartitionByLong {
+    fn reads_integers(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let x = java::parse_long(value).ok_or_else(|| PartitionError::not_a_number(value))?;
         let hit = self.ranges.iter().find(|r| r.start <= x && x <= r.end);

@@ -58,6 +58,10 @@ impl PartitionByFileMap {
 }
 
 impl PartitionFunction for PartitionByFileMap {
+    fn reads_integers(&self) -> bool {
+        self.int_keys
+    }
+
     /// String keys (`type` other than 0) are looked up by their exact text.
     fn hashes_text(&self) -> bool {
         !self.int_keys

@@ -110,6 +110,13 @@ pub trait PartitionFunction: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Whether the function reads its value as an integer (`Long.parseLong` and the like):
+    /// then a row is placed by value only when the value is an integer the column stores as
+    /// written, since MySQL reads `'7002 x'` as 7002 and clamps an integer out of range.
+    fn reads_integers(&self) -> bool {
+        false
+    }
+
     /// Mycat `getPartitionNum()`: how many partitions the function can produce, if it knows.
     /// Used for the start-up check that a table has enough dataNodes (SPEC §2.6).
     fn partition_num(&self) -> Option<usize>;

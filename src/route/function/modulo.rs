@@ -22,6 +22,10 @@ impl PartitionByMod {
 }
 
 impl PartitionFunction for PartitionByMod {
+    fn reads_integers(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         if self.count <= 0 {
             return Err(PartitionError {

@@ -26,6 +26,10 @@ impl PartitionByLong {
 }
 
 impl PartitionFunction for PartitionByLong {
+    fn reads_integers(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let k = java::parse_long(value).ok_or_else(|| PartitionError::not_a_number(value))?;
         let k = if self.fold {

@@ -76,6 +76,10 @@ impl PartitionByRangeMod {
 }
 
 impl PartitionFunction for PartitionByRangeMod {
+    fn reads_integers(&self) -> bool {
+        true
+    }
+
     fn calculate(&self, value: &str) -> Result<Option<i32>, PartitionError> {
         let x = java::parse_long(value).ok_or_else(|| PartitionError::not_a_number(value))?;
         let Some((base, r)) = self.locate(x) else {
