@@ -4,6 +4,7 @@
 
 pub mod clients;
 pub mod mariadb;
+pub mod mirror;
 pub mod postgres;
 pub mod raw;
 
