@@ -796,6 +796,18 @@ async fn stored_functions_are_not_called_through_the_gateway() {
         ))
         .await
         .unwrap();
+    // Attacker round 5: names the parser reads as expressions of their own (TRIM, SUBSTRING),
+    // and geometry constructors at another argument count.
+    for name in ["trim", "substring", "point"] {
+        admin
+            .query_drop(format!(
+                "CREATE DEFINER = 'manx'@'%' FUNCTION `{name}`(x INT) RETURNS INT DETERMINISTIC \
+                 SQL SECURITY DEFINER MODIFIES SQL DATA \
+                 BEGIN UPDATE {VICTIM_DB}.vt SET v = 'written by {name}'; RETURN 1; END"
+            ))
+            .await
+            .unwrap();
+    }
     let before = backend().await;
     let mut ro = login(&f, "ro", Some("PUB")).await;
     let mut app = login(&f, "app", Some("PUB")).await;
@@ -812,6 +824,11 @@ async fn stored_functions_are_not_called_through_the_gateway() {
         (false, "SELECT curdate/**/()"),
         (false, "SELECT `curdate`()"),
         (false, "SET @x = curdate ()"),
+        (false, "SELECT trim (1)"),
+        (false, "SELECT substring/**/(1)"),
+        (false, "SELECT id FROM pub WHERE substring\n(1) = 1"),
+        (false, "SELECT point(1)"),
+        (true, "UPDATE pub SET v = trim (1) WHERE id = 2"),
     ] {
         let c = if writer { &mut app } else { &mut ro };
         let e = c.query_drop(sql).await.expect_err(sql);

@@ -15,9 +15,9 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, CreateTableLikeKind, Expr, FromTable, ObjectName, ObjectType, OnInsert,
-    Query, RenameTableNameKind, SetExpr, Statement, TableFactor, TableObject, TableWithJoins,
-    Visit, Visitor, visit_expressions,
+    AlterTableOperation, CreateTableLikeKind, Expr, FromTable, FunctionArguments, ObjectName,
+    ObjectType, OnInsert, Query, RenameTableNameKind, SetExpr, Statement, TableFactor, TableObject,
+    TableWithJoins, Visit, Visitor, visit_expressions,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::tokenizer::Token;
@@ -301,7 +301,27 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
     if let Some(name) = calls.quoted {
         return Err(spelling(&name));
     }
-    if calls.names.is_empty() {
+    // Built-ins the parser reads as their own expressions (SUBSTRING, TRIM, CAST, ...), not
+    // as calls: by their words, wherever a `(` follows after a gap.
+    const KEYWORD_CALLS: &[&str] = &[
+        "CAST",
+        "TRY_CAST",
+        "SAFE_CAST",
+        "TRY_CONVERT",
+        "EXTRACT",
+        "CEIL",
+        "CEILING",
+        "FLOOR",
+        "POSITION",
+        "SUBSTR",
+        "SUBSTRING",
+        "OVERLAY",
+        "TRIM",
+    ];
+    let keyword_calls = KEYWORD_CALLS
+        .iter()
+        .any(|k| super::scan::contains_ignore_ascii_case(text, k));
+    if calls.names.is_empty() && !keyword_calls {
         return Ok(());
     }
     let Ok(tokens) =
@@ -312,6 +332,25 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
     let mut found = 0;
     for (i, t) in tokens.iter().enumerate() {
         let Token::Word(w) = &t.token else { continue };
+        if keyword_calls
+            && w.quote_style.is_none()
+            && KEYWORD_CALLS
+                .iter()
+                .any(|k| w.value.eq_ignore_ascii_case(k))
+        {
+            let gap = tokens[i + 1..]
+                .iter()
+                .take_while(|t| matches!(t.token, Token::Whitespace(_)))
+                .count();
+            if gap > 0
+                && matches!(
+                    tokens.get(i + 1 + gap).map(|t| &t.token),
+                    Some(Token::LParen)
+                )
+            {
+                return Err(spelling(&w.value));
+            }
+        }
         if !calls
             .names
             .contains(&(t.span.start.line, t.span.start.column))
@@ -374,9 +413,22 @@ fn forbidden(statement: &Statement, known: &dyn Fn(&str) -> bool) -> Option<Refu
                     self.0 = Some(Refused::Denied(format!("function {}", f.name)));
                     return ControlFlow::Break(());
                 }
+                // MariaDB's geometry constructors are built-ins only with their own argument
+                // counts (POINT two, the others at least one); called otherwise, the name is
+                // looked up as a stored function.
+                let args = match &f.args {
+                    FunctionArguments::List(l) => l.args.len(),
+                    _ => 0,
+                };
+                let geometry_arity = match name.as_str() {
+                    "POINT" => args == 2,
+                    "LINESTRING" | "POLYGON" | "MULTIPOINT" | "MULTILINESTRING"
+                    | "MULTIPOLYGON" | "GEOMETRYCOLLECTION" => args >= 1,
+                    _ => true,
+                };
                 // Any other name is a stored or loadable function of the backend's database:
                 // its body and its definer's rights are out of the gateway's sight.
-                if !(self.1)(&name) {
+                if !(self.1)(&name) || !geometry_arity {
                     self.0 = Some(Refused::Unknown(format!(
                         "function {} is not one of MariaDB's built-in functions: stored and loadable functions are not called through the gateway",
                         f.name
@@ -784,6 +836,7 @@ mod tests {
             "SELECT COUNT(*), MAX(a) FROM t",
             "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)",
             "SELECT\n  concat('a', 'b'),\n  ifnull(x, 1) FROM t",
+            "SELECT trim(v), substring(v, 1, 2), point(1, 2) FROM t",
         ] {
             assert!(admit(&parse(sql), sql, &|_| false, &known).is_ok(), "{sql}");
         }
@@ -793,6 +846,13 @@ mod tests {
             "SELECT `now`()",
             "SELECT max (a) FROM t",
             "SELECT a FROM t WHERE b = curdate\n()",
+            // Parsed as expressions of their own, not calls.
+            "SELECT trim (1)",
+            "SELECT substring/**/(v, 1) FROM t",
+            "SELECT substr\n(v, 1) FROM t",
+            // Geometry constructors at another argument count are stored functions.
+            "SELECT point(1)",
+            "SELECT linestring()",
         ] {
             let e = admit(&parse(sql), sql, &|_| false, &known).unwrap_err();
             assert_eq!(e.code, 1235, "{sql}: {}", e.message);

@@ -125,6 +125,19 @@ const TABLES: [&str; 8] = [
     "vt",
 ];
 
+/// Stored functions [`World::reset`] creates in every database, named like built-ins.
+const STORED_FUNCTIONS: [&str; 9] = [
+    "now",
+    "count",
+    "trim",
+    "substring",
+    "substr",
+    "point",
+    "linestring",
+    "curdate",
+    "f_side",
+];
+
 /// The backend account mirroring manx user `user`.
 pub fn mirror_account(user: &str) -> String {
     format!("mirror_{user}")
@@ -317,11 +330,11 @@ pub const FRAGMENTS: [&str; 127] = [
     "DROP DATABASE fz_victim",
     "SET GLOBAL ",
     "SET PASSWORD = PASSWORD('x')",
-    "KILL ",
+    "trim (1)",
     " INTO OUTFILE '/tmp/mirror'",
-    "CALL ",
-    "DO ",
-    "LOCK TABLES ",
+    "substring/**/(1)",
+    "point(1)",
+    "now ()",
     "NEXT VALUE FOR ",
     "@@",
     "@a",
@@ -506,6 +519,15 @@ impl World {
                     sql,
                     "CREATE TABLE {db}.{t} (id INT PRIMARY KEY, v VARCHAR(20), order_id INT); \
                      INSERT INTO {db}.{t} VALUES (1, 'one', 1), (2, 'two', 2); "
+                );
+            }
+            // Stored functions named like built-ins: a call that reaches one (MariaDB reads
+            // `now ()` or `point(1)` as a stored function) needs EXECUTE, which no mirror
+            // account has, so it counts as a denial.
+            for f in STORED_FUNCTIONS {
+                let _ = write!(
+                    sql,
+                    "CREATE FUNCTION {db}.`{f}`(x INT) RETURNS INT DETERMINISTIC NO SQL RETURN x; "
                 );
             }
         }
@@ -699,6 +721,24 @@ pub fn seeds() -> Vec<Vec<u8>> {
         // Found by the fuzz target: without a current schema, server SHOWs and SET went to a
         // node of the first configured schema, whoever asked.
         &["SHOW STATUS LIKE 'Uptime'", "SHOW WARNINGS", "SET @a = 1"],
+        // Attacker rounds 4 and 5: built-ins spelled as stored-function calls.
+        &[
+            "SELECT now ()",
+            "SELECT `now`(1)",
+            "SELECT count/**/(1)",
+            "SELECT f_side(1)",
+        ],
+        &[
+            "SELECT trim (1)",
+            "SELECT substring/**/(1)",
+            "SELECT substr\n(1)",
+        ],
+        &[
+            "SELECT point(1)",
+            "SELECT linestring(1)",
+            "SET @x = trim (1)",
+        ],
+        &["INSERT INTO orders (id, v, order_id) VALUES ('7002 x', 'a', 1)"],
     ];
     for (i, queries) in classes.iter().enumerate() {
         for user in 0..USERS.len() {
