@@ -53,14 +53,6 @@ fn denied(what: &str) -> RouteError {
     }
 }
 
-fn unsupported_message(message: String) -> RouteError {
-    RouteError {
-        code: 1235,
-        state: "42000",
-        message,
-    }
-}
-
 fn unsupported(what: &str) -> RouteError {
     RouteError::syntax(format!(
         "{what} is not supported by the gateway: only queries, INSERT/REPLACE, UPDATE, DELETE and table DDL reach a backend"
@@ -120,7 +112,7 @@ pub fn admit(
     }
     match forbidden(statement, known_function) {
         Some(Refused::Denied(what)) => return Err(denied(&what)),
-        Some(Refused::Unknown(message)) => return Err(unsupported_message(message)),
+        Some(Refused::Unknown(message)) => return Err(RouteError::not_supported(message)),
         None => {}
     }
     check_call_spelling(statement, text)?;
@@ -289,7 +281,7 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
         }
     }
     let spelling = |name: &str| {
-        unsupported_message(format!(
+        RouteError::not_supported(format!(
             "write the call of {name} as {name}(...), unquoted and with nothing between the name and the parenthesis: MariaDB reads any other spelling as a stored function of the database"
         ))
     };

@@ -58,6 +58,16 @@ impl fmt::Display for RouteError {
 }
 
 impl RouteError {
+    /// 1235 (ER_NOT_SUPPORTED_YET, SQLSTATE 42000) with `message`: what the gateway does not
+    /// forward (modules `admit`, `set`).
+    pub fn not_supported(message: impl Into<String>) -> Self {
+        RouteError {
+            code: 1235,
+            state: "42000",
+            message: message.into(),
+        }
+    }
+
     /// Errno 1064, SQLSTATE 42000: Mycat's code for routing errors, with MySQL's SQLSTATE for it
     /// (DECISIONS.md item 20).
     pub fn syntax(message: impl Into<String>) -> Self {

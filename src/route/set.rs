@@ -121,7 +121,7 @@ fn check_client_charset(value: &str) -> Result<(), RouteError> {
         && !name.bytes().all(|c| c.is_ascii_digit())
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
     if !named || UNSAFE_CLIENT_CHARSETS.contains(&name.as_str()) {
-        return Err(not_supported(format!(
+        return Err(RouteError::not_supported(format!(
             "the client character set {value} is not supported by the gateway: in big5, cp932, gbk, sjis and gb18030 the byte of a backslash can end a character, so the server would read strings differently from the gateway (use utf8mb4); a charset is set by name"
         )));
     }
@@ -133,14 +133,6 @@ fn denied(what: &str) -> RouteError {
         code: 1227,
         state: "42000",
         message: format!("Access denied; {what} is not allowed through the gateway"),
-    }
-}
-
-fn not_supported(what: String) -> RouteError {
-    RouteError {
-        code: 1235,
-        state: "42000",
-        message: what,
     }
 }
 
@@ -272,7 +264,7 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         return Err(denied("SET ROLE"));
     }
     if word_is(0, "STATEMENT") {
-        return Err(not_supported(
+        return Err(RouteError::not_supported(
             "SET STATEMENT ... FOR is not supported by the gateway: set the variables with SET, then run the statement".to_string(),
         ));
     }
@@ -448,7 +440,7 @@ fn assignment<'s>(
                     .bytes()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
             {
-                return Err(not_supported(format!(
+                return Err(RouteError::not_supported(format!(
                     "user variable names other than letters, digits, '_', '$' and '.' are not supported: @{raw}"
                 )));
             }
@@ -467,7 +459,7 @@ fn assignment<'s>(
         return Err(denied(&format!("SET {key}")));
     }
     if key != "autocommit" && !SESSION_VARIABLES.contains(&key.as_str()) {
-        return Err(not_supported(format!(
+        return Err(RouteError::not_supported(format!(
             "the session variable '{key}' cannot be set through the gateway"
         )));
     }
@@ -519,7 +511,7 @@ fn check_expression(
     use sqlparser::dialect::MySqlDialect;
     use sqlparser::parser::Parser;
     let refuse = |why: &str| {
-        not_supported(format!(
+        RouteError::not_supported(format!(
             "SET {key} = {value}: {why} (a value is a literal or an expression over no table)"
         ))
     };
