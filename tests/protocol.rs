@@ -297,3 +297,31 @@ async fn a_login_packet_numbered_255_ends_the_handshake_without_a_panic() {
     let (_, rows, _) = result_set(&mut s).await;
     assert_eq!(rows, vec![vec![Some("7".to_string())]]);
 }
+
+/// A session that kills itself ends: the command pipelined behind `KILL <own id>` is read by
+/// the same loop iteration that answered the kill, and must not run (MariaDB closes the
+/// connection after its 1927). It ran when the loop noticed the kill only on its next wait.
+#[tokio::test]
+async fn a_command_pipelined_after_killing_oneself_does_not_run() {
+    let f = Fixture::start("protokill", Extra::default()).await;
+    let (mut s, _) = connect(f.port).await;
+    s.write_all(&packet(0, b"\x03SELECT CONNECTION_ID()"))
+        .await
+        .unwrap();
+    let (_, rows, _) = result_set(&mut s).await;
+    let id = rows[0][0].clone().unwrap();
+    let mut batch = packet(0, format!("\x03KILL {id}").as_bytes());
+    batch.extend(packet(0, b"\x03SELECT 1"));
+    s.write_all(&batch).await.unwrap();
+    let (_, err) = read_packet(&mut s).await;
+    assert_eq!(err[0], 0xFF, "an error answers the kill");
+    assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1927);
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), s.read_to_end(&mut rest))
+        .await
+        .expect("the connection is closed within 10 s");
+    assert!(
+        read.is_err() || rest.is_empty(),
+        "nothing follows the kill's error: {rest:?}"
+    );
+}

@@ -321,6 +321,19 @@ impl Session {
         write_ok(&self.slot, w, ok, self.status()).await
     }
 
+    /// Ends the connection (an error for the protocol loop) once the session was killed: the
+    /// command that arrives after a session's `KILL` of itself, read before the kill's notice
+    /// reached the loop, must not run (MariaDB has closed the connection by then).
+    fn ended_by_kill(&self) -> io::Result<()> {
+        if self.handle.is_killed() {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the session was killed",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
     fn check_schema(&self, schema: &str) -> Result<(), MysqlError> {
         let config = &self.server.config;
@@ -1950,6 +1963,7 @@ impl AsyncMysqlShim<Writer> for Session {
         schema: &'a str,
         w: InitWriter<'a, Writer>,
     ) -> io::Result<()> {
+        self.ended_by_kill()?;
         match self.check_schema(schema) {
             Ok(()) => {
                 self.schema = Some(schema.to_string());
@@ -1968,6 +1982,7 @@ impl AsyncMysqlShim<Writer> for Session {
         query: &'a str,
         info: StatementMetaWriter<'a, Writer>,
     ) -> io::Result<()> {
+        self.ended_by_kill()?;
         let placeholders = crate::route::placeholders(query);
         if placeholders
             .as_ref()
@@ -2025,6 +2040,7 @@ impl AsyncMysqlShim<Writer> for Session {
         params: ParamParser<'a>,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
+        self.ended_by_kill()?;
         let Some(p) = self.prepared.get(&id) else {
             return self
                 .error(
@@ -2079,6 +2095,7 @@ impl AsyncMysqlShim<Writer> for Session {
         query: &'a str,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
+        self.ended_by_kill()?;
         if query == RESET_QUERY {
             // COM_RESET_CONNECTION: end the transaction (rolled back) and its pinned
             // connections, back to the session's initial settings.
