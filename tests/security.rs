@@ -847,3 +847,80 @@ async fn stored_functions_are_not_called_through_the_gateway() {
     assert_eq!(n, Some(5));
     assert_eq!(before, backend().await, "the function ran");
 }
+
+/// Attacker round 5: `B"\" # "` is the name `B` and a string to MariaDB but a byte-string
+/// literal and a comment to the parser, so the rest of the line was checked by nobody: a
+/// `<privileges>` user read its denied table, a readOnly user read `mysql.user`, wrote a file
+/// and moved a sequence, and a derived table hid joins that updated and deleted the victim's
+/// rows. Now the parser's and MariaDB's string, name and comment boundaries are compared and a
+/// statement they read differently is refused. Judged on the backend and the rows returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn literal_prefixes_the_parser_reads_otherwise_hide_nothing() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec5").await;
+    let before = backend().await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("CREATE SEQUENCE {VICTIM_DB}.vseq"))
+        .await
+        .unwrap();
+    let seq_sql = format!("SELECT next_not_cached_value FROM {VICTIM_DB}.vseq");
+    let seq_before: i64 = admin.query_first(&seq_sql).await.unwrap().unwrap();
+    let file = format!("/tmp/manx-sec5-{}.txt", std::process::id());
+    let _ = std::fs::remove_file(&file);
+
+    let mut seen = Vec::new();
+    let mut p = login(&f, "priv", Some("PUB")).await;
+    seen.extend(
+        attempt(
+            &mut p,
+            "SELECT B\"\\\" # \" , (SELECT v FROM secret) AS leak FROM (SELECT 1 AS B) AS y",
+        )
+        .await,
+    );
+    let mut ro = login(&f, "ro", Some("PUB")).await;
+    for sql in [
+        "SELECT B\"\\\" # \" , (SELECT v FROM t_sec_victim.vt) AS leak\n FROM (SELECT 1 AS B) AS x".to_string(),
+        "SELECT b\"\\\" -- \" , (SELECT GROUP_CONCAT(User) FROM mysql.user) AS leak FROM (SELECT 1 AS b) AS y".to_string(),
+        format!("SELECT B\"\\\" # \" FROM (SELECT 1 AS B) AS y INTO OUTFILE '{file}'"),
+        "SELECT B\"\\\" # \" , SETVAL(t_sec_victim.vseq, 4242) FROM (SELECT 1 AS B) AS y".to_string(),
+    ] {
+        seen.extend(attempt(&mut ro, &sql).await);
+    }
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for sql in [
+        "UPDATE pub JOIN (SELECT B\"\\\" # \" FROM (SELECT 1 AS B) z) AS d ON 1=1 JOIN t_sec_victim.vt AS vt ON 1=1 SET vt.v = 'pwned' WHERE vt.id = 1 AND \"a\" <> \"\n) AS d ON 1=1 SET pub.v = pub.v WHERE pub.id = 0 # \"",
+        "DELETE x FROM (SELECT B\"\\\" # \" FROM (SELECT 1 AS B) z) AS d JOIN t_sec_victim.vt AS x ON 1=1 WHERE x.id = 1 AND \"a\" <> \"\n) AS d JOIN pub AS x ON 1=1 WHERE x.id = 0 # \"",
+        "UPDATE pub JOIN (SELECT b\"\\\" -- \" FROM (SELECT 1 AS b) z) AS d ON 1=1 JOIN t_sec_victim.vt AS vt ON 1=1 SET vt.v = 'pwned2' WHERE vt.id = 1 AND \"a\" <> \"\n) AS d ON 1=1 SET pub.v = pub.v WHERE pub.id = 0 -- \"",
+    ] {
+        seen.extend(attempt(&mut app, sql).await);
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.contains("the secret") || r.contains("victim row") || r.contains("manx")),
+        "rows outside the user's reach came back: {seen:?}"
+    );
+    assert!(
+        !std::path::Path::new(&file).exists(),
+        "INTO OUTFILE wrote {file}"
+    );
+    let seq_after: i64 = admin.query_first(&seq_sql).await.unwrap().unwrap();
+    assert_eq!(seq_after, seq_before, "the victim's sequence moved");
+    admin
+        .query_drop(format!("DROP SEQUENCE {VICTIM_DB}.vseq"))
+        .await
+        .unwrap();
+    assert_eq!(before, backend().await, "the backend changed");
+
+    // The same literals written as both readers agree still work.
+    assert_eq!(
+        attempt(
+            &mut app,
+            "SELECT v FROM pub WHERE v = \"a\" OR v = b'1100010' ORDER BY id"
+        )
+        .await,
+        ["a", "b"]
+    );
+    gateway_account_intact().await;
+}

@@ -99,7 +99,17 @@ fn refuse(message: String) -> RouteError {
 /// comment opened inside a version comment; 1235 for a version comment whose fate depends on
 /// the backend's version or a MariaDB-only one, and under `NO_BACKSLASH_ESCAPES` for a string
 /// holding a backslash. Each message names what it refuses.
+///
+/// The canonical text is also checked to read the same to the gateway's parser: its strings,
+/// quoted names and comments where MariaDB has them ([`super::boundaries`]; 1235 otherwise).
 pub fn canonical(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
+    let canonical = lex(sql, mode)?;
+    super::boundaries::check(&canonical.text)?;
+    Ok(canonical)
+}
+
+/// [`canonical`] without the parser's agreement.
+fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     let b = sql.as_bytes();
     // Fast path: no quote, comment, separator or NUL: nothing to read differently.
     let special =

@@ -10,6 +10,7 @@
 mod access;
 mod admit;
 mod analyze;
+mod boundaries;
 mod builtins;
 pub mod function;
 pub mod lex;

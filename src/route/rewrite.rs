@@ -134,7 +134,7 @@ pub fn tokens(sql: &str) -> Option<Vec<(Token, Range<usize>, usize)>> {
 /// Converts locations that only move forward to byte offsets in one pass over the text (the
 /// tokens of a long statement would otherwise cost a scan each).
 #[derive(Debug, Clone)]
-struct Cursor {
+pub(super) struct Cursor {
     line: u64,
     column: u64,
     byte: usize,
@@ -151,7 +151,9 @@ impl Default for Cursor {
 }
 
 impl Cursor {
-    fn seek(&mut self, sql: &str, to: Location) -> Option<usize> {
+    /// The byte offset of `to` in `sql`, scanning on from the last location sought (from the
+    /// start again for an earlier one). `None` past the end of `sql`.
+    pub(super) fn seek(&mut self, sql: &str, to: Location) -> Option<usize> {
         if (to.line, to.column) < (self.line, self.column) {
             *self = Cursor::default();
         }

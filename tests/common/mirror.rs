@@ -23,8 +23,8 @@
 //! Cases come from bytes ([`Case::decode`]): three header bytes choose the manx user, the
 //! sql_mode set first and the current schema; the rest is split at 0xFF into COM_QUERY packets,
 //! and in each, bytes 0x80..=0xFE stand for the SQL fragments of [`FRAGMENTS`] (keywords, table
-//! names inside and outside the user's reach, quotes, comment and version-comment openers,
-//! hints, `;`, Unicode white space) while bytes below 0x80 are themselves. A fuzzer mutating such
+//! names inside and outside the user's reach, quotes, literal prefixes such as `B"` and
+//! `_binary"`, comment and version-comment openers, hints, `;`, Unicode white space) while bytes below 0x80 are themselves. A fuzzer mutating such
 //! bytes writes statements with comments, version comments, quotes in every sql_mode, hints and
 //! multi-statements; `tests/mirror.rs` replays the seeds and a fixed random sample in CI, and the
 //! `mirror` fuzz target (`fuzz/`) searches further.
@@ -235,7 +235,7 @@ pub const FRAGMENTS: [&str; 127] = [
     " TO ",
     "CREATE INDEX i ON ",
     " UNION SELECT ",
-    " UNION ALL SELECT ",
+    "_binary\"",
     " JOIN ",
     " ON ",
     " AS ",
@@ -254,7 +254,7 @@ pub const FRAGMENTS: [&str; 127] = [
     "SHOW TABLES",
     "SHOW CREATE TABLE ",
     "SHOW COLUMNS FROM ",
-    "DESC ",
+    "x\"",
     "USE ",
     "SET NAMES ",
     "SET sql_mode = ",
@@ -301,7 +301,7 @@ pub const FRAGMENTS: [&str; 127] = [
     "*/",
     "/*!",
     "/*!50000 ",
-    "/*!40101 ",
+    "b'",
     "/*!100000 ",
     "/*!999999 ",
     "/*M!100100 ",
@@ -309,19 +309,19 @@ pub const FRAGMENTS: [&str; 127] = [
     "-- ",
     "#",
     "\n",
-    "\t",
+    "B\"",
     "\u{a0}",
     "\u{3000}",
     ";",
     "/*!mycat:dataNode=fz1*/",
-    "/*#mycat:dataNode=fz2*/",
+    "N\"",
     "/*!mycat:sql=",
     "/*!mycat:schema=PUB*/",
     "/*!mycat:db_type=master*/",
     "/*balance*/",
     "'NO_BACKSLASH_ESCAPES'",
     "'ANSI_QUOTES'",
-    "'ANSI'",
+    "$$",
     "CONCAT(@@sql_mode, ',ANSI_QUOTES')",
     "PREPARE s FROM ",
     "EXECUTE IMMEDIATE ",
