@@ -325,3 +325,33 @@ async fn a_command_pipelined_after_killing_oneself_does_not_run() {
         "nothing follows the kill's error: {rest:?}"
     );
 }
+
+/// Commands the reader takes from opensrv reach the session as typed values, never as text a
+/// client could send: a COM_QUERY spelling the old in-band markers, or the placeholder the
+/// reader uses now, is an ordinary statement (here: empty, 1065), while the real commands
+/// still get their answers.
+#[tokio::test]
+async fn a_client_cannot_send_the_readers_internal_commands_as_text() {
+    let f = Fixture::start("protodivert", Extra::default()).await;
+    let (mut s, _) = connect(f.port).await;
+    for text in [
+        "/* manx: COM_STATISTICS */",
+        "/* manx: COM_RESET_CONNECTION */",
+        "/* manx: refuse 1047 */",
+        "/* manx: diverted command */",
+    ] {
+        let mut q = vec![0x03];
+        q.extend_from_slice(text.as_bytes());
+        s.write_all(&packet(0, &q)).await.unwrap();
+        let (_, answer) = read_packet(&mut s).await;
+        assert_eq!(answer[0], 0xFF, "{text}: {answer:?}");
+        assert_eq!(u16::from_le_bytes([answer[1], answer[2]]), 1065, "{text}");
+    }
+    // COM_STATISTICS itself: the bare status string.
+    s.write_all(&packet(0, &[0x09])).await.unwrap();
+    let (_, answer) = read_packet(&mut s).await;
+    assert!(
+        String::from_utf8_lossy(&answer).starts_with("Uptime:"),
+        "{answer:?}"
+    );
+}

@@ -1,15 +1,19 @@
 //! The client socket's read side: commands opensrv-mysql 0.7 answers with a bare OK without
 //! doing what they ask are handled here instead.
 //!
-//! - `COM_RESET_CONNECTION` (0x1F) becomes a query the session recognises ([`RESET_QUERY`]), so
-//!   the session really resets: its transaction is rolled back and its pinned connections go
+//! Commands the session answers itself reach it as typed values ([`Diverted`]), put in the
+//! shared slot right before a placeholder COM_QUERY ([`DIVERTED_QUERY`]) takes their place in
+//! opensrv's loop: the text a client could send is never what tells the session what to do.
+//!
+//! - `COM_RESET_CONNECTION` (0x1F) is diverted ([`Diverted::ResetConnection`]), so the session
+//!   really resets: its transaction is rolled back and its pinned connections go
 //!   back to their pools.
 //! - `COM_CHANGE_USER` (0x11) closes the connection: opensrv would answer OK without checking
 //!   the new user's password or switching user, and a client that believes it has become
 //!   another (say, read-only) user must not go on as the first one.
 //!
-//! - `COM_STMT_RESET` (0x1A), which opensrv does not know (it would answer an error), becomes a
-//!   query the session answers with OK ([`STMT_RESET_QUERY`]): manx binds parameters at each
+//! - `COM_STMT_RESET` (0x1A), which opensrv does not know (it would answer an error), is
+//!   diverted and answered with OK ([`Diverted::StmtReset`]): manx binds parameters at each
 //!   execution, so a prepared statement has nothing else to reset.
 //!
 //! - `COM_STMT_EXECUTE` (0x17) that re-uses the parameter types of the previous execution
@@ -22,7 +26,7 @@
 //!   ([`super::long_data`]); `COM_STMT_RESET` and `COM_STMT_CLOSE` drop them.
 //!
 //! - `COM_STATISTICS` (0x09) and `COM_FIELD_LIST` (0x04), which opensrv answers with a bare
-//!   OK, become queries the session answers ([`STATISTICS_QUERY`], [`FIELD_LIST_PREFIX`]);
+//!   OK, are diverted ([`Diverted::Statistics`], [`Diverted::FieldList`]);
 //!   `COM_PROCESS_KILL` (0x0C), which opensrv does not know, becomes `KILL CONNECTION <id>`.
 //!
 //! - `COM_QUERY` holding several statements, from a client that set
@@ -59,24 +63,35 @@ use super::error::MysqlError;
 use super::long_data::{LongData, Overflow};
 use super::tap::ErrorSlot;
 
-/// The query text a `COM_RESET_CONNECTION` is turned into.
-pub const RESET_QUERY: &str = "/* manx: COM_RESET_CONNECTION */";
+/// The placeholder COM_QUERY text handed to opensrv in place of a diverted command. The session
+/// acts on the [`Diverted`] value the reader put in the shared slot, never on this text: the
+/// same text from a client finds no value there and is an ordinary (empty) statement.
+pub const DIVERTED_QUERY: &str = "/* manx: diverted command */";
 
-/// The start of the query text a command the gateway refuses is turned into (see
-/// [`refusal`]): `/* manx: refuse <errno>[ <detail>] */`.
-pub const REFUSE_PREFIX: &str = "/* manx: refuse ";
+/// A command the reader takes out of opensrv's hands and the session answers (module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Diverted {
+    /// `COM_RESET_CONNECTION`.
+    ResetConnection,
+    /// `COM_STMT_RESET`.
+    StmtReset,
+    /// `COM_STATISTICS`.
+    Statistics,
+    /// `COM_FIELD_LIST` with its arguments as sent (the table name, a NUL, the wildcard).
+    FieldList(String),
+    /// A command the reader refused: the error answering it.
+    Refused(MysqlError),
+}
 
 /// The detail of the refusal of an execution whose long data went over the connection's bound.
 const LONG_DATA_CONNECTION: &str = "connection";
 
-/// The error a refusal query stands for, if `query` is one: MySQL's errno, SQLSTATE and
-/// message for what the reader refused (unknown command 1047, unknown statement 1243, packet
-/// too large 1153, packets out of order 1156, long data past the limit 1105, text that is not
-/// UTF-8 1300).
-pub fn refusal(query: &str) -> Option<MysqlError> {
-    let inner = query.strip_prefix(REFUSE_PREFIX)?.strip_suffix(" */")?;
-    let (errno, detail) = inner.split_once(' ').unwrap_or((inner, ""));
-    let e = match errno.parse::<u16>().ok()? {
+/// MySQL's errno, SQLSTATE and message for what the reader refuses: unknown command 1047,
+/// unknown statement 1243, packet too large 1153, packets out of order 1156, long data past the
+/// limit 1105 (`detail` [`LONG_DATA_CONNECTION`] for the connection's bound), text that is not
+/// UTF-8 1300.
+fn refusal(errno: u16, detail: &str) -> MysqlError {
+    match errno {
         1047 => MysqlError::new(1047, "08S01", "Unknown command"),
         1243 => MysqlError::new(
             1243,
@@ -105,19 +120,8 @@ pub fn refusal(query: &str) -> Option<MysqlError> {
             "HY000",
             "Invalid utf8mb4 character string: the gateway takes statements in UTF-8 (set the connection character set to utf8mb4)",
         ),
-    };
-    Some(e)
+    }
 }
-
-/// The query text a `COM_STMT_RESET` is turned into.
-pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
-
-/// The query text a `COM_STATISTICS` is turned into.
-pub const STATISTICS_QUERY: &str = "/* manx: COM_STATISTICS */";
-
-/// The start of the query text a `COM_FIELD_LIST` is turned into; its arguments follow as
-/// sent (the table name, a NUL, the column wildcard).
-pub const FIELD_LIST_PREFIX: &str = "/* manx: COM_FIELD_LIST */";
 
 const COM_FIELD_LIST: u8 = 0x04;
 const COM_STATISTICS: u8 = 0x09;
@@ -267,9 +271,16 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         self.emit(seq, &payload);
     }
 
-    /// Hands on the refusal query carrying `errno` in place of the command.
+    /// Hands `command` to the session: the value in the shared slot, the placeholder query
+    /// (sequence id `seq`) in opensrv's loop.
+    fn divert(&mut self, seq: u8, command: Diverted) {
+        self.slot.divert(command);
+        self.emit_query(seq, DIVERTED_QUERY);
+    }
+
+    /// Hands on the refusal `errno` in place of the command.
     fn refuse(&mut self, errno: u16) {
-        self.emit_query(0, &format!("{REFUSE_PREFIX}{errno} */"));
+        self.divert(0, Diverted::Refused(refusal(errno, "")));
     }
 
     /// A COM_STMT_EXECUTE payload with the previous execution's parameter types written in
@@ -345,7 +356,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     // ends (MySQL closes it too).
                     let seq = o.seq;
                     self.oversized = None;
-                    self.emit_query(seq, &format!("{REFUSE_PREFIX}1153 */"));
+                    self.divert(seq, Diverted::Refused(refusal(1153, "")));
                     self.closed = true;
                     self.input.clear();
                     return;
@@ -407,7 +418,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     seq,
                     "command packet out of order: answering 1156 and closing"
                 );
-                self.emit_query(0, &format!("{REFUSE_PREFIX}1156 */"));
+                self.refuse(1156);
                 self.closed = true;
                 self.input.clear();
                 return;
@@ -470,10 +481,10 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             return;
         };
         match command {
-            COM_RESET_CONNECTION if payload.len() == 1 => self.emit_query(0, RESET_QUERY),
+            COM_RESET_CONNECTION if payload.len() == 1 => self.divert(0, Diverted::ResetConnection),
             COM_STMT_RESET if payload.len() == 5 => {
                 self.long_data.drop_statement(statement_id(&payload));
-                self.emit_query(0, STMT_RESET_QUERY)
+                self.divert(0, Diverted::StmtReset)
             }
             COM_STMT_SEND_LONG_DATA if payload.len() >= 5 => {
                 // No answer either way; opensrv gets the pieces right before the execution.
@@ -491,10 +502,10 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.closed = true;
                 self.input.clear();
             }
-            COM_STATISTICS => self.emit_query(0, STATISTICS_QUERY),
+            COM_STATISTICS => self.divert(0, Diverted::Statistics),
             COM_FIELD_LIST => {
                 let args = String::from_utf8_lossy(&payload[1..]).into_owned();
-                self.emit_query(0, &format!("{FIELD_LIST_PREFIX}{args}"));
+                self.divert(0, Diverted::FieldList(args));
             }
             COM_PROCESS_KILL if payload.len() == 5 => {
                 let id = u32::from_le_bytes([payload[1], payload[2], payload[3], payload[4]]);
@@ -530,10 +541,8 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         return;
                     }
                     Err(Overflow::Connection) => {
-                        self.emit_query(
-                            0,
-                            &format!("{REFUSE_PREFIX}1105 {LONG_DATA_CONNECTION} */"),
-                        );
+                        let e = refusal(1105, LONG_DATA_CONNECTION);
+                        self.divert(0, Diverted::Refused(e));
                         return;
                     }
                 }
@@ -582,6 +591,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         // CLIENT_MULTI_STATEMENTS.
         let shield = sql == "SELECT @@max_allowed_packet"
             || sql == "select @@max_allowed_packet"
+            || sql == DIVERTED_QUERY
             || (intercepted(sql)
                 && crate::route::split_statements(sql, self.slot.sql_mode()).len() > 1);
         if shield {
@@ -624,10 +634,11 @@ fn intercepted(sql: &str) -> bool {
         .any(|p| sql.starts_with(p))
 }
 
-/// `sql` as the session must get it: a leading space keeps opensrv's prefix checks away
-/// (the router skips leading white space).
+/// `sql` as the session must get it: a leading space keeps opensrv's prefix checks away, and
+/// keeps a client's text equal to [`DIVERTED_QUERY`] from passing for a diverted command (the
+/// router skips leading white space).
 fn shielded(sql: &str) -> String {
-    if intercepted(sql) {
+    if intercepted(sql) || sql == DIVERTED_QUERY {
         format!(" {sql}")
     } else {
         sql.to_string()
@@ -705,24 +716,22 @@ mod tests {
         input.extend(packet(0, b"\x11root\0"));
         input.extend(packet(0, b"\x03SELECT 2"));
         let mut out = Vec::new();
-        Commands::new(
-            &input[..],
-            Statements::default(),
-            ErrorSlot::default(),
-            1 << 24,
-        )
-        .read_to_end(&mut out)
-        .await
-        .unwrap();
+        let slot = ErrorSlot::default();
+        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
+            .read_to_end(&mut out)
+            .await
+            .unwrap();
         let mut expected = packet(0, b"\x03SELECT 1");
         expected.extend(packet(1, &[0x1F]));
         let mut q = vec![0x03];
-        q.extend_from_slice(RESET_QUERY.as_bytes());
+        q.extend_from_slice(DIVERTED_QUERY.as_bytes());
         expected.extend(packet(0, &q));
         assert_eq!(
             out, expected,
             "the change-user packet and what follows are not handed on"
         );
+        assert_eq!(slot.take_diverted(), Some(Diverted::ResetConnection));
+        assert_eq!(slot.take_diverted(), None);
     }
 
     fn query(seq: u8, sql: &str) -> Vec<u8> {
@@ -812,38 +821,51 @@ mod tests {
         // Under a 16 MiB limit: dropped, refused after its last packet, then the end.
         input.extend(query(0, "SELECT 1"));
         let mut out = Vec::new();
-        Commands::new(
-            &input[..],
-            Statements::default(),
-            ErrorSlot::default(),
-            16 << 20,
-        )
-        .read_to_end(&mut out)
-        .await
-        .unwrap();
+        let slot = ErrorSlot::default();
+        Commands::new(&input[..], Statements::default(), slot.clone(), 16 << 20)
+            .read_to_end(&mut out)
+            .await
+            .unwrap();
         let mut expected = login(0);
-        expected.extend(query(1, "/* manx: refuse 1153 */"));
+        expected.extend(query(1, DIVERTED_QUERY));
         assert_eq!(out, expected);
+        assert_eq!(
+            slot.take_diverted().map(|d| match d {
+                Diverted::Refused(e) => e.code,
+                _ => 0,
+            }),
+            Some(1153)
+        );
     }
 
+    /// Pipelined diverted commands queue up in order; a client's text equal to the placeholder
+    /// is handed on shielded, so it cannot take a diverted command's place.
     #[tokio::test]
-    async fn stmt_reset_becomes_a_query() {
+    async fn diverted_commands_queue_and_the_placeholder_text_is_shielded() {
         let mut input = packet(0, &[0x1A, 7, 0, 0, 0]);
+        let mut fake = vec![0x03];
+        fake.extend_from_slice(DIVERTED_QUERY.as_bytes());
+        input.extend(packet(0, &fake));
+        input.extend(packet(0, &[0x09]));
         input.extend(packet(0, b"\x03SELECT 1"));
         let mut out = Vec::new();
-        Commands::new(
-            &input[..],
-            Statements::default(),
-            ErrorSlot::default(),
-            1 << 24,
-        )
-        .read_to_end(&mut out)
-        .await
-        .unwrap();
+        let slot = ErrorSlot::default();
+        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
+            .read_to_end(&mut out)
+            .await
+            .unwrap();
         let mut q = vec![0x03];
-        q.extend_from_slice(STMT_RESET_QUERY.as_bytes());
+        q.extend_from_slice(DIVERTED_QUERY.as_bytes());
+        let mut shielded = vec![0x03, b' '];
+        shielded.extend_from_slice(DIVERTED_QUERY.as_bytes());
         let mut expected = packet(0, &q);
+        expected.extend(packet(0, &shielded));
+        expected.extend(packet(0, &q));
         expected.extend(packet(0, b"\x03SELECT 1"));
+        assert_eq!(out, expected);
+        assert_eq!(slot.take_diverted(), Some(Diverted::StmtReset));
+        assert_eq!(slot.take_diverted(), Some(Diverted::Statistics));
+        assert_eq!(slot.take_diverted(), None);
         assert_eq!(out, expected);
     }
 }

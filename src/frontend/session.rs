@@ -26,10 +26,7 @@ use tokio::net::TcpStream;
 use super::Server;
 use super::auth;
 use super::binary::{Cell, TextRow};
-use super::commands::{
-    Commands, FIELD_LIST_PREFIX, RESET_QUERY, STATISTICS_QUERY, STMT_RESET_QUERY, Statements,
-    refusal,
-};
+use super::commands::{Commands, DIVERTED_QUERY, Diverted, Statements};
 use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::registry::{Handle, Registry};
@@ -2096,32 +2093,10 @@ impl AsyncMysqlShim<Writer> for Session {
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
         self.ended_by_kill()?;
-        if query == RESET_QUERY {
-            // COM_RESET_CONNECTION: end the transaction (rolled back) and its pinned
-            // connections, back to the session's initial settings.
-            self.interrupted = None;
-            let _ = self.end_transaction("ROLLBACK").await;
-            self.autocommit = true;
-            // Session variables (and with them sql_mode) are the server's defaults again.
-            self.state.clear();
-            self.sql_mode = SqlMode::default();
-            self.slot.set_sql_mode(self.sql_mode);
-            return self.ok(w, OkInfo::default()).await;
-        }
-        if query == STMT_RESET_QUERY {
-            return self.ok(w, OkInfo::default()).await;
-        }
-        if query == STATISTICS_QUERY {
-            // COM_STATISTICS: a bare string, not an OK packet (the writer swaps it in).
-            self.slot
-                .replace_next(vec![self.server.registry.statistics().into_bytes()]);
-            return w.completed(OkResponse::default()).await;
-        }
-        if let Some(args) = query.strip_prefix(FIELD_LIST_PREFIX) {
-            return self.field_list(args, w).await;
-        }
-        if let Some(e) = refusal(query) {
-            return self.error(w, e).await;
+        if query == DIVERTED_QUERY
+            && let Some(command) = self.slot.take_diverted()
+        {
+            return self.diverted(command, w).await;
         }
         if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {
             return write_text_rows(
@@ -2136,6 +2111,37 @@ impl AsyncMysqlShim<Writer> for Session {
 }
 
 impl Session {
+    /// Answers a command the reader diverted from opensrv (module `commands`).
+    async fn diverted(
+        &mut self,
+        command: Diverted,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        match command {
+            Diverted::ResetConnection => {
+                // End the transaction (rolled back) and its pinned connections, back to the
+                // session's initial settings.
+                self.interrupted = None;
+                let _ = self.end_transaction("ROLLBACK").await;
+                self.autocommit = true;
+                // Session variables (and with them sql_mode) are the server's defaults again.
+                self.state.clear();
+                self.sql_mode = SqlMode::default();
+                self.slot.set_sql_mode(self.sql_mode);
+                self.ok(w, OkInfo::default()).await
+            }
+            Diverted::StmtReset => self.ok(w, OkInfo::default()).await,
+            Diverted::Statistics => {
+                // A bare string, not an OK packet (the writer swaps it in).
+                self.slot
+                    .replace_next(vec![self.server.registry.statistics().into_bytes()]);
+                w.completed(OkResponse::default()).await
+            }
+            Diverted::FieldList(args) => self.field_list(&args, w).await,
+            Diverted::Refused(e) => self.error(w, e).await,
+        }
+    }
+
     /// COM_FIELD_LIST (`args`: the table name, NUL, the column wildcard): the table's column
     /// definitions as the first dataNode it routes to describes them (`SELECT * FROM t LIMIT 0`),
     /// named with the logical schema and table, each with the command's default-value field

@@ -21,6 +21,8 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 
+use super::commands::Diverted;
+
 /// Bytes buffered before the writer pushes them to the socket on its own.
 const HIGH_WATER: usize = 64 * 1024;
 
@@ -104,6 +106,9 @@ struct Pending {
     /// How the session's backend lexes statements (set by the session, read by the reader to
     /// split multi-statement texts as the backend would).
     sql_mode: crate::route::SqlMode,
+    /// Commands the reader diverted to the session, in the order of their placeholder queries
+    /// (several when the client pipelined them).
+    diverted: VecDeque<Diverted>,
 }
 
 /// `CLIENT_PROTOCOL_41`: OK packets carry status flags and a warning count.
@@ -193,6 +198,17 @@ impl ErrorSlot {
     }
 
     /// A new command from the client: its response numbers packets from 1 again.
+    /// The reader diverted `command` to the session; its placeholder query follows
+    /// ([`super::commands::DIVERTED_QUERY`]).
+    pub fn divert(&self, command: Diverted) {
+        self.lock().diverted.push_back(command);
+    }
+
+    /// The oldest diverted command not yet answered, for the session at a placeholder query.
+    pub fn take_diverted(&self) -> Option<Diverted> {
+        self.lock().diverted.pop_front()
+    }
+
     pub fn new_command(&self) {
         self.end_batch();
     }
