@@ -621,9 +621,16 @@ fn information_schema_rewrite_is_span_exact() {
     assert_eq!(node, "dn1");
     let columns: std::sync::Arc<[String]> = ["TABLE_SCHEMA", "TABLE_NAME"].map(String::from).into();
     let plan = router
-        .metadata_plan(&q, &visible, &node, &|_| Some(columns.clone()), &|_| {
-            Vec::new()
-        })
+        .metadata_plan(
+            &q,
+            &manx::route::Viewer {
+                schemas: &visible,
+                access: None,
+            },
+            &node,
+            &|_| Some(columns.clone()),
+            &|_| Vec::new(),
+        )
         .unwrap();
     assert_eq!(
         &*plan.targets[0].sql,
@@ -639,7 +646,16 @@ fn information_schema_rewrite_is_span_exact() {
         panic!("not a metadata query");
     };
     let plan = router
-        .metadata_plan(&q, &[], "dn1", &|_| Some(columns.clone()), &|_| Vec::new())
+        .metadata_plan(
+            &q,
+            &manx::route::Viewer {
+                schemas: &[],
+                access: None,
+            },
+            "dn1",
+            &|_| Some(columns.clone()),
+            &|_| Vec::new(),
+        )
         .unwrap();
     assert_eq!(
         &*plan.targets[0].sql,

@@ -42,6 +42,15 @@ fn extra() -> Extra {
             </schema>
         </privileges>
     </user>
+    <user name="privt">
+        <property name="password">privt</property>
+        <property name="schemas">TESTDB</property>
+        <privileges check="true">
+            <schema name="TESTDB" dml="1111">
+                <table name="hotnews" dml="0000" />
+            </schema>
+        </privileges>
+    </user>
     <user name="testonly">
         <property name="password">testonly</property>
         <property name="schemas">TESTDB</property>
@@ -923,4 +932,46 @@ async fn literal_prefixes_the_parser_reads_otherwise_hide_nothing() {
         ["a", "b"]
     );
     gateway_account_intact().await;
+}
+
+/// Attacker round 6: a table the user's `<privileges>` deny everything on (`dml="0000"`) was
+/// listed with its columns, sizes and row count by `information_schema`, `SHOW TABLE STATUS`
+/// and `SHOW TABLES`; MariaDB shows an account no table it holds no privilege on. Compared with
+/// a user without masks, who sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_a_mask_denies_everything_on_are_not_listed() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec6").await;
+    let first = |rows: Vec<String>| -> Vec<String> {
+        rows.into_iter()
+            .map(|r| r.split('|').next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let mut p = login(&f, "priv", Some("PUB")).await;
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for (sql, for_priv, for_app) in [
+        (
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'PUB' ORDER BY 1",
+            vec!["pub"],
+            vec!["pub", "secret"],
+        ),
+        (
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_NAME = 'secret'",
+            vec!["0"],
+            vec!["2"],
+        ),
+        ("SHOW TABLE STATUS LIKE 'secret'", vec![], vec!["secret"]),
+        ("SHOW TABLES", vec!["pub"], vec!["pub", "secret"]),
+    ] {
+        assert_eq!(first(attempt(&mut p, sql).await), for_priv, "priv: {sql}");
+        assert_eq!(first(attempt(&mut app, sql).await), for_app, "app: {sql}");
+    }
+    // A schema without a default dataNode lists its configured tables itself.
+    let mut t = login(&f, "privt", Some("TESTDB")).await;
+    let mut all = login(&f, "testonly", Some("TESTDB")).await;
+    let listed = first(attempt(&mut t, "SHOW TABLES").await);
+    assert!(!listed.iter().any(|n| n == "hotnews"), "{listed:?}");
+    assert!(listed.iter().any(|n| n == "travelrecord"), "{listed:?}");
+    let listed = first(attempt(&mut all, "SHOW TABLES").await);
+    assert!(listed.iter().any(|n| n == "hotnews"), "{listed:?}");
 }

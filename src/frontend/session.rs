@@ -908,6 +908,7 @@ impl Session {
             .get(self.user_name())
             .map(|u| config.user_schemas(u))
             .unwrap_or_default();
+        let access = self.view().access.cloned();
         let server = self.server.clone();
         let router = &server.router;
         let node = router
@@ -919,6 +920,10 @@ impl Session {
                     "information_schema is answered from a MySQL dataNode, and the schemas you may use have none",
                 )
             })?;
+        let viewer = crate::route::Viewer {
+            schemas: &visible,
+            access: access.as_ref(),
+        };
         let mut known: HashMap<&str, Arc<[String]>> = HashMap::new();
         for view in q.views_to_describe() {
             let columns = self.view_columns(&node, view).await?;
@@ -930,7 +935,7 @@ impl Session {
             for (view, main_columns) in &known {
                 let columns = self.view_columns(&other, view).await?;
                 if let Some(sql) =
-                    router.metadata_fetch(view, main_columns, &columns, &visible, &node, &other)?
+                    router.metadata_fetch(view, main_columns, &columns, &viewer, &node, &other)?
                 {
                     let rows = self.literal_rows(&other, &sql).await?;
                     fetched.entry(view).or_default().extend(rows);
@@ -938,7 +943,7 @@ impl Session {
             }
         }
         Ok(
-            router.metadata_plan(q, &visible, &node, &|v| known.get(v).cloned(), &|v| {
+            router.metadata_plan(q, &viewer, &node, &|v| known.get(v).cloned(), &|v| {
                 fetched.get(v).cloned().unwrap_or_default()
             })?,
         )

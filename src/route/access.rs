@@ -67,6 +67,15 @@ pub struct Access {
     pub privileges: Option<BTreeMap<String, SchemaPrivileges>>,
 }
 
+/// The tables of one schema a user's `<privileges>` deny every access to ([`Access::denied`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Denied {
+    /// Lower-cased names of the tables whose entry is `0000`.
+    pub tables: Vec<String>,
+    /// The schema's own mask is `0000`.
+    pub whole_schema: bool,
+}
+
 impl Access {
     /// The access of `user` under `config`.
     pub fn of(config: &Config, user: &UserConfig) -> Access {
@@ -141,6 +150,31 @@ impl Access {
             });
         }
         Ok(())
+    }
+
+    /// Whether the `<privileges>` mask of `schema`.`table` allows nothing at all (`0000`): the
+    /// table is left out of `information_schema` and `SHOW TABLES`, as MariaDB shows an account
+    /// no table it holds no privilege on.
+    pub fn denies_all(&self, schema: &str, table: &str) -> bool {
+        self.mask(schema, table) == Some([false; 4])
+    }
+
+    /// What the `<privileges>` of `schema` deny every access to: the tables named with a `0000`
+    /// mask (lower-cased), and whether the schema's own mask is `0000` (then so is every table
+    /// without an entry of its own).
+    pub fn denied(&self, schema: &str) -> Denied {
+        let Some(s) = self.privileges.as_ref().and_then(|p| p.get(schema)) else {
+            return Denied::default();
+        };
+        Denied {
+            tables: s
+                .tables
+                .iter()
+                .filter(|(_, m)| **m == [false; 4])
+                .map(|(n, _)| n.to_ascii_lowercase())
+                .collect(),
+            whole_schema: s.dml == [false; 4],
+        }
     }
 
     /// The mask that governs `schema`.`table`: the table's entry, else the schema's; `None` when

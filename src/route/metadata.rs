@@ -36,7 +36,7 @@ use std::sync::Arc;
 use sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 
 use super::rewrite;
-use super::{HostHint, OkMerge, Plan, RouteError, Router, Target};
+use super::{Access, HostHint, OkMerge, Plan, RouteError, Router, Target};
 
 /// A view whose rows belong to schemas and are mapped to the logical ones.
 #[derive(Debug, PartialEq, Eq)]
@@ -298,6 +298,14 @@ pub(super) fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
+/// Who reads `information_schema`: the logical schemas the user may use, and its access (whose
+/// `<privileges>` hide the tables they deny everything on).
+#[derive(Debug, Clone, Copy)]
+pub struct Viewer<'a> {
+    pub schemas: &'a [String],
+    pub access: Option<&'a Access>,
+}
+
 /// Which physical rows one logical schema owns on the answering server.
 #[derive(Debug, Default)]
 struct Scope {
@@ -393,8 +401,11 @@ impl Router {
         }
     }
 
-    /// What each visible schema owns on the server of `node`.
-    fn scopes(&self, visible: &[String], node: &str) -> Vec<Scope> {
+    /// What each visible schema owns on the server of `node`, less the tables `access` denies
+    /// every access to (MariaDB shows an account no table it holds no privilege on): those
+    /// named in `<privileges>` with `dml="0000"`, and, under a schema-level `0000`, every
+    /// configured table without an entry of its own and the whole default dataNode.
+    fn scopes(&self, visible: &[String], node: &str, access: Option<&Access>) -> Vec<Scope> {
         let mut out = Vec::new();
         for name in visible {
             let Some(s) = self.schema(name) else { continue };
@@ -402,15 +413,22 @@ impl Router {
                 logical: s.name.clone(),
                 ..Scope::default()
             };
+            let denied = access.map(|a| a.denied(name)).unwrap_or_default();
             scope.default_db = s
                 .default_node
                 .as_deref()
                 .filter(|d| self.same_host(d, node))
+                .filter(|_| !denied.whole_schema)
                 .and_then(|d| self.database_of(d))
                 .map(str::to_string);
+            // Denied tables of the default dataNode are left out like configured ones.
+            scope.configured.extend(denied.tables.iter().cloned());
             for t in s.tables.values() {
                 let lower = t.name.to_ascii_lowercase();
                 scope.configured.push(lower.clone());
+                if access.is_some_and(|a| a.denies_all(name, &t.name)) {
+                    continue;
+                }
                 let Some(first) = t.nodes.first() else {
                     continue;
                 };
@@ -461,14 +479,15 @@ impl Router {
         view: &str,
         main_columns: &[String],
         columns: &[String],
-        visible: &[String],
+        viewer: &Viewer<'_>,
         main: &str,
         node: &str,
     ) -> Result<Option<String>, RouteError> {
+        let visible = viewer.schemas;
         let Some(m) = MAPPED.iter().find(|m| m.name == view) else {
             return Ok(None);
         };
-        let mut scopes = self.scopes(visible, node);
+        let mut scopes = self.scopes(visible, node, viewer.access);
         if m.table.is_none() {
             // One SCHEMATA row per schema: from the first server that has one for it (the
             // answering node's, then the others in order).
@@ -479,7 +498,7 @@ impl Router {
                 hosts
                     .iter()
                     .find(|h| {
-                        self.scopes(std::slice::from_ref(&s.logical), h)
+                        self.scopes(std::slice::from_ref(&s.logical), h, viewer.access)
                             .iter()
                             .any(|x| x.representative().is_some())
                     })
@@ -512,12 +531,12 @@ impl Router {
     pub fn metadata_plan(
         &self,
         q: &MetadataQuery,
-        visible: &[String],
+        viewer: &Viewer<'_>,
         node: &str,
         columns: &dyn Fn(&str) -> Option<Arc<[String]>>,
         fetched: &dyn Fn(&str) -> Vec<Vec<String>>,
     ) -> Result<Plan, RouteError> {
-        let scopes = self.scopes(visible, node);
+        let scopes = self.scopes(viewer.schemas, node, viewer.access);
         let mut edits: Vec<(Range<usize>, String)> = q.texts.clone();
         for v in &q.views {
             let derived = match v.kind {

@@ -34,7 +34,7 @@ pub use access::{Access, TableAccess};
 pub use analyze::Partitions;
 pub use lex::SqlMode;
 pub use lex::split_statements;
-pub use metadata::MetadataQuery;
+pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
     Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
