@@ -1,0 +1,445 @@
+//! The merge primitives: the rows of several dataNodes combined as one server holding every
+//! row would return them ([`Merge`] says which primitives a statement needs).
+//!
+//! - **MergeSort**: a k-way merge of the nodes' sorted streams; one row per node is held.
+//! - **Group**: adjacent rows with equal keys (the input is sorted by them) combined into one,
+//!   aggregates folded: `COUNT` and `SUM` added exactly, `MIN` / `MAX` compared, `AVG` from the
+//!   nodes' sums and counts. One group is held at a time.
+//! - **Sort**: only when groups must be ordered by something the nodes could not sort by (an
+//!   aggregate): the groups are collected and sorted.
+//! - **Limit**, then the extra columns are cut off.
+//!
+//! Comparison follows MySQL: NULL is smaller than every value; numbers compare as numbers
+//! (DECIMAL exactly, by its text), dates and times in time order, binary strings by bytes, and
+//! other strings by the collation weight the node computed (`WEIGHT_STRING`), so `_ci`
+//! collations compare case- and accent-insensitively exactly as the server does.
+
+use std::cmp::Ordering;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bigdecimal::{BigDecimal, RoundingMode};
+use futures::StreamExt;
+
+use crate::backend::{BackendError, Column, ColumnFlags, ColumnType, Row, RowStream, Value};
+use crate::route::{Aggregate, ColumnRef, CompareOp, Having, Merge, SortKey};
+
+mod compare;
+mod filter;
+mod limit;
+mod memory_sort;
+mod merge_sort;
+mod ordered_aggregate;
+
+use self::compare::*;
+use self::filter::*;
+use self::limit::*;
+use self::memory_sort::*;
+use self::merge_sort::*;
+use self::ordered_aggregate::*;
+
+/// Collation id of the `binary` character set (binary strings compare by bytes).
+const BINARY_CHARSET: u16 = 63;
+
+/// How a key's values compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Integers (any width, signed or not).
+    Int,
+    /// DECIMAL, by its decimal text.
+    Decimal,
+    /// FLOAT / DOUBLE.
+    Float,
+    /// TIME, which may be negative or exceed 24 hours.
+    Time,
+    /// DATE / DATETIME / TIMESTAMP text, BIT and binary strings: byte order is value order.
+    Bytes,
+    /// A string compared by the collation weights in this column.
+    Weight(usize),
+}
+
+/// A resolved sort key: column index, comparison, direction.
+#[derive(Debug, Clone, Copy)]
+struct Key {
+    at: usize,
+    kind: Kind,
+    desc: bool,
+}
+
+/// 1235 `ER_NOT_SUPPORTED_YET`, for a merge the result's column types do not allow.
+fn not_supported(what: String) -> BackendError {
+    BackendError::Server {
+        code: 1235,
+        state: "42000".to_string(),
+        message: format!("This version of manx doesn't yet support '{what}'"),
+    }
+}
+
+/// Combines the nodes' row streams as `merge` says. `columns` are the nodes' columns (extra
+/// columns included); returns the client's columns and rows. `mixed_weights`: the nodes compute
+/// string weights in different ways (MySQL and PostgreSQL dataNodes at once).
+///
+/// Errors: `Server` 1235 when a key's column type cannot be merged exactly (ENUM / SET, JSON,
+/// geometry, a string key given only by its position in `*`, or any string key when
+/// `mixed_weights`: a MySQL collation's order and PostgreSQL's byte order cannot be reconciled).
+pub(super) fn rows<'a>(
+    merge: &'a Merge,
+    columns: Arc<[Column]>,
+    streams: Vec<RowStream<'a>>,
+    mixed_weights: bool,
+) -> Result<(Arc<[Column]>, RowStream<'a>), BackendError> {
+    let total = columns.len();
+    let visible = total.checked_sub(merge.hidden).ok_or_else(|| {
+        BackendError::Other(format!(
+            "a dataNode returned {total} columns, fewer than the merge's {} extra columns",
+            merge.hidden
+        ))
+    })?;
+    let at = |c: ColumnRef| -> Result<usize, BackendError> {
+        let i = match c {
+            ColumnRef::Visible(i) => i,
+            ColumnRef::Hidden(i) => visible + i,
+        };
+        if i < total {
+            Ok(i)
+        } else {
+            Err(BackendError::Server {
+                code: 1054,
+                state: "42S22".to_string(),
+                message: format!("Unknown column '{}' in 'order clause'", i + 1),
+            })
+        }
+    };
+    let key = |k: &SortKey| -> Result<Key, BackendError> {
+        let i = at(k.column)?;
+        let weight = k.weight.map(at).transpose()?;
+        Ok(Key {
+            at: i,
+            kind: kind(&columns[i], weight, mixed_weights)?,
+            desc: k.desc,
+        })
+    };
+    let node_order: Vec<Key> = merge.node_order.iter().map(key).collect::<Result<_, _>>()?;
+    let order: Vec<Key> = merge.order.iter().map(key).collect::<Result<_, _>>()?;
+
+    let mut rows: RowStream<'a> = if node_order.is_empty() {
+        futures::stream::select_all(streams).boxed()
+    } else {
+        merge_sorted(streams, node_order)
+    };
+    if let Some(g) = &merge.grouping {
+        let keys: Vec<Key> = g.keys.iter().map(key).collect::<Result<_, _>>()?;
+        let folds: Vec<Fold> = g
+            .aggregates
+            .iter()
+            .map(|(c, a)| fold(&columns, at(*c)?, a, &at, mixed_weights))
+            .collect::<Result<_, _>>()?;
+        let decimals = columns.iter().map(|c| c.decimals).collect();
+        rows = group(rows, keys, folds, decimals);
+        if let Some(h) = &g.having {
+            let condition = Condition::new(h, &columns, &at)?;
+            rows = rows
+                .filter(move |r| {
+                    let keep = match r {
+                        Ok(row) => condition.eval(row) == Some(true),
+                        Err(_) => true,
+                    };
+                    futures::future::ready(keep)
+                })
+                .boxed();
+        }
+    }
+    if !order.is_empty() {
+        rows = sort(rows, order);
+    }
+    if let Some((offset, count)) = merge.limit {
+        rows = limit(rows, offset, count);
+    }
+    if visible < total {
+        rows = rows
+            .map(move |r| {
+                r.map(|mut row| {
+                    row.truncate(visible);
+                    row
+                })
+            })
+            .boxed();
+    }
+    let columns: Arc<[Column]> = Arc::from(&columns[..visible]);
+    Ok((columns, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::Grouping;
+
+    fn column(name: &str, column_type: ColumnType, charset: u16, decimals: u8) -> Column {
+        Column {
+            name: name.to_string(),
+            table: String::new(),
+            column_type,
+            flags: ColumnFlags::empty(),
+            charset,
+            length: 20,
+            decimals,
+        }
+    }
+
+    fn v(s: Option<&str>) -> Value {
+        s.map_or(Value::Null, |s| Value::Bytes(s.as_bytes().to_vec()))
+    }
+
+    fn stream(rows: Vec<Vec<Option<&str>>>) -> RowStream<'static> {
+        let rows: Vec<Result<Row, BackendError>> = rows
+            .into_iter()
+            .map(|r| Ok(r.into_iter().map(v).collect()))
+            .collect();
+        futures::stream::iter(rows).boxed()
+    }
+
+    async fn run(
+        m: &Merge,
+        columns: Vec<Column>,
+        streams: Vec<RowStream<'static>>,
+    ) -> Vec<Vec<Option<String>>> {
+        let (_, rows) = super::rows(m, Arc::from(columns), streams, false).unwrap();
+        rows.map(|r| {
+            r.unwrap()
+                .into_iter()
+                .map(|v| text(&v).map(|t| t.into_owned()))
+                .collect()
+        })
+        .collect()
+        .await
+    }
+
+    fn merge(node_order: Vec<SortKey>) -> Merge {
+        Merge {
+            hidden: 0,
+            node_order,
+            grouping: None,
+            order: Vec::new(),
+            limit: None,
+        }
+    }
+
+    fn key(i: usize, desc: bool) -> SortKey {
+        SortKey {
+            column: ColumnRef::Visible(i),
+            weight: None,
+            desc,
+        }
+    }
+
+    #[tokio::test]
+    async fn merge_sort_puts_null_first_and_compares_numbers_as_numbers() {
+        let cols = vec![column("d", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2)];
+        let m = merge(vec![key(0, false)]);
+        let out = run(
+            &m,
+            cols.clone(),
+            vec![
+                stream(vec![vec![None], vec![Some("-10.50")], vec![Some("9.00")]]),
+                stream(vec![]),
+                stream(vec![vec![Some("-2.00")], vec![Some("10.00")]]),
+            ],
+        )
+        .await;
+        let got: Vec<Option<&str>> = out.iter().map(|r| r[0].as_deref()).collect();
+        assert_eq!(
+            got,
+            [
+                None,
+                Some("-10.50"),
+                Some("-2.00"),
+                Some("9.00"),
+                Some("10.00")
+            ]
+        );
+        // Descending: NULL last.
+        let m = merge(vec![key(0, true)]);
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![vec![Some("9.00")], vec![None]]),
+                stream(vec![vec![Some("10.00")], vec![Some("-2.00")]]),
+            ],
+        )
+        .await;
+        let got: Vec<Option<&str>> = out.iter().map(|r| r[0].as_deref()).collect();
+        assert_eq!(got, [Some("10.00"), Some("9.00"), Some("-2.00"), None]);
+    }
+
+    #[tokio::test]
+    async fn strings_compare_by_weight_and_extra_columns_are_cut() {
+        // utf8mb4_general_ci (45): the weight column decides, so 'B' sorts after 'a'.
+        let cols = vec![
+            column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("w", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
+        ];
+        let m = Merge {
+            hidden: 1,
+            node_order: vec![SortKey {
+                column: ColumnRef::Visible(0),
+                weight: Some(ColumnRef::Hidden(0)),
+                desc: false,
+            }],
+            grouping: None,
+            order: Vec::new(),
+            limit: Some((1, 2)),
+        };
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![vec![Some("a"), Some("A")], vec![Some("c"), Some("C")]]),
+                stream(vec![vec![Some("B"), Some("B")], vec![Some("d"), Some("D")]]),
+            ],
+        )
+        .await;
+        assert_eq!(
+            out,
+            [vec![Some("B".to_string())], vec![Some("c".to_string())]]
+        );
+    }
+
+    #[tokio::test]
+    async fn groups_spanning_nodes_fold_their_aggregates() {
+        // g, COUNT(*), SUM(d), MIN(s), AVG(i) | weight(g), weight(MIN(s)), SUM(i), COUNT(i)
+        let cols = vec![
+            column("g", ColumnType::MYSQL_TYPE_LONG, 63, 0),
+            column("c", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
+            column("s", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2),
+            column("m", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("a", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 4),
+            column("wm", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
+            column("si", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 0),
+            column("ci", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
+        ];
+        let m = Merge {
+            hidden: 3,
+            node_order: vec![key(0, false)],
+            grouping: Some(Grouping {
+                keys: vec![key(0, false)],
+                aggregates: vec![
+                    (ColumnRef::Visible(1), Aggregate::Count),
+                    (ColumnRef::Visible(2), Aggregate::Sum),
+                    (
+                        ColumnRef::Visible(3),
+                        Aggregate::Min {
+                            weight: Some(ColumnRef::Hidden(0)),
+                        },
+                    ),
+                    (
+                        ColumnRef::Visible(4),
+                        Aggregate::Avg {
+                            sum: ColumnRef::Hidden(1),
+                            count: ColumnRef::Hidden(2),
+                        },
+                    ),
+                ],
+                having: None,
+            }),
+            order: vec![key(1, true)],
+            limit: None,
+        };
+        let row = |g, c, s, m: Option<&'static str>, a, wm: Option<&'static str>, si, ci| {
+            vec![Some(g), Some(c), s, m, a, wm, si, Some(ci)]
+        };
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![
+                    row(
+                        "1",
+                        "2",
+                        Some("1.25"),
+                        Some("b"),
+                        Some("1.5000"),
+                        Some("B"),
+                        Some("3"),
+                        "2",
+                    ),
+                    row("2", "1", None, None, None, None, None, "0"),
+                ]),
+                stream(vec![row(
+                    "1",
+                    "3",
+                    Some("2.50"),
+                    Some("A"),
+                    Some("0.3333"),
+                    Some("A"),
+                    Some("1"),
+                    "3",
+                )]),
+            ],
+        )
+        .await;
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            out,
+            [
+                // COUNT 5, SUM 3.75, MIN by weight 'A', AVG (3+1)/(2+3) = 0.8 at 4 places.
+                vec![s("1"), s("5"), s("3.75"), s("A"), s("0.8000")],
+                // All-NULL SUM, MIN and AVG stay NULL.
+                vec![s("2"), s("1"), None, None, None],
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_node_failure_mid_merge_reaches_the_client() {
+        let cols = vec![column("i", ColumnType::MYSQL_TYPE_LONG, 63, 0)];
+        let m = merge(vec![key(0, false)]);
+        let failing: RowStream<'static> = futures::stream::iter(vec![
+            Ok(vec![v(Some("1"))]),
+            Err(BackendError::Closed("gone".into())),
+        ])
+        .boxed();
+        let (_, rows) = super::rows(
+            &m,
+            Arc::from(cols),
+            vec![failing, stream(vec![vec![Some("2")]])],
+            false,
+        )
+        .unwrap();
+        let got: Vec<Result<Row, BackendError>> = rows.collect().await;
+        assert!(got.iter().any(|r| r.is_err()), "{got:?}");
+    }
+
+    #[test]
+    fn string_keys_over_mixed_weights_are_refused_and_numbers_are_not() {
+        let s = column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0);
+        let e = kind(&s, Some(1), true).unwrap_err();
+        let (code, _, message) = e.server_error().unwrap();
+        assert_eq!(code, 1235);
+        assert!(message.contains("MySQL and PostgreSQL"), "{message}");
+        assert_eq!(kind(&s, Some(1), false).unwrap(), Kind::Weight(1));
+        let i = column("i", ColumnType::MYSQL_TYPE_LONG, 63, 0);
+        assert_eq!(kind(&i, None, true).unwrap(), Kind::Int);
+        let d = column("d", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2);
+        assert_eq!(kind(&d, None, true).unwrap(), Kind::Decimal);
+    }
+
+    #[test]
+    fn decimal_and_time_text_compare_by_value() {
+        assert_eq!(compare_decimal("-0.00", "0"), Ordering::Equal);
+        assert_eq!(compare_decimal("10.5", "9.99"), Ordering::Greater);
+        assert_eq!(compare_decimal("-10.5", "-9.99"), Ordering::Less);
+        assert_eq!(compare_decimal("0012.3400", "12.34"), Ordering::Equal);
+        assert!(time(&v(Some("-01:00:00"))) < time(&v(Some("00:00:00.5"))));
+        assert!(time(&v(Some("100:00:00"))) > time(&v(Some("23:59:59.999999"))));
+        assert_eq!(
+            decimal_text(
+                &(BigDecimal::from_str("2").unwrap() / BigDecimal::from(3)),
+                4
+            ),
+            v(Some("0.6667"))
+        );
+        assert_eq!(double_text(3.0), "3");
+        assert_eq!(double_text(1e20), "1e20");
+    }
+}
