@@ -250,7 +250,7 @@ pub(super) fn insert_select(
     let item = position.and_then(|k| sel.projection.get(k));
     let fed = match item {
         Some(SelectItem::UnnamedExpr(e)) | Some(SelectItem::ExprWithAlias { expr: e, .. }) => {
-            merge::ShardColumn {
+            horizon::ShardColumn {
                 column: &src_rule.column,
                 hashes_text: false,
                 qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],

@@ -14,8 +14,8 @@ use sqlparser::tokenizer::{Span, Token};
 
 use super::admit::{self, Admitted, split_name};
 use super::analyze::{self, ColumnMatcher, Partitions};
+use super::horizon;
 use super::lex;
-use super::merge;
 use super::metadata;
 use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};

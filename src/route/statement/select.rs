@@ -154,7 +154,7 @@ pub(super) fn select(
     }
     // Only a schema with sqlMaxLimit pays for finding where the LIMIT goes.
     let mut auto_limit = auto_limit(ctx, q, occurrences);
-    let at = auto_limit.and_then(|_| merge::limit_insertion_point(ctx.stmt));
+    let at = auto_limit.and_then(|_| horizon::limit_insertion_point(ctx.stmt));
     if at.is_none() {
         auto_limit = None;
     }
@@ -230,7 +230,7 @@ pub(super) fn select(
             (t.kind != TableKind::Global).then_some((o, rule))
         });
         match (sharded.next(), sharded.next()) {
-            (Some((o, rule)), None) => Some(merge::ShardColumn {
+            (Some((o, rule)), None) => Some(horizon::ShardColumn {
                 column: &rule.column,
                 hashes_text: rule.function.hashes_text(),
                 qualifiers: vec![o.alias.clone().unwrap_or_else(|| o.name.clone())],
@@ -238,7 +238,7 @@ pub(super) fn select(
             _ => None,
         }
     };
-    let planned = merge::plan(
+    let planned = horizon::plan(
         ctx.stmt,
         q,
         &merge_edits,
