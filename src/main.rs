@@ -21,6 +21,10 @@ struct Args {
     /// Listen on this port instead of server.xml's serverPort (0 picks a free port).
     #[arg(long)]
     port: Option<u16>,
+    /// Serve the manager port on this port instead of server.xml's managerPort (0 picks a free
+    /// port).
+    #[arg(long)]
+    manager_port: Option<u16>,
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
@@ -225,6 +229,7 @@ fn serve(args: Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| config.system.bind_ip.clone());
     let port = args.port.unwrap_or(config.system.server_port);
+    let manager_port = args.manager_port.unwrap_or(config.system.manager_port);
     let server = match Server::new(config, Timeouts::default()) {
         Ok(s) => Arc::new(s),
         Err(errors) => {
@@ -245,7 +250,13 @@ fn serve(args: Args) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind((bind.as_str(), port))
             .await
             .with_context(|| format!("cannot listen on {bind}:{port}"))?;
+        let manager = tokio::net::TcpListener::bind((bind.as_str(), manager_port))
+            .await
+            .with_context(|| {
+                format!("cannot listen on {bind}:{manager_port} (managerPort, --manager-port)")
+            })?;
         tracing::info!(address = %listener.local_addr()?, "manx is serving MySQL clients");
+        tracing::info!(address = %manager.local_addr()?, "manager port");
         // The backend accounts' privileges, checked once beside the start-up (warnings only:
         // the gateway serves whatever the accounts hold).
         let audited = server.config.clone();
@@ -253,11 +264,17 @@ fn serve(args: Args) -> anyhow::Result<()> {
             let reports = manx::datahost::accounts::audit(&audited, Timeouts::default()).await;
             manx::datahost::accounts::log(&reports);
         });
+        let (stop_manager, manager_stopped) = tokio::sync::oneshot::channel::<()>();
+        let managed = tokio::spawn(server.clone().serve_manager(manager, async move {
+            let _ = manager_stopped.await;
+        }));
         let shutdown = async {
             let _ = tokio::signal::ctrl_c().await;
             tracing::info!("shutting down");
         };
         server.serve(listener, shutdown).await.context("serving")?;
+        let _ = stop_manager.send(());
+        let _ = managed.await;
         anyhow::Ok(())
     })
 }

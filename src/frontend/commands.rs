@@ -112,6 +112,10 @@ pub fn refusal(query: &str) -> Option<MysqlError> {
 /// The query text a `COM_STMT_RESET` is turned into.
 pub const STMT_RESET_QUERY: &str = "/* manx: COM_STMT_RESET */";
 
+/// The query text a `COM_PING` is turned into (the session answers it: an OK, or 1053 while
+/// the gateway is offline).
+pub const PING_QUERY: &str = "/* manx: COM_PING */";
+
 /// The query text a `COM_STATISTICS` is turned into.
 pub const STATISTICS_QUERY: &str = "/* manx: COM_STATISTICS */";
 
@@ -121,6 +125,7 @@ pub const FIELD_LIST_PREFIX: &str = "/* manx: COM_FIELD_LIST */";
 
 const COM_FIELD_LIST: u8 = 0x04;
 const COM_STATISTICS: u8 = 0x09;
+const COM_PING: u8 = 0x0E;
 const COM_PROCESS_KILL: u8 = 0x0C;
 
 const COM_STMT_RESET: u8 = 0x1A;
@@ -429,6 +434,10 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         return;
                     }
                     self.greeted = true;
+                    if len >= 4 && self.slot.is_classic_eof() {
+                        // CLIENT_DEPRECATE_EOF (bit 24): opensrv then writes EOF packets.
+                        self.input[7] &= !0x01;
+                    }
                     if len >= 4 {
                         let caps = u32::from_le_bytes([
                             self.input[4],
@@ -492,6 +501,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.input.clear();
             }
             COM_STATISTICS => self.emit_query(0, STATISTICS_QUERY),
+            COM_PING => self.emit_query(0, PING_QUERY),
             COM_FIELD_LIST => {
                 let args = String::from_utf8_lossy(&payload[1..]).into_owned();
                 self.emit_query(0, &format!("{FIELD_LIST_PREFIX}{args}"));

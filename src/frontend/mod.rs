@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod limits;
 mod long_data;
+pub mod manager;
 mod prepared;
 mod registry;
 mod session;
@@ -97,6 +98,11 @@ pub struct Server {
     /// that answer metadata queries for the logical schemas list them (they differ between
     /// MySQL versions and MariaDB, never while a server runs).
     view_columns: std::sync::Mutex<ViewColumns>,
+    /// `offline` on the manager port: load-balancer probes on the server port answer 1053 and
+    /// new clients are refused (module [`manager`]).
+    pub offline: std::sync::atomic::AtomicBool,
+    /// When the gateway started (`show @@time.startup`, `show @@server`).
+    pub started_at: std::time::SystemTime,
 }
 
 impl Server {
@@ -127,7 +133,41 @@ impl Server {
             connections,
             next_connection_id: AtomicU32::new(1),
             view_columns: std::sync::Mutex::default(),
+            offline: std::sync::atomic::AtomicBool::new(false),
+            started_at: std::time::SystemTime::now(),
         })
+    }
+
+    /// Accepts manager-port clients (module [`manager`]) on `listener` until `shutdown`
+    /// completes. They are not counted against `maxConnections` and not listed by `show
+    /// @@connection`; their connection ids come from the same sequence as the server port's.
+    pub async fn serve_manager(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "manager port: accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
+            let server = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = session::run(server, stream, peer, id, true).await {
+                    tracing::debug!(connection = id, %peer, error = %e, "manager connection ended with an error");
+                }
+            });
+        }
     }
 
     /// Accepts clients on `listener` until `shutdown` completes; each client runs in its own
@@ -165,7 +205,7 @@ impl Server {
             let server = self.clone();
             tokio::spawn(async move {
                 let _slot = slot;
-                if let Err(e) = session::run(server, stream, peer, id).await {
+                if let Err(e) = session::run(server, stream, peer, id, false).await {
                     tracing::debug!(connection = id, %peer, error = %e, "client connection ended with an error");
                 }
             });
