@@ -1,14 +1,14 @@
 //! The manager port (issue 20): Mycat's commands through real clients, with the column names
 //! and MySQL column types OPERATIONS.md §1 gives; offline/online; `switch @@datasource` on a
-//! throwaway MariaDB pair.
+//! throwaway MariaDB pair; graceful shutdown on SIGTERM.
 
 mod common;
 
 use std::io::Read;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::mariadb::Throwaway;
-use common::{Extra, Fixture, opts, server_error, start_gateway_with_manager};
+use common::{Extra, Fixture, GatewayProcess, opts, server_error, start_gateway_with_manager};
 use mysql_async::consts::ColumnType as T;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
@@ -674,4 +674,113 @@ async fn switch_datasource_moves_writes_and_rewrites_dnindex() {
     c.query_drop("INSERT INTO t VALUES (3)").await.unwrap();
     assert_eq!(on(&a).await, [1, 3]);
     assert_eq!(on(&b).await, [2]);
+}
+
+/// Sends `signal` to the process.
+fn signal(pid: u32, signal: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+/// Waits (bounded) for the process to exit; its exit code.
+fn wait_exit(g: &mut GatewayProcess, limit: Duration) -> Option<i32> {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Ok(Some(status)) = g.child.try_wait() {
+            return status.code();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the gateway did not exit within {limit:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_lets_statements_finish_rolls_back_open_transactions_and_exits_0() {
+    let f = Fixture::start(
+        "mgr_term",
+        Extra {
+            users_xml: common::system_xml(&[("shutdownTimeout", "3")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let (mut g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    let mut slow = Conn::new(opts(g.port, "root", "123456", Some("TESTDB")))
+        .await
+        .unwrap();
+    slow.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (5000001, 's')")
+        .await
+        .unwrap();
+    tx.query_drop("BEGIN").await.unwrap();
+    tx.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'tx')")
+        .await
+        .unwrap();
+    // A statement in progress when the signal arrives (1.5 s on dn2).
+    let running = tokio::spawn(async move {
+        let r: Result<Vec<Row>, _> = slow
+            .query("SELECT SLEEP(1.5), id FROM travelrecord WHERE id = 5000001")
+            .await;
+        r
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    signal(g.pid(), "TERM");
+    let code = tokio::task::spawn_blocking(move || {
+        let code = wait_exit(&mut g, Duration::from_secs(20));
+        (code, g)
+    })
+    .await
+    .unwrap();
+    let (code, _g) = code;
+    assert_eq!(code, Some(0));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(2500),
+        "the open transaction had up to shutdownTimeout (3 s) to end: {took:?}"
+    );
+    let rows = running
+        .await
+        .unwrap()
+        .expect("the running statement finished");
+    assert_eq!(rows.len(), 1);
+    assert!(
+        tx.query_drop("COMMIT").await.is_err(),
+        "the session was ended"
+    );
+    assert_eq!(
+        f.ids_on(1, "travelrecord").await,
+        Vec::<i64>::new(),
+        "rolled back"
+    );
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5000001]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_exits_at_once() {
+    let f = Fixture::start(
+        "mgr_term2",
+        Extra {
+            users_xml: common::system_xml(&[("shutdownTimeout", "60")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let (mut g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    tx.query_drop("BEGIN").await.unwrap();
+    tx.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'tx')")
+        .await
+        .unwrap();
+    signal(g.pid(), "TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(g.alive(), "waiting for the open transaction (60 s)");
+    signal(g.pid(), "INT");
+    let code = tokio::task::spawn_blocking(move || wait_exit(&mut g, Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(code, Some(1));
+    drop(tx);
 }

@@ -139,6 +139,10 @@ pub struct SystemConfig {
     /// commands that change state (kill, switch, stop, offline/online, reload, rollback).
     /// `None` (absent): every user that is not `readOnly`.
     pub manager_users: Option<Vec<String>>,
+    /// `shutdownTimeout` in seconds (manx only), default 30: on SIGTERM/SIGINT, how long the
+    /// statements in progress may take to finish before open transactions are rolled back and
+    /// the process exits.
+    pub shutdown_timeout_s: u64,
     /// `charset`, default `utf8`.
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
@@ -576,6 +580,7 @@ impl Default for SystemConfig {
             bind_ip: "0.0.0.0".to_string(),
             manager_port: 9066,
             manager_users: None,
+            shutdown_timeout_s: 30,
             charset: "utf8".to_string(),
             mycat_version: MycatVersion::V1_6_7_6,
             heartbeat_period_ms: 10_000,

@@ -58,6 +58,14 @@ pub(super) fn load(
                             .collect(),
                     )
                 }
+                "shutdownTimeout" => match value.parse::<u64>() {
+                    Ok(s) if s <= 86_400 => system.shutdown_timeout_s = s,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("shutdownTimeout '{value}' is not a number of seconds from 0 to 86400"),
+                    )),
+                },
                 "bindIp" => system.bind_ip = value.clone(),
                 "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
                     Ok(ms) if ms > 0 => {

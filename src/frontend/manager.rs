@@ -857,6 +857,11 @@ fn sysparam(server: &Server) -> Answer {
             managers,
             "users that may change state on the manager port",
         ),
+        (
+            "shutdownTimeout",
+            s.shutdown_timeout_s.to_string(),
+            "seconds statements get to finish on SIGTERM",
+        ),
     ];
     Answer::Rows {
         columns: vec![

@@ -103,6 +103,26 @@ pub struct Server {
     pub offline: std::sync::atomic::AtomicBool,
     /// When the gateway started (`show @@time.startup`, `show @@server`).
     pub started_at: std::time::SystemTime,
+    /// Rollbacks of transactions whose client left, still running ([`Pending`]).
+    pending_rollbacks: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
+/// it lives.
+#[derive(Debug)]
+struct Pending(Arc<Server>);
+
+impl Pending {
+    fn new(server: &Arc<Server>) -> Pending {
+        server.pending_rollbacks.fetch_add(1, Ordering::AcqRel);
+        Pending(server.clone())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.pending_rollbacks.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Server {
@@ -135,7 +155,51 @@ impl Server {
             view_columns: std::sync::Mutex::default(),
             offline: std::sync::atomic::AtomicBool::new(false),
             started_at: std::time::SystemTime::now(),
+            pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// Graceful shutdown, once the listeners stopped accepting: goes offline (probes answer
+    /// 1053, logins are refused), waits up to `deadline` for the statements in progress and
+    /// the open transactions to end, then ends every session (a statement still running has
+    /// its backend connections closed, which rolls it back; a transaction still open is rolled
+    /// back on its backends), waits (at most 5 s more) for those rollbacks, and closes the
+    /// pools' idle connections. Returns the number of sessions that were ended while a
+    /// statement or a transaction was still in progress.
+    pub async fn drain(&self, deadline: std::time::Duration) -> usize {
+        use std::time::{Duration, Instant};
+        self.offline.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let busy = || {
+            self.registry
+                .sessions()
+                .iter()
+                .filter(|(_, h)| h.in_flight())
+                .count()
+        };
+        while busy() > 0 && started.elapsed() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let interrupted = busy();
+        if interrupted > 0 {
+            tracing::warn!(
+                sessions = interrupted,
+                ?deadline,
+                "shutdown: statements or transactions still in progress after the deadline: rolled back"
+            );
+        }
+        for (_, h) in self.registry.sessions() {
+            h.kill();
+            h.cancel_running(true).await;
+        }
+        let cleanup = Instant::now();
+        while (!self.registry.is_empty() || self.pending_rollbacks.load(Ordering::Acquire) > 0)
+            && cleanup.elapsed() < Duration::from_secs(5)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.cluster.close_idle();
+        interrupted
     }
 
     /// Accepts manager-port clients (module [`manager`]) on `listener` until `shutdown`

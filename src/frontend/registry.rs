@@ -62,6 +62,8 @@ pub struct Handle {
     pub local_port: u16,
     pub since: Instant,
     published: Mutex<Published>,
+    /// A statement of the session runs now (a graceful shutdown waits for it).
+    running_statement: AtomicBool,
     /// The `server.xml` user, once logged in.
     user: OnceLock<String>,
     /// Interrupters of the backend statements the session's current statement runs.
@@ -83,6 +85,7 @@ impl Handle {
                 autocommit: true,
                 ..Published::default()
             }),
+            running_statement: AtomicBool::new(false),
             user: OnceLock::new(),
             running: Mutex::new(Vec::new()),
             killed: Notify::new(),
@@ -96,6 +99,18 @@ impl Handle {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Marks a statement of the session as running until the guard is dropped.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.running_statement.store(true, Ordering::Release);
+        Busy(self.clone())
+    }
+
+    /// Whether a statement of the session runs now, or its connections are pinned to an open
+    /// transaction: what a graceful shutdown waits for.
+    pub fn in_flight(&self) -> bool {
+        self.running_statement.load(Ordering::Acquire) || !self.published().nodes.is_empty()
     }
 
     /// What [`Handle::published`] answers, to update in place.
@@ -162,6 +177,16 @@ impl Handle {
     }
 }
 
+/// A statement runs (see [`Handle::busy`]).
+#[derive(Debug)]
+pub struct Busy(Arc<Handle>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.running_statement.store(false, Ordering::Release);
+    }
+}
+
 /// Removes its session from the registry when dropped (the session ended, however).
 #[derive(Debug)]
 pub struct Registered {
@@ -196,6 +221,11 @@ impl Registry {
     pub fn get(&self, id: u64) -> Option<Arc<Handle>> {
         let id = u32::try_from(id).ok()?;
         self.lock().get(&id).cloned()
+    }
+
+    /// Whether no session is connected.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 
     /// Every connected session, by connection id.

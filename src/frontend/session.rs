@@ -197,7 +197,10 @@ impl Drop for Session {
         let id = self.id;
         // A client that left mid-transaction: roll back before the connections are reused.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            // Counted until done: a graceful shutdown waits for it (`Server::drain`).
+            let pending = super::Pending::new(&self.server);
             handle.spawn(async move {
+                let _pending = pending;
                 for (node, mut conn) in pinned {
                     let mut done = run_simple(conn.as_mut(), "ROLLBACK").await;
                     if done.as_ref().is_err_and(|e| e.server_error().is_some()) {
@@ -2184,6 +2187,7 @@ impl AsyncMysqlShim<Writer> for Session {
         };
         let sql = p.bind(&literals);
         self.binary = true;
+        let _busy = self.handle.busy();
         let done = self.run_query(&sql, w).await;
         self.binary = false;
         self.publish();
@@ -2256,6 +2260,7 @@ impl AsyncMysqlShim<Writer> for Session {
             )
             .await;
         }
+        let _busy = self.handle.busy();
         let done = self.run_query(query, w).await;
         self.publish();
         done
