@@ -1,6 +1,7 @@
 //! The manager port (issue 20): Mycat's commands through real clients, with the column names
 //! and MySQL column types OPERATIONS.md §1 gives; offline/online; `switch @@datasource` on a
-//! throwaway MariaDB pair; graceful shutdown on SIGTERM.
+//! throwaway MariaDB pair; HAProxy's mysql-check draining the instance after `offline`;
+//! graceful shutdown on SIGTERM.
 
 mod common;
 
@@ -783,4 +784,116 @@ async fn a_second_signal_exits_at_once() {
         .unwrap();
     assert_eq!(code, Some(1));
     drop(tx);
+}
+
+/// `show stat` of the HAProxy whose stats socket is `socket`: the status of server `g`.
+fn haproxy_status(socket: &std::path::Path) -> String {
+    use std::io::Write;
+    let Ok(mut s) = std::os::unix::net::UnixStream::connect(socket) else {
+        return "no socket".to_string();
+    };
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.write_all(b"show stat\n").unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    // CSV: pxname,svname,...; status is column 17 (0-based).
+    out.lines()
+        .find(|l| l.starts_with("b,g,"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            // status, then check_status and last_chk for the messages.
+            format!(
+                "{} ({} {})",
+                f.get(17).unwrap_or(&""),
+                f.get(36).unwrap_or(&""),
+                f.get(56).unwrap_or(&"")
+            )
+        })
+        .unwrap_or_else(|| format!("no row in {out}"))
+}
+
+/// Waits (bounded) until server `g`'s status starts with `want`.
+async fn wait_status(socket: &std::path::Path, want: &str) {
+    let started = Instant::now();
+    loop {
+        let status = haproxy_status(socket);
+        if status.starts_with(want) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "HAProxy still says {status}, waiting for {want}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The HAProxy process of a test (killed on drop).
+struct Haproxy(std::process::Child);
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_mysql_check_drains_the_instance_after_offline() {
+    let haproxy = common::clients::clients().haproxy.clone();
+    let f = Fixture::start(
+        "mgr_haproxy",
+        Extra {
+            users_xml: r#"<user name="haproxy"><property name="password"></property><property name="schemas">TESTDB</property><property name="readOnly">true</property></user>"#.to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let (port, mport) = start_gateway_with_manager(f.dir.path()).await;
+    let hport = common::closed_port();
+    let socket = f.dir.path().join("haproxy.sock");
+    let cfg = f.dir.path().join("haproxy.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "global\n    stats socket {}\ndefaults\n    mode tcp\n    timeout connect 2s\n    timeout client 30s\n    timeout server 30s\nfrontend f\n    bind 127.0.0.1:{hport}\n    default_backend b\nbackend b\n    option mysql-check user haproxy post-41\n    server g 127.0.0.1:{port} check inter 200 fall 2 rise 2\n",
+            socket.display()
+        ),
+    )
+    .unwrap();
+    let _h = Haproxy(
+        std::process::Command::new(haproxy)
+            .arg("-db")
+            .arg("-f")
+            .arg(&cfg)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start haproxy"),
+    );
+    wait_status(&socket, "UP").await;
+    // A session through HAProxy, opened while the instance is in rotation.
+    let mut through = Conn::new(opts(hport, "root", "123456", Some("TESTDB")))
+        .await
+        .unwrap();
+    let mut m = manager(mport, "root", "123456").await;
+    m.query_drop("offline").await.unwrap();
+    wait_status(&socket, "DOWN").await;
+    // Drained: no new sessions through HAProxy; the open one keeps working.
+    assert!(
+        Conn::new(opts(hport, "root", "123456", Some("TESTDB")))
+            .await
+            .is_err()
+    );
+    through
+        .query_drop("INSERT INTO travelrecord (id, user_id) VALUES (3, 'h')")
+        .await
+        .unwrap();
+    m.query_drop("online").await.unwrap();
+    wait_status(&socket, "UP").await;
+    let mut again = Conn::new(opts(hport, "root", "123456", Some("TESTDB")))
+        .await
+        .unwrap();
+    let ids: Vec<i64> = again.query("SELECT id FROM travelrecord").await.unwrap();
+    assert_eq!(ids, [3]);
 }

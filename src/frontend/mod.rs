@@ -259,6 +259,13 @@ impl Server {
                     }
                 },
             };
+            if self.offline.load(Ordering::Relaxed) {
+                // Offline: an ERR in place of the greeting, which HAProxy's mysql-check (and
+                // any client) reads as a failure; sessions already open keep working.
+                let e = manager::shut_down();
+                limits::refuse_with(stream, e.code, &e.message);
+                continue;
+            }
             let Some(slot) = self.connections.open() else {
                 tracing::info!(%peer, max = self.config.system.max_connections, "too many connections: refused");
                 limits::refuse_connection(stream);
