@@ -102,7 +102,7 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
         let Some(host) = host.upgrade() else {
             return;
         };
-        if host.heartbeat_paused() {
+        if host.heartbeat_paused(id) {
             continue;
         }
         let source = host.source(id);

@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::balance::SourceId;
 use super::health::Status;
 use super::{Cluster, DataHost, Source};
 use crate::config::DbType;
@@ -74,9 +75,10 @@ fn db_type(t: DbType) -> &'static str {
 }
 
 impl DataHost {
-    /// Whether `stop @@heartbeat` holds this dataHost's heartbeats now.
-    pub(super) fn heartbeat_paused(&self) -> bool {
-        self.paused_remaining().is_some()
+    /// Whether `stop @@heartbeat` holds the heartbeat of server `id` now: only the active
+    /// writeHost's is held (SPEC §8.2), the others keep beating.
+    pub(super) fn heartbeat_paused(&self, id: SourceId) -> bool {
+        id.read.is_none() && id.write == self.active_index() && self.paused_remaining().is_some()
     }
 
     fn paused_remaining(&self) -> Option<Duration> {
@@ -84,7 +86,8 @@ impl DataHost {
         until.and_then(|u| u.checked_duration_since(Instant::now()))
     }
 
-    fn source_info(&self, s: &Source, write: bool) -> SourceInfo {
+    fn source_info(&self, id: SourceId, s: &Source) -> SourceInfo {
+        let write = id.read.is_none();
         let heartbeat = !self.policy.heartbeat.is_empty();
         SourceInfo {
             data_host: self.name.clone(),
@@ -107,7 +110,7 @@ impl DataHost {
             retry: s.health.failures(),
             checking: s.health.checking(),
             last_beat: s.health.last_beat(),
-            stopped: self.heartbeat_paused(),
+            stopped: self.heartbeat_paused(id),
             heartbeat,
             lag: s.health.recorded_lag(),
             replication_check: super::heartbeat::is_show_slave_status(&self.policy.heartbeat),
@@ -123,7 +126,7 @@ impl Cluster {
             .iter()
             .flat_map(|h| {
                 h.sources()
-                    .map(|(id, s)| h.source_info(s, id.read.is_none()))
+                    .map(|(id, s)| h.source_info(id, s))
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -135,7 +138,7 @@ impl Cluster {
         Some(
             n.host
                 .sources()
-                .map(|(id, s)| n.host.source_info(s, id.read.is_none()))
+                .map(|(id, s)| n.host.source_info(id, s))
                 .collect(),
         )
     }
@@ -208,8 +211,9 @@ impl Cluster {
         Ok(h.switch(from, to, "switch @@datasource"))
     }
 
-    /// `stop @@heartbeat name:seconds`: holds dataHost `name`'s heartbeats for `seconds`
-    /// (its servers keep their last status meanwhile). `false` when there is no such dataHost.
+    /// `stop @@heartbeat name:seconds`: holds the heartbeat of dataHost `name`'s active
+    /// writeHost for `seconds` (it keeps its last status meanwhile; a failover or switch moves
+    /// the hold to the new active writeHost). `false` when there is no such dataHost.
     pub fn stop_heartbeat(&self, name: &str, seconds: u64) -> bool {
         let Some(h) = self.hosts.iter().find(|h| h.name == name) else {
             return false;

@@ -280,7 +280,7 @@ const HELP: &[(&str, &str)] = &[
     ("kill @@connection id1,id2,...", "Kill client connections"),
     (
         "stop @@heartbeat name:time",
-        "Pause the heartbeats of dataHosts (seconds)",
+        "Pause the active writeHost's heartbeat of dataHosts (seconds)",
     ),
     ("offline", "Change the server status to OFF"),
     ("online", "Change the server status to ON"),
