@@ -229,7 +229,7 @@ socat TCP-LISTEN:"$RELAY_PORT",bind=127.0.0.1,reuseaddr,fork,backlog=1024,nodela
 PIDS+=($!)
 RELAY_PID=$!
 for i in 1 2 3; do
-    MANX_LOG=warn "$MANX" --conf "$WORK/manx$i" 2>"$WORK/manx$i.log" &
+    MANX_LOG=warn "$MANX" --conf "$WORK/manx$i" --manager-port 0 2>"$WORK/manx$i.log" &
     PIDS+=($!)
     eval "MANX${i}_PID=$!"
 done

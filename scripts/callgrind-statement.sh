@@ -41,7 +41,7 @@ cp "$CONF"/*.xml "$WORK/"
 sed -i "s|<property name=\"serverPort\">[0-9]*<|<property name=\"serverPort\">$PORT<|" "$WORK/server.xml"
 
 MANX_LOG=warn valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$OUT" \
-    "$BIN" --conf "$WORK" 2>"$WORK/valgrind.log" &
+    "$BIN" --conf "$WORK" --manager-port 0 2>"$WORK/valgrind.log" &
 VG=$!
 trap 'kill $VG 2>/dev/null || true' EXIT
 for _ in $(seq 300); do

@@ -8,6 +8,7 @@
 #       libmariadb-dev pkg-config   mysqlclient's build
 #       libmariadb-java             MariaDB Connector/J (/usr/share/java/mariadb-java-client.jar)
 #       sysbench
+#       haproxy                     the load-balancer drain test (tests/manager.rs)
 #   PyPI, into the venv target/clients-venv:
 #       PyMySQL, mysqlclient, mysql-connector-python, SQLAlchemy
 #   npm, into target/clients-node (copied from tests/clients/node/package.json):
@@ -34,7 +35,7 @@ PY_PACKAGES=(
     "mysql-connector-python==9.1.0"
     "SQLAlchemy==2.0.36"
 )
-DEB_PACKAGES=(libmariadb-dev pkg-config libmariadb-java sysbench)
+DEB_PACKAGES=(libmariadb-dev pkg-config libmariadb-java sysbench haproxy)
 
 log() { printf '[clients] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -103,3 +104,4 @@ echo "PYTHON=$VENV/bin/python"
 echo "NODE_DIR=$NODE_DIR"
 echo "JAVA_CP=$JAVA_DIR:$JAR"
 echo "SYSBENCH=$(command -v sysbench)"
+echo "HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)"

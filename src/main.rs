@@ -21,6 +21,10 @@ struct Args {
     /// Listen on this port instead of server.xml's serverPort (0 picks a free port).
     #[arg(long)]
     port: Option<u16>,
+    /// Serve the manager port on this port instead of server.xml's managerPort (0 picks a free
+    /// port).
+    #[arg(long)]
+    manager_port: Option<u16>,
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
@@ -225,6 +229,8 @@ fn serve(args: Args) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| config.system.bind_ip.clone());
     let port = args.port.unwrap_or(config.system.server_port);
+    let manager_port = args.manager_port.unwrap_or(config.system.manager_port);
+    let drain_deadline = std::time::Duration::from_secs(config.system.shutdown_timeout_s);
     let server = match Server::new(config, Timeouts::default()) {
         Ok(s) => Arc::new(s),
         Err(errors) => {
@@ -241,11 +247,17 @@ fn serve(args: Args) -> anyhow::Result<()> {
         .thread_stack_size(16 * 1024 * 1024)
         .build()
         .context("starting the tokio runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind((bind.as_str(), port))
             .await
             .with_context(|| format!("cannot listen on {bind}:{port}"))?;
+        let manager = tokio::net::TcpListener::bind((bind.as_str(), manager_port))
+            .await
+            .with_context(|| {
+                format!("cannot listen on {bind}:{manager_port} (managerPort, --manager-port)")
+            })?;
         tracing::info!(address = %listener.local_addr()?, "manx is serving MySQL clients");
+        tracing::info!(address = %manager.local_addr()?, "manager port");
         // The backend accounts' privileges, checked once beside the start-up (warnings only:
         // the gateway serves whatever the accounts hold).
         let audited = server.config.clone();
@@ -253,11 +265,36 @@ fn serve(args: Args) -> anyhow::Result<()> {
             let reports = manx::datahost::accounts::audit(&audited, Timeouts::default()).await;
             manx::datahost::accounts::log(&reports);
         });
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let (stop_manager, manager_stopped) = tokio::sync::oneshot::channel::<()>();
+        let managed = tokio::spawn(server.clone().serve_manager(manager, async move {
+            let _ = manager_stopped.await;
+        }));
         let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-            tracing::info!("shutting down");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
         };
-        server.serve(listener, shutdown).await.context("serving")?;
+        server.clone().serve(listener, shutdown).await.context("serving")?;
+        // Graceful shutdown: no new clients; a second signal ends the process at once.
+        tracing::info!(deadline = ?drain_deadline, "shutting down: no new connections, waiting for statements and transactions in progress");
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            tracing::warn!("second signal: exiting at once");
+            std::process::exit(1);
+        });
+        let interrupted = server.drain(drain_deadline).await;
+        let _ = stop_manager.send(());
+        let _ = managed.await;
+        tracing::info!(interrupted, "shut down");
         anyhow::Ok(())
-    })
+    });
+    // Tasks left (sessions of the manager port, heartbeats) are dropped with the runtime.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }

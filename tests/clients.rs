@@ -97,6 +97,8 @@ async fn the_binary_serves_a_config_directory_and_rejects_a_bad_one() {
             &port.to_string(),
             "--bind",
             "127.0.0.1",
+            "--manager-port",
+            "0",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -603,6 +603,7 @@ async fn command_line_flags_turn_tls_on_and_require_it() {
         .arg("--conf")
         .arg(f.dir.path())
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--manager-port", "0"])
         .arg("--tls-cert")
         .arg(dir.path().join("cert.pem"))
         .arg("--tls-key")
@@ -613,7 +614,11 @@ async fn command_line_flags_turn_tls_on_and_require_it() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start the manx binary");
-    let _gateway = common::GatewayProcess { child, port };
+    let _gateway = common::GatewayProcess {
+        child,
+        port,
+        manager_port: 0,
+    };
     let ssl =
         mysql_async::SslOpts::default().with_root_certs(vec![dir.path().join("ca.pem").into()]);
     let opts = mysql_async::OptsBuilder::from_opts(common::opts(port, "root", "123456", None))

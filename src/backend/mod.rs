@@ -275,4 +275,8 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Connections checked out of the pool now (Mycat's "active" count, which
     /// `balanceType="2"` compares).
     fn in_use(&self) -> usize;
+
+    /// Open connections of the pool, idle or checked out (the manager port's `SIZE` of a
+    /// server's pool).
+    fn size(&self) -> usize;
 }

@@ -133,6 +133,10 @@ impl Backend for MysqlBackend {
         &self.address
     }
 
+    fn size(&self) -> usize {
+        self.pool.status().size
+    }
+
     fn in_use(&self) -> usize {
         // Connections being reset after their holder returned them serve no statement.
         let s = self.pool.status();

@@ -9,7 +9,7 @@
 
 mod decrypt;
 pub mod dnindex;
-mod expand;
+pub(crate) mod expand;
 mod rule;
 mod schema;
 mod server;
@@ -133,6 +133,16 @@ pub struct SystemConfig {
     pub server_port: u16,
     /// `bindIp`, default `0.0.0.0`.
     pub bind_ip: String,
+    /// `managerPort`, default 9066: the manager port (module `frontend::manager`).
+    pub manager_port: u16,
+    /// `managerUsers` (manx only, DECISIONS.md item 25): the users that may run the manager
+    /// commands that change state (kill, switch, stop, offline/online, reload, rollback).
+    /// `None` (absent): every user that is not `readOnly`.
+    pub manager_users: Option<Vec<String>>,
+    /// `shutdownTimeout` in seconds (manx only), default 30: on SIGTERM/SIGINT, how long the
+    /// statements in progress may take to finish before open transactions are rolled back and
+    /// the process exits.
+    pub shutdown_timeout_s: u64,
     /// `charset`, default `utf8`.
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
@@ -189,6 +199,15 @@ pub struct WhiteHost {
 }
 
 impl SystemConfig {
+    /// Whether `user` may run the manager commands that change state: listed in
+    /// `managerUsers`, or, without that property, not `readOnly` (DECISIONS.md item 25).
+    pub fn may_manage(&self, user: &UserConfig) -> bool {
+        match &self.manager_users {
+            Some(list) => list.contains(&user.name),
+            None => !user.read_only,
+        }
+    }
+
     /// Whether `user` may log in from `ip` under the whitehost list (SPEC §3.5): no entries
     /// admit everyone; otherwise some entry must match the whole address and list the user.
     ///
@@ -559,6 +578,9 @@ impl Default for SystemConfig {
         SystemConfig {
             server_port: 8066,
             bind_ip: "0.0.0.0".to_string(),
+            manager_port: 9066,
+            manager_users: None,
+            shutdown_timeout_s: 30,
             charset: "utf8".to_string(),
             mycat_version: MycatVersion::V1_6_7_6,
             heartbeat_period_ms: 10_000,

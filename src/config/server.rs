@@ -40,6 +40,32 @@ pub(super) fn load(
                         format!("serverPort '{value}' is not a port number"),
                     )),
                 },
+                "managerPort" => match value.parse::<u16>() {
+                    Ok(p) => system.manager_port = p,
+                    Err(_) => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("managerPort '{value}' is not a port number"),
+                    )),
+                },
+                "managerUsers" => {
+                    system.manager_users = Some(
+                        value
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|u| !u.is_empty())
+                            .map(String::from)
+                            .collect(),
+                    )
+                }
+                "shutdownTimeout" => match value.parse::<u64>() {
+                    Ok(s) if s <= 86_400 => system.shutdown_timeout_s = s,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("shutdownTimeout '{value}' is not a number of seconds from 0 to 86400"),
+                    )),
+                },
                 "bindIp" => system.bind_ip = value.clone(),
                 "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
                     Ok(ms) if ms > 0 => {
@@ -169,6 +195,17 @@ pub(super) fn load(
             "server",
             "no <user> is defined",
         ));
+    }
+    if let (Some(list), Some((_, origin))) =
+        (&system.manager_users, system.properties.get("managerUsers"))
+    {
+        for u in list.iter().filter(|u| !users.contains_key(*u)) {
+            errors.push(ConfigError::new(
+                origin,
+                "property name=\"managerUsers\"",
+                format!("managerUsers names user {u}, which server.xml does not define"),
+            ));
+        }
     }
     for fw in root.children_named("firewall") {
         for w in fw.children_named("whitehost") {

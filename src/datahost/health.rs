@@ -89,6 +89,11 @@ pub struct Health {
     /// standby). False until a heartbeat says otherwise, and always for MySQL.
     recovery: AtomicBool,
     changed: Mutex<Instant>,
+    /// A heartbeat statement is running now (manager `STATUS` `checking`).
+    checking: AtomicBool,
+    /// When the last heartbeat ended and how long it took (manager `LAST_ACTIVE_TIME`,
+    /// `EXECUTE_TIME`).
+    last_beat: Mutex<Option<(std::time::SystemTime, std::time::Duration)>>,
 }
 
 impl Health {
@@ -102,7 +107,33 @@ impl Health {
             normal: AtomicBool::new(false),
             recovery: AtomicBool::new(false),
             changed: Mutex::new(Instant::now()),
+            checking: AtomicBool::new(false),
+            last_beat: Mutex::new(None),
         }
+    }
+
+    /// Consecutive failed heartbeats since the last success or status change (manager `RETRY`).
+    pub fn failures(&self) -> u32 {
+        self.failures.load(Ordering::Acquire)
+    }
+
+    /// A heartbeat starts (`true`) or ended after `took` (`false`).
+    pub fn beating(&self, on: bool, took: std::time::Duration) {
+        self.checking.store(on, Ordering::Release);
+        if !on {
+            *self.last_beat.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((std::time::SystemTime::now(), took));
+        }
+    }
+
+    /// Whether a heartbeat statement runs now.
+    pub fn checking(&self) -> bool {
+        self.checking.load(Ordering::Acquire)
+    }
+
+    /// When the last heartbeat ended and how long it took.
+    pub fn last_beat(&self) -> Option<(std::time::SystemTime, std::time::Duration)> {
+        *self.last_beat.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn status(&self) -> Status {

@@ -102,6 +102,9 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
         let Some(host) = host.upgrade() else {
             return;
         };
+        if host.heartbeat_paused(id) {
+            continue;
+        }
         let source = host.source(id);
         let check = if is_show_slave_status(&host.policy.heartbeat) {
             Check::Replication
@@ -110,11 +113,14 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
         } else {
             Check::Plain
         };
+        let began = std::time::Instant::now();
+        source.health.beating(true, std::time::Duration::ZERO);
         let beat = tokio::time::timeout(
             settings.timeout,
             once(&mut conn, source, &host.policy.heartbeat, check),
         )
         .await;
+        source.health.beating(false, began.elapsed());
         let outcome = match beat {
             Ok(Ok((replication, recovery))) => Outcome::Ok {
                 replication,
@@ -328,7 +334,12 @@ impl DataHost {
                         "failover: standby skipped, slave is not synchronized"
                     );
                 } else {
-                    self.switch(active, i, read_only);
+                    let reason = if read_only {
+                        "writeHost in recovery"
+                    } else {
+                        "heartbeat error"
+                    };
+                    self.switch(active, i, reason);
                     return;
                 }
             }
@@ -345,22 +356,17 @@ impl DataHost {
 
     /// Makes writeHost `to` active in place of `from`, if no other task switched meanwhile.
     /// `read_only`: the reason is that `from` is a PostgreSQL standby, not a failed heartbeat.
-    fn switch(&self, from: usize, to: usize, read_only: bool) {
+    pub(super) fn switch(&self, from: usize, to: usize, reason: &str) -> bool {
         if self
             .active
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            return;
+            return false;
         }
         self.no_writer_logged.store(false, Ordering::Release);
         let old = &self.write_hosts[from].source;
         let new = &self.write_hosts[to].source;
-        let reason = if read_only {
-            "writeHost in recovery"
-        } else {
-            "heartbeat error"
-        };
         tracing::error!(
             data_host = %self.name,
             from = %old.name,
@@ -388,6 +394,7 @@ impl DataHost {
                 "failover: cannot write dnindex.properties; a restart would go back to the old writeHost"
             );
         }
+        true
     }
 }
 

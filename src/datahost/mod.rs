@@ -28,12 +28,13 @@ pub mod accounts;
 mod balance;
 mod health;
 mod heartbeat;
+pub mod manage;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::deadline::Deadline;
 use crate::backend::mysql::{MysqlBackend, MysqlSettings};
@@ -94,6 +95,13 @@ struct Source {
     backend: Arc<dyn Backend>,
     health: Health,
     weight: u32,
+    /// `host:port` as configured, for the manager port.
+    host: String,
+    port: u16,
+    /// Connections handed out for reads / for writes (manager `EXECUTE`, `READ_LOAD`,
+    /// `WRITE_LOAD`).
+    reads: AtomicU64,
+    writes: AtomicU64,
 }
 
 /// A `<writeHost>` and its `<readHost>`s.
@@ -151,6 +159,10 @@ pub struct DataHost {
     round_robin: Mutex<HashMap<SourceId, i64>>,
     /// The "no writable writeHost" error was logged since the last switch (logged once).
     no_writer_logged: AtomicBool,
+    /// `stop @@heartbeat name:seconds`: no heartbeat runs before this instant.
+    paused_until: Mutex<Option<Instant>>,
+    max_con: usize,
+    db_type: DbType,
 }
 
 fn source(
@@ -171,6 +183,10 @@ fn source(
         backend: backend(config, h, timeouts, databases),
         health: Health::new(initial),
         weight: h.weight,
+        host: h.address.clone(),
+        port: h.port,
+        reads: AtomicU64::new(0),
+        writes: AtomicU64::new(0),
     }
 }
 
@@ -239,6 +255,9 @@ impl DataHost {
             dnindex,
             round_robin: Mutex::new(HashMap::new()),
             no_writer_logged: AtomicBool::new(false),
+            paused_until: Mutex::new(None),
+            max_con: config.max_con,
+            db_type: config.db_type,
         }
     }
 
@@ -657,6 +676,12 @@ async fn connect(
         }));
     }
     let conn = source.backend.acquire(&n.database).await.map_err(fail)?;
+    let counter = if intent == Intent::Write {
+        &source.writes
+    } else {
+        &source.reads
+    };
+    counter.fetch_add(1, Ordering::Relaxed);
     let mut conn = Deadline::new(conn, statement_timeout);
     conn.select_database(&n.database).await.map_err(fail)?;
     Ok(Box::new(conn))

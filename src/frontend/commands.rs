@@ -26,7 +26,8 @@
 //!   ([`super::long_data`]); `COM_STMT_RESET` and `COM_STMT_CLOSE` drop them.
 //!
 //! - `COM_STATISTICS` (0x09) and `COM_FIELD_LIST` (0x04), which opensrv answers with a bare
-//!   OK, are diverted ([`Diverted::Statistics`], [`Diverted::FieldList`]);
+//!   OK, are diverted ([`Diverted::Statistics`], [`Diverted::FieldList`]), and so is `COM_PING`
+//!   ([`Diverted::Ping`]: 1053 while the gateway is offline, as Mycat answers load balancers);
 //!   `COM_PROCESS_KILL` (0x0C), which opensrv does not know, becomes `KILL CONNECTION <id>`.
 //!
 //! - `COM_QUERY` holding several statements, from a client that set
@@ -77,6 +78,8 @@ pub enum Diverted {
     StmtReset,
     /// `COM_STATISTICS`.
     Statistics,
+    /// `COM_PING` (an OK, or 1053 while the gateway is offline).
+    Ping,
     /// `COM_FIELD_LIST` with its arguments as sent (the table name, a NUL, the wildcard).
     FieldList(String),
     /// A command the reader refused: the error answering it.
@@ -125,6 +128,7 @@ fn refusal(errno: u16, detail: &str) -> MysqlError {
 
 const COM_FIELD_LIST: u8 = 0x04;
 const COM_STATISTICS: u8 = 0x09;
+const COM_PING: u8 = 0x0E;
 const COM_PROCESS_KILL: u8 = 0x0C;
 
 const COM_STMT_RESET: u8 = 0x1A;
@@ -440,6 +444,10 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         return;
                     }
                     self.greeted = true;
+                    if len >= 4 && self.slot.is_classic_eof() {
+                        // CLIENT_DEPRECATE_EOF (bit 24): opensrv then writes EOF packets.
+                        self.input[7] &= !0x01;
+                    }
                     if len >= 4 {
                         let caps = u32::from_le_bytes([
                             self.input[4],
@@ -503,6 +511,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 self.input.clear();
             }
             COM_STATISTICS => self.divert(0, Diverted::Statistics),
+            COM_PING => self.divert(0, Diverted::Ping),
             COM_FIELD_LIST => {
                 let args = String::from_utf8_lossy(&payload[1..]).into_owned();
                 self.divert(0, Diverted::FieldList(args));

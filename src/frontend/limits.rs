@@ -75,14 +75,21 @@ const REFUSAL_WRITE: Duration = Duration::from_secs(1);
 /// The packet is an ERR with sequence id 0 and no SQLSTATE marker: before the handshake the
 /// client's capabilities are unknown, and MySQL (and clients such as mysql_async) then write
 /// and read an error without one (clients report SQLSTATE HY000 or 08004 on their own).
-pub fn refuse_connection(mut stream: TcpStream) {
-    let message = b"Too many connections";
+pub fn refuse_connection(stream: TcpStream) {
+    refuse_with(stream, TOO_MANY_CONNECTIONS, "Too many connections");
+}
+
+/// Answers a new client with error `code` / `message` in place of the greeting and closes it,
+/// as [`refuse_connection`] does (also while the gateway is offline: 1053, which load
+/// balancers' MySQL checks read from the greeting, see `super::manager`).
+pub fn refuse_with(mut stream: TcpStream, code: u16, message: &str) {
+    let message = message.as_bytes();
     let mut packet = Vec::with_capacity(4 + 3 + message.len());
     let len = (3 + message.len()) as u32;
     packet.extend_from_slice(&len.to_le_bytes()[..3]);
     packet.push(0);
     packet.push(0xFF);
-    packet.extend_from_slice(&TOO_MANY_CONNECTIONS.to_le_bytes());
+    packet.extend_from_slice(&code.to_le_bytes());
     packet.extend_from_slice(message);
     tokio::spawn(async move {
         let sent = tokio::time::timeout(REFUSAL_WRITE, async {
@@ -91,7 +98,7 @@ pub fn refuse_connection(mut stream: TcpStream) {
         })
         .await;
         if let Ok(Err(e)) = sent {
-            tracing::debug!(error = %e, "refusing a connection over maxConnections");
+            tracing::debug!(error = %e, "refusing a connection");
         }
         Ok::<(), io::Error>(())
     });

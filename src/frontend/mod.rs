@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod limits;
 mod long_data;
+pub mod manager;
 mod prepared;
 mod registry;
 mod session;
@@ -97,6 +98,31 @@ pub struct Server {
     /// that answer metadata queries for the logical schemas list them (they differ between
     /// MySQL versions and MariaDB, never while a server runs).
     view_columns: std::sync::Mutex<ViewColumns>,
+    /// `offline` on the manager port: load-balancer probes on the server port answer 1053 and
+    /// new clients are refused (module [`manager`]).
+    pub offline: std::sync::atomic::AtomicBool,
+    /// When the gateway started (`show @@time.startup`, `show @@server`).
+    pub started_at: std::time::SystemTime,
+    /// Rollbacks of transactions whose client left, still running ([`Pending`]).
+    pending_rollbacks: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
+/// it lives.
+#[derive(Debug)]
+struct Pending(Arc<Server>);
+
+impl Pending {
+    fn new(server: &Arc<Server>) -> Pending {
+        server.pending_rollbacks.fetch_add(1, Ordering::AcqRel);
+        Pending(server.clone())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.pending_rollbacks.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Server {
@@ -127,7 +153,85 @@ impl Server {
             connections,
             next_connection_id: AtomicU32::new(1),
             view_columns: std::sync::Mutex::default(),
+            offline: std::sync::atomic::AtomicBool::new(false),
+            started_at: std::time::SystemTime::now(),
+            pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
         })
+    }
+
+    /// Graceful shutdown, once the listeners stopped accepting: goes offline (probes answer
+    /// 1053, logins are refused), waits up to `deadline` for the statements in progress and
+    /// the open transactions to end, then ends every session (a statement still running has
+    /// its backend connections closed, which rolls it back; a transaction still open is rolled
+    /// back on its backends), waits (at most 5 s more) for those rollbacks, and closes the
+    /// pools' idle connections. Returns the number of sessions that were ended while a
+    /// statement or a transaction was still in progress.
+    pub async fn drain(&self, deadline: std::time::Duration) -> usize {
+        use std::time::{Duration, Instant};
+        self.offline.store(true, Ordering::SeqCst);
+        let started = Instant::now();
+        let busy = || {
+            self.registry
+                .sessions()
+                .iter()
+                .filter(|(_, h)| h.in_flight())
+                .count()
+        };
+        while busy() > 0 && started.elapsed() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let interrupted = busy();
+        if interrupted > 0 {
+            tracing::warn!(
+                sessions = interrupted,
+                ?deadline,
+                "shutdown: statements or transactions still in progress after the deadline: rolled back"
+            );
+        }
+        for (_, h) in self.registry.sessions() {
+            h.kill();
+            h.cancel_running(true).await;
+        }
+        let cleanup = Instant::now();
+        while (!self.registry.is_empty() || self.pending_rollbacks.load(Ordering::Acquire) > 0)
+            && cleanup.elapsed() < Duration::from_secs(5)
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.cluster.close_idle();
+        interrupted
+    }
+
+    /// Accepts manager-port clients (module [`manager`]) on `listener` until `shutdown`
+    /// completes. They are not counted against `maxConnections` and not listed by `show
+    /// @@connection`; their connection ids come from the same sequence as the server port's.
+    pub async fn serve_manager(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> io::Result<()> {
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, peer) = tokio::select! {
+                _ = &mut shutdown => return Ok(()),
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "manager port: accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let _ = stream.set_nodelay(true);
+            let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
+            let server = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = session::run(server, stream, peer, id, true).await {
+                    tracing::debug!(connection = id, %peer, error = %e, "manager connection ended with an error");
+                }
+            });
+        }
     }
 
     /// Accepts clients on `listener` until `shutdown` completes; each client runs in its own
@@ -155,6 +259,13 @@ impl Server {
                     }
                 },
             };
+            if self.offline.load(Ordering::Relaxed) {
+                // Offline: an ERR in place of the greeting, which HAProxy's mysql-check (and
+                // any client) reads as a failure; sessions already open keep working.
+                let e = manager::shut_down();
+                limits::refuse_with(stream, e.code, &e.message);
+                continue;
+            }
             let Some(slot) = self.connections.open() else {
                 tracing::info!(%peer, max = self.config.system.max_connections, "too many connections: refused");
                 limits::refuse_connection(stream);
@@ -165,7 +276,7 @@ impl Server {
             let server = self.clone();
             tokio::spawn(async move {
                 let _slot = slot;
-                if let Err(e) = session::run(server, stream, peer, id).await {
+                if let Err(e) = session::run(server, stream, peer, id, false).await {
                     tracing::debug!(connection = id, %peer, error = %e, "client connection ended with an error");
                 }
             });

@@ -44,9 +44,26 @@ impl Default for Registry {
     }
 }
 
+/// What the manager port shows of a session (`show @@connection`, `show @@session`), as the
+/// session last published it (after each command).
+#[derive(Debug, Default, Clone)]
+pub struct Published {
+    pub schema: Option<String>,
+    pub autocommit: bool,
+    /// dataNodes whose connections are pinned to the open transaction.
+    pub nodes: Vec<String>,
+}
+
 /// One session as other sessions see it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Handle {
+    /// The client's address, the gateway's local port, when the client connected.
+    pub peer: std::net::SocketAddr,
+    pub local_port: u16,
+    pub since: Instant,
+    published: Mutex<Published>,
+    /// A statement of the session runs now (a graceful shutdown waits for it).
+    running_statement: AtomicBool,
     /// The `server.xml` user, once logged in.
     user: OnceLock<String>,
     /// Interrupters of the backend statements the session's current statement runs.
@@ -58,6 +75,49 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// A session of the client at `peer`, connected to local port `local_port`.
+    pub fn new(peer: std::net::SocketAddr, local_port: u16) -> Handle {
+        Handle {
+            peer,
+            local_port,
+            since: Instant::now(),
+            published: Mutex::new(Published {
+                autocommit: true,
+                ..Published::default()
+            }),
+            running_statement: AtomicBool::new(false),
+            user: OnceLock::new(),
+            running: Mutex::new(Vec::new()),
+            killed: Notify::new(),
+            kill_requested: AtomicBool::new(false),
+        }
+    }
+
+    /// The session's state for the manager port.
+    pub fn published(&self) -> Published {
+        self.published
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Marks a statement of the session as running until the guard is dropped.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.running_statement.store(true, Ordering::Release);
+        Busy(self.clone())
+    }
+
+    /// Whether a statement of the session runs now, or its connections are pinned to an open
+    /// transaction: what a graceful shutdown waits for.
+    pub fn in_flight(&self) -> bool {
+        self.running_statement.load(Ordering::Acquire) || !self.published().nodes.is_empty()
+    }
+
+    /// What [`Handle::published`] answers, to update in place.
+    pub fn published_mut(&self) -> std::sync::MutexGuard<'_, Published> {
+        self.published.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The session logged in as `user`.
     pub fn set_user(&self, user: &str) {
         let _ = self.user.set(user.to_string());
@@ -117,6 +177,16 @@ impl Handle {
     }
 }
 
+/// A statement runs (see [`Handle::busy`]).
+#[derive(Debug)]
+pub struct Busy(Arc<Handle>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.running_statement.store(false, Ordering::Release);
+    }
+}
+
 /// Removes its session from the registry when dropped (the session ended, however).
 #[derive(Debug)]
 pub struct Registered {
@@ -132,8 +202,11 @@ impl Drop for Registered {
 
 impl Registry {
     /// Registers session `id` of `server` until the returned guard is dropped.
-    pub fn register(server: &Arc<super::Server>, id: u32) -> (Arc<Handle>, Registered) {
-        let handle = Arc::new(Handle::default());
+    pub fn register(
+        server: &Arc<super::Server>,
+        id: u32,
+        handle: Arc<Handle>,
+    ) -> (Arc<Handle>, Registered) {
         server.registry.lock().insert(id, handle.clone());
         (
             handle,
@@ -148,6 +221,18 @@ impl Registry {
     pub fn get(&self, id: u64) -> Option<Arc<Handle>> {
         let id = u32::try_from(id).ok()?;
         self.lock().get(&id).cloned()
+    }
+
+    /// Whether no session is connected.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Every connected session, by connection id.
+    pub fn sessions(&self) -> Vec<(u32, Arc<Handle>)> {
+        let mut all: Vec<_> = self.lock().iter().map(|(id, h)| (*id, h.clone())).collect();
+        all.sort_by_key(|(id, _)| *id);
+        all
     }
 
     /// Counts one statement a client sent.

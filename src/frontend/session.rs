@@ -43,20 +43,34 @@ use crate::route::{
 type Writer = Tap<ClientWrite>;
 
 /// Serves one client until it quits or the connection fails.
+///
+/// `manager`: a client of the manager port (module [`super::manager`]): same login, classic
+/// EOF-framed result sets, manager commands instead of SQL, not in the registry of sessions
+/// (`KILL`, `show @@connection` list the server port's clients).
 pub async fn run(
     server: Arc<Server>,
     stream: TcpStream,
     peer: SocketAddr,
     id: u32,
+    manager: bool,
 ) -> io::Result<()> {
+    let local_port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
     let (read, write, tls) = tls::split(stream, server.tls.as_ref(), peer.to_string());
     let slot = ErrorSlot::default();
     let statements = Statements::default();
-    let (handle, _registered) = Registry::register(&server, id);
+    let handle = Arc::new(Handle::new(peer, local_port));
+    let (handle, _registered) = if manager {
+        slot.classic_eof();
+        (handle, None)
+    } else {
+        let (h, r) = Registry::register(&server, id, handle);
+        (h, Some(r))
+    };
     let max_packet = server.config.system.max_packet_size;
     let auth_timeout = std::time::Duration::from_millis(server.config.system.auth_timeout_ms);
     let session = Session {
         server,
+        manager,
         handle: handle.clone(),
         id,
         peer,
@@ -119,6 +133,8 @@ fn scramble() -> [u8; 20] {
 
 struct Session {
     server: Arc<Server>,
+    /// A manager-port client (module [`super::manager`]).
+    manager: bool,
     /// This session in the server's registry (`KILL`).
     handle: Arc<Handle>,
     id: u32,
@@ -178,7 +194,10 @@ impl Drop for Session {
         let id = self.id;
         // A client that left mid-transaction: roll back before the connections are reused.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            // Counted until done: a graceful shutdown waits for it (`Server::drain`).
+            let pending = super::Pending::new(&self.server);
             handle.spawn(async move {
+                let _pending = pending;
                 for (node, mut conn) in pinned {
                     let mut done = run_simple(conn.as_mut(), "ROLLBACK").await;
                     if done.as_ref().is_err_and(|e| e.server_error().is_some()) {
@@ -264,6 +283,66 @@ impl Session {
             .users
             .get(name)
             .is_some_and(|u| !u.password.is_empty() && u.password.as_bytes() == password)
+    }
+
+    /// Tells the registry (manager port) the session's schema, autocommit and pinned
+    /// dataNodes, when they changed.
+    fn publish(&self) {
+        let mut p = self.handle.published_mut();
+        if p.schema == self.schema
+            && p.autocommit == self.autocommit
+            && p.nodes.len() == self.pinned.len()
+            && p.nodes.iter().all(|n| self.pinned.contains_key(n))
+        {
+            return;
+        }
+        p.schema.clone_from(&self.schema);
+        p.autocommit = self.autocommit;
+        p.nodes = self.pinned.keys().cloned().collect();
+        p.nodes.sort();
+    }
+
+    /// Writes a manager command's answer.
+    async fn manager_answer(
+        &self,
+        answer: super::manager::Answer,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        match answer {
+            super::manager::Answer::Error(e) => self.error(w, e).await,
+            super::manager::Answer::Ok { affected, message } => {
+                w.completed(OkResponse {
+                    affected_rows: affected,
+                    status_flags: self.status(),
+                    info: message,
+                    ..Default::default()
+                })
+                .await
+            }
+            super::manager::Answer::Labelled { columns, row } => {
+                let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+                write_text_rows(w, &names, std::iter::once(row)).await
+            }
+            super::manager::Answer::Rows { columns, rows } => {
+                let cols: Vec<WireColumn> = columns
+                    .iter()
+                    .map(|(name, coltype)| WireColumn {
+                        table: String::new(),
+                        column: name.to_string(),
+                        coltype: *coltype,
+                        colflags: ColumnFlags::empty(),
+                    })
+                    .collect();
+                let mut rw = w.start(&cols).await?;
+                for row in rows {
+                    for v in row {
+                        rw.write_col(v)?;
+                    }
+                    rw.end_row().await?;
+                }
+                rw.finish().await
+            }
+        }
     }
 
     fn user_name(&self) -> &str {
@@ -1933,6 +2012,17 @@ impl AsyncMysqlShim<Writer> for Session {
             .then(|| self.server.config.users.get(&name))
             .flatten()
             .and_then(|u| super::limits::degraded(u, self.server.connections.count()));
+        let offline = (ok || sha2)
+            && !self.manager
+            && self
+                .server
+                .offline
+                .load(std::sync::atomic::Ordering::Relaxed);
+        if offline {
+            tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused: the gateway is offline");
+            self.slot.set(ErrPacket::from(&super::manager::shut_down()));
+            return false;
+        }
         if let Some(refusal) = degraded {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused: benchmark");
             self.slot.set(refusal);
@@ -1966,9 +2056,14 @@ impl AsyncMysqlShim<Writer> for Session {
         w: InitWriter<'a, Writer>,
     ) -> io::Result<()> {
         self.ended_by_kill()?;
+        if self.manager {
+            // Mycat's manager port ignores the database a client names.
+            return w.ok().await;
+        }
         match self.check_schema(schema) {
             Ok(()) => {
                 self.schema = Some(schema.to_string());
+                self.publish();
                 w.ok().await
             }
             Err(e) => {
@@ -1985,6 +2080,17 @@ impl AsyncMysqlShim<Writer> for Session {
         info: StatementMetaWriter<'a, Writer>,
     ) -> io::Result<()> {
         self.ended_by_kill()?;
+        if self.manager {
+            let e = MysqlError::new(
+                1003,
+                "HY000",
+                "Unsupported statement: the manager port takes no prepared statements",
+            );
+            self.slot.set(ErrPacket::from(&e));
+            return info
+                .error(ErrorKind::ER_UNKNOWN_ERROR, e.message.as_bytes())
+                .await;
+        }
         let placeholders = crate::route::placeholders(query);
         if placeholders
             .as_ref()
@@ -2083,8 +2189,10 @@ impl AsyncMysqlShim<Writer> for Session {
         };
         let sql = p.bind(&literals);
         self.binary = true;
+        let _busy = self.handle.busy();
         let done = self.run_query(&sql, w).await;
         self.binary = false;
+        self.publish();
         done
     }
 
@@ -2098,9 +2206,33 @@ impl AsyncMysqlShim<Writer> for Session {
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
         self.ended_by_kill()?;
-        if query == DIVERTED_QUERY
-            && let Some(command) = self.slot.take_diverted()
+        let diverted = if query == DIVERTED_QUERY {
+            self.slot.take_diverted()
+        } else {
+            None
+        };
+        if self.manager {
+            return match diverted {
+                Some(command) => self.diverted(command, w).await,
+                None => {
+                    let answer =
+                        super::manager::answer(&self.server, self.user_name(), query).await;
+                    self.manager_answer(answer, w).await
+                }
+            };
+        }
+        if self
+            .server
+            .offline
+            .load(std::sync::atomic::Ordering::Relaxed)
+            && match &diverted {
+                Some(command) => *command == Diverted::Ping,
+                None => super::manager::is_probe(&self.server, query),
+            }
         {
+            return self.error(w, super::manager::shut_down()).await;
+        }
+        if let Some(command) = diverted {
             return self.diverted(command, w).await;
         }
         if let Some((name, value)) = tls::ssl_status(query, self.tls.as_ref()) {
@@ -2111,7 +2243,10 @@ impl AsyncMysqlShim<Writer> for Session {
             )
             .await;
         }
-        self.run_query(query, w).await
+        let _busy = self.handle.busy();
+        let done = self.run_query(query, w).await;
+        self.publish();
+        done
     }
 }
 
@@ -2135,7 +2270,7 @@ impl Session {
                 self.slot.set_sql_mode(self.sql_mode);
                 self.ok(w, OkInfo::default()).await
             }
-            Diverted::StmtReset => self.ok(w, OkInfo::default()).await,
+            Diverted::StmtReset | Diverted::Ping => self.ok(w, OkInfo::default()).await,
             Diverted::Statistics => {
                 // A bare string, not an OK packet (the writer swaps it in).
                 self.slot

@@ -109,6 +109,9 @@ struct Pending {
     /// Commands the reader diverted to the session, in the order of their placeholder queries
     /// (several when the client pipelined them).
     diverted: VecDeque<Diverted>,
+    /// Classic EOF framing (the manager port, as Mycat's): the greeting goes out without
+    /// `CLIENT_DEPRECATE_EOF`, and the reader clears it from the client's handshake response.
+    classic_eof: bool,
 }
 
 /// `CLIENT_PROTOCOL_41`: OK packets carry status flags and a warning count.
@@ -185,6 +188,16 @@ impl ErrorSlot {
     /// Sets what [`ErrorSlot::sql_mode`] answers.
     pub fn set_sql_mode(&self, mode: crate::route::SqlMode) {
         self.lock().sql_mode = mode;
+    }
+
+    /// Result sets of this connection use classic EOF framing (see `Pending::classic_eof`).
+    pub fn classic_eof(&self) {
+        self.lock().classic_eof = true;
+    }
+
+    /// Whether [`ErrorSlot::classic_eof`] was called.
+    pub fn is_classic_eof(&self) -> bool {
+        self.lock().classic_eof
     }
 
     /// The next packet written is replaced by `payloads`, one packet each.
@@ -291,7 +304,7 @@ const CLIENT_TRANSACTIONS: u16 = 0x2000;
 /// Sets the status flags of a protocol-10 greeting (after the NUL-terminated version, the
 /// connection id, 8 scramble bytes, a filler, 2 capability bytes and the charset) and adds
 /// `CLIENT_TRANSACTIONS` to its capabilities.
-fn patch_greeting(payload: &mut [u8], status: u16) {
+fn patch_greeting(payload: &mut [u8], status: u16, classic_eof: bool) {
     if payload.first() != Some(&10) {
         return;
     }
@@ -311,9 +324,16 @@ fn patch_greeting(payload: &mut [u8], status: u16) {
     // splits the statements, this writer chains their responses).
     if let Some(c) = payload.get_mut(at + 2..at + 4) {
         let old = u16::from_le_bytes([c[0], c[1]]);
-        c.copy_from_slice(&(old | MULTI_CAPABILITIES_UPPER).to_le_bytes());
+        let mut caps = old | MULTI_CAPABILITIES_UPPER;
+        if classic_eof {
+            caps &= !DEPRECATE_EOF_UPPER;
+        }
+        c.copy_from_slice(&caps.to_le_bytes());
     }
 }
+
+/// `CLIENT_DEPRECATE_EOF` (1 << 24), in the upper half of the capabilities.
+const DEPRECATE_EOF_UPPER: u16 = 0x0100;
 
 /// Adds the session's status flags to an EOF packet (`FE warnings status`) or an OK packet
 /// (`00`/`FE` `affected insert-id status warnings`), keeping opensrv's
@@ -482,7 +502,11 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
             if !pending.greeted {
                 pending.greeted = true;
                 pending.login_ok = true;
-                patch_greeting(&mut self.buf[start + 4..start + 4 + len], pending.status);
+                patch_greeting(
+                    &mut self.buf[start + 4..start + 4 + len],
+                    pending.status,
+                    pending.classic_eof,
+                );
             } else if pending.login_ok && len >= 7 && matches!(self.buf[start + 4], 0x00 | 0xFF) {
                 pending.login_ok = false;
                 if self.buf[start + 4] == 0x00 {

@@ -12,6 +12,7 @@ pub struct Clients {
     pub node_dir: String,
     pub java_cp: String,
     pub sysbench: String,
+    pub haproxy: String,
 }
 
 /// Installs the clients (once per test process; the script is idempotent and takes a lock).
@@ -43,6 +44,7 @@ pub fn clients() -> &'static Clients {
             node_dir: get("NODE_DIR"),
             java_cp: get("JAVA_CP"),
             sysbench: get("SYSBENCH"),
+            haproxy: get("HAPROXY"),
         }
     })
 }

@@ -212,13 +212,26 @@ pub fn write_config(dir: &Path, databases: &[String], extra: &Extra) {
 
 /// Starts a gateway for the config in `dir` on a free port of 127.0.0.1 and returns the port.
 pub async fn start_gateway(dir: &Path) -> u16 {
+    start_gateway_with_manager(dir).await.0
+}
+
+/// [`start_gateway`], with the manager port also served on a free port: (server port,
+/// manager port).
+pub async fn start_gateway_with_manager(dir: &Path) -> (u16, u16) {
     let config = Config::load(dir).unwrap_or_else(|e| panic!("test config does not load:\n{e}"));
     let server =
         Arc::new(Server::new(config, Timeouts::default()).unwrap_or_else(|e| panic!("{e}")));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    let manager = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let manager_port = manager.local_addr().unwrap().port();
+    tokio::spawn(
+        server
+            .clone()
+            .serve_manager(manager, std::future::pending()),
+    );
     tokio::spawn(server.serve(listener, std::future::pending()));
-    port
+    (port, manager_port)
 }
 
 /// The server error of a failed client call: (errno, SQLSTATE, message).
@@ -233,6 +246,8 @@ pub fn server_error(e: mysql_async::Error) -> (u16, String, String) {
 pub struct GatewayProcess {
     pub child: std::process::Child,
     pub port: u16,
+    /// Its manager port.
+    pub manager_port: u16,
 }
 
 impl GatewayProcess {
@@ -256,6 +271,7 @@ impl GatewayProcess {
         log: Option<&Path>,
     ) -> (GatewayProcess, mysql_async::Conn) {
         let port = closed_port();
+        let manager_port = closed_port();
         let (level, stderr) = match log {
             Some(path) => (
                 "info",
@@ -271,13 +287,19 @@ impl GatewayProcess {
                 &port.to_string(),
                 "--bind",
                 "127.0.0.1",
+                "--manager-port",
+                &manager_port.to_string(),
             ])
             .env("MANX_LOG", level)
             .stdout(std::process::Stdio::null())
             .stderr(stderr)
             .spawn()
             .expect("start the manx binary");
-        let gateway = GatewayProcess { child, port };
+        let gateway = GatewayProcess {
+            child,
+            port,
+            manager_port,
+        };
         let started = std::time::Instant::now();
         loop {
             match mysql_async::Conn::new(opts(port, user, password, Some(db))).await {

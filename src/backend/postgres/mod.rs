@@ -211,6 +211,11 @@ impl Backend for PostgresBackend {
         &self.shared.address
     }
 
+    fn size(&self) -> usize {
+        let pools = self.shared.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools.values().map(|p| p.status().size).sum()
+    }
+
     fn in_use(&self) -> usize {
         let pools = self.shared.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools
