@@ -1,0 +1,138 @@
+//! The AST rewriter: walks a parsed statement and rewrites MySQL expressions for PostgreSQL.
+
+use super::*;
+
+/// The expression- and query-level rewrites.
+pub(super) struct Rewriter<'a> {
+    /// The connection's database (see [`translate`]).
+    pub(super) database: &'a str,
+}
+
+impl VisitorMut for Rewriter<'_> {
+    type Break = DialectError;
+
+    fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<DialectError> {
+        if relation.0.len() == 2
+            && let Some(first) = relation.0[0].as_ident()
+            && (first.value == self.database
+                || (first.quote_style.is_none() && first.value.eq_ignore_ascii_case(self.database)))
+        {
+            relation.0.remove(0);
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<DialectError> {
+        // MySQL orders NULL before every value (ASC) and after (DESC); PostgreSQL the other
+        // way round. The merge of several nodes relies on MySQL's order.
+        if let Some(order_by) = &mut query.order_by
+            && let sqlparser::ast::OrderByKind::Expressions(items) = &mut order_by.kind
+        {
+            for item in items {
+                if item.options.nulls_first.is_none() {
+                    item.options.nulls_first = Some(!matches!(
+                        item.options.sort,
+                        Some(sqlparser::ast::OrderBySort::Desc)
+                    ));
+                }
+            }
+        }
+        // `SELECT @@x` is labelled `@@x` by MySQL: keep the label once the value replaces it.
+        if let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() {
+            for item in &mut select.projection {
+                if let SelectItem::UnnamedExpr(e) = item
+                    && system_variable(e).is_some()
+                {
+                    let label = e.to_string();
+                    *item = SelectItem::ExprWithAlias {
+                        expr: e.clone(),
+                        alias: Ident::with_quote('"', label),
+                    };
+                }
+            }
+        }
+        if let Some(LimitClause::OffsetCommaLimit { offset, limit }) = &query.limit_clause {
+            query.limit_clause = Some(LimitClause::LimitOffset {
+                limit: Some(limit.clone()),
+                offset: Some(Offset {
+                    value: offset.clone(),
+                    rows: OffsetRows::None,
+                }),
+                limit_by: Vec::new(),
+            });
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<DialectError> {
+        match rewrite_expr(expr) {
+            Ok(Some(new)) => {
+                *expr = new;
+                ControlFlow::Continue(())
+            }
+            Ok(None) => ControlFlow::Continue(()),
+            Err(e) => ControlFlow::Break(e),
+        }
+    }
+}
+
+/// The PostgreSQL replacement of one (already rewritten inside) expression, if it changes.
+pub(super) fn rewrite_expr(expr: &Expr) -> Result<Option<Expr>, DialectError> {
+    if let Some(name) = system_variable(expr) {
+        return system_variable_value(&name).map(Some);
+    }
+    if let Expr::Identifier(i) = expr
+        && i.quote_style.is_none()
+        && i.value.starts_with('@')
+    {
+        return Err(DialectError::Unsupported(format!(
+            "user variable {}",
+            i.value
+        )));
+    }
+    Ok(Some(match expr {
+        Expr::Value(v) => match &v.value {
+            Value::Boolean(b) => {
+                Expr::value(Value::Number(if *b { "1" } else { "0" }.into(), false))
+            }
+            Value::DoubleQuotedString(s) => string(s),
+            Value::HexStringLiteral(h) => call("decode", vec![string(h), string("hex")]),
+            Value::SingleQuotedByteStringLiteral(_) | Value::DoubleQuotedByteStringLiteral(_) => {
+                return Err(DialectError::Unsupported("b'..' bit literals".into()));
+            }
+            _ => return Ok(None),
+        },
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Spaceship,
+            right,
+        } => Expr::IsNotDistinctFrom(left.clone(), right.clone()),
+        Expr::BinaryOp {
+            op: BinaryOperator::MyIntegerDivide,
+            ..
+        } => return Err(DialectError::Unsupported("the DIV operator".into())),
+        Expr::BinaryOp {
+            op: BinaryOperator::Regexp,
+            ..
+        } => return Err(DialectError::Unsupported("REGEXP".into())),
+        Expr::Cast {
+            kind,
+            expr: inner,
+            data_type: t,
+            format,
+        } => {
+            let new = data_type(t)?;
+            if new == *t {
+                return Ok(None);
+            }
+            Expr::Cast {
+                kind: kind.clone(),
+                expr: inner.clone(),
+                data_type: new,
+                format: format.clone(),
+            }
+        }
+        Expr::Function(f) => return rewrite_function(f),
+        _ => return Ok(None),
+    }))
+}
