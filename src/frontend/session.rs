@@ -324,23 +324,7 @@ impl Session {
                 write_text_rows(w, &names, std::iter::once(row)).await
             }
             super::manager::Answer::Rows { columns, rows } => {
-                let cols: Vec<WireColumn> = columns
-                    .iter()
-                    .map(|(name, coltype)| WireColumn {
-                        table: String::new(),
-                        column: name.to_string(),
-                        coltype: *coltype,
-                        colflags: ColumnFlags::empty(),
-                    })
-                    .collect();
-                let mut rw = w.start(&cols).await?;
-                for row in rows {
-                    for v in row {
-                        rw.write_col(v)?;
-                    }
-                    rw.end_row().await?;
-                }
-                rw.finish().await
+                write_typed_rows(w, columns.iter().map(|(n, t)| (*n, *t)), rows).await
             }
         }
     }
@@ -1896,12 +1880,25 @@ async fn write_text_rows(
     names: &[&str],
     rows: impl IntoIterator<Item = Vec<Option<String>>>,
 ) -> io::Result<()> {
-    let cols: Vec<WireColumn> = names
+    let columns = names
         .iter()
-        .map(|n| WireColumn {
+        .map(|n| (*n, ColumnType::MYSQL_TYPE_VAR_STRING));
+    write_typed_rows(w, columns, rows).await
+}
+
+/// A result set answered by the gateway itself, each column named and typed (`columns`), each
+/// value sent as text (the manager's answers type their numbers, as Mycat's do).
+async fn write_typed_rows<'n>(
+    w: QueryResultWriter<'_, Writer>,
+    columns: impl IntoIterator<Item = (&'n str, ColumnType)>,
+    rows: impl IntoIterator<Item = Vec<Option<String>>>,
+) -> io::Result<()> {
+    let cols: Vec<WireColumn> = columns
+        .into_iter()
+        .map(|(name, coltype)| WireColumn {
             table: String::new(),
-            column: n.to_string(),
-            coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
+            column: name.to_string(),
+            coltype,
             colflags: ColumnFlags::empty(),
         })
         .collect();
