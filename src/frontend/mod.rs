@@ -32,6 +32,23 @@ pub use error::MysqlError;
 /// Column names of `information_schema` views, by (dataNode, upper-cased view name).
 type ViewColumns = std::collections::HashMap<(String, String), Arc<[String]>>;
 
+/// The next client of `listener`. A failed accept (out of file descriptors and the like) is
+/// logged naming `port` and retried after 50 ms: the clients already served keep going.
+async fn accept(
+    listener: &TcpListener,
+    port: &str,
+) -> (tokio::net::TcpStream, std::net::SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(a) => return a,
+            Err(e) => {
+                tracing::warn!(error = %e, port, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 /// The TLS settings of `config.system`, loaded; `None` when no certificate is configured.
 ///
 /// Errors: a certificate without a key (or the reverse), `requireSecureTransport` without a
@@ -214,14 +231,7 @@ impl Server {
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "manager port: accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+                accepted = accept(&listener, "manager port") => accepted,
             };
             let _ = stream.set_nodelay(true);
             let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
@@ -249,15 +259,7 @@ impl Server {
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        // Out of file descriptors and similar: keep serving the others.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
+                accepted = accept(&listener, "server port") => accepted,
             };
             if self.offline.load(Ordering::Relaxed) {
                 // Offline: an ERR in place of the greeting, which HAProxy's mysql-check (and
