@@ -260,13 +260,26 @@ fn serve(args: Args) -> anyhow::Result<()> {
         tracing::info!(address = %manager.local_addr()?, "manager port");
         // The backend accounts' privileges, checked once beside the start-up (warnings only:
         // the gateway serves whatever the accounts hold).
-        let audited = server.config.clone();
+        let audited = server.current().config.clone();
         tokio::spawn(async move {
             let reports = manx::datahost::accounts::audit(&audited, Timeouts::default()).await;
             manx::datahost::accounts::log(&reports);
         });
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .context("installing the SIGTERM handler")?;
+        // SIGHUP reloads the configuration as `reload @@config_all` does (module
+        // manx::frontend::reload); the outcome is logged.
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .context("installing the SIGHUP handler")?;
+        let reloading = server.clone();
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                match reloading.reload(manx::frontend::reload::Scope::All).await {
+                    Ok(message) => tracing::info!("SIGHUP: {message}"),
+                    Err(e) => tracing::error!(code = e.code, "SIGHUP: {}", e.message),
+                }
+            }
+        });
         let (stop_manager, manager_stopped) = tokio::sync::oneshot::channel::<()>();
         let managed = tokio::spawn(server.clone().serve_manager(manager, async move {
             let _ = manager_stopped.await;

@@ -457,9 +457,11 @@ async fn unknown_refused_and_forbidden_commands_get_errors() {
     assert!(message.contains("refused"), "{message}");
     let (_, _, message) = err(m.query_drop("zk pull").await.unwrap_err());
     assert!(message.contains("refused"), "{message}");
-    let (code, _, message) = err(m.query_drop("reload @@config_all").await.unwrap_err());
+    let (code, _, message) = err(m.query_drop("reload @@route").await.unwrap_err());
+    assert_eq!((code, message.as_str()), (1003, "Unsupported statement"));
+    let (code, _, message) = err(m.query_drop("rollback @@config").await.unwrap_err());
     assert_eq!(code, 1003);
-    assert!(message.starts_with("Reload config failure"), "{message}");
+    assert!(message.starts_with("Rollback config failure"), "{message}");
     let (code, _, _) = err(m.query_drop("select 1").await.unwrap_err());
     assert_eq!(code, 1003);
 
@@ -469,6 +471,8 @@ async fn unknown_refused_and_forbidden_commands_get_errors() {
     for cmd in [
         "offline",
         "kill @@connection 1",
+        "reload @@config_all",
+        "rollback @@config",
         "switch @@datasource localhost1",
         "stop @@heartbeat localhost1:5",
     ] {

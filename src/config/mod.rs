@@ -409,6 +409,78 @@ pub struct WriteHostConfig {
     pub read_hosts: Vec<HostConfig>,
 }
 
+impl HostConfig {
+    /// Whether `self` and `other` describe the same server the same way (every attribute but
+    /// where in the file it was written).
+    pub fn same_as(&self, other: &HostConfig) -> bool {
+        let HostConfig {
+            name,
+            address,
+            port,
+            user,
+            password,
+            weight,
+            origin: _,
+        } = self;
+        *name == other.name
+            && *address == other.address
+            && *port == other.port
+            && *user == other.user
+            && *password == other.password
+            && *weight == other.weight
+    }
+}
+
+impl DataHostConfig {
+    /// Whether `self` and `other` describe the same dataHost the same way: every attribute,
+    /// heartbeat and server alike, ignoring only where in the file they were written. A reload
+    /// keeps the pools, health and active writeHost of a dataHost for which this holds
+    /// ([`crate::datahost::Cluster::reload`]).
+    pub fn same_as(&self, other: &DataHostConfig) -> bool {
+        let DataHostConfig {
+            name,
+            max_con,
+            min_con,
+            balance,
+            balance_type,
+            write_type,
+            switch_type,
+            slave_threshold,
+            temp_read_host_available,
+            max_retry_count,
+            not_switch,
+            db_type,
+            db_driver,
+            heartbeat,
+            write_hosts,
+            origin: _,
+        } = self;
+        *name == other.name
+            && *max_con == other.max_con
+            && *min_con == other.min_con
+            && *balance == other.balance
+            && *balance_type == other.balance_type
+            && *write_type == other.write_type
+            && *switch_type == other.switch_type
+            && *slave_threshold == other.slave_threshold
+            && *temp_read_host_available == other.temp_read_host_available
+            && *max_retry_count == other.max_retry_count
+            && *not_switch == other.not_switch
+            && *db_type == other.db_type
+            && *db_driver == other.db_driver
+            && *heartbeat == other.heartbeat
+            && write_hosts.len() == other.write_hosts.len()
+            && write_hosts.iter().zip(&other.write_hosts).all(|(a, b)| {
+                a.host.same_as(&b.host)
+                    && a.read_hosts.len() == b.read_hosts.len()
+                    && a.read_hosts
+                        .iter()
+                        .zip(&b.read_hosts)
+                        .all(|(x, y)| x.same_as(y))
+            })
+    }
+}
+
 /// A `rule.xml` `<tableRule>`: one column and one function.
 #[derive(Debug, Clone)]
 pub struct TableRuleConfig {
@@ -458,6 +530,20 @@ impl Config {
         config.cross_check(&mut errors);
         if errors.is_empty() {
             Ok(config)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    /// [`Config::cross_check`] as a result, for a configuration put together from the files of
+    /// two loads (a partial reload keeps some parts of the running configuration).
+    ///
+    /// Errors: every dangling reference, with file and line.
+    pub fn check_references(&self) -> Result<(), ConfigErrors> {
+        let mut errors = Vec::new();
+        self.cross_check(&mut errors);
+        if errors.is_empty() {
+            Ok(())
         } else {
             Err(ConfigErrors(errors))
         }

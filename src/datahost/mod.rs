@@ -136,12 +136,16 @@ struct DnIndex {
 }
 
 impl DnIndex {
-    /// Records `host`'s new active index and rewrites the file.
+    /// Records `host`'s new active index and rewrites the file. A dataHost the configuration
+    /// in force no longer has (a reload replaced it; it drains) is not written.
     ///
     /// Errors: the file cannot be written (the switch still holds in memory).
     fn store(&self, host: &str, index: usize) -> std::io::Result<()> {
         let mut indexes = self.indexes.lock().unwrap_or_else(|p| p.into_inner());
-        indexes.insert(host.to_string(), index);
+        let Some(slot) = indexes.get_mut(host) else {
+            return Ok(());
+        };
+        *slot = index;
         dnindex::save(&self.dir, &indexes)
     }
 }
@@ -163,6 +167,12 @@ pub struct DataHost {
     paused_until: Mutex<Option<Instant>>,
     max_con: usize,
     db_type: DbType,
+    /// What it was built from, and its dataNodes' databases: a reload keeps the dataHost when
+    /// both are unchanged ([`Cluster::reload`]).
+    config: DataHostConfig,
+    databases: Vec<String>,
+    /// Its heartbeat tasks were started (once per dataHost, whichever cluster holds it).
+    beating: AtomicBool,
 }
 
 fn source(
@@ -258,6 +268,9 @@ impl DataHost {
             paused_until: Mutex::new(None),
             max_con: config.max_con,
             db_type: config.db_type,
+            config: config.clone(),
+            databases,
+            beating: AtomicBool::new(false),
         }
     }
 
@@ -419,14 +432,35 @@ struct DataNode {
     database: String,
 }
 
+/// The dataHosts a reload took out of service ([`Cluster::retired_in`]). They live on while a
+/// statement or transaction that began before the reload still holds the old configuration;
+/// their pools and heartbeats end when the last one lets go.
+#[derive(Debug, Default)]
+pub struct Retired(Vec<(String, std::sync::Weak<DataHost>)>);
+
+impl Retired {
+    /// The names of the retired dataHosts still held by some session, in name order.
+    pub fn draining(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .0
+            .iter()
+            .filter(|(_, w)| w.strong_count() > 0)
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
 /// Every dataHost and dataNode of a configuration.
 #[derive(Debug)]
 pub struct Cluster {
     hosts: Vec<Arc<DataHost>>,
     nodes: BTreeMap<String, DataNode>,
     heartbeat: heartbeat::Settings,
-    /// Heartbeat tasks were started (once per cluster).
-    beating: AtomicBool,
+    /// `dnindex.properties`, shared with the clusters a reload builds from this one.
+    dnindex: Arc<DnIndex>,
     /// `sqlExecuteTimeout`: the longest wait for a backend's answer on a connection handed out
     /// ([`crate::backend::deadline`]).
     statement_timeout: Duration,
@@ -440,6 +474,74 @@ impl Cluster {
     ///
     /// Errors: the file cannot be read or written, or names an index the dataHost cannot use.
     pub fn new(config: &Config, timeouts: Timeouts) -> Result<Cluster, String> {
+        let store = Arc::new(DnIndex {
+            dir: config.dir.clone(),
+            indexes: Mutex::new(BTreeMap::new()),
+        });
+        let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new())?;
+        cluster.save_dnindex().map_err(|e| {
+            format!(
+                "cannot write {}: {e}",
+                config.dir.join(dnindex::FILE).display()
+            )
+        })?;
+        Ok(cluster)
+    }
+
+    /// Makes `dnindex.properties` list exactly this cluster's dataHosts at their active
+    /// writeHost (written only when the file says otherwise). A reload calls it once the new
+    /// cluster is in force: a switch of a kept dataHost after that writes the same list.
+    ///
+    /// Errors: the file cannot be read or written.
+    pub fn save_dnindex(&self) -> std::io::Result<()> {
+        // One lock over the comparison and the write: a switch cannot slip in between
+        // (DnIndex::store takes the same lock).
+        let mut current = self
+            .dnindex
+            .indexes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let indexes: BTreeMap<String, usize> = self
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.active_index()))
+            .collect();
+        if dnindex::load(&self.dnindex.dir)? != indexes {
+            dnindex::save(&self.dnindex.dir, &indexes)?;
+        }
+        *current = indexes;
+        Ok(())
+    }
+
+    /// The cluster of `config` for a reload (`reload @@config_all`, OPERATIONS.md §1): every
+    /// dataHost whose settings, servers and dataNode databases are unchanged
+    /// ([`DataHostConfig::same_as`]) is this cluster's own, with its pools, health, heartbeats
+    /// and active writeHost; the others are built anew on the writeHost `dnindex.properties`
+    /// names, and the file is rewritten without the dataHosts that are gone. Nothing is
+    /// connected or started here: the caller tests the new dataHosts
+    /// ([`Cluster::test_new_hosts`]) and starts their heartbeats ([`Cluster::start_heartbeats`]).
+    /// Returns the cluster and the names of the dataHosts built anew.
+    ///
+    /// Errors: as [`Cluster::new`].
+    pub fn reload(
+        &self,
+        config: &Config,
+        timeouts: Timeouts,
+    ) -> Result<(Cluster, Vec<String>), String> {
+        let kept = self
+            .hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.clone()))
+            .collect();
+        Cluster::build(config, timeouts, self.dnindex.clone(), &kept)
+    }
+
+    fn build(
+        config: &Config,
+        timeouts: Timeouts,
+        store: Arc<DnIndex>,
+        kept: &BTreeMap<String, Arc<DataHost>>,
+    ) -> Result<(Cluster, Vec<String>), String> {
         let stored = dnindex::load(&config.dir).map_err(|e| {
             format!(
                 "cannot read {}: {e}",
@@ -447,12 +549,23 @@ impl Cluster {
             )
         })?;
         let mut hosts: BTreeMap<&str, Arc<DataHost>> = BTreeMap::new();
-        let mut indexes = BTreeMap::new();
-        let store = Arc::new(DnIndex {
-            dir: config.dir.clone(),
-            indexes: Mutex::new(BTreeMap::new()),
-        });
+        let mut built = Vec::new();
         for h in config.data_hosts.values() {
+            let databases: Vec<String> = config
+                .data_nodes
+                .values()
+                .filter(|n| n.data_host == h.name)
+                .map(|n| n.database.clone())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            if let Some(old) = kept
+                .get(&h.name)
+                .filter(|old| old.config.same_as(h) && old.databases == databases)
+            {
+                hosts.insert(h.name.as_str(), old.clone());
+                continue;
+            }
             let index = stored.get(&h.name).copied().unwrap_or(0);
             if index >= h.write_hosts.len() {
                 return Err(format!(
@@ -471,28 +584,11 @@ impl Cluster {
                     h.name
                 ));
             }
-            let databases = config
-                .data_nodes
-                .values()
-                .filter(|n| n.data_host == h.name)
-                .map(|n| n.database.clone())
-                .collect::<std::collections::BTreeSet<_>>()
-                .into_iter()
-                .collect();
             let host = DataHost::new(h, timeouts, store.clone(), databases);
             host.active.store(index, Ordering::Relaxed);
             tracing::info!(data_host = %h.name, index, write_host = %h.write_hosts[index].host.name, "active writeHost");
-            indexes.insert(h.name.clone(), index);
             hosts.insert(h.name.as_str(), Arc::new(host));
-        }
-        *store.indexes.lock().unwrap_or_else(|p| p.into_inner()) = indexes.clone();
-        if indexes != stored {
-            dnindex::save(&config.dir, &indexes).map_err(|e| {
-                format!(
-                    "cannot write {}: {e}",
-                    config.dir.join(dnindex::FILE).display()
-                )
-            })?;
+            built.push(h.name.clone());
         }
         let nodes = config
             .data_nodes
@@ -508,16 +604,63 @@ impl Cluster {
                 ))
             })
             .collect();
-        Ok(Cluster {
+        let cluster = Cluster {
             hosts: hosts.into_values().collect(),
             nodes,
             heartbeat: heartbeat::Settings {
                 period: Duration::from_millis(config.system.heartbeat_period_ms),
                 timeout: Duration::from_millis(config.system.heartbeat_timeout_ms),
             },
-            beating: AtomicBool::new(false),
+            dnindex: store,
             statement_timeout: Duration::from_secs(config.system.sql_execute_timeout_s),
-        })
+        };
+        Ok((cluster, built))
+    }
+
+    /// The dataHosts of this cluster that `next` does not keep (a reload replaced or removed
+    /// them), watched without being kept alive.
+    pub fn retired_in(&self, next: &Cluster) -> Retired {
+        Retired(
+            self.hosts
+                .iter()
+                .filter(|h| !next.hosts.iter().any(|n| Arc::ptr_eq(h, n)))
+                .map(|h| (h.name.clone(), Arc::downgrade(h)))
+                .collect(),
+        )
+    }
+
+    /// Opens `minCon` connections (at least one) to the active writeHost of each dataHost
+    /// named in `names`, all at once, as Mycat tests the dataHosts of a reloaded configuration
+    /// before it swaps them in.
+    ///
+    /// Errors: one line per dataHost whose writeHost cannot be reached (name, server, address,
+    /// the driver's error).
+    pub async fn test_new_hosts(&self, names: &[String]) -> Result<(), Vec<String>> {
+        let tasks = self
+            .hosts
+            .iter()
+            .filter(|h| names.contains(&h.name))
+            .map(|h| async move {
+                let source = h.active();
+                source.backend.warm_up(h.min_con.max(1)).await.map_err(|e| {
+                    format!(
+                        "dataHost {}: writeHost {} ({}) cannot be reached: {e}",
+                        h.name,
+                        source.name,
+                        source.backend.address()
+                    )
+                })
+            });
+        let failed: Vec<String> = futures::future::join_all(tasks)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed)
+        }
     }
 
     /// Opens `minCon` connections to every active writeHost (Mycat does this at pool init).
@@ -540,14 +683,14 @@ impl Cluster {
     }
 
     /// Starts one heartbeat task per server of every dataHost that has a heartbeat statement
-    /// (period `dataNodeHeartbeatPeriod`, timeout `heartbeatTimeout`). The tasks end when the
-    /// cluster is dropped; a second call does nothing. Must run inside a tokio runtime.
+    /// (period `dataNodeHeartbeatPeriod`, timeout `heartbeatTimeout`), unless that dataHost's
+    /// tasks already run (a dataHost a reload kept). The tasks end when their dataHost is
+    /// dropped. Must run inside a tokio runtime.
     pub fn start_heartbeats(&self) {
-        if self.beating.swap(true, Ordering::AcqRel) {
-            return;
-        }
         for h in &self.hosts {
-            heartbeat::spawn(h, self.heartbeat);
+            if !h.beating.swap(true, Ordering::AcqRel) {
+                heartbeat::spawn(h, self.heartbeat);
+            }
         }
     }
 

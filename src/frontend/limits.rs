@@ -49,6 +49,11 @@ impl Connections {
         }
     }
 
+    /// The cap (`maxConnections`).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
     /// A place for one more connection, or `None` when `max` are open.
     pub fn open(&self) -> Option<Slot> {
         let before = self.open.fetch_add(1, Ordering::AcqRel);

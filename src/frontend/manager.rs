@@ -37,9 +37,12 @@
 //! * `show @@threadpool`: one row, the tokio runtime — POOL_SIZE (workers), ACTIVE_COUNT (tasks
 //!   alive), TASK_QUEUE_SIZE (global queue depth), COMPLETED_TASK / TOTAL_TASK (0: not counted).
 //! * `show @@server`: UPTIME (`Nd Nh Nm Ns`), USED_MEMORY / TOTAL_MEMORY (the process's resident
-//!   memory, bytes), MAX_MEMORY (the machine's memory), RELOAD_TIME (start-up time, ms since the
-//!   epoch: manx cannot reload yet), ROLLBACK_TIME (-1), CHARSET, STATUS (`ON`, `OFF` while
-//!   offline).
+//!   memory, bytes), MAX_MEMORY (the machine's memory), RELOAD_TIME (the last reload, else the
+//!   start-up, ms since the epoch, as Mycat), ROLLBACK_TIME (the last `rollback @@config`, -1
+//!   before any), CHARSET, STATUS (`ON`, `OFF` while offline).
+//!
+//! `reload @@config_all`, `reload @@config`, `reload @@user` and `rollback @@config` are module
+//! [`super::reload`]'s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -49,6 +52,7 @@ use opensrv_mysql::ColumnType;
 
 use super::Server;
 use super::error::MysqlError;
+use super::reload::Scope;
 
 const TEXT: ColumnType = ColumnType::MYSQL_TYPE_VAR_STRING;
 const LONG: ColumnType = ColumnType::MYSQL_TYPE_LONG;
@@ -99,6 +103,7 @@ pub fn is_probe(server: &Server, sql: &str) -> bool {
     sql == "select user()"
         || sql == "select connection_id()"
         || server
+            .current()
             .config
             .data_hosts
             .values()
@@ -140,10 +145,11 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
     );
     if mutating {
         let allowed = server
+            .current()
             .config
             .users
             .get(user)
-            .is_some_and(|u| server.config.system.may_manage(u));
+            .is_some_and(|u| server.current().config.system.may_manage(u));
         if !allowed {
             return Answer::Error(MysqlError::new(
                 1227,
@@ -174,18 +180,23 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
             tracing::warn!(user, "online");
             ok(1, "")
         }
-        "reload" if norm == "reload @@route" => error(1003, "Unsupported statement"),
-        "reload" | "rollback" => error(
-            1003,
-            format!(
-                "{} failure: manx cannot change its configuration without a restart yet (issue 20: reload)",
-                if verb == "reload" {
-                    "Reload config"
-                } else {
-                    "Rollback config"
+        "reload" | "rollback" => {
+            let done = match norm.as_str() {
+                "reload @@config_all" => server.reload(Scope::All).await,
+                "reload @@config" => server.reload(Scope::Config).await,
+                "reload @@user" => server.reload(Scope::User).await,
+                "rollback @@config" => server.rollback().await,
+                "reload @@route" => return error(1003, "Unsupported statement"),
+                _ => return unsupported(sql),
+            };
+            match done {
+                Ok(message) => {
+                    tracing::warn!(user, command = %norm, "{message}");
+                    ok(1, message)
                 }
-            ),
-        ),
+                Err(e) => Answer::Error(e),
+            }
+        }
         "file" => error(
             1003,
             "file @@... is refused: manx does not read or replace its configuration files over the network",
@@ -317,6 +328,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         ("@@database", None) => Answer::Rows {
             columns: vec![("DATABASE", TEXT)],
             rows: server
+                .current()
                 .config
                 .schemas
                 .keys()
@@ -327,7 +339,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
             let schema_nodes: Option<Vec<String>> = match where_value(sql, "schema") {
                 Ok(None) => None,
                 Err(()) => return unsupported(sql),
-                Ok(Some(s)) if server.config.schemas.contains_key(&s) => {
+                Ok(Some(s)) if server.current().config.schemas.contains_key(&s) => {
                     Some(schema_nodes(server, &s))
                 }
                 Ok(Some(s)) => return error(1003, format!("Unknown schema {s}")),
@@ -433,6 +445,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         ("@@white", None) => Answer::Rows {
             columns: vec![("IP", TEXT), ("USER", TEXT)],
             rows: server
+                .current()
                 .config
                 .system
                 .white_hosts
@@ -474,7 +487,8 @@ fn where_value(sql: &str, name: &str) -> Result<Option<String>, ()> {
 
 /// The dataNodes schema `s` uses (its tables' and its default dataNode).
 fn schema_nodes(server: &Server, s: &str) -> Vec<String> {
-    let Some(schema) = server.config.schemas.get(s) else {
+    let generation = server.current();
+    let Some(schema) = generation.config.schemas.get(s) else {
         return Vec::new();
     };
     let mut nodes: Vec<String> = schema
@@ -507,7 +521,11 @@ fn server_row(server: &Server) -> Answer {
     let started = server
         .started_at
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
+        .map_or(0, |d| d.as_millis() as i64);
+    let reloaded = match server.reloads.reload_time.load(Ordering::Relaxed) {
+        -1 => started,
+        t => t,
+    };
     let status = if server.offline.load(Ordering::Relaxed) {
         "OFF"
     } else {
@@ -529,9 +547,9 @@ fn server_row(server: &Server) -> Answer {
             text(rss),
             text(rss),
             text(total),
-            text(started),
-            text(-1),
-            text(&server.config.system.charset),
+            text(reloaded),
+            text(server.reloads.rollback_time.load(Ordering::Relaxed)),
+            text(&server.current().config.system.charset),
             text(status),
         ]],
     }
@@ -558,6 +576,7 @@ fn machine_bytes() -> u64 {
 
 fn datanodes(server: &Server, only: Option<&[String]>) -> Answer {
     let rows = server
+        .current()
         .cluster
         .node_infos()
         .into_iter()
@@ -601,11 +620,16 @@ fn datanodes(server: &Server, only: Option<&[String]>) -> Answer {
 fn datasources(server: &Server, only: Option<&str>) -> Answer {
     let nodes: Vec<String> = match only {
         Some(dn) => vec![dn.to_string()],
-        None => server.cluster.node_names().map(String::from).collect(),
+        None => server
+            .current()
+            .cluster
+            .node_names()
+            .map(String::from)
+            .collect(),
     };
     let mut rows = Vec::new();
     for node in &nodes {
-        let Some(sources) = server.cluster.node_sources(node) else {
+        let Some(sources) = server.current().cluster.node_sources(node) else {
             continue;
         };
         for s in sources {
@@ -667,8 +691,9 @@ fn datetime(t: SystemTime) -> String {
 }
 
 fn heartbeat(server: &Server) -> Answer {
-    let timeout = server.cluster.heartbeat_timeout_ms();
+    let timeout = server.current().cluster.heartbeat_timeout_ms();
     let rows = server
+        .current()
         .cluster
         .source_infos()
         .into_iter()
@@ -713,6 +738,7 @@ fn heartbeat(server: &Server) -> Answer {
 
 fn synstatus(server: &Server) -> Answer {
     let rows = server
+        .current()
         .cluster
         .source_infos()
         .into_iter()
@@ -749,7 +775,7 @@ fn synstatus(server: &Server) -> Answer {
 }
 
 fn connections(server: &Server) -> Answer {
-    let charset = &server.config.system.charset;
+    let charset = &server.current().config.system.charset;
     let rows = server
         .registry
         .sessions()
@@ -799,7 +825,7 @@ fn connections(server: &Server) -> Answer {
 }
 
 fn sysparam(server: &Server) -> Answer {
-    let s = &server.config.system;
+    let s = &server.current().config.system;
     let managers = match &s.manager_users {
         Some(list) => list.join(","),
         None => "(users not readOnly)".to_string(),
@@ -921,7 +947,7 @@ fn switch(server: &Server, norm: &str, sql: &str) -> Answer {
     };
     let mut switched = 0;
     for name in &names {
-        match server.cluster.switch_datasource(name, index) {
+        match server.current().cluster.switch_datasource(name, index) {
             Ok(true) => switched += 1,
             Ok(false) => {}
             Err(e) => return error(1003, format!("switch @@datasource: {e}")),
@@ -952,7 +978,7 @@ fn stop(server: &Server, norm: &str, sql: &str) -> Answer {
     };
     let stopped = names
         .iter()
-        .filter(|n| server.cluster.stop_heartbeat(n, secs))
+        .filter(|n| server.current().cluster.stop_heartbeat(n, secs))
         .count();
     ok(stopped as u64, "")
 }

@@ -11,6 +11,7 @@ mod long_data;
 pub mod manager;
 mod prepared;
 mod registry;
+pub mod reload;
 mod session;
 pub mod tap;
 pub mod tls;
@@ -23,8 +24,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use tokio::net::TcpListener;
 
 use crate::config::{Config, ConfigError, ConfigErrors, Origin};
-use crate::datahost::{Cluster, Timeouts};
-use crate::route::Router;
+use crate::datahost::Timeouts;
 use crate::sequence::Sequences;
 
 pub use error::MysqlError;
@@ -99,10 +99,9 @@ fn load_tls(config: &Config) -> Result<Option<tls::TlsSettings>, ConfigErrors> {
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
-    pub config: Arc<Config>,
-    pub router: Router,
-    pub cluster: Arc<Cluster>,
-    /// Global sequences (SPEC §5.17).
+    /// The configuration in force and its reloads ([`Server::current`], module [`reload`]).
+    reloads: reload::Reloads,
+    /// Global sequences (SPEC §5.17); they outlive reloads.
     pub sequences: Sequences,
     /// Connected sessions by connection id (`KILL`), and the COM_STATISTICS counters.
     registry: registry::Registry,
@@ -111,10 +110,6 @@ pub struct Server {
     /// Client connections open now, capped at `maxConnections` (module [`limits`]).
     connections: limits::Connections,
     next_connection_id: AtomicU32,
-    /// Column names of `information_schema` views, by (dataNode, view): the derived tables
-    /// that answer metadata queries for the logical schemas list them (they differ between
-    /// MySQL versions and MariaDB, never while a server runs).
-    view_columns: std::sync::Mutex<ViewColumns>,
     /// `offline` on the manager port: load-balancer probes on the server port answer 1053 and
     /// new clients are refused (module [`manager`]).
     pub offline: std::sync::atomic::AtomicBool,
@@ -148,28 +143,17 @@ impl Server {
     /// Errors: every routing configuration problem, with file and line; TLS settings that are
     /// incomplete or whose files do not load.
     pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
-        let router = Router::new(&config)?;
         let tls = load_tls(&config)?;
-        let cluster = Cluster::new(&config, timeouts).map_err(|message| {
-            ConfigErrors(vec![ConfigError {
-                origin: Origin::new(&config.dir.join(crate::config::dnindex::FILE), 0),
-                element: String::new(),
-                message,
-            }])
-        })?;
-        let cluster = Arc::new(cluster);
-        let sequences = Sequences::new(&config, cluster.clone());
+        let sequences = Sequences::new(&config);
         let connections = limits::Connections::new(config.system.max_connections);
+        let first = reload::Generation::first(config, timeouts)?;
         Ok(Server {
-            config: Arc::new(config),
-            router,
-            cluster,
+            reloads: reload::Reloads::new(first, timeouts),
             sequences,
             registry: registry::Registry::default(),
             tls,
             connections,
             next_connection_id: AtomicU32::new(1),
-            view_columns: std::sync::Mutex::default(),
             offline: std::sync::atomic::AtomicBool::new(false),
             started_at: std::time::SystemTime::now(),
             pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
@@ -215,7 +199,7 @@ impl Server {
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.cluster.close_idle();
+        self.current().cluster.close_idle();
         interrupted
     }
 
@@ -253,9 +237,10 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> io::Result<()> {
         tokio::pin!(shutdown);
-        self.cluster.start_heartbeats();
-        let warm = self.clone();
-        tokio::spawn(async move { warm.cluster.warm_up().await });
+        self.reloads.serving.store(true, Ordering::Release);
+        let running = self.current();
+        running.cluster.start_heartbeats();
+        tokio::spawn(async move { running.cluster.warm_up().await });
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
@@ -269,7 +254,7 @@ impl Server {
                 continue;
             }
             let Some(slot) = self.connections.open() else {
-                tracing::info!(%peer, max = self.config.system.max_connections, "too many connections: refused");
+                tracing::info!(%peer, max = self.connections.max(), "too many connections: refused");
                 limits::refuse_connection(stream);
                 continue;
             };

@@ -30,6 +30,7 @@ use super::commands::{Commands, DIVERTED_QUERY, Diverted, Statements};
 use super::error::MysqlError;
 use super::prepared::{self, Prepared};
 use super::registry::{Handle, Registry};
+use super::reload::Generation;
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use super::tls::{self, ClientWrite};
 use crate::backend::{BackendConn, Column, OkInfo, Response};
@@ -66,8 +67,16 @@ pub async fn run(
         let (h, r) = Registry::register(&server, id, handle);
         (h, Some(r))
     };
-    let max_packet = server.config.system.max_packet_size;
-    let auth_timeout = std::time::Duration::from_millis(server.config.system.auth_timeout_ms);
+    // Copied out: a session must not hold the configuration for its whole life (a reload
+    // waits for the dataHosts it replaced to be let go).
+    let (max_packet, auth_timeout) = {
+        let generation = server.current();
+        let system = &generation.config.system;
+        (
+            system.max_packet_size,
+            std::time::Duration::from_millis(system.auth_timeout_ms),
+        )
+    };
     let session = Session {
         server,
         manager,
@@ -96,6 +105,9 @@ pub async fn run(
         next_insert_id: None,
         statements: statements.clone(),
         tls,
+        generation: None,
+        seen_generation: 0,
+        plans_generation: 0,
     };
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
     let serve = AsyncMysqlIntermediary::run_on(
@@ -183,6 +195,13 @@ struct Session {
     binary: bool,
     /// The connection's TLS state, when the server offers TLS.
     tls: Option<tls::Link>,
+    /// The configuration the command in progress, or the open transaction, runs on; `None`
+    /// between commands outside a transaction (module [`super::reload`]).
+    generation: Option<Arc<Generation>>,
+    /// The number of the newest generation this session saw: `access` was made under it.
+    seen_generation: u64,
+    /// The number of the generation `plans` were made under.
+    plans_generation: u64,
 }
 
 impl Drop for Session {
@@ -278,7 +297,7 @@ impl Session {
             }
         };
         let password = answer.strip_suffix(&[0]).unwrap_or(&answer);
-        self.server
+        self.generation()
             .config
             .users
             .get(name)
@@ -311,6 +330,10 @@ impl Session {
         match answer {
             super::manager::Answer::Error(e) => self.error(w, e).await,
             super::manager::Answer::Ok { affected, message } => {
+                if !message.is_empty() {
+                    self.slot
+                        .replace_next(vec![ok_payload(affected, self.status(), &message)]);
+                }
                 w.completed(OkResponse {
                     affected_rows: affected,
                     status_flags: self.status(),
@@ -358,7 +381,10 @@ impl Session {
         let access = self
             .access
             .get_or_init(|| {
-                let config = &self.server.config;
+                // The newest configuration's users, even inside a transaction that routes on
+                // an older one ([`Session::begin_command`]).
+                let generation = self.server.current();
+                let config = &generation.config;
                 self.user
                     .get()
                     .and_then(|u| config.users.get(u))
@@ -381,6 +407,61 @@ impl Session {
         write_ok(&self.slot, w, ok, self.status()).await
     }
 
+    /// The configuration this session's command runs on: the one taken when the command began
+    /// or the open transaction first needed it, else (between commands) the server's current
+    /// one.
+    fn generation(&self) -> Arc<Generation> {
+        match &self.generation {
+            Some(g) => g.clone(),
+            None => self.server.current(),
+        }
+    }
+
+    /// Starts a command: ends the connection when the session was killed
+    /// ([`Session::ended_by_kill`]) or when a reload removed its user; otherwise takes the
+    /// configuration the command routes and runs on, the newest one unless a transaction holds
+    /// an older one. What the user may do always follows the newest configuration, inside a
+    /// transaction too (as MariaDB applies a REVOKE from the next statement on): a reload
+    /// drops the session's access, made again on first use; cached plans are dropped when the
+    /// routing configuration changes.
+    fn begin_command(&mut self) -> io::Result<()> {
+        self.ended_by_kill()?;
+        let newest = self.server.current();
+        if newest.number != self.seen_generation {
+            self.seen_generation = newest.number;
+            self.access = OnceLock::new();
+            if let Some(user) = self.user.get()
+                && !newest.config.users.contains_key(user)
+            {
+                tracing::warn!(
+                    connection = self.id,
+                    user,
+                    "the user was removed by a reload: connection closed"
+                );
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "the session's user was removed by a reload",
+                ));
+            }
+        }
+        if self.generation.is_none() {
+            if newest.number != self.plans_generation {
+                self.plans_generation = newest.number;
+                self.plans = PlanCache::default();
+            }
+            self.generation = Some(newest);
+        }
+        Ok(())
+    }
+
+    /// Ends a command: the configuration it ran on is let go unless a transaction (or a
+    /// connection pinned to the session) still needs it.
+    fn end_command(&mut self) {
+        if !self.in_transaction && self.pinned.is_empty() {
+            self.generation = None;
+        }
+    }
+
     /// Ends the connection (an error for the protocol loop) once the session was killed: the
     /// command that arrives after a session's `KILL` of itself, read before the kill's notice
     /// reached the loop, must not run (MariaDB has closed the connection by then).
@@ -396,7 +477,9 @@ impl Session {
 
     /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
     fn check_schema(&self, schema: &str) -> Result<(), MysqlError> {
-        let config = &self.server.config;
+        // Who may use what: the newest configuration's (see `Session::view`).
+        let generation = self.server.current();
+        let config = &generation.config;
         if !config.schemas.contains_key(schema) {
             return Err(MysqlError::new(
                 1049,
@@ -462,7 +545,7 @@ impl Session {
                 Err(e) => self.error(w, e).await,
             },
             Local::ShowDatabases(pattern) => {
-                let config = self.server.config.clone();
+                let config = self.generation().config.clone();
                 let names: Vec<Vec<Option<String>>> = config
                     .users
                     .get(self.user_name())
@@ -536,7 +619,7 @@ impl Session {
             }
             Local::Ok => self.ok(w, OkInfo::default()).await,
             Local::MaxAllowedPacket(label) => {
-                let size = self.server.config.system.max_packet_size as u64;
+                let size = self.generation().config.system.max_packet_size as u64;
                 write_unsigned(w, label, size).await
             }
             Local::ConnectionId(label) => write_unsigned(w, label, u64::from(self.id)).await,
@@ -672,10 +755,11 @@ impl Session {
         }
         let mut drawn: HashMap<String, std::vec::IntoIter<i64>> = HashMap::new();
         for (name, count) in wanted {
+            let generation = self.generation();
             let values = self
                 .server
                 .sequences
-                .next(name, count)
+                .next(&generation.cluster, name, count)
                 .await
                 .map_err(|e| MysqlError::new(1003, "HY000", e.to_string()))?;
             drawn.insert(name.to_string(), values.into_iter());
@@ -797,7 +881,8 @@ impl Session {
         // A node of the current schema, else of one of the user's schemas: never a node the
         // user has no schema on (its database is none of the user's business, and a backend
         // account scoped to the user's databases could not use it).
-        let router = &self.server.router;
+        let generation = self.generation();
+        let router = &generation.router;
         let node = self
             .schema
             .as_deref()
@@ -816,7 +901,7 @@ impl Session {
         let conn: &mut dyn BackendConn = match self.pinned.get_mut(&node) {
             Some(c) => c.as_mut(),
             None => {
-                fresh = self.server.cluster.acquire(&node, false).await?;
+                fresh = self.generation().cluster.acquire(&node, false).await?;
                 Self::apply_state(&self.state, fresh.as_mut(), &node).await?;
                 fresh.as_mut()
             }
@@ -921,7 +1006,7 @@ impl Session {
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
     async fn describe(&mut self, sql: &str) -> Vec<Column> {
-        let plan = match self.server.router.route_for(sql, &self.view(), None) {
+        let plan = match self.generation().router.route_for(sql, &self.view(), None) {
             Ok(Routed::Plan(plan)) => plan,
             Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
                 Ok(plan) => plan,
@@ -935,7 +1020,7 @@ impl Session {
         let hidden = plan.merge.as_ref().map_or(0, |m| m.hidden);
         let described = match self.pinned.get_mut(&target.node) {
             Some(c) => c.describe(&target.sql).await,
-            None => match self.server.cluster.acquire(&target.node, false).await {
+            None => match self.generation().cluster.acquire(&target.node, false).await {
                 Ok(mut c) => match Self::apply_state(&self.state, c.as_mut(), &target.node).await {
                     Ok(()) => c.describe(&target.sql).await,
                     Err(e) => Err(crate::backend::BackendError::Other(e.message)),
@@ -965,14 +1050,14 @@ impl Session {
         if let Some(schema) = q.required_schema() {
             self.check_schema(schema)?;
         }
-        let config = self.server.config.clone();
+        let config = self.generation().config.clone();
         let visible: Vec<String> = config
             .users
             .get(self.user_name())
             .map(|u| config.user_schemas(u))
             .unwrap_or_default();
         let access = self.view().access.cloned();
-        let server = self.server.clone();
+        let server = self.generation();
         let router = &server.router;
         let node = router
             .metadata_node(self.schema.as_deref(), &visible)
@@ -1016,9 +1101,10 @@ impl Session {
     /// where the message names it as a qualifier (`Table 'db1.t' doesn't exist`, which
     /// SQLAlchemy's `has_table` provokes), becomes the session's logical schema.
     fn logical_names(&self, node: &str, mut e: MysqlError) -> MysqlError {
-        if let (Some(db), Some(schema)) =
-            (self.server.router.database_of(node), self.schema.as_deref())
-        {
+        if let (Some(db), Some(schema)) = (
+            self.generation().router.database_of(node),
+            self.schema.as_deref(),
+        ) {
             e.message = e
                 .message
                 .replace(&format!("'{db}."), &format!("'{schema}."));
@@ -1030,7 +1116,7 @@ impl Session {
     async fn view_columns(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
         let key = (node.to_string(), view.to_string());
         let cached = self
-            .server
+            .generation()
             .view_columns
             .lock()
             .ok()
@@ -1039,7 +1125,7 @@ impl Session {
             return Ok(c);
         }
         let c = self.describe_view(node, view).await?;
-        if let Ok(mut m) = self.server.view_columns.lock() {
+        if let Ok(mut m) = self.generation().view_columns.lock() {
             m.insert(key, c.clone());
         }
         Ok(c)
@@ -1057,7 +1143,11 @@ impl Session {
         let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
             Some(c) => c.as_mut(),
             None => {
-                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh = self
+                    .generation()
+                    .cluster
+                    .acquire_for(node, Intent::Read)
+                    .await?;
                 fresh.as_mut()
             }
         };
@@ -1122,7 +1212,11 @@ impl Session {
         let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
             Some(c) => c.as_mut(),
             None => {
-                fresh = self.server.cluster.acquire_for(node, Intent::Read).await?;
+                fresh = self
+                    .generation()
+                    .cluster
+                    .acquire_for(node, Intent::Read)
+                    .await?;
                 fresh.as_mut()
             }
         };
@@ -1159,7 +1253,11 @@ impl Session {
             let conn: &mut dyn BackendConn = match self.pinned.get_mut(&probe.node) {
                 Some(c) => c.as_mut(),
                 None => {
-                    fresh = self.server.cluster.acquire(&probe.node, false).await?;
+                    fresh = self
+                        .generation()
+                        .cluster
+                        .acquire(&probe.node, false)
+                        .await?;
                     Self::apply_state(&self.state, fresh.as_mut(), &probe.node).await?;
                     fresh.as_mut()
                 }
@@ -1217,6 +1315,7 @@ impl Session {
     ) -> io::Result<()> {
         let read_only_user = self
             .server
+            .current()
             .config
             .users
             .get(self.user_name())
@@ -1241,7 +1340,7 @@ impl Session {
         // A write to several dataNodes outside a transaction runs in one on each node and is
         // committed only where all succeeded, so a failure leaves nothing half applied.
         let implicit = !transactional && !plan.read_only && !plan.ddl && plan.targets.len() > 1;
-        let server = self.server.clone();
+        let server = self.generation();
         let mut fresh: Vec<Box<dyn BackendConn>> = Vec::new();
         // A read any node can answer: when the chosen node's server cannot be reached, the next.
         if !plan.fallback.is_empty() && !self.pinned.contains_key(&plan.targets[0].node) {
@@ -1583,6 +1682,23 @@ async fn write_ok(
         ..Default::default()
     })
     .await
+}
+
+/// An OK packet's payload as a MySQL server writes it (`00`, affected rows, insert id 0,
+/// status flags, no warnings, `info`), the message length-encoded whatever the client's
+/// capabilities, as MySQL's `net_send_ok` stores it: opensrv-mysql 0.7 writes it bare to a
+/// client without `CLIENT_SESSION_TRACK`, and such clients (mysql_async, Connector/J) then read
+/// a length out of its first letter and lose the message (Mycat's `Reload config success`).
+fn ok_payload(affected: u64, status: StatusFlags, info: &str) -> Vec<u8> {
+    use mysql_common::io::WriteMysqlExt;
+    let mut p = vec![0x00];
+    // Writing into a Vec cannot fail.
+    let _ = p.write_lenenc_int(affected);
+    let _ = p.write_lenenc_int(0);
+    p.extend_from_slice(&status.bits().to_le_bytes());
+    p.extend_from_slice(&[0, 0]);
+    let _ = p.write_lenenc_str(info.as_bytes());
+    p
 }
 
 /// Streams a result set to the client as the dataNodes deliver it, and ends it with the sum of
@@ -1969,11 +2085,12 @@ impl AsyncMysqlShim<Writer> for Session {
         salt: &[u8],
         auth_data: &[u8],
     ) -> bool {
+        let generation = self.generation();
         let name = String::from_utf8_lossy(username).into_owned();
         // The firewall decides before any password is looked at: a refused host gets the same
         // answer whatever it sent, and learns nothing about the password.
         let ip = self.peer.ip().to_canonical().to_string();
-        if !self.server.config.system.admits(&name, &ip) {
+        if !generation.config.system.admits(&name, &ip) {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "login refused by the firewall whitehost list");
             self.slot.set(ErrPacket {
                 code: 1045,
@@ -1982,8 +2099,7 @@ impl AsyncMysqlShim<Writer> for Session {
             });
             return false;
         }
-        let ok = self
-            .server
+        let ok = generation
             .config
             .users
             .get(&name)
@@ -1995,8 +2111,7 @@ impl AsyncMysqlShim<Writer> for Session {
             "login"
         );
         let sha2 = !ok
-            && self
-                .server
+            && generation
                 .config
                 .users
                 .get(&name)
@@ -2006,7 +2121,7 @@ impl AsyncMysqlShim<Writer> for Session {
         let full = !ok && !sha2 && auth_data.len() == 32 && self.full_authentication(&name).await;
         let sha2 = sha2 || full;
         let degraded = (ok || sha2)
-            .then(|| self.server.config.users.get(&name))
+            .then(|| generation.config.users.get(&name))
             .flatten()
             .and_then(|u| super::limits::degraded(u, self.server.connections.count()));
         let offline = (ok || sha2)
@@ -2052,7 +2167,59 @@ impl AsyncMysqlShim<Writer> for Session {
         schema: &'a str,
         w: InitWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.ended_by_kill()?;
+        self.begin_command()?;
+        let done = self.init_command(schema, w).await;
+        self.end_command();
+        done
+    }
+
+    async fn on_prepare<'a>(
+        &'a mut self,
+        query: &'a str,
+        info: StatementMetaWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        self.begin_command()?;
+        let done = self.prepare_command(query, info).await;
+        self.end_command();
+        done
+    }
+
+    async fn on_execute<'a>(
+        &'a mut self,
+        id: u32,
+        params: ParamParser<'a>,
+        w: QueryResultWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        self.begin_command()?;
+        let done = self.execute_command(id, params, w).await;
+        self.end_command();
+        done
+    }
+
+    async fn on_close<'a>(&'a mut self, stmt: u32) {
+        self.prepared.remove(&stmt);
+    }
+
+    async fn on_query<'a>(
+        &'a mut self,
+        query: &'a str,
+        w: QueryResultWriter<'a, Writer>,
+    ) -> io::Result<()> {
+        self.begin_command()?;
+        let done = self.query_command(query, w).await;
+        self.end_command();
+        done
+    }
+}
+
+/// The commands behind the protocol shim's entry points, which hold the configuration for
+/// them ([`Session::begin_command`]).
+impl Session {
+    async fn init_command<'a>(
+        &'a mut self,
+        schema: &'a str,
+        w: InitWriter<'a, Writer>,
+    ) -> io::Result<()> {
         if self.manager {
             // Mycat's manager port ignores the database a client names.
             return w.ok().await;
@@ -2071,12 +2238,11 @@ impl AsyncMysqlShim<Writer> for Session {
         }
     }
 
-    async fn on_prepare<'a>(
+    async fn prepare_command<'a>(
         &'a mut self,
         query: &'a str,
         info: StatementMetaWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.ended_by_kill()?;
         if self.manager {
             let e = MysqlError::new(
                 1003,
@@ -2139,13 +2305,12 @@ impl AsyncMysqlShim<Writer> for Session {
         info.reply(id, &params, &columns).await
     }
 
-    async fn on_execute<'a>(
+    async fn execute_command<'a>(
         &'a mut self,
         id: u32,
         params: ParamParser<'a>,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.ended_by_kill()?;
         let Some(p) = self.prepared.get(&id) else {
             return self
                 .error(
@@ -2193,16 +2358,11 @@ impl AsyncMysqlShim<Writer> for Session {
         done
     }
 
-    async fn on_close<'a>(&'a mut self, stmt: u32) {
-        self.prepared.remove(&stmt);
-    }
-
-    async fn on_query<'a>(
+    async fn query_command<'a>(
         &'a mut self,
         query: &'a str,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.ended_by_kill()?;
         let diverted = if query == DIVERTED_QUERY {
             self.slot.take_diverted()
         } else {
@@ -2305,7 +2465,7 @@ impl Session {
             schema: Some(&schema),
             ..self.view()
         };
-        let target = match self.server.router.route_for(&sql, &view, None) {
+        let target = match self.generation().router.route_for(&sql, &view, None) {
             Ok(Routed::Plan(plan)) if !table.is_empty() => plan.targets.into_iter().next(),
             _ => None,
         };
@@ -2316,7 +2476,7 @@ impl Session {
         let conn: &mut dyn BackendConn = match self.pinned.get_mut(&target.node) {
             Some(c) => c.as_mut(),
             None => {
-                fresh = match self.server.cluster.acquire(&target.node, false).await {
+                fresh = match self.generation().cluster.acquire(&target.node, false).await {
                     Ok(c) => c,
                     Err(e) => return self.error(w, e.into()).await,
                 };
@@ -2365,7 +2525,7 @@ impl Session {
         self.slot.set_status(self.status().bits());
         let mut plans = std::mem::take(&mut self.plans);
         let routed = self
-            .server
+            .generation()
             .router
             .route_for(query, &self.view(), Some(&mut plans));
         self.plans = plans;
@@ -2392,7 +2552,7 @@ impl Session {
                 Err(e) => self.error(w, e).await,
             },
             Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
-                Ok(sql) => match self.server.router.route_for(&sql, &self.view(), None) {
+                Ok(sql) => match self.generation().router.route_for(&sql, &self.view(), None) {
                     Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
                     Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
                         Ok(plan) => self.execute(plan, w).await,

@@ -59,13 +59,15 @@ enum Handler {
 impl Sequences {
     /// The handler `config` selects, with its state read from the config directory. A missing
     /// file leaves the handler without sequences (an error names the file when one is used).
-    pub fn new(config: &Config, cluster: Arc<Cluster>) -> Sequences {
+    /// The handler and its state outlive reloads (`sequnceHandlerType` takes effect at
+    /// restart, as Mycat reads it once); the database handler asks the cluster of the
+    /// statement that draws the values.
+    pub fn new(config: &Config) -> Sequences {
         let dir = &config.dir;
         let handler = match config.system.sequence_handler_type {
             0 => Handler::File(FileSequences::load(dir.join("sequence_conf.properties"))),
             1 => Handler::Database(DatabaseSequences::new(
                 read_properties(&dir.join("sequence_db_conf.properties")).unwrap_or_default(),
-                cluster,
             )),
             2 => {
                 let p =
@@ -94,10 +96,17 @@ impl Sequences {
     /// Errors: an unknown sequence (`can't find definition for sequence :NAME`), a database
     /// that cannot be asked or has no such row, a file that cannot be written, a handler type
     /// manx does not support.
-    pub async fn next(&self, name: &str, count: usize) -> Result<Vec<i64>, SequenceError> {
+    /// `cluster`: the dataNodes the database handler reads `MYCAT_SEQUENCE` from (the running
+    /// configuration's).
+    pub async fn next(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        count: usize,
+    ) -> Result<Vec<i64>, SequenceError> {
         match &self.handler {
             Handler::File(f) => f.next(name, count),
-            Handler::Database(d) => d.next(name, count).await,
+            Handler::Database(d) => d.next(cluster, name, count).await,
             Handler::Time(t) => Ok((0..count).map(|_| t.next()).collect()),
             Handler::Unsupported(t) => Err(SequenceError(format!(
                 "sequenceHandlerType {t} (ZooKeeper or custom class) is not supported by manx"
@@ -254,13 +263,12 @@ fn write_file(path: &std::path::Path, state: &FileState) -> std::io::Result<()> 
 struct DatabaseSequences {
     /// Sequence name → the dataNode whose database holds `MYCAT_SEQUENCE`.
     nodes: BTreeMap<String, String>,
-    cluster: Arc<Cluster>,
     /// Per sequence: the reserved values not yet handed out (`next..end`).
     reserved: HashMap<String, Arc<tokio::sync::Mutex<(i64, i64)>>>,
 }
 
 impl DatabaseSequences {
-    fn new(mapping: BTreeMap<String, String>, cluster: Arc<Cluster>) -> DatabaseSequences {
+    fn new(mapping: BTreeMap<String, String>) -> DatabaseSequences {
         let nodes: BTreeMap<String, String> = mapping
             .into_iter()
             .map(|(k, v)| (k.to_ascii_uppercase(), v))
@@ -269,14 +277,15 @@ impl DatabaseSequences {
             .keys()
             .map(|k| (k.clone(), Arc::new(tokio::sync::Mutex::new((0, 0)))))
             .collect();
-        DatabaseSequences {
-            nodes,
-            cluster,
-            reserved,
-        }
+        DatabaseSequences { nodes, reserved }
     }
 
-    async fn next(&self, name: &str, count: usize) -> Result<Vec<i64>, SequenceError> {
+    async fn next(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        count: usize,
+    ) -> Result<Vec<i64>, SequenceError> {
         let (Some(node), Some(slot)) = (self.nodes.get(name), self.reserved.get(name)) else {
             return Err(SequenceError(format!(
                 "can't find definition for sequence :{name}"
@@ -286,50 +295,53 @@ impl DatabaseSequences {
         let mut out = Vec::with_capacity(count);
         while out.len() < count {
             if range.0 >= range.1 {
-                *range = self.fetch(node, name).await?;
+                *range = fetch(cluster, node, name).await?;
             }
             out.push(range.0);
             range.0 += 1;
         }
         Ok(out)
     }
+}
 
-    /// Reserves the next block: `SELECT mycat_seq_nextval('NAME')` answers `"first,increment"`.
-    async fn fetch(&self, node: &str, name: &str) -> Result<(i64, i64), SequenceError> {
-        let fail = |m: String| SequenceError(format!("sequence {name} on dataNode {node}: {m}"));
-        let mut conn = self
-            .cluster
-            .acquire_for(node, Intent::Write)
-            .await
-            .map_err(|e| fail(e.to_string()))?;
-        let sql = format!("SELECT mycat_seq_nextval('{}')", name.replace('\'', "''"));
-        let text = match conn.query(&sql).await.map_err(|e| fail(e.to_string()))? {
-            Response::Rows { mut rows, .. } => {
-                let mut first = None;
-                while let Some(row) = rows.next().await {
-                    let row = row.map_err(|e| fail(e.to_string()))?;
-                    if first.is_none() {
-                        first = row.into_iter().next();
-                    }
-                }
-                match first {
-                    Some(Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
-                    _ => String::new(),
+/// Reserves the next block of sequence `name` in dataNode `node`'s database: `SELECT
+/// mycat_seq_nextval('NAME')` answers `"first,increment"`; the block is `first..first+increment`.
+///
+/// Errors: the dataNode cannot be reached, or the function's answer is not such a pair (the
+/// sequence row is missing).
+async fn fetch(cluster: &Cluster, node: &str, name: &str) -> Result<(i64, i64), SequenceError> {
+    let fail = |m: String| SequenceError(format!("sequence {name} on dataNode {node}: {m}"));
+    let mut conn = cluster
+        .acquire_for(node, Intent::Write)
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    let sql = format!("SELECT mycat_seq_nextval('{}')", name.replace('\'', "''"));
+    let text = match conn.query(&sql).await.map_err(|e| fail(e.to_string()))? {
+        Response::Rows { mut rows, .. } => {
+            let mut first = None;
+            while let Some(row) = rows.next().await {
+                let row = row.map_err(|e| fail(e.to_string()))?;
+                if first.is_none() {
+                    first = row.into_iter().next();
                 }
             }
-            Response::Ok(_) => String::new(),
-        };
-        let parsed = text.split_once(',').and_then(|(a, b)| {
-            Some((a.trim().parse::<i64>().ok()?, b.trim().parse::<i64>().ok()?))
-        });
-        match parsed {
-            Some((first, increment)) if increment > 0 && first != -999_999 => {
-                Ok((first, first + increment))
+            match first {
+                Some(Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
+                _ => String::new(),
             }
-            _ => Err(fail(format!(
-                "sequnce not found in db table (mycat_seq_nextval answered {text:?})"
-            ))),
         }
+        Response::Ok(_) => String::new(),
+    };
+    let parsed = text
+        .split_once(',')
+        .and_then(|(a, b)| Some((a.trim().parse::<i64>().ok()?, b.trim().parse::<i64>().ok()?)));
+    match parsed {
+        Some((first, increment)) if increment > 0 && first != -999_999 => {
+            Ok((first, first + increment))
+        }
+        _ => Err(fail(format!(
+            "sequnce not found in db table (mycat_seq_nextval answered {text:?})"
+        ))),
     }
 }
 

@@ -1,0 +1,744 @@
+//! Hot reload (issue 20 item 2; OPERATIONS.md §1): `reload @@config_all` under a write load
+//! (no failed statement, every acknowledged commit on the backends), a transaction that
+//! spans a reload, Mycat's refusal while the previous reload drains, invalid configurations
+//! refused with their errors, `reload @@config` / `reload @@user` / `rollback @@config`,
+//! dnindex.properties for new dataHosts, and SIGHUP on the binary. Judged on the backends
+//! (rows) and on what the manager port reports.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{
+    GATEWAY_PASSWORD, GATEWAY_USER, GatewayProcess, PRIMARY_PORT, closed_port, ensure_sandbox,
+    opts, primary, server_error, start_gateway_with_manager,
+};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Row};
+
+/// Physical databases `t_<prefix>_db1..3` on the sandbox primary, each with `orders` and
+/// `extra`, emptied.
+async fn databases(prefix: &str) -> Vec<String> {
+    ensure_sandbox();
+    let mut c = primary(None).await;
+    let mut out = Vec::new();
+    for i in 1..=3 {
+        let db = format!("t_{prefix}_db{i}");
+        c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+            .await
+            .unwrap();
+        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        c.query_drop(format!(
+            "CREATE TABLE {db}.orders (id BIGINT PRIMARY KEY, v INT NOT NULL)"
+        ))
+        .await
+        .unwrap();
+        c.query_drop(format!("CREATE TABLE {db}.extra (id INT PRIMARY KEY)"))
+            .await
+            .unwrap();
+        out.push(db);
+    }
+    out
+}
+
+/// One version of a test's configuration.
+struct Version<'a> {
+    /// `<table>` elements of schema RL besides `orders`.
+    tables: &'a str,
+    /// dataHost h1's `maxCon`.
+    max_con: u32,
+    /// More `<dataNode>` / `<dataHost>` XML.
+    more: &'a str,
+    /// `<user>` elements besides `rl` (the manager user).
+    users: &'a str,
+}
+
+impl Default for Version<'_> {
+    fn default() -> Self {
+        Version {
+            tables: "",
+            max_con: 10,
+            more: "",
+            users: "",
+        }
+    }
+}
+
+/// Writes server.xml, schema.xml and rule.xml for `dbs` into `dir`: schema RL, table `orders`
+/// sharded by `mod-long` over dn1..dn3 on dataHost h1 (the sandbox primary).
+fn write(dir: &Path, dbs: &[String], v: &Version) {
+    let repo = common::repo();
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo.join(f), dir.join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.join("schema.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="RL">
+        <table name="orders" dataNode="dn1,dn2,dn3" rule="mod-long" />
+        {tables}
+    </schema>
+    <dataNode name="dn1" dataHost="h1" database="{d1}" />
+    <dataNode name="dn2" dataHost="h1" database="{d2}" />
+    <dataNode name="dn3" dataHost="h1" database="{d3}" />
+    {more}
+    <dataHost name="h1" maxCon="{max_con}" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="m1" url="127.0.0.1:{PRIMARY_PORT}" user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}" />
+    </dataHost>
+</mycat:schema>"#,
+            tables = v.tables,
+            d1 = dbs[0],
+            d2 = dbs[1],
+            d3 = dbs[2],
+            more = v.more,
+            max_con = v.max_con,
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("server.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:server xmlns:mycat="http://io.mycat/">
+    <user name="rl"><property name="password">rl</property><property name="schemas">RL</property></user>
+    {}
+</mycat:server>"#,
+            v.users
+        ),
+    )
+    .unwrap();
+}
+
+async fn client(port: u16, user: &str) -> Conn {
+    Conn::new(opts(port, user, user, Some("RL")))
+        .await
+        .unwrap_or_else(|e| panic!("log in as {user}: {e}"))
+}
+
+async fn manager(mport: u16) -> Conn {
+    Conn::new(opts(mport, "rl", "rl", None)).await.unwrap()
+}
+
+/// `sql` on the manager port: `Ok(message)` of its OK packet, or the server error.
+async fn command(m: &mut Conn, sql: &str) -> Result<String, (u16, String)> {
+    match m.query_drop(sql).await {
+        Ok(()) => Ok(m.info().into_owned()),
+        Err(e) => {
+            let (code, _, message) = server_error(e);
+            Err((code, message))
+        }
+    }
+}
+
+/// The ids of `orders` over the three physical databases, sorted.
+async fn ids_on_backends(dbs: &[String]) -> Vec<i64> {
+    let mut c = primary(None).await;
+    let mut out = Vec::new();
+    for db in dbs {
+        let ids: Vec<i64> = c
+            .query(format!("SELECT id FROM {db}.orders"))
+            .await
+            .unwrap();
+        out.extend(ids);
+    }
+    out.sort();
+    out
+}
+
+/// SIZE of the first `show @@datasource` row of dataNode `dn`.
+async fn pool_size(m: &mut Conn, dn: &str) -> i64 {
+    let rows: Vec<Row> = m
+        .query(format!("show @@datasource where dataNode = {dn}"))
+        .await
+        .unwrap();
+    let i = rows[0]
+        .columns_ref()
+        .iter()
+        .position(|c| c.name_str() == "SIZE")
+        .unwrap();
+    rows[0].get::<i64, _>(i).unwrap()
+}
+
+/// RELOAD_TIME and ROLLBACK_TIME of `show @@server`.
+async fn server_times(m: &mut Conn) -> (i64, i64) {
+    let rows: Vec<Row> = m.query("show @@server").await.unwrap();
+    let col = |name: &str| {
+        let i = rows[0]
+            .columns_ref()
+            .iter()
+            .position(|c| c.name_str() == name)
+            .unwrap();
+        rows[0].get::<i64, _>(i).unwrap()
+    };
+    (col("RELOAD_TIME"), col("ROLLBACK_TIME"))
+}
+
+const MYCAT_DRAINING: &str = "The are several unfinished db transactions before executing \"reload @@config_all\", therefore the execution is terminated for logical integrity and please try again later.";
+
+/// Retries `reload @@config_all` while Mycat's "unfinished transactions" refusal answers
+/// (bounded); the number of refusals.
+async fn reload_all(m: &mut Conn) -> usize {
+    let started = Instant::now();
+    let mut refused = 0;
+    loop {
+        match command(m, "reload @@config_all").await {
+            Ok(message) => {
+                assert_eq!(message, "Reload config success");
+                assert_eq!(m.affected_rows(), 1);
+                return refused;
+            }
+            Err((1003, message)) if message == MYCAT_DRAINING => {
+                refused += 1;
+                assert!(
+                    started.elapsed() < Duration::from_secs(20),
+                    "still refused after 20 s"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(e) => panic!("reload @@config_all: {e:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing_nothing() {
+    let dbs = databases("rl_load").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    assert_eq!(pool_size(&mut m, "dn1").await, 10);
+
+    // Writers: each transaction inserts two rows (on two dataNodes), reads them back inside
+    // the transaction and commits; an id counts as acknowledged once COMMIT answered OK.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(BTreeSet::new()));
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let commits = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::new();
+    for w in 0..6i64 {
+        let (stop, acked, failures, commits) = (
+            stop.clone(),
+            acked.clone(),
+            failures.clone(),
+            commits.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut c = client(port, "rl").await;
+            let mut n = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                let (a, b) = (w * 1_000_000 + n * 2, w * 1_000_000 + n * 2 + 1);
+                n += 1;
+                let run = async {
+                    c.query_drop("BEGIN").await?;
+                    c.query_drop(format!("INSERT INTO orders (id, v) VALUES ({a}, {w})"))
+                        .await?;
+                    c.query_drop(format!("INSERT INTO orders (id, v) VALUES ({b}, {w})"))
+                        .await?;
+                    let seen: Option<i64> = c
+                        .query_first(format!(
+                            "SELECT COUNT(*) FROM orders WHERE id IN ({a}, {b})"
+                        ))
+                        .await?;
+                    c.query_drop("COMMIT").await?;
+                    Ok::<_, mysql_async::Error>(seen)
+                };
+                match run.await {
+                    Ok(Some(2)) => {
+                        acked.lock().unwrap().extend([a, b]);
+                        commits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(seen) => failures
+                        .lock()
+                        .unwrap()
+                        .push(format!("{a},{b}: the transaction saw {seen:?} rows")),
+                    Err(e) => failures.lock().unwrap().push(format!("{a},{b}: {e}")),
+                }
+            }
+        }));
+    }
+    // Readers outside transactions.
+    for _ in 0..2 {
+        let (stop, failures) = (stop.clone(), failures.clone());
+        workers.push(tokio::spawn(async move {
+            let mut c = client(port, "rl").await;
+            let mut i = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                if let Err(e) = c
+                    .query_drop(format!("SELECT v FROM orders WHERE id = {}", i % 5000))
+                    .await
+                {
+                    failures.lock().unwrap().push(format!("read: {e}"));
+                }
+            }
+        }));
+    }
+    let wait_commits = |more: u64| {
+        let commits = commits.clone();
+        async move {
+            let target = commits.load(Ordering::Relaxed) + more;
+            let started = Instant::now();
+            while commits.load(Ordering::Relaxed) < target {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "the load stalled"
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    wait_commits(200).await;
+
+    // A new table and a changed dataHost (maxCon 10 -> 20: h1 is rebuilt, its old pool drains).
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
+            max_con: 20,
+            ..Version::default()
+        },
+    );
+    reload_all(&mut m).await;
+    assert_eq!(pool_size(&mut m, "dn1").await, 20);
+    let mut c = client(port, "rl").await;
+    c.query_drop("INSERT INTO extra (id) VALUES (7)")
+        .await
+        .unwrap();
+    for db in &dbs {
+        let on: Vec<i64> = primary(None)
+            .await
+            .query(format!("SELECT id FROM {db}.extra"))
+            .await
+            .unwrap();
+        assert_eq!(on, [7], "the new global table's copy in {db}");
+    }
+    wait_commits(200).await;
+
+    // Again, while transactions begun before the first reload may still hold the old dataHost:
+    // Mycat's refusal, then success once they ended.
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
+            max_con: 15,
+            ..Version::default()
+        },
+    );
+    reload_all(&mut m).await;
+    assert_eq!(pool_size(&mut m, "dn2").await, 15);
+    wait_commits(200).await;
+
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.unwrap();
+    }
+    let failures = failures.lock().unwrap().clone();
+    assert!(
+        failures.is_empty(),
+        "{} failed: {failures:?}",
+        failures.len()
+    );
+    let acked: Vec<i64> = acked.lock().unwrap().iter().copied().collect();
+    assert!(acked.len() >= 1200, "{} rows", acked.len());
+    assert_eq!(
+        ids_on_backends(&dbs).await,
+        acked,
+        "the backends hold exactly the acknowledged rows"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_spanning_a_reload_finishes_on_the_old_config_and_holds_off_the_next() {
+    let dbs = databases("rl_tx").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    let mut tx = client(port, "rl").await;
+    tx.query_drop("BEGIN").await.unwrap();
+    tx.query_drop("INSERT INTO orders (id, v) VALUES (3, 1)")
+        .await
+        .unwrap();
+
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            max_con: 20,
+            ..Version::default()
+        },
+    );
+    assert_eq!(
+        command(&mut m, "reload @@config_all").await,
+        Ok("Reload config success".to_string())
+    );
+    // The open transaction goes on, on the dataHost it began with: a dataNode it had not
+    // touched yet included (id 4 is on dn2).
+    tx.query_drop("INSERT INTO orders (id, v) VALUES (4, 1)")
+        .await
+        .unwrap();
+    // Another session sees the new configuration and none of the uncommitted rows.
+    let mut other = client(port, "rl").await;
+    let n: Option<i64> = other
+        .query_first("SELECT COUNT(*) FROM orders")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+    // The replaced dataHost is still held: the next reload is refused with Mycat's message.
+    let refused = command(&mut m, "reload @@config_all").await;
+    assert_eq!(refused, Err((1003, MYCAT_DRAINING.to_string())));
+    // reload @@config does not touch dataHosts: it is not held off.
+    assert_eq!(
+        command(&mut m, "reload @@config").await,
+        Ok("Reload config success".to_string())
+    );
+    tx.query_drop("COMMIT").await.unwrap();
+    assert_eq!(ids_on_backends(&dbs).await, [3, 4]);
+    assert_eq!(
+        reload_all(&mut m).await,
+        0,
+        "refused after the transaction ended"
+    );
+    // An idle session outside a transaction holds nothing.
+    assert_eq!(reload_all(&mut m).await, 0);
+    let n: Option<i64> = tx.query_first("SELECT COUNT(*) FROM orders").await.unwrap();
+    assert_eq!(n, Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_configs_are_refused_with_their_errors_and_the_running_one_keeps_serving() {
+    let dbs = databases("rl_bad").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    let mut c = client(port, "rl").await;
+    c.query_drop("INSERT INTO orders (id, v) VALUES (1, 1)")
+        .await
+        .unwrap();
+    let (reloaded_at, rolled_back_at) = server_times(&mut m).await;
+    assert_eq!(rolled_back_at, -1);
+
+    // Two errors in one load: both reported, with file and line.
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn9" type="global" />
+        <table name="more" dataNode="dn1,dn2" rule="no-such-rule" />"#,
+            ..Version::default()
+        },
+    );
+    let (code, message) = command(&mut m, "reload @@config_all").await.unwrap_err();
+    assert_eq!(code, 1003);
+    assert!(
+        message.starts_with("Reload config failure: 2 error(s)"),
+        "{message}"
+    );
+    assert!(message.contains("dataNode 'dn9' is not found"), "{message}");
+    assert!(message.contains("no-such-rule"), "{message}");
+    assert!(message.contains("schema.xml:"), "{message}");
+    // A new dataHost whose writeHost does not answer: refused before anything is swapped.
+    let unreachable = format!(
+        r#"<dataNode name="dn4" dataHost="h2" database="{}" />
+    <dataHost name="h2" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="gone" url="127.0.0.1:{}" user="x" password="x" />
+    </dataHost>"#,
+        dbs[0],
+        closed_port()
+    );
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn4" type="global" />"#,
+            more: &unreachable,
+            ..Version::default()
+        },
+    );
+    let (code, message) = command(&mut m, "reload @@config_all").await.unwrap_err();
+    assert_eq!(code, 1003);
+    assert!(
+        message.contains("dataHost h2: writeHost gone") && message.contains("cannot be reached"),
+        "{message}"
+    );
+    // reload @@config keeps the running dataNodes: a table on a new one is refused, with a hint.
+    let (code, message) = command(&mut m, "reload @@config").await.unwrap_err();
+    assert_eq!(code, 1003);
+    assert!(message.contains("dataNode 'dn4' is not found"), "{message}");
+    assert!(message.contains("reload @@config_all"), "{message}");
+
+    // Nothing changed: the old configuration serves, the dataNodes are the old ones, no reload
+    // time recorded.
+    let (code, _, message) = server_error(
+        c.query_drop("INSERT INTO extra (id) VALUES (1)")
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.to_lowercase().contains("extra"), "{code} {message}");
+    let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM orders").await.unwrap();
+    assert_eq!(n, Some(1));
+    let nodes: Vec<Row> = m.query("show @@datanode").await.unwrap();
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(server_times(&mut m).await, (reloaded_at, -1));
+    // dnindex.properties still lists only h1.
+    let dnindex = std::fs::read_to_string(dir.path().join("dnindex.properties")).unwrap();
+    assert!(
+        dnindex.contains("h1=0") && !dnindex.contains("h2"),
+        "{dnindex}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_config_user_and_rollback_apply_what_they_name() {
+    let dbs = databases("rl_user").await;
+    let dir = tempfile::tempdir().unwrap();
+    let bob = r#"<user name="bob"><property name="password">bob</property><property name="schemas">RL</property></user>
+    <user name="ro"><property name="password">ro</property><property name="schemas">RL</property></user>"#;
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            users: bob,
+            ..Version::default()
+        },
+    );
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    let mut b = client(port, "bob").await;
+    let mut ro = client(port, "ro").await;
+    ro.query_drop("BEGIN").await.unwrap();
+    ro.query_drop("INSERT INTO orders (id, v) VALUES (1, 1)")
+        .await
+        .unwrap();
+
+    // reload @@user: bob removed, carol added, ro made readOnly; a table added to schema.xml
+    // at the same time is not taken (users only).
+    let carol = r#"<user name="carol"><property name="password">carol</property><property name="schemas">RL</property></user>
+    <user name="ro"><property name="password">ro</property><property name="schemas">RL</property><property name="readOnly">true</property></user>"#;
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            users: carol,
+            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
+            ..Version::default()
+        },
+    );
+    assert_eq!(
+        command(&mut m, "reload @@user").await,
+        Ok("Reload userConfig success".to_string())
+    );
+    // bob's open session ends at its next command; bob can no longer log in.
+    assert!(b.query_drop("SELECT 1").await.is_err());
+    let (code, _, _) = server_error(
+        Conn::new(opts(port, "bob", "bob", Some("RL")))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1045);
+    let mut carol_conn = client(port, "carol").await;
+    let n: Option<i64> = carol_conn
+        .query_first("SELECT COUNT(*) FROM orders")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0), "ro's transaction is not committed yet");
+    // ro is readOnly from its next statement on, inside the transaction it had open (which
+    // still routes on the configuration it began with), as MariaDB applies a REVOKE.
+    let (code, _, _) = server_error(
+        ro.query_drop("INSERT INTO orders (id, v) VALUES (2, 1)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1495);
+    ro.query_drop("COMMIT").await.unwrap();
+    assert_eq!(ids_on_backends(&dbs).await, [1]);
+    // The table was not taken.
+    assert!(carol_conn.query_drop("SELECT * FROM extra").await.is_err());
+
+    // reload @@config takes schema.xml's tables.
+    assert_eq!(
+        command(&mut m, "reload @@config").await,
+        Ok("Reload config success".to_string())
+    );
+    carol_conn
+        .query_drop("INSERT INTO extra (id) VALUES (5)")
+        .await
+        .unwrap();
+    for db in &dbs {
+        let on: Vec<i64> = primary(None)
+            .await
+            .query(format!("SELECT id FROM {db}.extra"))
+            .await
+            .unwrap();
+        assert_eq!(on, [5]);
+    }
+
+    // rollback @@config: back to the configuration the last reload replaced (users of the
+    // reload @@user, no table extra); ROLLBACK_TIME recorded.
+    assert_eq!(
+        command(&mut m, "rollback @@config").await,
+        Ok("Rollback config success".to_string())
+    );
+    let (code, _, message) = server_error(
+        carol_conn
+            .query_drop("INSERT INTO extra (id) VALUES (6)")
+            .await
+            .unwrap_err(),
+    );
+    assert!(message.to_lowercase().contains("extra"), "{code} {message}");
+    let (reloaded_at, rolled_back_at) = server_times(&mut m).await;
+    assert!(rolled_back_at >= reloaded_at && reloaded_at > 0);
+    // A second rollback goes forward again.
+    assert_eq!(
+        command(&mut m, "rollback @@config").await,
+        Ok("Rollback config success".to_string())
+    );
+    carol_conn
+        .query_drop("INSERT INTO extra (id) VALUES (6)")
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_datahost_added_by_a_reload_starts_where_dnindex_says_and_removed_ones_leave_it() {
+    let dbs = databases("rl_dn").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    // h2: two writeHosts on the same server; dnindex.properties (as an operator or another
+    // instance left it) makes writeHost 1 active.
+    let h2 = format!(
+        r#"<dataNode name="dn4" dataHost="h2" database="{}" />
+    <dataHost name="h2" maxCon="5" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="a" url="127.0.0.1:{closed}" user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}" />
+        <writeHost host="b" url="127.0.0.1:{PRIMARY_PORT}" user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}" />
+    </dataHost>"#,
+        dbs[0],
+        closed = closed_port(),
+    );
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn4" />"#,
+            more: &h2,
+            ..Version::default()
+        },
+    );
+    let path = dir.path().join("dnindex.properties");
+    let before = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, format!("{before}h2=1\n")).unwrap();
+    reload_all(&mut m).await;
+    let nodes: Vec<Row> = m.query("show @@datanode").await.unwrap();
+    let dn4 = nodes
+        .iter()
+        .find(|r| r.get::<String, _>(0).as_deref() == Some("dn4"))
+        .expect("dn4 listed");
+    let index_col = dn4
+        .columns_ref()
+        .iter()
+        .position(|c| c.name_str() == "INDEX")
+        .unwrap();
+    assert_eq!(dn4.get::<i64, _>(index_col), Some(1));
+    let mut c = client(port, "rl").await;
+    c.query_drop("INSERT INTO extra (id) VALUES (9)")
+        .await
+        .unwrap();
+    let on: Vec<i64> = primary(None)
+        .await
+        .query(format!("SELECT id FROM {}.extra", dbs[0]))
+        .await
+        .unwrap();
+    assert_eq!(on, [9]);
+
+    // Removing h2 again: dnindex.properties no longer lists it; h1 kept its entry.
+    write(dir.path(), &dbs, &Version::default());
+    reload_all(&mut m).await;
+    let dnindex = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        dnindex.contains("h1=0") && !dnindex.contains("h2"),
+        "{dnindex}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_and_a_bad_config_leaves_the_process_serving() {
+    let dbs = databases("rl_hup").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let log = dir.path().join("manx.log");
+    let (mut g, mut c) =
+        GatewayProcess::start_logging(dir.path(), "rl", "rl", "RL", Some(&log)).await;
+    let hup = |pid: u32| {
+        let ok = std::process::Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    };
+
+    // A broken schema.xml: the process logs the errors and goes on serving the old config.
+    std::fs::write(dir.path().join("schema.xml"), "<mycat:schema").unwrap();
+    hup(g.pid());
+    let started = Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap()
+        .contains("SIGHUP: Reload config failure")
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no SIGHUP outcome logged"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(g.alive());
+    c.query_drop("INSERT INTO orders (id, v) VALUES (1, 1)")
+        .await
+        .unwrap();
+
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
+            ..Version::default()
+        },
+    );
+    hup(g.pid());
+    let started = Instant::now();
+    loop {
+        match c.query_drop("INSERT INTO extra (id) VALUES (2)").await {
+            Ok(()) => break,
+            Err(_) if started.elapsed() < Duration::from_secs(10) => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("the table of the reloaded config: {e}"),
+        }
+    }
+    let on: Vec<i64> = primary(None)
+        .await
+        .query(format!("SELECT id FROM {}.extra", dbs[2]))
+        .await
+        .unwrap();
+    assert_eq!(on, [2]);
+    assert!(g.alive());
+}
