@@ -293,6 +293,10 @@ const HELP: &[(&str, &str)] = &[
         "stop @@heartbeat name:time",
         "Pause the active writeHost's heartbeat of dataHosts (seconds)",
     ),
+    ("reload @@config", "Reload basic config from file"),
+    ("reload @@config_all", "Reload all config from file"),
+    ("reload @@user", "Reload user config from file"),
+    ("rollback @@config", "Rollback all config from memory"),
     ("offline", "Change the server status to OFF"),
     ("online", "Change the server status to ON"),
 ];
