@@ -89,6 +89,8 @@ async fn show_commands_answer_mycats_columns_and_types() {
         "show @@heartbeat",
         "switch @@datasource name:index",
         "offline",
+        "reload @@config_all",
+        "rollback @@config",
     ] {
         assert!(statements.iter().any(|s| s == c), "{c} in {statements:?}");
     }
