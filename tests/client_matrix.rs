@@ -13,9 +13,8 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use common::clients::clients;
+use common::clients::{clients, run};
 use common::{Extra, Fixture, GatewayProcess};
 use mysql_async::prelude::Queryable;
 
@@ -70,32 +69,6 @@ impl World {
 
 fn helper(name: &str) -> PathBuf {
     common::repo().join("tests/clients").join(name)
-}
-
-/// Runs a client program (bounded by `timeout`, so a hung client fails the test instead of
-/// hanging it) and returns (exit success, stdout, stderr).
-async fn run(
-    program: &str,
-    args: Vec<String>,
-    env: Vec<(String, String)>,
-) -> (bool, String, String) {
-    let program = program.to_string();
-    tokio::task::spawn_blocking(move || {
-        let out = Command::new("timeout")
-            .arg("180")
-            .arg(&program)
-            .args(&args)
-            .envs(env)
-            .output()
-            .unwrap_or_else(|e| panic!("run {program}: {e}"));
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    })
-    .await
-    .unwrap()
 }
 
 /// The transcript every client must print (the DB-API spelling of the duplicate-key step; the

@@ -361,6 +361,113 @@ async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing
     );
 }
 
+/// sysbench 1.0 `oltp_read_write` (4 threads, 12 s, sbtest1 sharded by id mod 3) while two
+/// `reload @@config_all` add a table and change the dataHost: sysbench stops a thread with FATAL
+/// on any error it does not retry, so a clean exit means no statement failed; every one of the
+/// 10,000 rows is still there, on its node (each transaction deletes a row and inserts it
+/// again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sysbench_oltp_read_write_runs_through_two_reloads() {
+    let c = common::clients::clients();
+    let dbs = databases("rl_sb").await;
+    let dir = tempfile::tempdir().unwrap();
+    let sbtest = r#"<table name="sbtest1" dataNode="dn1,dn2,dn3" rule="mod-long" />"#;
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: sbtest,
+            ..Version::default()
+        },
+    );
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut args: Vec<String> = [
+        "oltp_read_write",
+        "--db-driver=mysql",
+        "--mysql-host=127.0.0.1",
+        "--mysql-user=rl",
+        "--mysql-password=rl",
+        "--mysql-db=RL",
+        "--tables=1",
+        "--table-size=10000",
+        "--auto_inc=off",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.push(format!("--mysql-port={port}"));
+    let mut prepare = args.clone();
+    prepare.push("prepare".into());
+    let (ok, out, err) = common::clients::run(&c.sysbench, prepare, vec![]).await;
+    assert!(ok, "sysbench prepare failed:\n{out}\n{err}");
+    args.extend(["--threads=4", "--time=12", "--report-interval=0", "run"].map(String::from));
+    let load = tokio::spawn(common::clients::run(&c.sysbench, args, vec![]));
+
+    let mut m = manager(mport).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let with_extra =
+        format!(r#"{sbtest}<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#);
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: &with_extra,
+            max_con: 20,
+            ..Version::default()
+        },
+    );
+    reload_all(&mut m).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: &with_extra,
+            max_con: 15,
+            ..Version::default()
+        },
+    );
+    let refused = reload_all(&mut m).await;
+    assert_eq!(pool_size(&mut m, "dn3").await, 15);
+
+    let (ok, out, err) = load.await.unwrap();
+    let fatal: Vec<&str> = out
+        .lines()
+        .chain(err.lines())
+        .filter(|l| l.contains("FATAL"))
+        .collect();
+    assert!(ok && fatal.is_empty(), "sysbench run failed:\n{out}\n{err}");
+    let number = |label: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .nth(if label == "ignored errors:" { 2 } else { 1 })
+            })
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no `{label}` in:\n{out}"))
+    };
+    let transactions = number("transactions:");
+    assert!(transactions > 100, "{transactions} transactions:\n{out}");
+    println!(
+        "sysbench oltp_read_write across 2 reloads: {transactions} transactions, {} ignored (retried) errors, the second reload refused {refused} time(s) while the first one's dataHost drained",
+        number("ignored errors:")
+    );
+    let mut b = primary(None).await;
+    let mut total = 0;
+    for (n, db) in dbs.iter().enumerate() {
+        let (rows, wrong): (i64, i64) = b
+            .query_first(format!(
+                "SELECT COUNT(*), COALESCE(SUM(id % 3 <> {n}), 0) FROM {db}.sbtest1"
+            ))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(wrong, 0, "rows of {db} on the wrong node");
+        total += rows;
+    }
+    assert_eq!(total, 10_000);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_spanning_a_reload_finishes_on_the_old_config_and_holds_off_the_next() {
     let dbs = databases("rl_tx").await;

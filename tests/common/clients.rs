@@ -48,3 +48,29 @@ pub fn clients() -> &'static Clients {
         }
     })
 }
+
+/// Runs a client program (bounded by `timeout`, so a hung client fails the test instead of
+/// hanging it) and returns (exit success, stdout, stderr).
+pub async fn run(
+    program: &str,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+) -> (bool, String, String) {
+    let program = program.to_string();
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("timeout")
+            .arg("180")
+            .arg(&program)
+            .args(&args)
+            .envs(env)
+            .output()
+            .unwrap_or_else(|e| panic!("run {program}: {e}"));
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
