@@ -845,21 +845,14 @@ impl Drop for Haproxy {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn haproxy_mysql_check_drains_the_instance_after_offline() {
+/// An HAProxy (Debian's) in front of the gateway on `port`: TCP mode, `option mysql-check` as
+/// user `haproxy` every 200 ms (2 failures mark it DOWN, 2 successes UP). Returns the process,
+/// its frontend port and its stats socket (files in `dir`).
+fn haproxy_in_front(dir: &std::path::Path, port: u16) -> (Haproxy, u16, std::path::PathBuf) {
     let haproxy = common::clients::clients().haproxy.clone();
-    let f = Fixture::start(
-        "mgr_haproxy",
-        Extra {
-            users_xml: r#"<user name="haproxy"><property name="password"></property><property name="schemas">TESTDB</property><property name="readOnly">true</property></user>"#.to_string(),
-            ..Extra::default()
-        },
-    )
-    .await;
-    let (port, mport) = start_gateway_with_manager(f.dir.path()).await;
     let hport = common::closed_port();
-    let socket = f.dir.path().join("haproxy.sock");
-    let cfg = f.dir.path().join("haproxy.cfg");
+    let socket = dir.join("haproxy.sock");
+    let cfg = dir.join("haproxy.cfg");
     std::fs::write(
         &cfg,
         format!(
@@ -868,7 +861,7 @@ async fn haproxy_mysql_check_drains_the_instance_after_offline() {
         ),
     )
     .unwrap();
-    let _h = Haproxy(
+    let h = Haproxy(
         std::process::Command::new(haproxy)
             .arg("-db")
             .arg("-f")
@@ -878,6 +871,21 @@ async fn haproxy_mysql_check_drains_the_instance_after_offline() {
             .spawn()
             .expect("start haproxy"),
     );
+    (h, hport, socket)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn haproxy_mysql_check_drains_the_instance_after_offline() {
+    let f = Fixture::start(
+        "mgr_haproxy",
+        Extra {
+            users_xml: r#"<user name="haproxy"><property name="password"></property><property name="schemas">TESTDB</property><property name="readOnly">true</property></user>"#.to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let (port, mport) = start_gateway_with_manager(f.dir.path()).await;
+    let (_h, hport, socket) = haproxy_in_front(f.dir.path(), port);
     wait_status(&socket, "UP").await;
     // A session through HAProxy, opened while the instance is in rotation.
     let mut through = Conn::new(opts(hport, "root", "123456", Some("TESTDB")))
@@ -903,4 +911,279 @@ async fn haproxy_mysql_check_drains_the_instance_after_offline() {
         .unwrap();
     let ids: Vec<i64> = again.query("SELECT id FROM travelrecord").await.unwrap();
     assert_eq!(ids, [3]);
+}
+
+/// `sql` on the manager port through the mariadb CLI, as an operator types it: the command and
+/// the CLI's table (or its error), for the runbook's transcript.
+fn cli(mport: u16, sql: &str) -> String {
+    let out = std::process::Command::new("mariadb")
+        .args([
+            "-h127.0.0.1",
+            &format!("-P{mport}"),
+            "-urb",
+            "-prb",
+            "-t",
+            "-vv",
+            "-e",
+            sql,
+        ])
+        .output()
+        .expect("run the mariadb CLI");
+    format!(
+        "$ mariadb -P9066 -e '{sql}'\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The ids a [`Writer`] was acknowledged, and the errors it got.
+#[derive(Default)]
+struct Acked {
+    ids: Vec<i64>,
+    errors: Vec<String>,
+}
+
+/// A client inserting rows one by one (autocommit) through one connection until stopped.
+struct Writer {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    acked: std::sync::Arc<std::sync::Mutex<Acked>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    /// Starts inserting ids `from`, `from + 1`, ... into `orders` on `port`.
+    async fn start(port: u16, from: i64) -> Writer {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let acked = std::sync::Arc::new(std::sync::Mutex::new(Acked::default()));
+        let mut c = Conn::new(opts(port, "rb", "rb", Some("RB"))).await.unwrap();
+        let (s, a) = (stop.clone(), acked.clone());
+        let task = tokio::spawn(async move {
+            let mut id = from;
+            while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                match c
+                    .query_drop(format!("INSERT INTO orders (id) VALUES ({id})"))
+                    .await
+                {
+                    Ok(()) => a.lock().unwrap().ids.push(id),
+                    Err(e) => a.lock().unwrap().errors.push(format!("{id}: {e}")),
+                }
+                id += 1;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        Writer { stop, acked, task }
+    }
+
+    fn count(&self) -> usize {
+        self.acked.lock().unwrap().ids.len()
+    }
+
+    /// Waits (bounded) for `more` acknowledged rows.
+    async fn wait_for(&self, more: usize) {
+        let target = self.count() + more;
+        let started = Instant::now();
+        while self.count() < target {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the writer stalled: {:?}",
+                self.acked.lock().unwrap().errors
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn stop(self) -> Acked {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.task.await.unwrap();
+        std::mem::take(&mut *self.acked.lock().unwrap())
+    }
+}
+
+/// The operator's runbook of issue 20, end to end against one manx process in front of a
+/// MariaDB primary and its replica, with HAProxy (`mysql-check`) in front of manx:
+/// 1. monitor (`show @@datasource`, `@@heartbeat`, `@@datanode`);
+/// 2. add a table: create it on the backend, add it to schema.xml, `reload @@config_all`;
+/// 3. switch: promote the replica, `switch @@datasource mh:1` (dnindex.properties rewritten);
+/// 4. drain: `offline`, HAProxy marks the instance DOWN, the open session keeps writing;
+/// 5. restart: SIGTERM (exit 0), start again on the same ports: it comes back on writeHost 1,
+///    HAProxy marks it UP.
+///
+/// A writer keeps one session open through HAProxy from step 1 to the restart, and another
+/// after it: no statement fails, and every acknowledged row is on the promoted server. `cargo
+/// test --test manager runbook -- --nocapture` prints the transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mycat_runbook_monitor_add_a_table_switch_drain_restart() {
+    let a = Throwaway::start("rb_a", 31).await;
+    let b = Throwaway::start("rb_b", 32).await;
+    {
+        let mut c = a.conn(None).await;
+        c.query_drop("CREATE DATABASE rb").await.unwrap();
+        c.query_drop("CREATE TABLE rb.orders (id BIGINT PRIMARY KEY)")
+            .await
+            .unwrap();
+    }
+    b.replicate_from(&a).await;
+    b.catch_up(&a).await;
+    let dir = tempfile::tempdir().unwrap();
+    let schema = |tables: &str| {
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="RB" dataNode="dnrb">
+        <table name="orders" dataNode="dnrb" />
+        {tables}
+    </schema>
+    <dataNode name="dnrb" dataHost="mh" database="rb" />
+    <dataHost name="mh" maxCon="20" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="hostA" url="127.0.0.1:{}" user="manx" password="manx" />
+        <writeHost host="hostB" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>
+</mycat:schema>"#,
+            a.port, b.port
+        )
+    };
+    std::fs::write(dir.path().join("schema.xml"), schema("")).unwrap();
+    std::fs::copy(common::repo().join("rule.xml"), dir.path().join("rule.xml")).unwrap();
+    for f in ["autopartition-long.txt", "partition-hash-int.txt"] {
+        std::fs::copy(common::repo().join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("server.xml"),
+        r#"<?xml version="1.0"?>
+<mycat:server xmlns:mycat="http://io.mycat/">
+    <system><property name="shutdownTimeout">5</property></system>
+    <user name="rb"><property name="password">rb</property><property name="schemas">RB</property></user>
+    <user name="haproxy"><property name="password"></property><property name="schemas">RB</property><property name="readOnly">true</property></user>
+</mycat:server>"#,
+    )
+    .unwrap();
+    let log = dir.path().join("manx.log");
+    let (mut g, _) = GatewayProcess::start_logging(dir.path(), "rb", "rb", "RB", Some(&log)).await;
+    let ports = (g.port, g.manager_port);
+    let mport = g.manager_port;
+    let (_h, hport, socket) = haproxy_in_front(dir.path(), g.port);
+    wait_status(&socket, "UP").await;
+    let mut transcript = String::new();
+    let writer = Writer::start(hport, 1).await;
+    writer.wait_for(20).await;
+
+    // 1. Monitor.
+    let mut m = manager(mport, "rb", "rb").await;
+    let beats: Vec<Row> = m.query("show @@heartbeat").await.unwrap();
+    assert!(
+        beats.iter().all(|r| n(r, "RS_CODE") == 1),
+        "both servers answer their heartbeat"
+    );
+    for sql in ["show @@datasource", "show @@heartbeat", "show @@datanode"] {
+        transcript += &cli(mport, sql);
+    }
+
+    // 2. Add a table.
+    a.conn(None)
+        .await
+        .query_drop("CREATE TABLE rb.items (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    transcript += "(on hostA) CREATE TABLE rb.items (id INT PRIMARY KEY); (schema.xml) <table name=\"items\" dataNode=\"dnrb\" />\n";
+    std::fs::write(
+        dir.path().join("schema.xml"),
+        schema(r#"<table name="items" dataNode="dnrb" />"#),
+    )
+    .unwrap();
+    let out = cli(mport, "reload @@config_all");
+    assert!(out.contains("Reload config success"), "{out}");
+    transcript += &out;
+    let mut c = Conn::new(opts(hport, "rb", "rb", Some("RB")))
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO items (id) VALUES (1)")
+        .await
+        .unwrap();
+    writer.wait_for(20).await;
+
+    // 3. Switch to the replica: writes paused (a planned switchover's window: a write that
+    //    reached hostA after the replica's last catch-up would be lost, which manx cannot see
+    //    yet — issue 22's fencing), the replica caught up and promoted, then the switch.
+    let first = writer.stop().await;
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    transcript += &format!("(writes paused after {} rows)\n", first.ids.len());
+    b.catch_up(&a).await;
+    b.conn(None)
+        .await
+        .query_drop("STOP SLAVE; RESET SLAVE ALL")
+        .await
+        .unwrap();
+    transcript += "(on hostB, caught up) STOP SLAVE; RESET SLAVE ALL;\n";
+    let out = cli(mport, "switch @@datasource mh:1");
+    assert!(out.contains("1 row affected"), "{out}");
+    transcript += &out;
+    transcript += &cli(mport, "show @@datanode");
+    let dnindex = std::fs::read_to_string(dir.path().join("dnindex.properties")).unwrap();
+    assert!(dnindex.contains("mh=1"), "{dnindex}");
+    transcript += &format!("$ cat dnindex.properties\n{dnindex}");
+    let writer = Writer::start(hport, 500_000).await;
+    writer.wait_for(20).await;
+
+    // 4. Drain.
+    transcript += &cli(mport, "offline");
+    wait_status(&socket, "DOWN").await;
+    transcript += &format!("(HAProxy) server g: {}\n", haproxy_status(&socket));
+    assert!(
+        Conn::new(opts(hport, "rb", "rb", Some("RB")))
+            .await
+            .is_err(),
+        "no new session through HAProxy"
+    );
+    writer.wait_for(20).await;
+    let second = writer.stop().await;
+    assert!(second.errors.is_empty(), "{:?}", second.errors);
+
+    // 5. Restart on the same ports.
+    signal(g.pid(), "TERM");
+    let code = tokio::task::spawn_blocking(move || {
+        let code = wait_exit(&mut g, Duration::from_secs(20));
+        (code, g)
+    })
+    .await
+    .unwrap();
+    assert_eq!(code.0, Some(0));
+    transcript += "$ kill -TERM <manx>   # exit status 0\n";
+    let (_g2, _) = GatewayProcess::start_at(dir.path(), "rb", "rb", "RB", Some(&log), ports).await;
+    wait_status(&socket, "UP").await;
+    transcript += &format!(
+        "(restarted; HAProxy) server g: {}\n",
+        haproxy_status(&socket)
+    );
+    transcript += &cli(mport, "show @@datanode");
+    let writer = Writer::start(hport, 1_000_000).await;
+    writer.wait_for(20).await;
+    let third = writer.stop().await;
+    assert!(third.errors.is_empty(), "{:?}", third.errors);
+
+    // Every acknowledged row is on the promoted server; the old primary has only those
+    // written before the switch.
+    let on = |t: &Throwaway| {
+        let o = t.opts(Some("rb"));
+        async move {
+            let mut c = Conn::new(o).await.unwrap();
+            let ids: Vec<i64> = c.query("SELECT id FROM orders ORDER BY id").await.unwrap();
+            ids
+        }
+    };
+    let mut acked = [&first.ids[..], &second.ids, &third.ids].concat();
+    acked.sort();
+    assert_eq!(on(&b).await, acked);
+    assert_eq!(
+        on(&a).await,
+        first.ids,
+        "hostA has the rows written before the switch"
+    );
+    println!(
+        "{transcript}\nrunbook: {} rows acknowledged ({} before the switch, {} on hostB before the restart, {} after it), all on hostB; no statement failed",
+        acked.len(),
+        first.ids.len(),
+        second.ids.len(),
+        third.ids.len()
+    );
 }

@@ -270,12 +270,29 @@ impl GatewayProcess {
         db: &str,
         log: Option<&Path>,
     ) -> (GatewayProcess, mysql_async::Conn) {
-        let port = closed_port();
-        let manager_port = closed_port();
+        Self::start_at(dir, user, password, db, log, (closed_port(), closed_port())).await
+    }
+
+    /// [`GatewayProcess::start_logging`] on the given (server, manager) ports (a restart on the
+    /// ports a load balancer knows); the log is appended to.
+    pub async fn start_at(
+        dir: &Path,
+        user: &str,
+        password: &str,
+        db: &str,
+        log: Option<&Path>,
+        (port, manager_port): (u16, u16),
+    ) -> (GatewayProcess, mysql_async::Conn) {
         let (level, stderr) = match log {
             Some(path) => (
                 "info",
-                std::process::Stdio::from(std::fs::File::create(path).unwrap()),
+                std::process::Stdio::from(
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                        .unwrap(),
+                ),
             ),
             None => ("error", std::process::Stdio::null()),
         };
