@@ -849,3 +849,60 @@ async fn sighup_reloads_and_a_bad_config_leaves_the_process_serving() {
     assert_eq!(on, [2]);
     assert!(g.alive());
 }
+
+/// `information_schema.schemata` as `c` sees it.
+async fn schemata(c: &mut Conn) -> Vec<String> {
+    c.query("SELECT schema_name FROM information_schema.schemata")
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_reaches_cached_plans_and_metadata_inside_an_open_transaction() {
+    let dbs = databases("rl_revoke").await;
+    let dir = tempfile::tempdir().unwrap();
+    let rl2 = r#"<schema name="RL2" dataNode="dn3"></schema>"#;
+    let open = r#"<user name="app"><property name="password">app</property><property name="schemas">RL,RL2</property></user>"#;
+    let revoked = r#"<user name="app"><property name="password">app</property><property name="schemas">RL</property>
+        <privileges check="true"><schema name="RL" dml="1111"><table name="orders" dml="0000" /></schema></privileges></user>"#;
+    let version = |users| Version {
+        more: rl2,
+        users,
+        ..Version::default()
+    };
+    write(dir.path(), &dbs, &version(open));
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    primary(None)
+        .await
+        .query_drop(format!("INSERT INTO {}.orders VALUES (3, 30)", dbs[0]))
+        .await
+        .unwrap();
+    let mut app = client(port, "app").await;
+    app.query_drop("BEGIN").await.unwrap();
+    // The shape is planned (and cached) while orders is readable.
+    let v: Option<i64> = app
+        .query_first("SELECT v FROM orders WHERE id = 0")
+        .await
+        .unwrap();
+    assert_eq!(v, None);
+    assert!(schemata(&mut app).await.contains(&"RL2".to_string()));
+
+    write(dir.path(), &dbs, &version(revoked));
+    assert_eq!(
+        command(&mut m, "reload @@user").await,
+        Ok("Reload userConfig success".to_string())
+    );
+    // Same shape, same open transaction: refused, the row is not read.
+    let e = app
+        .query_first::<i64, _>("SELECT v FROM orders WHERE id = 3")
+        .await
+        .unwrap_err();
+    let (code, _, message) = server_error(e);
+    assert!(message.contains("orders"), "{code} {message}");
+    // The removed schema is gone from the metadata at once.
+    assert!(!schemata(&mut app).await.contains(&"RL2".to_string()));
+    let databases: Vec<String> = app.query("SHOW DATABASES").await.unwrap();
+    assert!(!databases.contains(&"RL2".to_string()), "{databases:?}");
+    app.query_drop("COMMIT").await.unwrap();
+}

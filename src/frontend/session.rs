@@ -430,6 +430,9 @@ impl Session {
         if newest.number != self.seen_generation {
             self.seen_generation = newest.number;
             self.access = OnceLock::new();
+            // A cached plan skips the access checks it passed when it was made: made under the
+            // old access, it must go even while a transaction keeps the old routing.
+            self.plans = PlanCache::default();
             if let Some(user) = self.user.get()
                 && !newest.config.users.contains_key(user)
             {
@@ -545,7 +548,8 @@ impl Session {
                 Err(e) => self.error(w, e).await,
             },
             Local::ShowDatabases(pattern) => {
-                let config = self.generation().config.clone();
+                // Who sees what: the newest configuration's (see `Session::view`).
+                let config = self.server.current().config.clone();
                 let names: Vec<Vec<Option<String>>> = config
                     .users
                     .get(self.user_name())
@@ -1050,7 +1054,8 @@ impl Session {
         if let Some(schema) = q.required_schema() {
             self.check_schema(schema)?;
         }
-        let config = self.generation().config.clone();
+        // Who sees what: the newest configuration's (see `Session::view`).
+        let config = self.server.current().config.clone();
         let visible: Vec<String> = config
             .users
             .get(self.user_name())
