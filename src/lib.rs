@@ -2,7 +2,7 @@
 //!
 //! Modules, lowest first (a module never imports one above it; see `shared/DESIGN.md`):
 //! [`config`] and [`backend`]; [`route`] and [`datahost`]; [`sequence`] (global sequences,
-//! over `datahost`); [`engine`]; [`frontend`].
+//! over `datahost`); [`engine`]; [`stats`] (the statement recorder, over nothing); [`frontend`].
 #![forbid(unsafe_code)]
 
 pub mod backend;
@@ -13,3 +13,4 @@ pub mod frontend;
 pub mod route;
 pub mod sequence;
 pub mod sqltext;
+pub mod stats;

@@ -25,6 +25,10 @@ struct Args {
     /// port).
     #[arg(long)]
     manager_port: Option<u16>,
+    /// Serve Prometheus metrics on `ADDR:PORT` at /metrics (instead of server.xml's
+    /// metricsAddr; off when neither is set).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics_addr: Option<std::net::SocketAddr>,
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
@@ -231,6 +235,7 @@ fn serve(args: Args) -> anyhow::Result<()> {
     let port = args.port.unwrap_or(config.system.server_port);
     let manager_port = args.manager_port.unwrap_or(config.system.manager_port);
     let drain_deadline = std::time::Duration::from_secs(config.system.shutdown_timeout_s);
+    let metrics_addr = args.metrics_addr.or(config.system.metrics_addr);
     let server = match Server::new(config, Timeouts::default()) {
         Ok(s) => Arc::new(s),
         Err(errors) => {
@@ -258,6 +263,13 @@ fn serve(args: Args) -> anyhow::Result<()> {
             })?;
         tracing::info!(address = %listener.local_addr()?, "manx is serving MySQL clients");
         tracing::info!(address = %manager.local_addr()?, "manager port");
+        if let Some(addr) = metrics_addr {
+            let metrics = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+                format!("cannot listen on {addr} (metricsAddr, --metrics-addr)")
+            })?;
+            tracing::info!(address = %metrics.local_addr()?, "Prometheus metrics at /metrics");
+            tokio::spawn(server.clone().serve_metrics(metrics, std::future::pending()));
+        }
         // The backend accounts' privileges, checked once beside the start-up (warnings only:
         // the gateway serves whatever the accounts hold).
         let audited = server.current().config.clone();

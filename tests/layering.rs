@@ -3,7 +3,7 @@
 use std::path::Path;
 
 const MODULES: &[&str] = &[
-    "config", "backend", "route", "datahost", "sequence", "engine", "frontend",
+    "config", "backend", "route", "datahost", "sequence", "engine", "stats", "frontend",
 ];
 
 /// What each module may use from the crate.
@@ -14,8 +14,9 @@ fn allowed(module: &str) -> &'static [&'static str] {
         "datahost" => &["config", "backend"],
         "sequence" => &["config", "backend", "datahost"],
         "engine" => &["route", "backend"],
+        "stats" => &[],
         "frontend" => &[
-            "config", "backend", "route", "datahost", "sequence", "engine",
+            "config", "backend", "route", "datahost", "sequence", "engine", "stats",
         ],
         _ => unreachable!(),
     }

@@ -143,6 +143,24 @@ pub struct SystemConfig {
     /// statements in progress may take to finish before open transactions are rolled back and
     /// the process exits.
     pub shutdown_timeout_s: u64,
+    /// `useSqlStat` (Mycat's, default 1 as in its code): keep the manager's `show @@sql*`
+    /// statistics. Taken by every reload, as Mycat's `reload @@config` re-reads it.
+    pub use_sql_stat: bool,
+    /// `sqlRecordCount` (Mycat's, default 10): statements kept for `show @@sql` / `@@sql.slow`.
+    pub sql_record_count: usize,
+    /// `sqlSlowTime` in ms (DBLE's name, default 100 as Mycat's slow threshold): statements at
+    /// least this slow are slow (`show @@sql.slow`, the slow log); `reload @@sqlslow=N` changes
+    /// it at run time.
+    pub sql_slow_time_ms: u64,
+    /// `enableSlowLog` (DBLE's name, default 0): write slow statements to `slowLogFile`.
+    pub enable_slow_log: bool,
+    /// `slowLogFile` (manx; relative to the config directory), default `slow-query.log`.
+    pub slow_log_file: PathBuf,
+    /// `slowLogMaxBytes` (manx), default 100 MiB: the slow log is rotated past this size.
+    pub slow_log_max_bytes: u64,
+    /// `metricsAddr` (manx; `--metrics-addr` wins): where Prometheus scrapes `/metrics`; none
+    /// by default.
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// `charset`, default `utf8`.
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
@@ -680,6 +698,13 @@ impl Default for SystemConfig {
             ssl_cert_file: None,
             ssl_key_file: None,
             require_secure_transport: false,
+            use_sql_stat: true,
+            sql_record_count: 10,
+            sql_slow_time_ms: 100,
+            enable_slow_log: false,
+            slow_log_file: PathBuf::from("slow-query.log"),
+            slow_log_max_bytes: 100 << 20,
+            metrics_addr: None,
             properties: BTreeMap::new(),
         }
     }

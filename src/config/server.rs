@@ -66,6 +66,57 @@ pub(super) fn load(
                         format!("shutdownTimeout '{value}' is not a number of seconds from 0 to 86400"),
                     )),
                 },
+                "useSqlStat" => match value.as_str() {
+                    "0" | "false" => system.use_sql_stat = false,
+                    "1" | "true" => system.use_sql_stat = true,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("useSqlStat '{value}' is not 0 or 1"),
+                    )),
+                },
+                "sqlRecordCount" => match value.parse::<usize>() {
+                    Ok(n) if (1..=100_000).contains(&n) => system.sql_record_count = n,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("sqlRecordCount '{value}' is not a number from 1 to 100000"),
+                    )),
+                },
+                "sqlSlowTime" => match value.parse::<u64>() {
+                    Ok(ms) => system.sql_slow_time_ms = ms,
+                    Err(_) => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("sqlSlowTime '{value}' is not a number of milliseconds"),
+                    )),
+                },
+                "enableSlowLog" => match value.as_str() {
+                    "0" | "false" => system.enable_slow_log = false,
+                    "1" | "true" => system.enable_slow_log = true,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("enableSlowLog '{value}' is not 0 or 1"),
+                    )),
+                },
+                "slowLogFile" => system.slow_log_file = dir.join(&value),
+                "slowLogMaxBytes" => match value.parse::<u64>() {
+                    Ok(n) if n >= 4096 => system.slow_log_max_bytes = n,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("slowLogMaxBytes '{value}' is not a number of bytes from 4096"),
+                    )),
+                },
+                "metricsAddr" => match value.parse::<std::net::SocketAddr>() {
+                    Ok(a) => system.metrics_addr = Some(a),
+                    Err(_) => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("metricsAddr '{value}' is not an address:port (e.g. 127.0.0.1:9066)"),
+                    )),
+                },
                 "bindIp" => system.bind_ip = value.clone(),
                 "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
                     Ok(ms) if ms > 0 => {

@@ -133,6 +133,9 @@ struct Policy {
 struct DnIndex {
     dir: PathBuf,
     indexes: Mutex<BTreeMap<String, usize>>,
+    /// Switches of an active writeHost (failovers and `switch @@datasource`) since start,
+    /// across reloads (`manx_datahost_switches_total`).
+    switches: std::sync::atomic::AtomicU64,
 }
 
 impl DnIndex {
@@ -146,6 +149,7 @@ impl DnIndex {
             return Ok(());
         };
         *slot = index;
+        self.switches.fetch_add(1, Ordering::Relaxed);
         dnindex::save(&self.dir, &indexes)
     }
 }
@@ -477,6 +481,7 @@ impl Cluster {
         let store = Arc::new(DnIndex {
             dir: config.dir.clone(),
             indexes: Mutex::new(BTreeMap::new()),
+            switches: std::sync::atomic::AtomicU64::new(0),
         });
         let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new())?;
         cluster.save_dnindex().map_err(|e| {
@@ -615,6 +620,12 @@ impl Cluster {
             statement_timeout: Duration::from_secs(config.system.sql_execute_timeout_s),
         };
         Ok((cluster, built))
+    }
+
+    /// Switches of an active writeHost since start (failovers and `switch @@datasource`, of
+    /// this cluster and the ones it was reloaded from).
+    pub fn switches(&self) -> u64 {
+        self.dnindex.switches.load(Ordering::Relaxed)
     }
 
     /// The dataHosts of this cluster that `next` does not keep (a reload replaced or removed

@@ -42,7 +42,8 @@
 //!   before any), CHARSET, STATUS (`ON`, `OFF` while offline).
 //!
 //! `reload @@config_all`, `reload @@config`, `reload @@user` and `rollback @@config` are module
-//! [`super::reload`]'s.
+//! [`super::reload`]'s; the SQL statistics commands (`show @@sql*`, `show @@slow`, `clear
+//! @@slow`, `reload @@sqlslow|sqlstat|user_stat`) are module `sqlstat`'s.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -53,6 +54,8 @@ use opensrv_mysql::ColumnType;
 use super::Server;
 use super::error::MysqlError;
 use super::reload::Scope;
+
+mod sqlstat;
 
 const TEXT: ColumnType = ColumnType::MYSQL_TYPE_VAR_STRING;
 const LONG: ColumnType = ColumnType::MYSQL_TYPE_LONG;
@@ -141,7 +144,7 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
     let verb = norm.split([' ', '@']).next().unwrap_or("");
     let mutating = matches!(
         verb,
-        "kill" | "switch" | "stop" | "offline" | "online" | "reload" | "rollback"
+        "kill" | "switch" | "stop" | "offline" | "online" | "reload" | "rollback" | "clear"
     );
     if mutating {
         let allowed = server
@@ -180,7 +183,11 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
             tracing::warn!(user, "online");
             ok(1, "")
         }
+        "clear" => sqlstat::clear(server, sql),
         "reload" | "rollback" => {
+            if let Some(answer) = sqlstat::reload(server, &norm) {
+                return answer;
+            }
             let done = match norm.as_str() {
                 "reload @@config_all" => server.reload(Scope::All).await,
                 "reload @@config" => server.reload(Scope::Config).await,
@@ -297,6 +304,28 @@ const HELP: &[(&str, &str)] = &[
     ("reload @@config_all", "Reload all config from file"),
     ("reload @@user", "Reload user config from file"),
     ("rollback @@config", "Rollback all config from memory"),
+    ("show @@sql", "Report SQL list"),
+    ("show @@sql.high", "Report Hight Frequency SQL"),
+    ("show @@sql.slow", "Report slow SQL"),
+    ("show @@sql.resultset", "Report BIG RESULTSET SQL"),
+    ("show @@sql.sum", "Report  User RW Stat "),
+    ("show @@slow where schema = ?", "Report schema slow sql"),
+    ("show @@slow where datanode = ?", "Report datanode slow sql"),
+    ("clear @@slow where schema = ?", "Clear slow sql by schema"),
+    (
+        "clear @@slow where datanode = ?",
+        "Clear slow sql by datanode",
+    ),
+    ("reload @@sqlslow=", "Set Slow SQL Time(ms)"),
+    (
+        "reload @@user_stat",
+        "Reset show @@sql  @@sql.sum @@sql.slow",
+    ),
+    ("reload @@sqlstat=open", "Open real-time sql stat analyzer"),
+    (
+        "reload @@sqlstat=close",
+        "Close real-time sql stat analyzer",
+    ),
     ("offline", "Change the server status to OFF"),
     ("online", "Change the server status to ON"),
 ];
@@ -457,13 +486,10 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
                 .map(|w| vec![text(&w.host), text(w.users.join(","))])
                 .collect(),
         },
-        (w, _) if w.starts_with("@@sql") || w.starts_with("@@connection.sql") => error(
-            1003,
-            format!(
-                "show {w} is not answered yet: SQL statistics come with the observability issue"
-            ),
-        ),
-        _ => unsupported(sql),
+        (w, _) => match sqlstat::show(server, w, sql) {
+            Some(answer) => answer,
+            None => unsupported(sql),
+        },
     }
 }
 

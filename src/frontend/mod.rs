@@ -9,6 +9,7 @@ mod error;
 mod limits;
 mod long_data;
 pub mod manager;
+pub mod metrics;
 mod prepared;
 mod registry;
 pub mod reload;
@@ -96,6 +97,39 @@ fn load_tls(config: &Config) -> Result<Option<tls::TlsSettings>, ConfigErrors> {
     }
 }
 
+/// The statement recorder `config.system` asks for (`useSqlStat`, `sqlRecordCount`,
+/// `sqlSlowTime`, `enableSlowLog`, `slowLogFile`, `slowLogMaxBytes`).
+///
+/// Errors: the slow log file cannot be opened (naming `slowLogFile`).
+fn recorder(config: &Config) -> Result<crate::stats::Recorder, ConfigErrors> {
+    let system = &config.system;
+    let path = config.dir.join(&system.slow_log_file);
+    crate::stats::Recorder::new(crate::stats::Settings {
+        use_sql_stat: system.use_sql_stat,
+        slow_ms: system.sql_slow_time_ms,
+        record_count: system.sql_record_count,
+        slow_log: system
+            .enable_slow_log
+            .then(|| crate::stats::slowlog::Settings {
+                path: path.clone(),
+                max_bytes: system.slow_log_max_bytes,
+            }),
+    })
+    .map_err(|e| {
+        let origin = system
+            .properties
+            .get("slowLogFile")
+            .or_else(|| system.properties.get("enableSlowLog"))
+            .map(|(_, o)| o.clone())
+            .unwrap_or_else(|| Origin::new(&config.dir.join("server.xml"), 0));
+        ConfigErrors(vec![ConfigError {
+            origin,
+            element: "property name=\"slowLogFile\"".to_string(),
+            message: format!("cannot open the slow log {}: {e}", path.display()),
+        }])
+    })
+}
+
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
@@ -117,6 +151,8 @@ pub struct Server {
     pub started_at: std::time::SystemTime,
     /// Rollbacks of transactions whose client left, still running ([`Pending`]).
     pending_rollbacks: std::sync::atomic::AtomicUsize,
+    /// Every statement's statistics (module [`crate::stats`]).
+    pub stats: crate::stats::Recorder,
 }
 
 /// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
@@ -144,6 +180,7 @@ impl Server {
     /// incomplete or whose files do not load.
     pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
         let tls = load_tls(&config)?;
+        let stats = recorder(&config)?;
         let sequences = Sequences::new(&config);
         let connections = limits::Connections::new(config.system.max_connections);
         let first = reload::Generation::first(config, timeouts)?;
@@ -157,6 +194,7 @@ impl Server {
             offline: std::sync::atomic::AtomicBool::new(false),
             started_at: std::time::SystemTime::now(),
             pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
+            stats,
         })
     }
 

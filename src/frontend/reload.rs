@@ -124,6 +124,10 @@ pub(super) struct Reloads {
     timeouts: Timeouts,
     /// The server serves (heartbeats run): the dataHosts a reload builds start theirs.
     pub serving: AtomicBool,
+    /// Reloads and rollbacks that were installed / refused since start
+    /// (`manx_reloads_total{result}`).
+    pub succeeded: AtomicU64,
+    pub failed: AtomicU64,
 }
 
 impl Reloads {
@@ -138,6 +142,8 @@ impl Reloads {
             number: AtomicU64::new(0),
             timeouts,
             serving: AtomicBool::new(false),
+            succeeded: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         }
     }
 
@@ -179,9 +185,10 @@ fn listed(errors: &ConfigErrors) -> String {
         .join("; ")
 }
 
-/// The `server.xml` system properties a reload applies (the firewall and who may manage);
-/// the others take effect at restart.
-const RELOADED_PROPERTIES: [&str; 1] = ["managerUsers"];
+/// The `server.xml` system properties a reload applies (besides the firewall): who may manage,
+/// and `useSqlStat` (the one Mycat's `reload @@config` re-reads, SPEC §1); the others take
+/// effect at restart.
+const RELOADED_PROPERTIES: [&str; 2] = ["managerUsers", "useSqlStat"];
 
 /// `loaded` cut to what `scope` takes, the rest kept from `running` (module documentation).
 /// Logs the restart-only system properties that differ.
@@ -199,6 +206,7 @@ fn compose(running: &Config, loaded: Config, scope: Scope) -> Result<Config, Con
     let mut system = running.system.clone();
     system.white_hosts = loaded.system.white_hosts.clone();
     system.manager_users = loaded.system.manager_users.clone();
+    system.use_sql_stat = loaded.system.use_sql_stat;
     for name in RELOADED_PROPERTIES {
         match loaded.system.properties.get(name) {
             Some(p) => system.properties.insert(name.to_string(), p.clone()),
@@ -238,6 +246,29 @@ impl Server {
     /// cannot apply; a new dataHost's writeHost cannot be reached; `dnindex.properties` cannot
     /// be used.
     pub async fn reload(&self, scope: Scope) -> Result<&'static str, MysqlError> {
+        let done = self.reload_once(scope).await;
+        self.count_reload(done.is_ok());
+        done
+    }
+
+    fn count_reload(&self, ok: bool) {
+        let counter = if ok {
+            &self.reloads.succeeded
+        } else {
+            &self.reloads.failed
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// (installed, refused) reloads and rollbacks since start.
+    pub fn reload_counts(&self) -> (u64, u64) {
+        (
+            self.reloads.succeeded.load(Ordering::Relaxed),
+            self.reloads.failed.load(Ordering::Relaxed),
+        )
+    }
+
+    async fn reload_once(&self, scope: Scope) -> Result<&'static str, MysqlError> {
         let _one = self.reloads.running.lock().await;
         if scope == Scope::All {
             let draining = self.reloads.draining();
@@ -296,6 +327,12 @@ impl Server {
     /// Errors: 1003 `Rollback config failure` when nothing was reloaded since start-up, or when
     /// the configuration cannot be installed again (a writeHost that no longer answers).
     pub async fn rollback(&self) -> Result<&'static str, MysqlError> {
+        let done = self.rollback_once().await;
+        self.count_reload(done.is_ok());
+        done
+    }
+
+    async fn rollback_once(&self) -> Result<&'static str, MysqlError> {
         let _one = self.reloads.running.lock().await;
         let fail =
             |m: &str| MysqlError::new(1003, "HY000", format!("Rollback config failure: {m}"));
@@ -347,6 +384,7 @@ impl Server {
         } else {
             running.cluster.clone()
         };
+        let use_sql_stat = config.system.use_sql_stat;
         let previous = {
             let mut current = self
                 .reloads
@@ -363,6 +401,7 @@ impl Server {
             });
             std::mem::replace(&mut *current, next)
         };
+        self.stats.set_enabled(use_sql_stat);
         if let Err(e) = cluster.save_dnindex() {
             tracing::warn!(error = %e, "reload: cannot write dnindex.properties");
         }

@@ -108,6 +108,7 @@ pub async fn run(
         generation: None,
         seen_generation: 0,
         plans_generation: 0,
+        tally: Tally::default(),
     };
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
     let serve = AsyncMysqlIntermediary::run_on(
@@ -202,6 +203,27 @@ struct Session {
     seen_generation: u64,
     /// The number of the generation `plans` were made under.
     plans_generation: u64,
+    /// What the statement being answered did, for the recorder ([`Session::run_query`]).
+    tally: Tally,
+}
+
+/// What one statement did, gathered while it runs and handed to the recorder
+/// ([`crate::stats::Recorder::record`]) when it ends. Atomics where `&self` methods (the error
+/// and OK writers) set them.
+#[derive(Debug, Default)]
+struct Tally {
+    /// The errno of the ERR packet that ended it, 0 for none.
+    error: AtomicU16,
+    /// Affected rows of its OK packet.
+    affected: std::sync::atomic::AtomicU64,
+    /// Rows of its result set.
+    rows: u64,
+    /// The dataNodes it ran on.
+    nodes: Vec<String>,
+    /// It only read (the plan's `read_only`; answers of the gateway count as reads).
+    read: bool,
+    /// It ran on dataNodes (else the gateway answered).
+    planned: bool,
 }
 
 impl Drop for Session {
@@ -399,11 +421,15 @@ impl Session {
     }
 
     async fn error(&self, w: QueryResultWriter<'_, Writer>, e: MysqlError) -> io::Result<()> {
+        self.tally.error.store(e.code, Ordering::Relaxed);
         tracing::debug!(connection = self.id, code = e.code, message = %e.message, "statement refused");
         send_error(&self.slot, w, e).await
     }
 
     async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
+        self.tally
+            .affected
+            .store(ok.affected_rows, Ordering::Relaxed);
         write_ok(&self.slot, w, ok, self.status()).await
     }
 
@@ -826,6 +852,7 @@ impl Session {
         targets: &[crate::route::Target],
     ) -> io::Result<()> {
         let sent = sent?;
+        self.tally.rows = sent.rows;
         if !sent.complete {
             return Ok(());
         }
@@ -1318,6 +1345,9 @@ impl Session {
         mut plan: Plan,
         w: QueryResultWriter<'_, Writer>,
     ) -> io::Result<()> {
+        self.tally.planned = true;
+        self.tally.read = plan.read_only;
+        self.tally.nodes = plan.targets.iter().map(|t| t.node.clone()).collect();
         let read_only_user = self
             .server
             .current()
@@ -2377,9 +2407,34 @@ impl Session {
             return match diverted {
                 Some(command) => self.diverted(command, w).await,
                 None => {
+                    let started = std::time::SystemTime::now();
+                    let clock = std::time::Instant::now();
                     let answer =
                         super::manager::answer(&self.server, self.user_name(), query).await;
-                    self.manager_answer(answer, w).await
+                    let error = match &answer {
+                        super::manager::Answer::Error(e) => Some(e.code),
+                        _ => None,
+                    };
+                    let done = self.manager_answer(answer, w).await;
+                    self.server.stats.record(
+                        &crate::stats::Executed {
+                            user: self.user_name(),
+                            client: self.peer.ip(),
+                            connection: self.id,
+                            schema: None,
+                            sql: query,
+                            started,
+                            elapsed: clock.elapsed(),
+                            rows_sent: 0,
+                            rows_affected: 0,
+                            error,
+                            nodes: &[],
+                            kind: crate::stats::RouteKind::Manager,
+                            read: true,
+                        },
+                        None,
+                    );
+                    done
                 }
             };
         }
@@ -2525,7 +2580,59 @@ impl Session {
 
     /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
     /// bound), answering on `w`.
+    /// Routes and runs one statement ([`Session::route_and_run`]) and hands what it did to the
+    /// recorder.
     async fn run_query(&mut self, query: &str, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
+        let hits = self.plans.hits();
+        self.tally = Tally {
+            read: true,
+            ..Tally::default()
+        };
+        let done = self.route_and_run(query, w).await;
+        let elapsed = clock.elapsed();
+        let stats = &self.server.stats;
+        stats
+            .metrics
+            .plan_cache_hits
+            .inc_by(self.plans.hits().saturating_sub(hits));
+        let kind = match self.tally.nodes.len() {
+            _ if !self.tally.planned => crate::stats::RouteKind::Local,
+            0 | 1 => crate::stats::RouteKind::Single,
+            _ => crate::stats::RouteKind::Multi,
+        };
+        let shape = stats
+            .enabled()
+            .then(|| crate::route::statistics_shape(query))
+            .flatten();
+        let error = self.tally.error.load(Ordering::Relaxed);
+        stats.record(
+            &crate::stats::Executed {
+                user: self.user_name(),
+                client: self.peer.ip(),
+                connection: self.id,
+                schema: self.schema.as_deref(),
+                sql: query,
+                started,
+                elapsed,
+                rows_sent: self.tally.rows,
+                rows_affected: self.tally.affected.load(Ordering::Relaxed),
+                error: (error != 0).then_some(error),
+                nodes: &self.tally.nodes,
+                kind,
+                read: self.tally.read,
+            },
+            shape.as_deref(),
+        );
+        done
+    }
+
+    async fn route_and_run(
+        &mut self,
+        query: &str,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
         self.server.registry.question();
         self.slot.set_status(self.status().bits());
         let mut plans = std::mem::take(&mut self.plans);

@@ -35,8 +35,8 @@
 //! per kind, so a number never shares a shape with a string).
 //!
 //! The cache belongs to one session (no lock on the statement path) and holds at most
-//! [`CAPACITY`] shapes; it is emptied when full. The router's configuration never changes while
-//! a session runs, so nothing else invalidates it.
+//! [`CAPACITY`] shapes; it is emptied when full. The session empties it when a reload changes
+//! the configuration it routes with (`frontend::reload`).
 
 use std::collections::HashMap;
 use std::ops::{ControlFlow, Range};
@@ -448,6 +448,26 @@ fn point_table(
     (point_node(schema, &table, text)? == plan.targets[0].node).then_some(table)
 }
 
+/// `stmt`'s shape as statistics show it (Mycat's parameterized SQL, `show @@sql.high`): its
+/// plain number and single-quoted string literals replaced by `?`, everything else as written.
+/// `None` for statements the plan cache gives no shape either (over 4 KiB, or holding NUL or
+/// marker bytes).
+pub fn statistics_shape(stmt: &str) -> Option<String> {
+    let (key, _) = key_and_literals("", stmt)?;
+    Some(
+        key[1..]
+            .chars()
+            .map(|c| {
+                if matches!(c, NUMBER | STRING | DECIMAL) {
+                    '?'
+                } else {
+                    c
+                }
+            })
+            .collect(),
+    )
+}
+
 /// The cache key of `stmt` in `schema` (the schema name, a NUL, then the statement's shape) and
 /// the literals the shape abstracts, in order. `None` for statements not worth a key (very long
 /// ones, or text with NUL or marker bytes).
@@ -577,6 +597,18 @@ mod tests {
             "SELECT c FROM t WHERE id BETWEEN 77 AND 25 AND s = 'x y'"
         ));
         assert_ne!(key("A", "SELECT 1"), key("B", "SELECT 1"));
+    }
+
+    #[test]
+    fn statistics_shapes_show_literals_as_placeholders() {
+        assert_eq!(
+            super::statistics_shape(
+                "SELECT c FROM t WHERE id = 5 AND s = 'x' AND f = 1.5 AND t2 = 3"
+            )
+            .as_deref(),
+            Some("SELECT c FROM t WHERE id = ? AND s = ? AND f = ? AND t2 = ?")
+        );
+        assert_eq!(super::statistics_shape("SELECT '\0'"), None);
     }
 
     #[test]
