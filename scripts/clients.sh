@@ -9,6 +9,8 @@
 #       libmariadb-java             MariaDB Connector/J (/usr/share/java/mariadb-java-client.jar)
 #       sysbench
 #       haproxy                     the load-balancer drain test (tests/manager.rs)
+#       prometheus                  scrapes /metrics in tests/observability.rs (and promtool)
+#       percona-toolkit             pt-query-digest reads the slow log (tests/observability.rs)
 #   PyPI, into the venv target/clients-venv:
 #       PyMySQL, mysqlclient, mysql-connector-python, SQLAlchemy
 #   npm, into target/clients-node (copied from tests/clients/node/package.json):
@@ -35,7 +37,7 @@ PY_PACKAGES=(
     "mysql-connector-python==9.1.0"
     "SQLAlchemy==2.0.36"
 )
-DEB_PACKAGES=(libmariadb-dev pkg-config libmariadb-java sysbench haproxy)
+DEB_PACKAGES=(libmariadb-dev pkg-config libmariadb-java sysbench haproxy prometheus percona-toolkit)
 
 log() { printf '[clients] %s\n' "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -105,3 +107,6 @@ echo "NODE_DIR=$NODE_DIR"
 echo "JAVA_CP=$JAVA_DIR:$JAR"
 echo "SYSBENCH=$(command -v sysbench)"
 echo "HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)"
+echo "PROMETHEUS=$(command -v prometheus || echo /usr/bin/prometheus)"
+echo "PROMTOOL=$(command -v promtool || echo /usr/bin/promtool)"
+echo "PT_QUERY_DIGEST=$(command -v pt-query-digest || echo /usr/bin/pt-query-digest)"

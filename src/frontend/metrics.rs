@@ -216,17 +216,68 @@ pub fn exposition(server: &Server) -> String {
     out
 }
 
+/// `openmetrics` (what `prometheus-client` writes) in the Prometheus text format 0.0.4, for
+/// scrapers that do not ask for OpenMetrics (curl, `promtool check metrics`): a counter's
+/// `# HELP` and `# TYPE` name its `_total` samples, and the `# UNIT` and `# EOF` lines go.
+pub fn text_format(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len() + counters.len() * 12);
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let header = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match header {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push_str(prefix);
+                out.push_str(name);
+                if counters.contains(name) {
+                    out.push_str("_total");
+                }
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 async fn respond(
     server: Arc<Server>,
     request: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let response = if request.uri().path() == "/metrics" {
-        Response::builder()
-            .header(
-                hyper::header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
+        // OpenMetrics for the scrapers that ask for it (Prometheus does), the classic text
+        // format for the others.
+        let openmetrics = request
+            .headers()
+            .get(hyper::header::ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|a| a.contains("application/openmetrics-text"));
+        let body = exposition(&server);
+        let (content_type, body) = if openmetrics {
+            (
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                body,
             )
-            .body(Full::new(Bytes::from(exposition(&server))))
+        } else {
+            (
+                "text/plain; version=0.0.4; charset=utf-8",
+                text_format(&body),
+            )
+        };
+        Response::builder()
+            .header(hyper::header::CONTENT_TYPE, content_type)
+            .body(Full::new(Bytes::from(body)))
     } else {
         Response::builder()
             .status(StatusCode::NOT_FOUND)

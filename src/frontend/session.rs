@@ -208,14 +208,10 @@ struct Session {
 }
 
 /// What one statement did, gathered while it runs and handed to the recorder
-/// ([`crate::stats::Recorder::record`]) when it ends. Atomics where `&self` methods (the error
-/// and OK writers) set them.
+/// ([`crate::stats::Recorder::record`]) when it ends; its errno and affected rows come from
+/// the packets written ([`ErrorSlot::take_outcome`]).
 #[derive(Debug, Default)]
 struct Tally {
-    /// The errno of the ERR packet that ended it, 0 for none.
-    error: AtomicU16,
-    /// Affected rows of its OK packet.
-    affected: std::sync::atomic::AtomicU64,
     /// Rows of its result set.
     rows: u64,
     /// The dataNodes it ran on.
@@ -421,15 +417,11 @@ impl Session {
     }
 
     async fn error(&self, w: QueryResultWriter<'_, Writer>, e: MysqlError) -> io::Result<()> {
-        self.tally.error.store(e.code, Ordering::Relaxed);
         tracing::debug!(connection = self.id, code = e.code, message = %e.message, "statement refused");
         send_error(&self.slot, w, e).await
     }
 
     async fn ok(&self, w: QueryResultWriter<'_, Writer>, ok: OkInfo) -> io::Result<()> {
-        self.tally
-            .affected
-            .store(ok.affected_rows, Ordering::Relaxed);
         write_ok(&self.slot, w, ok, self.status()).await
     }
 
@@ -1709,6 +1701,7 @@ async fn write_ok(
     if ok.warnings > 0 {
         slot.set_end_warnings(ok.warnings);
     }
+    slot.note_ok(ok.affected_rows);
     w.completed(OkResponse {
         affected_rows: ok.affected_rows,
         last_insert_id: ok.last_insert_id.unwrap_or(0),
@@ -2586,6 +2579,7 @@ impl Session {
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
         let hits = self.plans.hits();
+        self.slot.take_outcome();
         self.tally = Tally {
             read: true,
             ..Tally::default()
@@ -2606,7 +2600,7 @@ impl Session {
             .enabled()
             .then(|| crate::route::statistics_shape(query))
             .flatten();
-        let error = self.tally.error.load(Ordering::Relaxed);
+        let (error, affected) = self.slot.take_outcome();
         stats.record(
             &crate::stats::Executed {
                 user: self.user_name(),
@@ -2617,8 +2611,8 @@ impl Session {
                 started,
                 elapsed,
                 rows_sent: self.tally.rows,
-                rows_affected: self.tally.affected.load(Ordering::Relaxed),
-                error: (error != 0).then_some(error),
+                rows_affected: affected,
+                error,
                 nodes: &self.tally.nodes,
                 kind,
                 read: self.tally.read,

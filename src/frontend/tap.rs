@@ -69,6 +69,9 @@ enum Stage {
 #[derive(Debug, Default)]
 struct Pending {
     err: Option<ErrPacket>,
+    /// How the statement being answered ended, for the recorder: the errno of its last ERR
+    /// packet (0 for none) and its OK packet's affected rows ([`ErrorSlot::take_outcome`]).
+    outcome: (u16, u64),
     /// Metadata for the next result set or prepare response: where its packets are, then one
     /// entry per column definition still to patch.
     columns: Option<(Stage, VecDeque<ColumnMeta>)>,
@@ -128,7 +131,21 @@ pub struct ErrorSlot(Arc<Mutex<Pending>>);
 impl ErrorSlot {
     /// The next ERR packet written becomes `err`.
     pub fn set(&self, err: ErrPacket) {
-        self.lock().err = Some(err);
+        let mut p = self.lock();
+        p.outcome.0 = err.code;
+        p.err = Some(err);
+    }
+
+    /// The statement being answered ends with an OK packet reporting `affected` rows.
+    pub fn note_ok(&self, affected: u64) {
+        self.lock().outcome.1 = affected;
+    }
+
+    /// How the statement answered since the last call ended: its errno (`None` when it did
+    /// not fail) and affected rows; both are reset.
+    pub fn take_outcome(&self) -> (Option<u16>, u64) {
+        let (code, affected) = std::mem::take(&mut self.lock().outcome);
+        ((code != 0).then_some(code), affected)
     }
 
     /// The next result set's column definitions get these collations, lengths and decimals.

@@ -13,6 +13,9 @@ pub struct Clients {
     pub java_cp: String,
     pub sysbench: String,
     pub haproxy: String,
+    pub prometheus: String,
+    pub promtool: String,
+    pub pt_query_digest: String,
 }
 
 /// Installs the clients (once per test process; the script is idempotent and takes a lock).
@@ -45,6 +48,9 @@ pub fn clients() -> &'static Clients {
             java_cp: get("JAVA_CP"),
             sysbench: get("SYSBENCH"),
             haproxy: get("HAPROXY"),
+            prometheus: get("PROMETHEUS"),
+            promtool: get("PROMTOOL"),
+            pt_query_digest: get("PT_QUERY_DIGEST"),
         }
     })
 }
