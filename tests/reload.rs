@@ -906,3 +906,224 @@ async fn a_revoke_reaches_cached_plans_and_metadata_inside_an_open_transaction()
     assert!(!databases.contains(&"RL2".to_string()), "{databases:?}");
     app.query_drop("COMMIT").await.unwrap();
 }
+
+/// A TCP proxy to the sandbox primary on a free port: each client is connected through after
+/// `delay`, or (None) held without an answer.
+async fn slow_proxy(delay: Option<Duration>) -> u16 {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut client, _)) = l.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let Some(delay) = delay else {
+                    // Held: nothing is ever answered.
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    drop(client);
+                    return;
+                };
+                tokio::time::sleep(delay).await;
+                if let Ok(mut server) =
+                    tokio::net::TcpStream::connect(("127.0.0.1", PRIMARY_PORT)).await
+                {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A dataHost `name` with writeHosts at `ports` (the gateway account), for [`Version::more`].
+fn data_host(name: &str, max_con: u32, ports: &[u16]) -> String {
+    let writes: String = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                r#"<writeHost host="{name}w{i}" url="127.0.0.1:{p}" user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}" />"#
+            )
+        })
+        .collect();
+    format!(
+        r#"<dataHost name="{name}" maxCon="{max_con}" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native"><heartbeat>select user()</heartbeat>{writes}</dataHost>"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_during_a_reload_is_not_lost() {
+    let dbs = databases("rl_race").await;
+    let dir = tempfile::tempdir().unwrap();
+    let sw = |max_con| {
+        format!(
+            r#"<dataNode name="dnsw" dataHost="sw" database="{}" />{}"#,
+            dbs[0],
+            data_host("sw", max_con, &[PRIMARY_PORT, PRIMARY_PORT])
+        )
+    };
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            more: &sw(5),
+            ..Version::default()
+        },
+    );
+    let (_, mport) = start_gateway_with_manager(dir.path()).await;
+    // The reload rebuilds sw (maxCon) and tests a new dataHost that answers only after 1.5 s.
+    let slow = slow_proxy(Some(Duration::from_millis(1500))).await;
+    let both = format!(
+        r#"{}<dataNode name="dnslow" dataHost="slow" database="{}" />{}"#,
+        sw(6),
+        dbs[1],
+        data_host("slow", 5, &[slow])
+    );
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            more: &both,
+            ..Version::default()
+        },
+    );
+    let mut m = manager(mport).await;
+    let reload = tokio::spawn(async move {
+        let done = command(&mut m, "reload @@config_all").await;
+        (m, done)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut m2 = manager(mport).await;
+    m2.query_drop("switch @@datasource sw:1").await.unwrap();
+    assert_eq!(m2.affected_rows(), 1);
+    let (_, done) = reload.await.unwrap();
+    assert_eq!(done, Ok("Reload config success".to_string()));
+    let nodes: Vec<Row> = m2.query("show @@datanode").await.unwrap();
+    let dnsw = nodes
+        .iter()
+        .find(|r| r.get::<String, _>(0).as_deref() == Some("dnsw"))
+        .unwrap();
+    assert_eq!(dnsw.get::<i64, _>(2), Some(1), "INDEX: the switch held");
+    let dnindex = std::fs::read_to_string(dir.path().join("dnindex.properties")).unwrap();
+    assert!(dnindex.contains("sw=1"), "{dnindex}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_hanging_on_a_replaced_datahost_does_not_hold_off_the_next_reload() {
+    let dbs = databases("rl_hb").await;
+    let dir = tempfile::tempdir().unwrap();
+    let frozen = slow_proxy(None).await;
+    let hz = |port: u16, max_con| {
+        format!(
+            r#"<dataNode name="dnhz" dataHost="hz" database="{}" />{}"#,
+            dbs[0],
+            data_host("hz", max_con, &[port])
+        )
+    };
+    let users = r#"<system><property name="dataNodeHeartbeatPeriod">100</property></system>"#;
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            more: &hz(frozen, 5),
+            users,
+            ..Version::default()
+        },
+    );
+    let (_, mport) = start_gateway_with_manager(dir.path()).await;
+    // The heartbeat of hz is stuck in its connect.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut m = manager(mport).await;
+    for max_con in [6, 7] {
+        write(
+            dir.path(),
+            &dbs,
+            &Version {
+                more: &hz(PRIMARY_PORT, max_con),
+                users,
+                ..Version::default()
+            },
+        );
+        assert_eq!(
+            command(&mut m, "reload @@config_all").await,
+            Ok("Reload config success".to_string()),
+            "maxCon {max_con}: nothing but a heartbeat held the replaced dataHost"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_datahost_starts_on_the_next_writehost_that_answers() {
+    let dbs = databases("rl_wrap").await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    let wrap = format!(
+        r#"<dataNode name="dnw" dataHost="wr" database="{}" />{}"#,
+        dbs[0],
+        data_host("wr", 5, &[closed_port(), PRIMARY_PORT])
+    );
+    write(
+        dir.path(),
+        &dbs,
+        &Version {
+            tables: r#"<table name="extra" dataNode="dnw" />"#,
+            more: &wrap,
+            ..Version::default()
+        },
+    );
+    assert_eq!(reload_all(&mut m).await, 0);
+    let dnindex = std::fs::read_to_string(dir.path().join("dnindex.properties")).unwrap();
+    assert!(dnindex.contains("wr=1"), "{dnindex}");
+    client(port, "rl")
+        .await
+        .query_drop("INSERT INTO extra (id) VALUES (4)")
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_holding_a_replaced_datahost_past_sqlexecutetimeout_is_ended() {
+    let dbs = databases("rl_reap").await;
+    let dir = tempfile::tempdir().unwrap();
+    let users = r#"<system><property name="sqlExecuteTimeout">2</property></system>"#;
+    let version = |max_con| Version {
+        max_con,
+        users,
+        ..Version::default()
+    };
+    write(dir.path(), &dbs, &version(10));
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut m = manager(mport).await;
+    // A bare BEGIN holds nothing.
+    let mut idle = client(port, "rl").await;
+    idle.query_drop("BEGIN").await.unwrap();
+    let mut tx = client(port, "rl").await;
+    tx.query_drop("BEGIN").await.unwrap();
+    tx.query_drop("INSERT INTO orders (id, v) VALUES (3, 1)")
+        .await
+        .unwrap();
+    write(dir.path(), &dbs, &version(11));
+    assert_eq!(reload_all(&mut m).await, 0);
+    write(dir.path(), &dbs, &version(12));
+    assert_eq!(
+        command(&mut m, "reload @@config_all").await,
+        Err((1003, MYCAT_DRAINING.to_string()))
+    );
+    // sqlExecuteTimeout (2 s) after the reload the session holding h1's old pool is ended
+    // and its transaction rolled back; the reload goes through.
+    let refused = reload_all(&mut m).await;
+    assert!(refused > 0);
+    assert!(
+        tx.query_drop("COMMIT").await.is_err(),
+        "the session was ended"
+    );
+    assert_eq!(ids_on_backends(&dbs).await, Vec::<i64>::new());
+    idle.query_drop("INSERT INTO orders (id, v) VALUES (4, 1)")
+        .await
+        .unwrap();
+    idle.query_drop("COMMIT").await.unwrap();
+    assert_eq!(ids_on_backends(&dbs).await, [4]);
+}

@@ -99,27 +99,34 @@ async fn run(host: Weak<DataHost>, id: SourceId, settings: Settings) {
     let mut conn: Option<Box<dyn BackendConn>> = None;
     loop {
         ticker.tick().await;
+        // The dataHost is held only around the beat, not across it: a reload that replaced it
+        // waits for the dataHosts still in use, and a beat on a hung server lasts up to
+        // heartbeatTimeout.
+        let (backend, sql, check) = {
+            let Some(host) = host.upgrade() else {
+                return;
+            };
+            if host.heartbeat_paused(id) {
+                continue;
+            }
+            let source = host.source(id);
+            let check = if is_show_slave_status(&host.policy.heartbeat) {
+                Check::Replication
+            } else if is_show_wsrep_status(&host.policy.heartbeat) {
+                Check::Galera
+            } else {
+                Check::Plain
+            };
+            source.health.beating(true, std::time::Duration::ZERO);
+            (source.backend.clone(), host.policy.heartbeat.clone(), check)
+        };
+        let began = std::time::Instant::now();
+        let beat =
+            tokio::time::timeout(settings.timeout, once(&mut conn, &*backend, &sql, check)).await;
         let Some(host) = host.upgrade() else {
             return;
         };
-        if host.heartbeat_paused(id) {
-            continue;
-        }
         let source = host.source(id);
-        let check = if is_show_slave_status(&host.policy.heartbeat) {
-            Check::Replication
-        } else if is_show_wsrep_status(&host.policy.heartbeat) {
-            Check::Galera
-        } else {
-            Check::Plain
-        };
-        let began = std::time::Instant::now();
-        source.health.beating(true, std::time::Duration::ZERO);
-        let beat = tokio::time::timeout(
-            settings.timeout,
-            once(&mut conn, source, &host.policy.heartbeat, check),
-        )
-        .await;
         source.health.beating(false, began.elapsed());
         let outcome = match beat {
             Ok(Ok((replication, recovery))) => Outcome::Ok {
@@ -186,12 +193,12 @@ fn log_transition(host: &DataHost, source: &Source, old: Status, new: Status, ou
 /// Galera node outside the primary component answers queries but must not take statements.
 async fn once(
     conn: &mut Option<Box<dyn BackendConn>>,
-    source: &Source,
+    backend: &dyn crate::backend::Backend,
     sql: &str,
     check: Check,
 ) -> Result<(Option<Replication>, Option<bool>), BackendError> {
     if conn.is_none() {
-        *conn = Some(source.backend.connect().await?);
+        *conn = Some(backend.connect().await?);
     }
     let Some(c) = conn.as_mut() else {
         return Ok((None, None));

@@ -439,7 +439,7 @@ struct DataNode {
 /// The dataHosts a reload took out of service ([`Cluster::retired_in`]). They live on while a
 /// statement or transaction that began before the reload still holds the old configuration;
 /// their pools and heartbeats end when the last one lets go.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Retired(Vec<(String, std::sync::Weak<DataHost>)>);
 
 impl Retired {
@@ -483,7 +483,7 @@ impl Cluster {
             indexes: Mutex::new(BTreeMap::new()),
             switches: std::sync::atomic::AtomicU64::new(0),
         });
-        let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new())?;
+        let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new(), false)?;
         cluster.save_dnindex().map_err(|e| {
             format!(
                 "cannot write {}: {e}",
@@ -538,7 +538,7 @@ impl Cluster {
             .iter()
             .map(|h| (h.name.clone(), h.clone()))
             .collect();
-        Cluster::build(config, timeouts, self.dnindex.clone(), &kept)
+        Cluster::build(config, timeouts, self.dnindex.clone(), &kept, true)
     }
 
     fn build(
@@ -546,6 +546,7 @@ impl Cluster {
         timeouts: Timeouts,
         store: Arc<DnIndex>,
         kept: &BTreeMap<String, Arc<DataHost>>,
+        reloading: bool,
     ) -> Result<(Cluster, Vec<String>), String> {
         let stored = dnindex::load(&config.dir).map_err(|e| {
             format!(
@@ -571,7 +572,19 @@ impl Cluster {
                 hosts.insert(h.name.as_str(), old.clone());
                 continue;
             }
-            let index = stored.get(&h.name).copied().unwrap_or(0);
+            // A dataHost rebuilt by a reload starts where the one it replaces is now (a switch
+            // made since the file was read is not lost); a new one where the file says.
+            let mut index = kept
+                .get(&h.name)
+                .map(|old| old.active_index())
+                .or_else(|| stored.get(&h.name).copied())
+                .unwrap_or(0);
+            if reloading && index >= h.write_hosts.len() {
+                // Mycat's pool init tries the stored index, then the next ones, wrapping round
+                // (SPEC §4.2): a dataHost that lost writeHosts starts within its list.
+                tracing::warn!(data_host = %h.name, index, write_hosts = h.write_hosts.len(), "reload: the active writeHost index is beyond the dataHost's writeHosts: wrapped round");
+                index %= h.write_hosts.len();
+            }
             if index >= h.write_hosts.len() {
                 return Err(format!(
                     "{}: dataHost {} has active writeHost index {index}, but only {} writeHost(s)",
@@ -640,27 +653,42 @@ impl Cluster {
         )
     }
 
-    /// Opens `minCon` connections (at least one) to the active writeHost of each dataHost
-    /// named in `names`, all at once, as Mycat tests the dataHosts of a reloaded configuration
-    /// before it swaps them in.
+    /// Tests each dataHost named in `names` as Mycat initialises a reloaded dataHost's pool
+    /// (SPEC §4.2): `minCon` connections (at least one) to its active writeHost, else to the
+    /// next writeHost, wrapping round (only writeHost 0 under `switchType=-1`); the first that
+    /// answers becomes active. All dataHosts at once.
     ///
-    /// Errors: one line per dataHost whose writeHost cannot be reached (name, server, address,
-    /// the driver's error).
+    /// Errors: one line per dataHost none of whose writeHosts can be reached (name, servers,
+    /// addresses, the driver's errors).
     pub async fn test_new_hosts(&self, names: &[String]) -> Result<(), Vec<String>> {
         let tasks = self
             .hosts
             .iter()
             .filter(|h| names.contains(&h.name))
             .map(|h| async move {
-                let source = h.active();
-                source.backend.warm_up(h.min_con.max(1)).await.map_err(|e| {
-                    format!(
-                        "dataHost {}: writeHost {} ({}) cannot be reached: {e}",
-                        h.name,
-                        source.name,
-                        source.backend.address()
-                    )
-                })
+                let from = h.active_index();
+                let n = h.write_hosts.len();
+                let tries = if h.policy.switch_type == -1 { 1 } else { n };
+                let mut failures = Vec::new();
+                for k in 0..tries {
+                    let i = (from + k) % n;
+                    let source = &h.write_hosts[i].source;
+                    match source.backend.warm_up(h.min_con.max(1)).await {
+                        Ok(()) => {
+                            if i != from {
+                                tracing::warn!(data_host = %h.name, from, to = i, "reload: writeHost {from} cannot be reached; writeHost {i} is active");
+                                h.active.store(i, Ordering::Release);
+                            }
+                            return Ok(());
+                        }
+                        Err(e) => failures.push(format!(
+                            "writeHost {} ({}) cannot be reached: {e}",
+                            source.name,
+                            source.backend.address()
+                        )),
+                    }
+                }
+                Err(format!("dataHost {}: {}", h.name, failures.join(", ")))
             });
         let failed: Vec<String> = futures::future::join_all(tasks)
             .await
@@ -676,21 +704,36 @@ impl Cluster {
 
     /// Opens `minCon` connections to every active writeHost (Mycat does this at pool init).
     /// A server that cannot be reached is logged, not fatal: it fails only the statements that
-    /// need it.
-    pub async fn warm_up(&self) {
-        let tasks = self.hosts.iter().map(|h| async move {
-            let source = h.active();
-            if let Err(e) = source.backend.warm_up(h.min_con).await {
-                tracing::warn!(
-                    data_host = %h.name,
-                    host = %source.name,
-                    address = %source.backend.address(),
-                    error = %e,
-                    "cannot open minCon connections"
-                );
-            }
-        });
-        futures::future::join_all(tasks).await;
+    /// need it. The future holds the pools only, not the cluster (a reload meanwhile must not
+    /// see the dataHosts it replaces as still in use).
+    pub fn warm_up(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let jobs: Vec<(String, String, Arc<dyn Backend>, usize)> = self
+            .hosts
+            .iter()
+            .map(|h| {
+                let source = h.active();
+                (
+                    h.name.clone(),
+                    source.name.clone(),
+                    source.backend.clone(),
+                    h.min_con,
+                )
+            })
+            .collect();
+        async move {
+            let tasks = jobs.iter().map(|(data_host, host, backend, min_con)| async move {
+                if let Err(e) = backend.warm_up(*min_con).await {
+                    tracing::warn!(
+                        %data_host,
+                        %host,
+                        address = %backend.address(),
+                        error = %e,
+                        "cannot open minCon connections"
+                    );
+                }
+            });
+            futures::future::join_all(tasks).await;
+        }
     }
 
     /// Starts one heartbeat task per server of every dataHost that has a heartbeat statement

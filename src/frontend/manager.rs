@@ -168,8 +168,16 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
         "select" => select(&norm, sql),
         "set" => ok(0, ""),
         "kill" => kill(server, &norm).await,
-        "switch" => switch(server, &norm, sql),
-        "stop" => stop(server, &norm, sql),
+        // Not while a reload builds its dataHosts from the running ones' state (a switch
+        // made meanwhile would be lost with the dataHost it was made on).
+        "switch" => {
+            let _one = server.reloads.hold().await;
+            switch(server, &norm, sql)
+        }
+        "stop" => {
+            let _one = server.reloads.hold().await;
+            stop(server, &norm, sql)
+        }
         "offline" if norm == "offline" => {
             server.offline.store(true, Ordering::SeqCst);
             tracing::warn!(

@@ -278,7 +278,8 @@ impl Server {
         self.reloads.serving.store(true, Ordering::Release);
         let running = self.current();
         running.cluster.start_heartbeats();
-        tokio::spawn(async move { running.cluster.warm_up().await });
+        tokio::spawn(running.cluster.warm_up());
+        drop(running);
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),

@@ -72,9 +72,23 @@ pub struct Handle {
     /// Set by [`Handle::kill`] before anything else happens to the session: a statement whose
     /// backend connection the kill ends must not be retried elsewhere ([`Handle::is_killed`]).
     kill_requested: AtomicBool,
+    /// The number of the configuration generation the session holds (module `reload`),
+    /// `u64::MAX` when it holds none.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Handle {
+    /// Records the configuration generation the session holds (`None`: none).
+    pub fn hold_generation(&self, number: Option<u64>) {
+        self.generation
+            .store(number.unwrap_or(u64::MAX), Ordering::Release);
+    }
+
+    /// The configuration generation the session holds, if any.
+    pub fn held_generation(&self) -> Option<u64> {
+        Some(self.generation.load(Ordering::Acquire)).filter(|n| *n != u64::MAX)
+    }
+
     /// A session of the client at `peer`, connected to local port `local_port`.
     pub fn new(peer: std::net::SocketAddr, local_port: u16) -> Handle {
         Handle {
@@ -90,6 +104,7 @@ impl Handle {
             running: Mutex::new(Vec::new()),
             killed: Notify::new(),
             kill_requested: AtomicBool::new(false),
+            generation: std::sync::atomic::AtomicU64::new(u64::MAX),
         }
     }
 

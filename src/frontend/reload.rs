@@ -117,7 +117,8 @@ pub(super) struct Reloads {
     /// One reload at a time.
     running: tokio::sync::Mutex<()>,
     /// When the last reload / rollback happened, in ms since the Unix epoch; -1 before any
-    /// (`show @@server` RELOAD_TIME, ROLLBACK_TIME).
+    /// (`show @@server` shows the start-up time for RELOAD_TIME then, as Mycat, and -1 for
+    /// ROLLBACK_TIME).
     pub reload_time: AtomicI64,
     pub rollback_time: AtomicI64,
     number: AtomicU64,
@@ -145,6 +146,13 @@ impl Reloads {
             succeeded: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         }
+    }
+
+    /// Holds off reloads (and waits for one in progress) while the guard lives: for the
+    /// manager commands that change a dataHost's state (`switch @@datasource`, `stop
+    /// @@heartbeat`), which a reload building new dataHosts from the running ones would lose.
+    pub(super) async fn hold(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.running.lock().await
     }
 
     pub(super) fn current(&self) -> Arc<Generation> {
@@ -245,7 +253,7 @@ impl Server {
     /// validate (every error, with file and line); a dataNode or dataHost a partial reload
     /// cannot apply; a new dataHost's writeHost cannot be reached; `dnindex.properties` cannot
     /// be used.
-    pub async fn reload(&self, scope: Scope) -> Result<&'static str, MysqlError> {
+    pub async fn reload(self: &Arc<Self>, scope: Scope) -> Result<&'static str, MysqlError> {
         let done = self.reload_once(scope).await;
         self.count_reload(done.is_ok());
         done
@@ -268,7 +276,7 @@ impl Server {
         )
     }
 
-    async fn reload_once(&self, scope: Scope) -> Result<&'static str, MysqlError> {
+    async fn reload_once(self: &Arc<Self>, scope: Scope) -> Result<&'static str, MysqlError> {
         let _one = self.reloads.running.lock().await;
         if scope == Scope::All {
             let draining = self.reloads.draining();
@@ -326,13 +334,13 @@ impl Server {
     ///
     /// Errors: 1003 `Rollback config failure` when nothing was reloaded since start-up, or when
     /// the configuration cannot be installed again (a writeHost that no longer answers).
-    pub async fn rollback(&self) -> Result<&'static str, MysqlError> {
+    pub async fn rollback(self: &Arc<Self>) -> Result<&'static str, MysqlError> {
         let done = self.rollback_once().await;
         self.count_reload(done.is_ok());
         done
     }
 
-    async fn rollback_once(&self) -> Result<&'static str, MysqlError> {
+    async fn rollback_once(self: &Arc<Self>) -> Result<&'static str, MysqlError> {
         let _one = self.reloads.running.lock().await;
         let fail =
             |m: &str| MysqlError::new(1003, "HY000", format!("Rollback config failure: {m}"));
@@ -356,13 +364,41 @@ impl Server {
         Ok("Rollback config success")
     }
 
+    /// Mycat force-closes the connections of a reload's old dataHosts `sqlExecuteTimeout` after
+    /// the reload (SPEC §4.11): after that long, the sessions that still hold a configuration
+    /// older than generation `number` while `retired` dataHosts drain are ended (their
+    /// transactions roll back on the backends), so that no client can hold off the next
+    /// `reload @@config_all` for ever.
+    fn reap_after_timeout(self: &Arc<Self>, number: u64, retired: Retired) {
+        let server = self.clone();
+        let timeout =
+            std::time::Duration::from_secs(server.current().config.system.sql_execute_timeout_s);
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if retired.draining().is_empty() {
+                return;
+            }
+            for (id, h) in server.registry.sessions() {
+                if h.held_generation().is_some_and(|n| n < number) {
+                    tracing::warn!(
+                        connection = id,
+                        ?timeout,
+                        "reload: the session still holds the configuration a reload replaced after sqlExecuteTimeout: ended, its transaction rolled back"
+                    );
+                    h.kill();
+                    h.cancel_running(true).await;
+                }
+            }
+        });
+    }
+
     /// Builds the generation of `config` from `running` (new dataHosts tested when
     /// `rebuild_hosts`, else `running`'s cluster kept) and swaps it in.
     ///
     /// Errors: the routing configuration is invalid, `dnindex.properties` cannot be used, a
     /// new dataHost's writeHost cannot be reached (one message listing all).
     async fn install(
-        &self,
+        self: &Arc<Self>,
         running: &Arc<Generation>,
         config: Config,
         rebuild_hosts: bool,
@@ -385,13 +421,13 @@ impl Server {
             running.cluster.clone()
         };
         let use_sql_stat = config.system.use_sql_stat;
+        let number = self.reloads.number.fetch_add(1, Ordering::AcqRel) + 1;
         let previous = {
             let mut current = self
                 .reloads
                 .current
                 .write()
                 .unwrap_or_else(|p| p.into_inner());
-            let number = self.reloads.number.fetch_add(1, Ordering::AcqRel) + 1;
             let next = Arc::new(Generation {
                 number,
                 config: Arc::new(config),
@@ -409,6 +445,9 @@ impl Server {
             cluster.start_heartbeats();
         }
         let retired = previous.cluster.retired_in(&cluster);
+        if !retired.draining().is_empty() {
+            self.reap_after_timeout(number, retired.clone());
+        }
         self.reloads
             .retired
             .lock()

@@ -470,15 +470,18 @@ impl Session {
                 self.plans_generation = newest.number;
                 self.plans = PlanCache::default();
             }
+            self.handle.hold_generation(Some(newest.number));
             self.generation = Some(newest);
         }
         Ok(())
     }
 
-    /// Ends a command: the configuration it ran on is let go unless a transaction (or a
-    /// connection pinned to the session) still needs it.
+    /// Ends a command: the configuration it ran on is let go unless a connection pinned to the
+    /// session's transaction still needs it (a `BEGIN` alone holds nothing, as Mycat counts
+    /// only backend connections: the transaction's first statement takes the newest one).
     fn end_command(&mut self) {
-        if !self.in_transaction && self.pinned.is_empty() {
+        if self.pinned.is_empty() {
+            self.handle.hold_generation(None);
             self.generation = None;
         }
     }
