@@ -29,6 +29,9 @@ struct Args {
     /// metricsAddr; off when neither is set).
     #[arg(long, value_name = "ADDR:PORT")]
     metrics_addr: Option<std::net::SocketAddr>,
+    /// Log lines as text or JSON (instead of server.xml's logFormat; text by default).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
     /// Listen on this address instead of server.xml's bindIp.
     #[arg(long)]
     bind: Option<String>,
@@ -96,16 +99,49 @@ fn load(dir: &std::path::Path) -> (Config, Router) {
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
+/// Log line formats (`--log-format`, server.xml `logFormat`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event (fields, the connection's span: id, peer, user).
+    Json,
+}
+
+/// Starts the log on stderr: `format`, the level from `MANX_LOG` or `RUST_LOG` (tracing's
+/// filter syntax), else `level` (server.xml `logLevel`), else `info`.
+fn init_log(format: LogFormat, level: Option<&str>) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MANX_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| level.unwrap_or("info").into());
+    let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MANX_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().with_current_span(true).init(),
+    }
+}
+
+fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // Serving reads its log settings from server.xml (a configuration error is printed and
+    // ends the process before anything else is logged); the other commands log as text.
+    let configured = match &args.command {
+        None => Config::load(&args.conf).ok().map(|c| {
+            let get = |n: &str| c.system.properties.get(n).map(|(v, _)| v.clone());
+            (get("logFormat"), get("logLevel"))
+        }),
+        Some(_) => None,
+    };
+    let (format_property, level) = configured.unwrap_or_default();
+    let format = args.log_format.unwrap_or(match format_property.as_deref() {
+        Some("json") => LogFormat::Json,
+        _ => LogFormat::Text,
+    });
+    init_log(format, level.as_deref());
     match &args.command {
         Some(Command::Check { backends, strict }) => {
             check(&args.conf, *backends || *strict, *strict)

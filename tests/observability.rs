@@ -395,3 +395,48 @@ async fn pt_query_digest_reads_the_slow_log_and_show_sql_commands_count_what_ran
     let recent: Vec<Row> = m.query("show @@sql").await.unwrap();
     assert!(recent.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_the_connection_span() {
+    let f = Fixture::start(
+        "obs_json",
+        Extra {
+            users_xml: system_xml(&[("logFormat", "json")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let log = f.dir.path().join("manx.log");
+    let (g, mut c) =
+        common::GatewayProcess::start_logging(f.dir.path(), "root", "123456", "TESTDB", Some(&log))
+            .await;
+    let id: Option<u32> = c.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    let id = id.unwrap();
+    let mut m = Conn::new(opts(g.manager_port, "root", "123456", None))
+        .await
+        .unwrap();
+    m.query_drop(format!("kill @@connection {id}"))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if let Some(l) = text.lines().find(|l| l.contains("connection killed")) {
+            break l.to_string();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no line:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let event: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+    assert_eq!(event["level"], "INFO");
+    assert_eq!(event["span"]["name"], "conn", "{event}");
+    assert_eq!(event["span"]["id"].as_u64(), Some(u64::from(id)), "{event}");
+    assert_eq!(event["span"]["user"], "root", "{event}");
+    // Every line of the log is JSON.
+    for l in std::fs::read_to_string(&log).unwrap().lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+    }
+}

@@ -117,6 +117,24 @@ pub(super) fn load(
                         format!("metricsAddr '{value}' is not an address:port (e.g. 127.0.0.1:9066)"),
                     )),
                 },
+                "logFormat" => {
+                    if !matches!(value.as_str(), "text" | "json") {
+                        errors.push(ConfigError::new(
+                            &origin,
+                            element,
+                            format!("logFormat '{value}' is not text or json"),
+                        ))
+                    }
+                }
+                "logLevel" => {
+                    if tracing_filter_ok(&value).is_err() {
+                        errors.push(ConfigError::new(
+                            &origin,
+                            element,
+                            format!("logLevel '{value}' is not a level (error, warn, info, debug, trace) or a tracing filter"),
+                        ))
+                    }
+                }
                 "bindIp" => system.bind_ip = value.clone(),
                 "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
                     Ok(ms) if ms > 0 => {
@@ -457,4 +475,16 @@ fn dml_mask(e: &Element, user: &str, errors: &mut Vec<ConfigError>) -> Option<[b
         digits[2] > b'0',
         digits[3] > b'0',
     ])
+}
+
+/// Whether `value` reads as a log filter: a level, or `target=level` directives separated by
+/// commas (what `logLevel` and `MANX_LOG` take).
+fn tracing_filter_ok(value: &str) -> Result<(), ()> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    let ok = !value.trim().is_empty()
+        && value.split(',').all(|d| {
+            let level = d.rsplit('=').next().unwrap_or("").trim();
+            LEVELS.contains(&level.to_ascii_lowercase().as_str())
+        });
+    if ok { Ok(()) } else { Err(()) }
 }

@@ -443,6 +443,13 @@ struct DataNode {
 pub struct Retired(Vec<(String, std::sync::Weak<DataHost>)>);
 
 impl Retired {
+    /// The names of the retired dataHosts, in name order.
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.0.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort();
+        names
+    }
+
     /// The names of the retired dataHosts still held by some session, in name order.
     pub fn draining(&self) -> Vec<String> {
         let mut names: Vec<String> = self
@@ -721,17 +728,19 @@ impl Cluster {
             })
             .collect();
         async move {
-            let tasks = jobs.iter().map(|(data_host, host, backend, min_con)| async move {
-                if let Err(e) = backend.warm_up(*min_con).await {
-                    tracing::warn!(
-                        %data_host,
-                        %host,
-                        address = %backend.address(),
-                        error = %e,
-                        "cannot open minCon connections"
-                    );
-                }
-            });
+            let tasks = jobs
+                .iter()
+                .map(|(data_host, host, backend, min_con)| async move {
+                    if let Err(e) = backend.warm_up(*min_con).await {
+                        tracing::warn!(
+                            %data_host,
+                            %host,
+                            address = %backend.address(),
+                            error = %e,
+                            "cannot open minCon connections"
+                        );
+                    }
+                });
             futures::future::join_all(tasks).await;
         }
     }

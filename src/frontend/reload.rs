@@ -256,6 +256,19 @@ impl Server {
     pub async fn reload(self: &Arc<Self>, scope: Scope) -> Result<&'static str, MysqlError> {
         let done = self.reload_once(scope).await;
         self.count_reload(done.is_ok());
+        match &done {
+            Ok(_) => tracing::warn!(
+                ?scope,
+                generation = self.current().number,
+                "configuration reloaded"
+            ),
+            Err(e) => tracing::error!(
+                ?scope,
+                code = e.code,
+                reason = %e.message,
+                "reload refused; the running configuration is kept"
+            ),
+        }
         done
     }
 
@@ -326,7 +339,6 @@ impl Server {
             .await
             .map_err(|m| failure(scope, m))?;
         self.reloads.reload_time.store(now_ms(), Ordering::Relaxed);
-        tracing::info!(?scope, "configuration reloaded");
         Ok(scope.success())
     }
 
@@ -445,6 +457,11 @@ impl Server {
             cluster.start_heartbeats();
         }
         let retired = previous.cluster.retired_in(&cluster);
+        tracing::info!(
+            generation = number,
+            data_hosts_replaced = ?retired.names(),
+            "new configuration in force; replaced dataHosts drain"
+        );
         if !retired.draining().is_empty() {
             self.reap_after_timeout(number, retired.clone());
         }

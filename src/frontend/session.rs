@@ -116,20 +116,32 @@ pub async fn run(
         Commands::new(read, statements, slot.clone(), max_packet),
         Tap::new(write, slot),
     );
-    // Biased: a session that killed itself writes its answer before it ends.
-    tokio::select! {
-        biased;
-        served = serve => served,
-        _ = handle.killed() => {
-            // Dropping the session rolls back its transaction and closes the client socket.
-            tracing::info!(connection = id, %peer, "connection killed");
-            Ok(())
+    // One span per client connection: every event of the session carries its id, peer and
+    // (once logged in) user, in text and JSON logs alike.
+    let span = tracing::info_span!(
+        "conn",
+        id,
+        %peer,
+        port = if manager { "manager" } else { "server" },
+        user = tracing::field::Empty
+    );
+    let session = async {
+        // Biased: a session that killed itself writes its answer before it ends.
+        tokio::select! {
+            biased;
+            served = serve => served,
+            _ = handle.killed() => {
+                // Dropping the session rolls back its transaction and closes the client socket.
+                tracing::info!("connection killed");
+                Ok(())
+            }
+            _ = super::limits::login_deadline(&handle, auth_timeout) => {
+                tracing::info!(?auth_timeout, "login not completed within authTimeout: closed");
+                Ok(())
+            }
         }
-        _ = super::limits::login_deadline(&handle, auth_timeout) => {
-            tracing::info!(connection = id, %peer, ?auth_timeout, "login not completed within authTimeout: closed");
-            Ok(())
-        }
-    }
+    };
+    tracing::Instrument::instrument(session, span).await
 }
 
 /// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).
@@ -2176,6 +2188,7 @@ impl AsyncMysqlShim<Writer> for Session {
         }
         if ok || sha2 {
             self.handle.set_user(&name);
+            tracing::Span::current().record("user", name.as_str());
             let _ = self.user.set(name);
         } else {
             tracing::info!(connection = self.id, peer = %self.peer, user = %name, "authentication failed");
