@@ -440,3 +440,74 @@ async fn json_logs_carry_the_connection_span() {
         serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}"));
     }
 }
+
+/// `contrib/grafana/manx.json` is a dashboard whose every query names metrics the gateway
+/// exposes (checked against a live exposition, so a renamed metric breaks this test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grafana_dashboard_queries_metrics_that_exist() {
+    // A dataHost whose heartbeat reads the replica's lag, beating every 200 ms.
+    let f = Fixture::start(
+        "obs_dash",
+        Extra {
+            schema_xml: format!(
+                r#"<dataNode name="dnr" dataHost="hr" database="{}" />
+    <dataHost name="hr" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>show slave status</heartbeat>
+        <writeHost host="replica" url="127.0.0.1:13307" user="manx" password="manx" />
+    </dataHost>"#,
+                "mysql"
+            ),
+            users_xml: system_xml(&[("dataNodeHeartbeatPeriod", "200")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let (port, _, xport) = gateway(f.dir.path()).await;
+    let mut c = Conn::new(opts(port, "root", "123456", Some("TESTDB")))
+        .await
+        .unwrap();
+    let _ = c.query_drop("SELECT * FROM nowhere").await;
+    let _: Vec<Row> = c
+        .query("SELECT * FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let exposition = loop {
+        let text = get(xport, "/metrics");
+        if text.contains("manx_replication_lag_seconds{") {
+            break text;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no replication lag reported:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Sample names, and the families declared without samples yet (replication lag needs a
+    // `show slave status` heartbeat).
+    let names: std::collections::HashSet<&str> = exposition
+        .lines()
+        .filter_map(|l| match l.strip_prefix("# TYPE ") {
+            Some(t) => t.split(' ').next(),
+            None if l.starts_with('#') => None,
+            None => l.split(['{', ' ']).next(),
+        })
+        .collect();
+    let text = std::fs::read_to_string(common::repo().join("contrib/grafana/manx.json")).unwrap();
+    let dash: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let panels = dash["panels"].as_array().unwrap();
+    assert!(panels.len() >= 8);
+    for p in panels {
+        for t in p["targets"].as_array().unwrap() {
+            let expr = t["expr"].as_str().unwrap();
+            let metrics: Vec<&str> = expr
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("manx_"))
+                .collect();
+            assert!(!metrics.is_empty(), "{expr}");
+            for m in metrics {
+                assert!(names.contains(m), "{m} (in {expr}) is not exposed");
+            }
+        }
+    }
+}
