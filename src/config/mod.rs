@@ -453,7 +453,7 @@ impl DataHostConfig {
     /// Whether `self` and `other` describe the same dataHost the same way: every attribute,
     /// heartbeat and server alike, ignoring only where in the file they were written. A reload
     /// keeps the pools, health and active writeHost of a dataHost for which this holds
-    /// ([`crate::datahost::Cluster::reload`]).
+    /// (the datahost module's `Cluster::reload`).
     pub fn same_as(&self, other: &DataHostConfig) -> bool {
         let DataHostConfig {
             name,

@@ -2595,6 +2595,7 @@ impl Session {
         let started = std::time::SystemTime::now();
         let clock = std::time::Instant::now();
         let hits = self.plans.hits();
+        self.plans.take_last_key();
         self.slot.take_outcome();
         self.tally = Tally {
             read: true,
@@ -2612,10 +2613,12 @@ impl Session {
             0 | 1 => crate::stats::RouteKind::Single,
             _ => crate::stats::RouteKind::Multi,
         };
-        let shape = stats
-            .enabled()
-            .then(|| crate::route::statistics_shape(query))
-            .flatten();
+        // The plan cache's key when routing made one, else one made here (statistics only).
+        let shape = match self.plans.take_last_key() {
+            Some(key) => Some(key),
+            None if stats.enabled() => crate::route::statistics_key(query),
+            None => None,
+        };
         let (error, affected) = self.slot.take_outcome();
         stats.record(
             &crate::stats::Executed {

@@ -41,7 +41,7 @@ pub use plan::{
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;
-pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_shape};
+pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};
 pub use statement::like;
 
 /// A statement manx refuses, as the MySQL error the client gets.

@@ -111,6 +111,9 @@ pub struct PlanCache {
     plans: HashMap<String, Entry>,
     /// Statements answered from the cache.
     hits: u64,
+    /// The key of the last statement looked up, for the statement recorder
+    /// ([`PlanCache::take_last_key`]).
+    last_key: Option<String>,
 }
 
 impl PlanCache {
@@ -126,6 +129,16 @@ impl PlanCache {
         let plan = self.lookup(key, literals, stmt, schema)?;
         self.hits += 1;
         Some(plan)
+    }
+
+    /// The shape key of the statement routed last with this cache, if it had one (taken: the
+    /// next call answers `None` until another statement is looked up).
+    pub fn take_last_key(&mut self) -> Option<String> {
+        self.last_key.take()
+    }
+
+    pub(super) fn set_last_key(&mut self, key: String) {
+        self.last_key = Some(key);
     }
 
     /// Statements this cache has answered (a counter for tests and diagnostics).
@@ -448,24 +461,12 @@ fn point_table(
     (point_node(schema, &table, text)? == plan.targets[0].node).then_some(table)
 }
 
-/// `stmt`'s shape as statistics show it (Mycat's parameterized SQL, `show @@sql.high`): its
-/// plain number and single-quoted string literals replaced by `?`, everything else as written.
-/// `None` for statements the plan cache gives no shape either (over 4 KiB, or holding NUL or
-/// marker bytes).
-pub fn statistics_shape(stmt: &str) -> Option<String> {
-    let (key, _) = key_and_literals("", stmt)?;
-    Some(
-        key[1..]
-            .chars()
-            .map(|c| {
-                if matches!(c, NUMBER | STRING | DECIMAL) {
-                    '?'
-                } else {
-                    c
-                }
-            })
-            .collect(),
-    )
+/// `stmt`'s shape key for statistics when routing made none (module `stats`): as the cache's
+/// key with an empty schema (a NUL, then the text with plain literals as marker characters).
+/// `None` for statements the cache gives no key either (over 4 KiB, or holding NUL or marker
+/// bytes).
+pub fn statistics_key(stmt: &str) -> Option<String> {
+    key_and_literals("", stmt).map(|(key, _)| key)
 }
 
 /// The cache key of `stmt` in `schema` (the schema name, a NUL, then the statement's shape) and
@@ -600,15 +601,14 @@ mod tests {
     }
 
     #[test]
-    fn statistics_shapes_show_literals_as_placeholders() {
+    fn statistics_keys_are_the_cache_keys_without_a_schema() {
+        let stmt = "SELECT c FROM t WHERE id = 5 AND s = 'x' AND f = 1.5";
+        assert_eq!(super::statistics_key(stmt), key("", stmt));
         assert_eq!(
-            super::statistics_shape(
-                "SELECT c FROM t WHERE id = 5 AND s = 'x' AND f = 1.5 AND t2 = 3"
-            )
-            .as_deref(),
-            Some("SELECT c FROM t WHERE id = ? AND s = ? AND f = ? AND t2 = ?")
+            super::statistics_key(stmt).unwrap(),
+            "\0SELECT c FROM t WHERE id = \u{1} AND s = \u{2} AND f = \u{3}"
         );
-        assert_eq!(super::statistics_shape("SELECT '\0'"), None);
+        assert_eq!(super::statistics_key("SELECT '\0'"), None);
     }
 
     #[test]

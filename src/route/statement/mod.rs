@@ -430,8 +430,10 @@ fn cached(
         return parsed(r, stmt, view, &mut false);
     };
     if let Some(plan) = cache.get(&key, &literals, stmt, s) {
+        cache.set_last_key(key);
         return Ok(Routed::Plan(plan));
     }
+    cache.set_last_key(key.clone());
     let mut literal_free = false;
     let routed = parsed(r, stmt, view, &mut literal_free)?;
     if let Routed::Plan(plan) = &routed
