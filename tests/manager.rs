@@ -623,19 +623,7 @@ async fn switch_datasource_moves_writes_and_rewrites_dnindex() {
     }
     std::fs::write(
         dir.path().join("schema.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="MG" dataNode="dnmg"></schema>
-    <dataNode name="dnmg" dataHost="mh" database="mg" />
-    <dataHost name="mh" maxCon="10" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
-        <heartbeat>select user()</heartbeat>
-        <writeHost host="a" url="127.0.0.1:{}" user="manx" password="manx" />
-        <writeHost host="b" url="127.0.0.1:{}" user="manx" password="manx" />
-    </dataHost>
-</mycat:schema>"#,
-            a.port, b.port
-        ),
+        pair_schema("MG", "mg", "", a.port, b.port),
     )
     .unwrap();
     std::fs::write(
@@ -684,6 +672,35 @@ async fn switch_datasource_moves_writes_and_rewrites_dnindex() {
     assert_eq!(on(&b).await, [2]);
 }
 
+/// schema.xml of logical schema `schema` whose default dataNode `dn<db>` is database `db` on
+/// dataHost `mh`: writeHosts hostA (port `a`) and hostB (`b`), admin account, switchType=1,
+/// heartbeat `select user()`; `tables` inside the schema.
+fn pair_schema(schema: &str, db: &str, tables: &str, a: u16, b: u16) -> String {
+    format!(
+        r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="{schema}" dataNode="dn{db}">{tables}</schema>
+    <dataNode name="dn{db}" dataHost="mh" database="{db}" />
+    <dataHost name="mh" maxCon="20" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select user()</heartbeat>
+        <writeHost host="hostA" url="127.0.0.1:{a}" user="manx" password="manx" />
+        <writeHost host="hostB" url="127.0.0.1:{b}" user="manx" password="manx" />
+    </dataHost>
+</mycat:schema>"#
+    )
+}
+
+/// SIGTERM to `g`, then its exit code (waited for at most 20 s) and the process.
+async fn terminate(mut g: GatewayProcess) -> (Option<i32>, GatewayProcess) {
+    signal(g.pid(), "TERM");
+    tokio::task::spawn_blocking(move || {
+        let code = wait_exit(&mut g, Duration::from_secs(20));
+        (code, g)
+    })
+    .await
+    .unwrap()
+}
+
 /// Sends `signal` to the process.
 fn signal(pid: u32, signal: &str) {
     let ok = std::process::Command::new("kill")
@@ -716,7 +733,7 @@ async fn sigterm_lets_statements_finish_rolls_back_open_transactions_and_exits_0
         },
     )
     .await;
-    let (mut g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    let (g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
     let mut slow = Conn::new(opts(g.port, "root", "123456", Some("TESTDB")))
         .await
         .unwrap();
@@ -736,13 +753,7 @@ async fn sigterm_lets_statements_finish_rolls_back_open_transactions_and_exits_0
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
-    signal(g.pid(), "TERM");
-    let code = tokio::task::spawn_blocking(move || {
-        let code = wait_exit(&mut g, Duration::from_secs(20));
-        (code, g)
-    })
-    .await
-    .unwrap();
+    let code = terminate(g).await;
     let (code, _g) = code;
     assert_eq!(code, Some(0));
     let took = started.elapsed();
@@ -1026,21 +1037,12 @@ async fn mycat_runbook_monitor_add_a_table_switch_drain_restart() {
     b.catch_up(&a).await;
     let dir = tempfile::tempdir().unwrap();
     let schema = |tables: &str| {
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="RB" dataNode="dnrb">
-        <table name="orders" dataNode="dnrb" />
-        {tables}
-    </schema>
-    <dataNode name="dnrb" dataHost="mh" database="rb" />
-    <dataHost name="mh" maxCon="20" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
-        <heartbeat>select user()</heartbeat>
-        <writeHost host="hostA" url="127.0.0.1:{}" user="manx" password="manx" />
-        <writeHost host="hostB" url="127.0.0.1:{}" user="manx" password="manx" />
-    </dataHost>
-</mycat:schema>"#,
-            a.port, b.port
+        pair_schema(
+            "RB",
+            "rb",
+            &format!(r#"<table name="orders" dataNode="dnrb" />{tables}"#),
+            a.port,
+            b.port,
         )
     };
     std::fs::write(dir.path().join("schema.xml"), schema("")).unwrap();
@@ -1059,7 +1061,7 @@ async fn mycat_runbook_monitor_add_a_table_switch_drain_restart() {
     )
     .unwrap();
     let log = dir.path().join("manx.log");
-    let (mut g, _) = GatewayProcess::start_logging(dir.path(), "rb", "rb", "RB", Some(&log)).await;
+    let (g, _) = GatewayProcess::start_logging(dir.path(), "rb", "rb", "RB", Some(&log)).await;
     let ports = (g.port, g.manager_port);
     let mport = g.manager_port;
     let (_h, hport, socket) = haproxy_in_front(dir.path(), g.port);
@@ -1140,13 +1142,7 @@ async fn mycat_runbook_monitor_add_a_table_switch_drain_restart() {
     assert!(second.errors.is_empty(), "{:?}", second.errors);
 
     // 5. Restart on the same ports.
-    signal(g.pid(), "TERM");
-    let code = tokio::task::spawn_blocking(move || {
-        let code = wait_exit(&mut g, Duration::from_secs(20));
-        (code, g)
-    })
-    .await
-    .unwrap();
+    let code = terminate(g).await;
     assert_eq!(code.0, Some(0));
     transcript += "$ kill -TERM <manx>   # exit status 0\n";
     let (_g2, _) = GatewayProcess::start_at(dir.path(), "rb", "rb", "RB", Some(&log), ports).await;

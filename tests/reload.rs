@@ -170,6 +170,21 @@ async fn pool_size(m: &mut Conn, dn: &str) -> i64 {
     rows[0].get::<i64, _>(i).unwrap()
 }
 
+/// Writes `v` and runs `reload @@config_all` until it is taken ([`reload_all`]).
+async fn apply(m: &mut Conn, dir: &Path, dbs: &[String], v: Version<'_>) -> usize {
+    write(dir, dbs, &v);
+    reload_all(m).await
+}
+
+/// dnindex.properties in `dir` lists h1 at writeHost 0 and no h2.
+fn assert_lists_only_h1(dir: &Path) {
+    let dnindex = std::fs::read_to_string(dir.join("dnindex.properties")).unwrap();
+    assert!(
+        dnindex.contains("h1=0") && !dnindex.contains("h2"),
+        "{dnindex}"
+    );
+}
+
 /// RELOAD_TIME and ROLLBACK_TIME of `show @@server`.
 async fn server_times(m: &mut Conn) -> (i64, i64) {
     let rows: Vec<Row> = m.query("show @@server").await.unwrap();
@@ -303,16 +318,13 @@ async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing
     wait_commits(200).await;
 
     // A new table and a changed dataHost (maxCon 10 -> 20: h1 is rebuilt, its old pool drains).
-    write(
-        dir.path(),
-        &dbs,
-        &Version {
-            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
-            max_con: 20,
-            ..Version::default()
-        },
-    );
-    reload_all(&mut m).await;
+    let extra = r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#;
+    let with = |max_con| Version {
+        tables: extra,
+        max_con,
+        ..Version::default()
+    };
+    apply(&mut m, dir.path(), &dbs, with(20)).await;
     assert_eq!(pool_size(&mut m, "dn1").await, 20);
     let mut c = client(port, "rl").await;
     c.query_drop("INSERT INTO extra (id) VALUES (7)")
@@ -330,16 +342,7 @@ async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing
 
     // Again, while transactions begun before the first reload may still hold the old dataHost:
     // Mycat's refusal, then success once they ended.
-    write(
-        dir.path(),
-        &dbs,
-        &Version {
-            tables: r#"<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#,
-            max_con: 15,
-            ..Version::default()
-        },
-    );
-    reload_all(&mut m).await;
+    apply(&mut m, dir.path(), &dbs, with(15)).await;
     assert_eq!(pool_size(&mut m, "dn2").await, 15);
     wait_commits(200).await;
 
@@ -407,27 +410,14 @@ async fn sysbench_oltp_read_write_runs_through_two_reloads() {
     tokio::time::sleep(Duration::from_secs(3)).await;
     let with_extra =
         format!(r#"{sbtest}<table name="extra" dataNode="dn1,dn2,dn3" type="global" />"#);
-    write(
-        dir.path(),
-        &dbs,
-        &Version {
-            tables: &with_extra,
-            max_con: 20,
-            ..Version::default()
-        },
-    );
-    reload_all(&mut m).await;
+    let with = |max_con| Version {
+        tables: &with_extra,
+        max_con,
+        ..Version::default()
+    };
+    apply(&mut m, dir.path(), &dbs, with(20)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
-    write(
-        dir.path(),
-        &dbs,
-        &Version {
-            tables: &with_extra,
-            max_con: 15,
-            ..Version::default()
-        },
-    );
-    let refused = reload_all(&mut m).await;
+    let refused = apply(&mut m, dir.path(), &dbs, with(15)).await;
     assert_eq!(pool_size(&mut m, "dn3").await, 15);
 
     let (ok, out, err) = load.await.unwrap();
@@ -605,11 +595,7 @@ async fn invalid_configs_are_refused_with_their_errors_and_the_running_one_keeps
     assert_eq!(nodes.len(), 3);
     assert_eq!(server_times(&mut m).await, (reloaded_at, -1));
     // dnindex.properties still lists only h1.
-    let dnindex = std::fs::read_to_string(dir.path().join("dnindex.properties")).unwrap();
-    assert!(
-        dnindex.contains("h1=0") && !dnindex.contains("h2"),
-        "{dnindex}"
-    );
+    assert_lists_only_h1(dir.path());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -780,11 +766,7 @@ async fn a_datahost_added_by_a_reload_starts_where_dnindex_says_and_removed_ones
     // Removing h2 again: dnindex.properties no longer lists it; h1 kept its entry.
     write(dir.path(), &dbs, &Version::default());
     reload_all(&mut m).await;
-    let dnindex = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        dnindex.contains("h1=0") && !dnindex.contains("h2"),
-        "{dnindex}"
-    );
+    assert_lists_only_h1(dir.path());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
