@@ -449,7 +449,7 @@ async fn unknown_refused_and_forbidden_commands_get_errors() {
     let (code, _, message) = err(m.query_drop("show @@nonsense").await.unwrap_err());
     assert_eq!(code, 1003);
     assert!(message.contains("show @@help"), "{message}");
-    let (code, _, message) = err(m.query_drop("show @@sql.sum.table").await.unwrap_err());
+    let (code, _, message) = err(m.query_drop("show @@sql.condition").await.unwrap_err());
     assert_eq!(code, 1003);
     assert!(message.contains("does not keep"), "{message}");
     let (_, _, message) = err(m

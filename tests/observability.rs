@@ -378,6 +378,13 @@ async fn pt_query_digest_reads_the_slow_log_and_show_sql_commands_count_what_ran
     assert_eq!(root.get::<i64, _>(2), Some(8), "R: every statement read");
     assert_eq!(root.get::<i64, _>(3), Some(0), "W");
     assert_eq!(s(root, 8), "[6, 0, 2, 0]", "TIME_COUNT");
+    let tables: Vec<Row> = m.query("show @@sql.sum.table").await.unwrap();
+    let t = tables
+        .iter()
+        .find(|r| s(r, 1) == "TRAVELRECORD")
+        .expect("travelrecord counted");
+    assert_eq!(t.get::<i64, _>(2), Some(8), "R");
+    assert_eq!(t.get::<i64, _>(3), Some(0), "W");
     // reload @@sqlslow raises the threshold; clear @@slow forgets them.
     m.query_drop("reload @@sqlslow=1000").await.unwrap();
     let _: Vec<Row> = c

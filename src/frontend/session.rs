@@ -228,6 +228,8 @@ struct Tally {
     rows: u64,
     /// The dataNodes it ran on.
     nodes: Vec<String>,
+    /// The logical tables it named (its plan's).
+    tables: Arc<[String]>,
     /// It only read (the plan's `read_only`; answers of the gateway count as reads).
     read: bool,
     /// It ran on dataNodes (else the gateway answered).
@@ -1327,6 +1329,7 @@ impl Session {
             if found {
                 tracing::debug!(connection = self.id, child = %lookup.child, parent = %lookup.parent, node = %insert.node, "parent row found");
                 return Ok(Plan {
+                    tables: Default::default(),
                     targets: vec![insert],
                     read_only: false,
                     ok_merge: OkMerge::Sum,
@@ -1355,6 +1358,7 @@ impl Session {
         self.tally.planned = true;
         self.tally.read = plan.read_only;
         self.tally.nodes = plan.targets.iter().map(|t| t.node.clone()).collect();
+        self.tally.tables = plan.tables.clone();
         let read_only_user = self
             .server
             .current()
@@ -2438,6 +2442,7 @@ impl Session {
                             rows_affected: 0,
                             error,
                             nodes: &[],
+                            tables: &[],
                             kind: crate::stats::RouteKind::Manager,
                             read: true,
                         },
@@ -2633,6 +2638,7 @@ impl Session {
                 rows_affected: affected,
                 error,
                 nodes: &self.tally.nodes,
+                tables: &self.tally.tables,
                 kind,
                 read: self.tally.read,
             },

@@ -599,6 +599,7 @@ impl Router {
         }
         sql.push_str(&q.sql[at..]);
         Ok(Plan {
+            tables: Default::default(),
             targets: vec![Target {
                 node: node.to_string(),
                 sql: Arc::from(sql),

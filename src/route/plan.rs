@@ -54,6 +54,10 @@ pub struct Plan {
     pub ddl: bool,
     /// The server a hint asked for; [`HostHint::None`] without one.
     pub host: HostHint,
+    /// The logical tables the statement names (upper-cased, as routing resolved them; empty
+    /// for statements routed without parsing), for the statement recorder (`show
+    /// @@sql.sum.table`).
+    pub tables: Arc<[String]>,
 }
 
 /// A column of the nodes' results, by position. The statement sent to each node may carry extra

@@ -73,6 +73,8 @@ pub struct Executed<'a> {
     pub error: Option<u16>,
     /// The dataNodes it ran on.
     pub nodes: &'a [String],
+    /// The logical tables it names (upper-cased), when routing parsed it.
+    pub tables: &'a [String],
     pub kind: RouteKind,
     /// It only read (a SELECT or SHOW), as the router decided.
     pub read: bool,
@@ -194,6 +196,23 @@ pub struct UserStat {
     pub last_ms: i64,
 }
 
+/// Reads and writes of one logical table (`show @@sql.sum.table`).
+#[derive(Debug, Clone, Default)]
+pub struct TableStat {
+    pub id: u64,
+    pub table: String,
+    pub reads: u64,
+    pub writes: u64,
+    /// Tables named together with it (at most [`MAX_RELATED`]), and how many statements did.
+    pub related: std::collections::BTreeSet<String>,
+    pub related_count: u64,
+    pub last_ms: i64,
+}
+
+/// Tables kept for `show @@sql.sum.table` at most; related tables listed per table at most.
+pub const MAX_TABLES: usize = 5_000;
+pub const MAX_RELATED: usize = 16;
+
 /// One statement of `show @@sql` / `@@sql.slow`.
 #[derive(Debug, Clone)]
 pub struct Recent {
@@ -249,6 +268,7 @@ struct Tables {
     next_id: u64,
     shape_count: usize,
     users: Fast<String, UserEntry>,
+    tables: Fast<String, TableStat>,
     recent: VecDeque<Recent>,
     slow: VecDeque<Recent>,
 }
@@ -436,6 +456,34 @@ impl Recorder {
             push(&mut t.slow);
         }
         push(&mut t.recent);
+        for name in e.tables {
+            let count = t.tables.len();
+            let table = match t.tables.get_mut(name.as_str()) {
+                Some(table) => table,
+                None if count < MAX_TABLES => {
+                    t.tables.entry(name.clone()).or_insert_with(|| TableStat {
+                        id: count as u64 + 1,
+                        table: name.clone(),
+                        ..TableStat::default()
+                    })
+                }
+                None => continue,
+            };
+            if e.read {
+                table.reads += 1;
+            } else {
+                table.writes += 1;
+            }
+            table.last_ms = start_ms;
+            if e.tables.len() > 1 {
+                table.related_count += 1;
+                for other in e.tables.iter().filter(|o| *o != name) {
+                    if table.related.len() < MAX_RELATED && !table.related.contains(other) {
+                        table.related.insert(other.clone());
+                    }
+                }
+            }
+        }
         let users = t.users.len();
         let entry = match t.users.get_mut(e.user) {
             Some(u) => u,
@@ -531,6 +579,13 @@ impl Recorder {
         v
     }
 
+    /// `show @@sql.sum.table`: per table, in first-seen order.
+    pub fn tables(&self) -> Vec<TableStat> {
+        let mut v: Vec<TableStat> = self.lock().tables.values().cloned().collect();
+        v.sort_by_key(|t| t.id);
+        v
+    }
+
     /// `show @@sql true`, `reload @@user_stat`: forgets the statistics (not the metrics).
     pub fn clear(&self) {
         *self.lock() = Tables::default();
@@ -589,6 +644,7 @@ mod tests {
             rows_affected: 0,
             error: None,
             nodes,
+            tables: &[],
             kind: RouteKind::Single,
             read: true,
         }

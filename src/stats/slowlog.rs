@@ -134,6 +134,7 @@ mod tests {
             rows_affected: 0,
             error: None,
             nodes: &[],
+            tables: &[],
             kind: RouteKind::Multi,
             read: true,
         }

@@ -14,7 +14,11 @@
 //! * `show @@sql.sum` / `@@sql.sum.user`: per user — ID, USER, R, W, R% (reads / all, two
 //!   decimals), MAX (slowest, ms), NET_IN / NET_OUT (0: not counted), TIME_COUNT (statements
 //!   `[<10ms, 10-200ms, 200ms-1s, >=1s]`), TTL_COUNT (statements by dataNodes touched `[<=1, 2,
-//!   3, >3]`: Mycat counts tables, which manx does not keep), LAST_TIME.
+//!   3, >3]`: Mycat counts tables), LAST_TIME.
+//! * `show @@sql.sum.table`: per logical table — ID, TABLE (upper-cased), R, W, R%, RELATABLE
+//!   (tables named in the same statements, at most 16), RELACOUNT (statements naming it with
+//!   others), LAST_TIME. Statements the plan cache answered count with the tables of their
+//!   shape; statements routed without parsing (hints' `sql=`, `DESC`) count none.
 //! * `clear @@slow where schema = S | datanode = dn`, `reload @@user_stat` (forget),
 //!   `reload @@sqlslow=N` (threshold, ms), `reload @@sqlstat=open|close` (`useSqlStat`).
 
@@ -160,11 +164,40 @@ pub(super) fn show(server: &Server, what: &str, sql: &str) -> Option<Answer> {
                 })
                 .collect(),
         },
-        "@@sql.sum.table" | "@@sql.condition" | "@@sql.large" | "@@sql.execute"
-        | "@@sql.detail" | "@@connection.sql" => error(
+        "@@sql.sum.table" => Answer::Rows {
+            columns: vec![
+                ("ID", LONGLONG),
+                ("TABLE", TEXT),
+                ("R", LONGLONG),
+                ("W", LONGLONG),
+                ("R%", DOUBLE_TEXT),
+                ("RELATABLE", TEXT),
+                ("RELACOUNT", LONGLONG),
+                ("LAST_TIME", LONGLONG),
+            ],
+            rows: stats
+                .tables()
+                .into_iter()
+                .map(|t| {
+                    let all = (t.reads + t.writes).max(1);
+                    vec![
+                        text(t.id),
+                        text(&t.table),
+                        text(t.reads),
+                        text(t.writes),
+                        text(format!("{:.2}", t.reads as f64 / all as f64)),
+                        text(t.related.iter().cloned().collect::<Vec<_>>().join(",")),
+                        text(t.related_count),
+                        text(t.last_ms),
+                    ]
+                })
+                .collect(),
+        },
+        "@@sql.condition" | "@@sql.large" | "@@sql.execute" | "@@sql.detail"
+        | "@@connection.sql" => error(
             1003,
             format!(
-                "show {what} is not answered: manx does not keep these statistics (show @@sql, @@sql.slow, @@sql.high, @@sql.resultset and @@sql.sum are kept)"
+                "show {what} is not answered: manx does not keep these statistics (show @@sql, @@sql.slow, @@sql.high, @@sql.resultset, @@sql.sum and @@sql.sum.table are kept)"
             ),
         ),
         _ => return None,

@@ -145,6 +145,7 @@ pub(super) fn verbatim(
     };
     let sql: Arc<str> = Arc::from(stmt);
     Ok(Routed::Plan(Plan {
+        tables: Default::default(),
         targets: nodes
             .into_iter()
             .map(|node| Target {

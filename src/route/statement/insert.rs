@@ -154,6 +154,7 @@ pub(super) fn insert_route(
         })
         .collect();
     Ok(Routed::Plan(Plan {
+        tables: Default::default(),
         targets,
         read_only: false,
         ok_merge: OkMerge::Sum,

@@ -133,6 +133,7 @@ pub(super) fn route(
                 Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
                 // The statements that would look for the parent row.
                 Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
+                    tables: Default::default(),
                     targets: l.probes,
                     read_only: true,
                     ok_merge: OkMerge::Sum,
@@ -217,6 +218,7 @@ fn check_access(
 
 fn single(node: String, sql: String, read_only: bool) -> Routed {
     Routed::Plan(Plan {
+        tables: Default::default(),
         targets: vec![Target {
             node,
             sql: Arc::from(sql),
@@ -462,6 +464,23 @@ fn parsed(
     view: &SessionView<'_>,
     literal_free: &mut bool,
 ) -> Result<Routed, RouteError> {
+    let mut tables = Vec::new();
+    let mut routed = parsed_statement(r, stmt, view, literal_free, &mut tables)?;
+    if let Routed::Plan(plan) = &mut routed {
+        plan.tables = Arc::from(tables);
+    }
+    Ok(routed)
+}
+
+/// [`parsed`], with the logical tables the statement names put in `tables` (upper-cased, in
+/// order, once each; not information_schema, WITH query names or DUAL).
+fn parsed_statement(
+    r: &Router,
+    stmt: &str,
+    view: &SessionView<'_>,
+    literal_free: &mut bool,
+    tables: &mut Vec<String>,
+) -> Result<Routed, RouteError> {
     let schema = view.schema;
     let mut statements = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
         .map_err(|e| RouteError::syntax(e.to_string()))?;
@@ -474,6 +493,15 @@ fn parsed(
     let is_schema = |n: &str| r.schemas.contains_key(n);
     admit::admit(&statement, stmt, &is_schema, &|n| r.knows_function(n))?;
     let c = collect(&is_schema, &statement);
+    for o in &c.occurrences {
+        let named = match o.qualifier.as_deref() {
+            Some(q) => !metadata::is_information_schema(q),
+            None => !(c.ctes.contains(&o.name) || o.name == "DUAL"),
+        };
+        if named && !tables.contains(&o.name) {
+            tables.push(o.name.clone());
+        }
+    }
     // Routing drops every name of a WITH query and every DUAL from the tables it places; the
     // access checks resolve names as MariaDB does (`admit::table_refs`). Where the two could
     // differ — a table named like a WITH query of the statement, a backquoted `dual` (a real
@@ -811,6 +839,7 @@ impl Ctx<'_> {
             })
             .collect();
         Routed::Plan(Plan {
+            tables: Default::default(),
             targets,
             read_only,
             ok_merge,

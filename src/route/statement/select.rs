@@ -259,6 +259,7 @@ pub(super) fn select(
         && merge.grouping.is_none()
         && merge.limit.is_none();
     Ok(Routed::Plan(Plan {
+        tables: Default::default(),
         targets,
         read_only: true,
         ok_merge: OkMerge::Sum,
