@@ -270,8 +270,13 @@ fn serve(args: Args) -> anyhow::Result<()> {
         .unwrap_or_else(|| config.system.bind_ip.clone());
     let port = args.port.unwrap_or(config.system.server_port);
     let manager_port = args.manager_port.unwrap_or(config.system.manager_port);
+    // What is in force, for `show @@sysparam` (the command line wins over server.xml).
+    config.system.server_port = port;
+    config.system.manager_port = manager_port;
+    config.system.bind_ip.clone_from(&bind);
     let drain_deadline = std::time::Duration::from_secs(config.system.shutdown_timeout_s);
     let metrics_addr = args.metrics_addr.or(config.system.metrics_addr);
+    config.system.metrics_addr = metrics_addr;
     let server = match Server::new(config, Timeouts::default()) {
         Ok(s) => Arc::new(s),
         Err(errors) => {

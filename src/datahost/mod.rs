@@ -660,42 +660,35 @@ impl Cluster {
         )
     }
 
-    /// Tests each dataHost named in `names` as Mycat initialises a reloaded dataHost's pool
-    /// (SPEC §4.2): `minCon` connections (at least one) to its active writeHost, else to the
-    /// next writeHost, wrapping round (only writeHost 0 under `switchType=-1`); the first that
-    /// answers becomes active. All dataHosts at once.
+    /// Tests each dataHost named in `names` before a reload swaps it in, as Mycat tests a
+    /// reloaded dataHost's pool: `minCon` connections (at least one) to its active writeHost.
+    /// Unlike Mycat's pool init, the next writeHosts are not tried: a writeHost that does not
+    /// answer after a reload is most often a typo in its `url` or account, and moving the
+    /// writes to the next writeHost (a replica, in most dataHosts) would split them between two
+    /// servers. The reload is refused instead; `switch @@datasource` moves writes on purpose.
     ///
-    /// Errors: one line per dataHost none of whose writeHosts can be reached (name, servers,
-    /// addresses, the driver's errors).
+    /// Errors: one line per dataHost whose active writeHost cannot be reached (name, server,
+    /// address, the driver's error).
     pub async fn test_new_hosts(&self, names: &[String]) -> Result<(), Vec<String>> {
         let tasks = self
             .hosts
             .iter()
             .filter(|h| names.contains(&h.name))
             .map(|h| async move {
-                let from = h.active_index();
-                let n = h.write_hosts.len();
-                let tries = if h.policy.switch_type == -1 { 1 } else { n };
-                let mut failures = Vec::new();
-                for k in 0..tries {
-                    let i = (from + k) % n;
-                    let source = &h.write_hosts[i].source;
-                    match source.backend.warm_up(h.min_con.max(1)).await {
-                        Ok(()) => {
-                            if i != from {
-                                tracing::warn!(data_host = %h.name, from, to = i, "reload: writeHost {from} cannot be reached; writeHost {i} is active");
-                                h.active.store(i, Ordering::Release);
-                            }
-                            return Ok(());
-                        }
-                        Err(e) => failures.push(format!(
-                            "writeHost {} ({}) cannot be reached: {e}",
+                let i = h.active_index();
+                let source = &h.write_hosts[i].source;
+                source
+                    .backend
+                    .warm_up(h.min_con.max(1))
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "dataHost {}: its active writeHost {i} {} ({}) cannot be reached: {e} (writes are not moved to another writeHost by a reload: fix the writeHost, or switch @@datasource first)",
+                            h.name,
                             source.name,
                             source.backend.address()
-                        )),
-                    }
-                }
-                Err(format!("dataHost {}: {}", h.name, failures.join(", ")))
+                        )
+                    })
             });
         let failed: Vec<String> = futures::future::join_all(tasks)
             .await

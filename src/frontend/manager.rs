@@ -206,7 +206,7 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
             };
             match done {
                 Ok(message) => {
-                    tracing::warn!(user, command = %norm, "{message}");
+                    tracing::info!(user, command = %norm, "{message}");
                     ok(1, message)
                 }
                 Err(e) => Answer::Error(e),
@@ -908,6 +908,37 @@ fn sysparam(server: &Server) -> Answer {
             "shutdownTimeout",
             s.shutdown_timeout_s.to_string(),
             "seconds statements get to finish on SIGTERM",
+        ),
+        (
+            "useSqlStat",
+            u8::from(server.stats.enabled()).to_string(),
+            "keep the show @@sql* statistics",
+        ),
+        (
+            "sqlRecordCount",
+            s.sql_record_count.to_string(),
+            "statements kept for show @@sql and @@sql.slow",
+        ),
+        (
+            "sqlSlowTime",
+            server.stats.slow_ms().to_string(),
+            "ms from which a statement is slow (reload @@sqlslow=N)",
+        ),
+        (
+            "enableSlowLog",
+            u8::from(s.enable_slow_log).to_string(),
+            "write slow statements to slowLogFile",
+        ),
+        (
+            "slowLogFile",
+            s.slow_log_file.display().to_string(),
+            "the slow log (MySQL's format)",
+        ),
+        (
+            "metricsAddr",
+            s.metrics_addr
+                .map_or_else(|| "(off)".to_string(), |a| a.to_string()),
+            "where Prometheus scrapes /metrics",
         ),
     ];
     Answer::Rows {

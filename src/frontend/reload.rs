@@ -257,7 +257,7 @@ impl Server {
         let done = self.reload_once(scope).await;
         self.count_reload(done.is_ok());
         match &done {
-            Ok(_) => tracing::warn!(
+            Ok(_) => tracing::info!(
                 ?scope,
                 generation = self.current().number,
                 "configuration reloaded"
