@@ -639,8 +639,14 @@ async fn reload_config_user_and_rollback_apply_what_they_name() {
         command(&mut m, "reload @@user").await,
         Ok("Reload userConfig success".to_string())
     );
-    // bob's open session ends at its next command; bob can no longer log in.
-    assert!(b.query_drop("SELECT 1").await.is_err());
+    // bob's open session ends at its next command, told why; bob can no longer log in.
+    let (code, _, message) = server_error(b.query_drop("SELECT 1").await.unwrap_err());
+    assert_eq!(code, 1045);
+    assert!(message.contains("removed"), "{message}");
+    assert!(
+        b.query_drop("SELECT 1").await.is_err(),
+        "the connection is closed"
+    );
     let (code, _, _) = server_error(
         Conn::new(opts(port, "bob", "bob", Some("RL")))
             .await

@@ -490,6 +490,32 @@ impl Session {
         Ok(())
     }
 
+    /// The end of a session [`Session::begin_command`] refused: a user a reload removed gets
+    /// 1045/28000 saying so, then the session is ended as a KILL ends one (a client otherwise
+    /// sees only a lost connection); a killed session just ends.
+    async fn refuse_removed(
+        &self,
+        e: io::Error,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            let refusal = MysqlError::new(
+                1045,
+                "28000",
+                format!(
+                    "Access denied for user '{}': the user was removed from the configuration (reload); the connection is closed",
+                    self.user_name()
+                ),
+            );
+            // Answered (the packet goes out with the command's flush), then ended as a KILL
+            // ends a session.
+            send_error(&self.slot, w, refusal).await?;
+            self.handle.kill();
+            return Ok(());
+        }
+        Err(e)
+    }
+
     /// Ends a command: the configuration it ran on is let go unless a connection pinned to the
     /// session's transaction still needs it (a `BEGIN` alone holds nothing, as Mycat counts
     /// only backend connections: the transaction's first statement takes the newest one).
@@ -2238,7 +2264,9 @@ impl AsyncMysqlShim<Writer> for Session {
         params: ParamParser<'a>,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.begin_command()?;
+        if let Err(e) = self.begin_command() {
+            return self.refuse_removed(e, w).await;
+        }
         let done = self.execute_command(id, params, w).await;
         self.end_command();
         done
@@ -2253,7 +2281,9 @@ impl AsyncMysqlShim<Writer> for Session {
         query: &'a str,
         w: QueryResultWriter<'a, Writer>,
     ) -> io::Result<()> {
-        self.begin_command()?;
+        if let Err(e) = self.begin_command() {
+            return self.refuse_removed(e, w).await;
+        }
         let done = self.query_command(query, w).await;
         self.end_command();
         done
