@@ -274,7 +274,7 @@ struct Tables {
 }
 
 /// A dataNode's metric handles, resolved once.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct NodeHandles {
     statements: Counter,
     errors: Counter,
@@ -351,15 +351,24 @@ impl Recorder {
         self.slow_ms.load(Ordering::Relaxed)
     }
 
-    /// The metric handles of dataNode `node`, made on first use.
-    fn node(&self, node: &str) -> NodeHandles {
+    /// Counts one statement of `seconds` on dataNode `node` (an error when `failed`); the
+    /// node's metric handles are made on first use and read under the lock after that (no
+    /// handle is cloned on the statement path).
+    fn count_node(&self, node: &str, seconds: f64, failed: bool) {
+        let count = |h: &NodeHandles| {
+            h.statements.inc();
+            h.duration.observe(seconds);
+            if failed {
+                h.errors.inc();
+            }
+        };
         if let Some(h) = self
             .nodes
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(node)
         {
-            return h.clone();
+            return count(h);
         }
         let labels = vec![("data_node", node.to_string())];
         let m = &self.metrics;
@@ -368,11 +377,11 @@ impl Recorder {
             errors: m.node_errors.get_or_create_owned(&labels),
             duration: m.node_duration.get_or_create_owned(&labels),
         };
+        count(&h);
         self.nodes
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(node.to_string(), h.clone());
-        h
+            .insert(node.to_string(), h);
     }
 
     /// Counts statement `e`. `shape` is its shape key (the plan cache's: schema, NUL, the text
@@ -399,12 +408,7 @@ impl Recorder {
             m.rows_affected.inc_by(e.rows_affected);
         }
         for node in e.nodes {
-            let h = self.node(node);
-            h.statements.inc();
-            h.duration.observe(seconds);
-            if e.error.is_some() {
-                h.errors.inc();
-            }
+            self.count_node(node, seconds, e.error.is_some());
         }
         let elapsed_ms = e.elapsed.as_millis() as u64;
         let slow = elapsed_ms >= self.slow_ms() && e.kind != RouteKind::Manager;
