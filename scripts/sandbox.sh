@@ -802,6 +802,9 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$sock'
 max_connections = 300
 shared_buffers = 32MB
+# two-phase commit (manx's XA on PostgreSQL dataNodes: PREPARE TRANSACTION); a
+# standby needs at least the primary's value
+max_prepared_transactions = 50
 password_encryption = scram-sha-256
 # throwaway data: trade durability for speed
 fsync = off

@@ -2,7 +2,8 @@
 //!
 //! Modules, lowest first (a module never imports one above it; see `shared/DESIGN.md`):
 //! [`config`] and [`backend`]; [`route`] and [`datahost`]; [`sequence`] (global sequences,
-//! over `datahost`); [`engine`]; [`stats`] (the statement recorder, over nothing); [`frontend`].
+//! over `datahost`); [`xa`] (two-phase commit, over `backend` and `datahost`); [`engine`];
+//! [`stats`] (the statement recorder, over nothing); [`frontend`].
 #![forbid(unsafe_code)]
 
 pub mod backend;
@@ -14,3 +15,4 @@ pub mod route;
 pub mod sequence;
 pub mod sqltext;
 pub mod stats;
+pub mod xa;

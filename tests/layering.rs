@@ -3,7 +3,7 @@
 use std::path::Path;
 
 const MODULES: &[&str] = &[
-    "config", "backend", "route", "datahost", "sequence", "engine", "stats", "frontend",
+    "config", "backend", "route", "datahost", "sequence", "xa", "engine", "stats", "frontend",
 ];
 
 /// What each module may use from the crate.
@@ -13,10 +13,11 @@ fn allowed(module: &str) -> &'static [&'static str] {
         "route" => &["config"],
         "datahost" => &["config", "backend"],
         "sequence" => &["config", "backend", "datahost"],
+        "xa" => &["config", "backend", "datahost"],
         "engine" => &["route", "backend"],
         "stats" => &[],
         "frontend" => &[
-            "config", "backend", "route", "datahost", "sequence", "engine", "stats",
+            "config", "backend", "route", "datahost", "sequence", "xa", "engine", "stats",
         ],
         _ => unreachable!(),
     }

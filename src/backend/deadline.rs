@@ -217,6 +217,41 @@ impl BackendConn for Deadline {
         bounded(self.timeout, self.expiry(), self.inner.describe(sql)).await
     }
 
+    async fn xa_start(&mut self, xid: &super::Xid) -> Result<(), BackendError> {
+        self.usable()?;
+        bounded(self.timeout, self.expiry(), self.inner.xa_start(xid)).await
+    }
+
+    async fn xa_prepare(&mut self, xid: &super::Xid) -> Result<(), BackendError> {
+        self.usable()?;
+        bounded(self.timeout, self.expiry(), self.inner.xa_prepare(xid)).await
+    }
+
+    async fn xa_commit(&mut self, xid: &super::Xid, one_phase: bool) -> Result<(), BackendError> {
+        self.usable()?;
+        bounded(
+            self.timeout,
+            self.expiry(),
+            self.inner.xa_commit(xid, one_phase),
+        )
+        .await
+    }
+
+    async fn xa_rollback(&mut self, xid: &super::Xid, prepared: bool) -> Result<(), BackendError> {
+        self.usable()?;
+        bounded(
+            self.timeout,
+            self.expiry(),
+            self.inner.xa_rollback(xid, prepared),
+        )
+        .await
+    }
+
+    async fn xa_recover(&mut self) -> Result<Vec<super::Xid>, BackendError> {
+        self.usable()?;
+        bounded(self.timeout, self.expiry(), self.inner.xa_recover()).await
+    }
+
     async fn in_recovery(&mut self) -> Result<Option<bool>, BackendError> {
         self.usable()?;
         bounded(self.timeout, self.expiry(), self.inner.in_recovery()).await

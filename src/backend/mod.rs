@@ -12,6 +12,7 @@ pub mod mysql;
 mod pool;
 pub mod postgres;
 pub mod stateless;
+pub mod xa;
 
 use std::fmt;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 
 pub use mysql_async::consts::{ColumnFlags, ColumnType};
+pub use xa::Xid;
 
 /// One column of a result set, as the backend described it (MySQL column definition fields).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +162,64 @@ pub trait BackendConn: Send + Sync {
                 Ok(())
             }
         }
+    }
+
+    /// Starts XA branch `xid` on the connection instead of a plain transaction (MySQL
+    /// `XA START`; PostgreSQL `BEGIN`, its branch being named at prepare time).
+    ///
+    /// Errors: the server refused it (MySQL 1399 when a transaction is already open) or the
+    /// connection broke.
+    async fn xa_start(&mut self, xid: &Xid) -> Result<(), BackendError> {
+        xa::run(self, &format!("XA START {}", xid.mysql())).await
+    }
+
+    /// Ends and prepares branch `xid` (MySQL `XA END` then `XA PREPARE`; PostgreSQL
+    /// `PREPARE TRANSACTION`): from here the branch survives the connection, and only its
+    /// commit or rollback, from any connection to the server, ends it.
+    ///
+    /// Errors: the server refused (the branch is then rolled back by the server or must be by
+    /// the caller) or the connection broke (the branch may or may not be prepared).
+    async fn xa_prepare(&mut self, xid: &Xid) -> Result<(), BackendError> {
+        xa::run(self, &format!("XA END {}", xid.mysql())).await?;
+        xa::run(self, &format!("XA PREPARE {}", xid.mysql())).await
+    }
+
+    /// Commits branch `xid`: with `one_phase`, the branch this connection started, not
+    /// prepared (MySQL `XA END` + `XA COMMIT ... ONE PHASE`; PostgreSQL `COMMIT`); else a
+    /// prepared branch, from any connection (MySQL `XA COMMIT`; PostgreSQL `COMMIT PREPARED`).
+    ///
+    /// Errors: the server's (MySQL 1397 `XAER_NOTA` when it knows no such branch, see
+    /// [`xa::unknown_xid`]) or a broken connection.
+    async fn xa_commit(&mut self, xid: &Xid, one_phase: bool) -> Result<(), BackendError> {
+        if one_phase {
+            xa::run(self, &format!("XA END {}", xid.mysql())).await?;
+            xa::run(self, &format!("XA COMMIT {} ONE PHASE", xid.mysql())).await
+        } else {
+            xa::run(self, &format!("XA COMMIT {}", xid.mysql())).await
+        }
+    }
+
+    /// Rolls branch `xid` back: when not `prepared`, the active branch this connection started
+    /// (MySQL `XA END` + `XA ROLLBACK`; PostgreSQL `ROLLBACK`); else a prepared branch, from
+    /// any connection (MySQL `XA ROLLBACK`; PostgreSQL `ROLLBACK PREPARED`).
+    ///
+    /// Errors: as [`BackendConn::xa_commit`].
+    async fn xa_rollback(&mut self, xid: &Xid, prepared: bool) -> Result<(), BackendError> {
+        if !prepared {
+            // Already ended (a failed prepare may leave it IDLE): the rollback decides.
+            let _ = xa::run(self, &format!("XA END {}", xid.mysql())).await;
+        }
+        xa::run(self, &format!("XA ROLLBACK {}", xid.mysql())).await
+    }
+
+    /// The prepared branches the server holds for the connection's database's server (MySQL
+    /// `XA RECOVER`: every database's; PostgreSQL `pg_prepared_xacts` of the connection's
+    /// database). Branches of other coordinators are included: callers keep their own.
+    ///
+    /// Errors: the server refused (MySQL 1401 without `XA_RECOVER_ADMIN`) or the connection
+    /// broke.
+    async fn xa_recover(&mut self) -> Result<Vec<Xid>, BackendError> {
+        xa::mysql_recover(self).await
     }
 
     /// Describes a statement with `?` placeholders without running it: (number of parameters,

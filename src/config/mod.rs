@@ -161,6 +161,22 @@ pub struct SystemConfig {
     /// `metricsAddr` (manx; `--metrics-addr` wins): where Prometheus scrapes `/metrics`; none
     /// by default.
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// `twoPhaseCommit` (manx; default false): every transaction starts its branches as XA
+    /// branches, and a transaction or statement that writes on several dataNodes commits in two
+    /// phases (module `xa`); without it only `SET XA = ON` transactions do.
+    pub two_phase_commit: bool,
+    /// `instanceId` (manx): this gateway's name in its XA transaction ids; default the host
+    /// name and server port (`<host>-<port>`). Gateways sharing backends need different ones;
+    /// it must not change across restarts, or recovery no longer knows the branches as its own.
+    pub instance_id: Option<String>,
+    /// `xaLogDir` (manx; relative to the config directory), default `xalog`: the XA
+    /// coordinator log.
+    pub xa_log_dir: PathBuf,
+    /// `xaLogSegmentBytes` (manx), default 64 MiB: the log starts a new segment past this.
+    pub xa_log_segment_bytes: u64,
+    /// `xaRecoveryPeriod` in milliseconds (manx), default 10 000 (Mycat's retry period): how
+    /// often XA recovery looks for prepared branches left behind.
+    pub xa_recovery_period_ms: u64,
     /// `charset`, default `utf8`.
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
@@ -705,6 +721,11 @@ impl Default for SystemConfig {
             slow_log_file: PathBuf::from("slow-query.log"),
             slow_log_max_bytes: 100 << 20,
             metrics_addr: None,
+            two_phase_commit: false,
+            instance_id: None,
+            xa_log_dir: PathBuf::from("xalog"),
+            xa_log_segment_bytes: 64 << 20,
+            xa_recovery_period_ms: 10_000,
             properties: BTreeMap::new(),
         }
     }

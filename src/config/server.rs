@@ -109,6 +109,48 @@ pub(super) fn load(
                         format!("slowLogMaxBytes '{value}' is not a number of bytes from 4096"),
                     )),
                 },
+                "twoPhaseCommit" => match value.as_str() {
+                    "0" | "false" => system.two_phase_commit = false,
+                    "1" | "true" => system.two_phase_commit = true,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("twoPhaseCommit '{value}' is not true or false"),
+                    )),
+                },
+                "instanceId" => {
+                    if value.is_empty()
+                        || value.len() > 32
+                        || !value
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+                    {
+                        errors.push(ConfigError::new(
+                            &origin,
+                            element,
+                            format!("instanceId '{value}' must be 1 to 32 letters, digits, '_' or '-'"),
+                        ));
+                    } else {
+                        system.instance_id = Some(value.clone());
+                    }
+                }
+                "xaLogDir" => system.xa_log_dir = dir.join(&value),
+                "xaLogSegmentBytes" => match value.parse::<u64>() {
+                    Ok(n) if n >= 1 => system.xa_log_segment_bytes = n,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("xaLogSegmentBytes '{value}' is not a number of bytes"),
+                    )),
+                },
+                "xaRecoveryPeriod" => match value.parse::<u64>() {
+                    Ok(ms) if ms >= 100 => system.xa_recovery_period_ms = ms,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("xaRecoveryPeriod '{value}' is not a number of milliseconds from 100"),
+                    )),
+                },
                 "metricsAddr" => match value.parse::<std::net::SocketAddr>() {
                     Ok(a) => system.metrics_addr = Some(a),
                     Err(_) => errors.push(ConfigError::new(

@@ -305,6 +305,14 @@ const HELP: &[(&str, &str)] = &[
     ),
     ("kill @@connection id1,id2,...", "Kill client connections"),
     (
+        "show @@xa_session",
+        "Report XA transactions and in-doubt branches",
+    ),
+    (
+        "kill @@xa_session id1,id2,...",
+        "Kill client connections of undecided XA transactions",
+    ),
+    (
         "stop @@heartbeat name:time",
         "Pause the active writeHost's heartbeat of dataHosts (seconds)",
     ),
@@ -395,6 +403,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         ("@@datasource.synstatus", None) => synstatus(server),
         ("@@heartbeat", None) => heartbeat(server),
         ("@@connection", None) => connections(server),
+        ("@@xa_session", None) => xa_sessions(server),
         ("@@backend", None) => Answer::Rows {
             columns: vec![
                 ("processor", TEXT),
@@ -957,6 +966,9 @@ fn sysparam(server: &Server) -> Answer {
 /// `kill @@connection id1,id2,...`: ends those server-port sessions; affected rows = sessions
 /// ended (ids no session has are skipped, as in Mycat).
 async fn kill(server: &Arc<Server>, norm: &str) -> Answer {
+    if let Some(list) = norm.strip_prefix("kill @@xa_session") {
+        return kill_xa_sessions(server, list).await;
+    }
     let Some(list) = norm.strip_prefix("kill @@connection") else {
         return unsupported(norm);
     };
@@ -975,6 +987,61 @@ async fn kill(server: &Arc<Server>, norm: &str) -> Answer {
         }
     }
     ok(killed, "")
+}
+
+/// `kill @@xa_session id1,id2,...` (DBLE's name): ends the client connections whose XA
+/// transaction has no commit decision yet, which rolls their branches back; a transaction whose
+/// decision is logged is committed whatever happens (by recovery), so its session is not
+/// counted. Affected rows = sessions ended.
+async fn kill_xa_sessions(server: &Arc<Server>, list: &str) -> Answer {
+    let undecided = server.xa.undecided_fronts();
+    let mut killed = 0;
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Ok(id) = item.parse::<u32>() else {
+            return error(
+                1003,
+                format!("kill @@xa_session: '{item}' is not a connection id"),
+            );
+        };
+        if !undecided.contains(&id) {
+            continue;
+        }
+        if let Some(h) = server.registry.get(u64::from(id)) {
+            h.kill();
+            h.cancel_running(true).await;
+            killed += 1;
+        }
+    }
+    ok(killed, "")
+}
+
+/// `show @@xa_session` (DBLE's columns): the XA transactions of this instance: those its
+/// sessions run (FRONT_ID, state ACTIVE...COMMITTING), those left to recovery (FRONT_ID 0,
+/// COMMIT_PENDING / ROLLBACK_PENDING), and the branches the last recovery pass found prepared
+/// with no record in the coordinator log (IN_DOUBT). SHARDING_NODES lists the dataNodes,
+/// separated by spaces as DBLE does.
+fn xa_sessions(server: &Server) -> Answer {
+    Answer::Rows {
+        columns: vec![
+            ("FRONT_ID", TEXT),
+            ("XA_ID", TEXT),
+            ("XA_STATE", TEXT),
+            ("SHARDING_NODES", TEXT),
+        ],
+        rows: server
+            .xa
+            .rows()
+            .into_iter()
+            .map(|r| {
+                vec![
+                    text(r.front),
+                    text(r.gtrid),
+                    text(r.state),
+                    text(r.nodes.join(" ")),
+                ]
+            })
+            .collect(),
+    }
 }
 
 /// `switch @@datasource name[,name|$range][:index]`.

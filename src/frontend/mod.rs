@@ -130,6 +130,79 @@ fn recorder(config: &Config) -> Result<crate::stats::Recorder, ConfigErrors> {
     })
 }
 
+/// The XA coordinator `config.system` asks for (`instanceId`, `xaLogDir`,
+/// `xaLogSegmentBytes`, `xaRecoveryPeriod`); the instance id defaults to `<host>-<port>`.
+///
+/// Errors: the coordinator log cannot be opened or is damaged (naming `xaLogDir`).
+fn coordinator(config: &Config) -> Result<crate::xa::Coordinator, ConfigErrors> {
+    let system = &config.system;
+    let instance = system.instance_id.clone().unwrap_or_else(|| {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host: String = host
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(24)
+            .collect();
+        let host = if host.is_empty() {
+            "manx".to_string()
+        } else {
+            host
+        };
+        format!("{host}-{}", system.server_port)
+    });
+    let log_dir = config.dir.join(&system.xa_log_dir);
+    crate::xa::Coordinator::open(crate::xa::Settings {
+        instance,
+        log_dir: log_dir.clone(),
+        segment_bytes: system.xa_log_segment_bytes,
+        recovery_period: std::time::Duration::from_millis(system.xa_recovery_period_ms),
+    })
+    .map_err(|e| {
+        let origin = system
+            .properties
+            .get("xaLogDir")
+            .map(|(_, o)| o.clone())
+            .unwrap_or_else(|| Origin::new(&config.dir.join("server.xml"), 0));
+        ConfigErrors(vec![ConfigError {
+            origin,
+            element: "property name=\"xaLogDir\"".to_string(),
+            message: e.to_string(),
+        }])
+    })
+}
+
+/// Runs an XA recovery pass every `xaRecoveryPeriod` (sooner when a commit left a branch to
+/// it) over the dataNodes in force, until the server is gone.
+async fn xa_recovery(server: std::sync::Weak<Server>) {
+    loop {
+        let Some(xa) = server.upgrade().map(|s| s.xa.clone()) else {
+            return;
+        };
+        xa.next_pass().await;
+        let Some(s) = server.upgrade() else {
+            return;
+        };
+        let cluster = s.current().cluster.clone();
+        drop(s);
+        let report = xa.recover(&cluster).await;
+        if report.committed + report.rolled_back > 0 || !report.in_doubt.is_empty() {
+            tracing::info!(
+                committed = report.committed,
+                rolled_back = report.rolled_back,
+                in_doubt = report.in_doubt.len(),
+                "XA recovery pass"
+            );
+        }
+    }
+}
+
 /// Everything a session needs, shared by all sessions.
 #[derive(Debug)]
 pub struct Server {
@@ -153,6 +226,8 @@ pub struct Server {
     pending_rollbacks: std::sync::atomic::AtomicUsize,
     /// Every statement's statistics (module [`crate::stats`]).
     pub stats: crate::stats::Recorder,
+    /// The XA coordinator: two-phase commit and its recovery (module [`crate::xa`]).
+    pub xa: Arc<crate::xa::Coordinator>,
 }
 
 /// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
@@ -181,6 +256,7 @@ impl Server {
     pub fn new(config: Config, timeouts: Timeouts) -> Result<Server, ConfigErrors> {
         let tls = load_tls(&config)?;
         let stats = recorder(&config)?;
+        let xa = Arc::new(coordinator(&config)?);
         let sequences = Sequences::new(&config);
         let connections = limits::Connections::new(config.system.max_connections);
         let first = reload::Generation::first(config, timeouts)?;
@@ -195,6 +271,7 @@ impl Server {
             started_at: std::time::SystemTime::now(),
             pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
             stats,
+            xa,
         })
     }
 
@@ -280,6 +357,18 @@ impl Server {
         running.cluster.start_heartbeats();
         tokio::spawn(running.cluster.warm_up());
         drop(running);
+        // Prepared branches a crash left behind are resolved before the first client comes
+        // (bounded: an unreachable server must not hold start-up), then periodically.
+        let cluster = self.current().cluster.clone();
+        let first_pass = self.xa.recover(&cluster);
+        if tokio::time::timeout(std::time::Duration::from_secs(15), first_pass)
+            .await
+            .is_err()
+        {
+            tracing::warn!("XA recovery at start-up took over 15 s; it goes on in the background");
+        }
+        drop(cluster);
+        tokio::spawn(xa_recovery(Arc::downgrade(&self)));
         loop {
             let (stream, peer) = tokio::select! {
                 _ = &mut shutdown => return Ok(()),

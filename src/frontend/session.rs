@@ -89,6 +89,8 @@ pub async fn run(
         schema: None,
         autocommit: true,
         in_transaction: false,
+        xa_on: false,
+        xa: None,
         interrupted: None,
         pinned: HashMap::new(),
         prepared: HashMap::new(),
@@ -177,6 +179,11 @@ struct Session {
     interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
+    /// `SET XA = ON` was issued: the session's next (or current, still empty) transaction is
+    /// an XA transaction (Mycat's rule: for one transaction, SPEC §7.4).
+    xa_on: bool,
+    /// The open transaction's XA state when it is one (module [`crate::xa`]).
+    xa: Option<XaTx>,
     /// Parameter counts and types of prepared statements, shared with the socket reader.
     statements: Statements,
     /// Statements prepared by the client (COM_STMT_PREPARE), by statement id.
@@ -219,6 +226,13 @@ struct Session {
     tally: Tally,
 }
 
+/// An open XA transaction of the session: its global id and the dataNodes written.
+#[derive(Debug)]
+struct XaTx {
+    gtrid: String,
+    written: std::collections::BTreeSet<String>,
+}
+
 /// What one statement did, gathered while it runs and handed to the recorder
 /// ([`crate::stats::Recorder::record`]) when it ends; its errno and affected rows come from
 /// the packets written ([`ErrorSlot::take_outcome`]).
@@ -238,6 +252,30 @@ struct Tally {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(tx) = self.xa.take() {
+            if self.pinned.is_empty() {
+                self.server.xa.forget(&tx.gtrid);
+            } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                // A client that left mid-XA-transaction: its branches are rolled back.
+                let mut pinned: Vec<_> = self.pinned.drain().collect();
+                let pending = super::Pending::new(&self.server);
+                let xa = self.server.xa.clone();
+                handle.spawn(async move {
+                    let _pending = pending;
+                    let branches = pinned
+                        .iter_mut()
+                        .map(|(node, conn)| crate::xa::Branch {
+                            node,
+                            conn: conn.as_mut(),
+                            written: false,
+                        })
+                        .collect();
+                    if let Err(failed) = xa.rollback(&tx.gtrid, branches).await {
+                        tracing::warn!(gtrid = %tx.gtrid, ?failed, "XA rollback after client disconnect failed");
+                    }
+                });
+            }
+        }
         if self.pinned.is_empty() {
             return;
         }
@@ -285,6 +323,26 @@ async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlErr
             applied: None,
         })
     })
+}
+
+/// Starts XA branch (`gtrid`, `node`) on `node`'s connection; the error names the node.
+async fn xa_start_on(
+    xa: &crate::xa::Coordinator,
+    conn: &mut dyn BackendConn,
+    gtrid: &str,
+    node: &str,
+) -> Result<(), MysqlError> {
+    conn.xa_start(&crate::backend::Xid::new(gtrid, node))
+        .await
+        .map_err(|source| {
+            MysqlError::from(crate::engine::EngineError {
+                node: node.to_string(),
+                source,
+                applied: None,
+            })
+        })?;
+    xa.joined(gtrid, node);
+    Ok(())
 }
 
 /// A string value as SQL that every `sql_mode` reads the same: quoted when it holds no quote or
@@ -673,6 +731,27 @@ impl Session {
                 self.autocommit = on;
                 self.ok(w, OkInfo::default()).await
             }
+            Local::SetXa(on) => {
+                // Mycat's rules and texts (SPEC §7.4).
+                let refusal = if !on {
+                    Some("set xa cmd off not for external use ")
+                } else if self.autocommit && !self.in_transaction {
+                    Some("set xa cmd on can't used in autocommit connection ")
+                } else if !self.pinned.is_empty() && self.xa.is_none() {
+                    Some(
+                        "set xa cmd on can't be used once the transaction has run statements: COMMIT or ROLLBACK first",
+                    )
+                } else {
+                    None
+                };
+                match refusal {
+                    Some(message) => self.error(w, MysqlError::new(3012, "HY000", message)).await,
+                    None => {
+                        self.xa_on = true;
+                        self.ok(w, OkInfo::default()).await
+                    }
+                }
+            }
             Local::Set { autocommit, items } => {
                 if let Err(e) = self.set_state(items).await {
                     return self.error(w, e).await;
@@ -718,10 +797,13 @@ impl Session {
                 self.ok(w, OkInfo::default()).await
             }
             Local::Begin => {
+                // `SET XA = ON` before BEGIN holds for the transaction BEGIN starts.
+                let xa_on = self.xa_on && self.pinned.is_empty() && self.xa.is_none();
                 // BEGIN inside a transaction commits it first, as MySQL does.
                 if let Err(e) = self.end_transaction("COMMIT").await {
                     return self.error(w, e).await;
                 }
+                self.xa_on = xa_on;
                 self.in_transaction = true;
                 self.ok(w, OkInfo::default()).await
             }
@@ -792,8 +874,20 @@ impl Session {
     /// item 16); the event is logged at error level.
     async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
         self.in_transaction = false;
+        self.xa_on = false;
         let mut pinned: Vec<_> = self.pinned.drain().collect();
         pinned.sort_by(|a, b| a.0.cmp(&b.0));
+        if let Some(tx) = self.xa.take() {
+            let branches = pinned
+                .iter_mut()
+                .map(|(node, conn)| crate::xa::Branch {
+                    written: tx.written.contains(node),
+                    node,
+                    conn: conn.as_mut(),
+                })
+                .collect();
+            return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
+        }
         end_on_each(
             pinned
                 .iter_mut()
@@ -1454,7 +1548,19 @@ impl Session {
                 if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
                     return self.error(w, e).await;
                 }
-                if let Err(e) = begin_on(conn.as_mut(), &t.node).await {
+                if self.xa.is_none() && (self.xa_on || server.config.system.two_phase_commit) {
+                    self.xa = Some(XaTx {
+                        gtrid: self.server.xa.begin(self.id),
+                        written: Default::default(),
+                    });
+                }
+                let started = match &self.xa {
+                    Some(tx) => {
+                        xa_start_on(&self.server.xa, conn.as_mut(), &tx.gtrid, &t.node).await
+                    }
+                    None => begin_on(conn.as_mut(), &t.node).await,
+                };
+                if let Err(e) = started {
                     return self.error(w, e).await;
                 }
                 self.pinned.insert(t.node.clone(), conn);
@@ -1480,12 +1586,39 @@ impl Session {
                 }
             }
         }
+        // With `twoPhaseCommit`, that implicit transaction is an XA transaction.
+        let implicit_xa = (implicit && server.config.system.two_phase_commit)
+            .then(|| self.server.xa.begin(self.id));
         if implicit {
             for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
-                if let Err(e) = begin_on(conn.as_mut(), &t.node).await {
+                let started = match &implicit_xa {
+                    Some(gtrid) => {
+                        xa_start_on(&self.server.xa, conn.as_mut(), gtrid, &t.node).await
+                    }
+                    None => begin_on(conn.as_mut(), &t.node).await,
+                };
+                if let Err(e) = started {
+                    if let Some(gtrid) = &implicit_xa {
+                        let _ = finish_implicit(
+                            &self.server.xa,
+                            &mut fresh,
+                            &plan,
+                            "ROLLBACK",
+                            Some(gtrid),
+                            self.id,
+                        )
+                        .await;
+                    }
                     return self.error(w, e).await;
                 }
             }
+        }
+        if transactional
+            && !plan.read_only
+            && let Some(tx) = &mut self.xa
+        {
+            tx.written
+                .extend(plan.targets.iter().map(|t| t.node.clone()));
         }
         let slot = self.slot.clone();
         let status = self.status();
@@ -1563,7 +1696,15 @@ impl Session {
             Err(e) => {
                 self.next_insert_id = None;
                 if implicit {
-                    let _ = finish_implicit(&mut fresh, &plan, "ROLLBACK", id).await;
+                    let _ = finish_implicit(
+                        &self.server.xa,
+                        &mut fresh,
+                        &plan,
+                        "ROLLBACK",
+                        implicit_xa.as_deref(),
+                        id,
+                    )
+                    .await;
                 } else if transactional
                     && plan.targets.len() > 1
                     && !plan.read_only
@@ -1588,7 +1729,17 @@ impl Session {
                     self.warnings = collect_warnings(&mut conns).await;
                     self.warning_count = ok.warnings;
                 }
-                if implicit && let Err(e) = finish_implicit(&mut fresh, &plan, "COMMIT", id).await {
+                if implicit
+                    && let Err(e) = finish_implicit(
+                        &self.server.xa,
+                        &mut fresh,
+                        &plan,
+                        "COMMIT",
+                        implicit_xa.as_deref(),
+                        id,
+                    )
+                    .await
+                {
                     self.next_insert_id = None;
                     return send_error(&slot, w, e).await;
                 }
@@ -1966,16 +2117,62 @@ async fn abort_rows(
 ///
 /// Errors: a COMMIT that failed on some nodes, naming those that committed (DECISIONS.md 16).
 async fn finish_implicit(
+    xa: &crate::xa::Coordinator,
     conns: &mut [Box<dyn BackendConn>],
     plan: &Plan,
     sql: &str,
+    gtrid: Option<&str>,
     id: u32,
 ) -> Result<(), MysqlError> {
+    if let Some(gtrid) = gtrid {
+        let branches = conns
+            .iter_mut()
+            .zip(&plan.targets)
+            .map(|(conn, t)| crate::xa::Branch {
+                node: &t.node,
+                conn: conn.as_mut(),
+                written: true,
+            })
+            .collect();
+        return end_xa(xa, gtrid, branches, sql, id).await;
+    }
     let each = conns
         .iter_mut()
         .zip(&plan.targets)
         .map(|(conn, t)| (t.node.as_str(), conn.as_mut()));
     end_on_each(each, sql, id).await
+}
+
+/// Ends XA transaction `gtrid` over `branches` with `sql`'s outcome (`COMMIT` or `ROLLBACK`)
+/// through the coordinator (module [`crate::xa`]).
+///
+/// Errors: a commit that rolled back (1402 `XA_RBROLLBACK`, XA100, naming the dataNode or
+/// the log) or a one-phase commit the server refused; a rollback that failed on some nodes
+/// (1180, naming them: their servers roll the branches back as the connections close).
+async fn end_xa(
+    xa: &crate::xa::Coordinator,
+    gtrid: &str,
+    branches: Vec<crate::xa::Branch<'_>>,
+    sql: &str,
+    id: u32,
+) -> Result<(), MysqlError> {
+    if sql == "COMMIT" {
+        xa.commit(gtrid, branches).await.map_err(|e| {
+            tracing::error!(connection = id, gtrid, error = %e, "XA commit failed");
+            let (code, state) = e.code();
+            MysqlError::new(code, &state, e.to_string())
+        })
+    } else {
+        xa.rollback(gtrid, branches).await.map_err(|failed| {
+            let nodes: Vec<String> = failed
+                .iter()
+                .map(|(node, e)| format!("{node} ({e})"))
+                .collect();
+            let message = format!("XA ROLLBACK failed on dataNode {}", nodes.join(", "));
+            tracing::error!(connection = id, gtrid, "{message}");
+            MysqlError::new(1180, "HY000", message)
+        })
+    }
 }
 
 /// Sends `sql` (COMMIT or ROLLBACK) on each node's connection, all at once.

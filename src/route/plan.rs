@@ -214,6 +214,9 @@ pub enum Local {
     },
     /// `SET autocommit = 0|1` alone.
     SetAutocommit(bool),
+    /// `SET XA = ON|OFF` (Mycat's, SPEC §7.4), alone: the session's next transaction commits
+    /// in two phases.
+    SetXa(bool),
     /// A `SET` of session state: `autocommit` (kept by the session itself) and the items every
     /// backend connection the session uses must carry.
     Set {

@@ -335,9 +335,25 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         return standalone("transaction");
     }
     let mut autocommit = None;
+    let mut xa = None;
     let mut items = Vec::new();
     for item in split_top(&toks) {
         let (key, value) = assignment(rest, item)?;
+        if key == "xa" {
+            let v = super::scan::unquote(value).to_ascii_lowercase();
+            xa = Some(match v.as_str() {
+                "1" | "on" | "true" => true,
+                "0" | "off" | "false" => false,
+                _ => {
+                    return Err(RouteError {
+                        code: 1231,
+                        state: "42000",
+                        message: format!("Variable 'xa' can't be set to the value of '{v}'"),
+                    });
+                }
+            });
+            continue;
+        }
         if key == "autocommit" {
             let v = super::scan::unquote(value).to_ascii_lowercase();
             autocommit = Some(match v.as_str() {
@@ -378,6 +394,14 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
             key,
             standalone: false,
         });
+    }
+    if let Some(v) = xa {
+        if !items.is_empty() || autocommit.is_some() {
+            return Err(RouteError::not_supported(
+                "SET XA must be a statement of its own".to_string(),
+            ));
+        }
+        return Ok(Local::SetXa(v));
     }
     if items.is_empty()
         && let Some(v) = autocommit
@@ -458,7 +482,7 @@ fn assignment<'s>(
     {
         return Err(denied(&format!("SET {key}")));
     }
-    if key != "autocommit" && !SESSION_VARIABLES.contains(&key.as_str()) {
+    if key != "autocommit" && key != "xa" && !SESSION_VARIABLES.contains(&key.as_str()) {
         return Err(RouteError::not_supported(format!(
             "the session variable '{key}' cannot be set through the gateway"
         )));
@@ -654,5 +678,11 @@ mod tests {
             set_("SET autocommit = 0").unwrap(),
             Local::SetAutocommit(false)
         );
+        // Mycat's XA switch (SPEC §7.4), on its own only.
+        assert_eq!(set_("set xa=on").unwrap(), Local::SetXa(true));
+        assert_eq!(set_("SET XA = OFF").unwrap(), Local::SetXa(false));
+        assert_eq!(set_("SET @@session.xa = 1").unwrap(), Local::SetXa(true));
+        assert_eq!(set_("SET xa = maybe").unwrap_err().code, 1231);
+        assert!(set_("SET xa = on, autocommit = 0").is_err());
     }
 }

@@ -281,7 +281,19 @@ impl GatewayProcess {
         password: &str,
         db: &str,
         log: Option<&Path>,
+        ports: (u16, u16),
+    ) -> (GatewayProcess, mysql_async::Conn) {
+        Self::start_env(dir, (user, password, db), log, ports, &[]).await
+    }
+
+    /// [`GatewayProcess::start_at`] with more environment variables for the process (the
+    /// `MANX_XA_FAULT` crash hook of debug builds).
+    pub async fn start_env(
+        dir: &Path,
+        (user, password, db): (&str, &str, &str),
+        log: Option<&Path>,
         (port, manager_port): (u16, u16),
+        env: &[(&str, &str)],
     ) -> (GatewayProcess, mysql_async::Conn) {
         let (level, stderr) = match log {
             Some(path) => (
@@ -308,6 +320,7 @@ impl GatewayProcess {
                 &manager_port.to_string(),
             ])
             .env("MANX_LOG", level)
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(stderr)
             .spawn()

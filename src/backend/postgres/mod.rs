@@ -51,6 +51,7 @@ use tokio_postgres::{NoTls, SimpleQueryMessage};
 use super::grants::{self, ExcessPrivilege};
 use super::{
     Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, StringWeights,
+    Xid,
 };
 use dialect::TableInfo;
 use types::{Conversion, Mapped};
@@ -400,6 +401,14 @@ impl PgConn {
         }
         Ok(self.conn.as_mut().expect("set above"))
     }
+
+    /// Sends one transaction-control statement as is (not through the MySQL dialect), marking
+    /// the connection for a reset before its next holder.
+    async fn raw(&mut self, sql: &str) -> Result<(), BackendError> {
+        let conn = self.conn().await?;
+        conn.dirty = true;
+        conn.client.batch_execute(sql).await.map_err(error::convert)
+    }
 }
 
 #[async_trait]
@@ -500,6 +509,59 @@ impl BackendConn for PgConn {
                 "SELECT pg_is_in_recovery() returned no row".to_string(),
             )),
         }
+    }
+
+    /// `BEGIN` (through [`BackendConn::begin`]): PostgreSQL names a transaction only when it
+    /// is prepared.
+    async fn xa_start(&mut self, _xid: &Xid) -> Result<(), BackendError> {
+        self.begin().await
+    }
+
+    /// `PREPARE TRANSACTION '<gtrid>|<bqual>'`, sent as is. PostgreSQL needs
+    /// `max_prepared_transactions > 0` (its error, 55000, says so otherwise).
+    async fn xa_prepare(&mut self, xid: &Xid) -> Result<(), BackendError> {
+        self.raw(&format!("PREPARE TRANSACTION {}", xid.postgres_literal()))
+            .await
+    }
+
+    /// `COMMIT` (one phase) or `COMMIT PREPARED '<gid>'`, sent as is.
+    async fn xa_commit(&mut self, xid: &Xid, one_phase: bool) -> Result<(), BackendError> {
+        if one_phase {
+            self.raw("COMMIT").await
+        } else {
+            self.raw(&format!("COMMIT PREPARED {}", xid.postgres_literal()))
+                .await
+        }
+    }
+
+    /// `ROLLBACK` or `ROLLBACK PREPARED '<gid>'`, sent as is.
+    async fn xa_rollback(&mut self, xid: &Xid, prepared: bool) -> Result<(), BackendError> {
+        if prepared {
+            self.raw(&format!("ROLLBACK PREPARED {}", xid.postgres_literal()))
+                .await
+        } else {
+            self.raw("ROLLBACK").await
+        }
+    }
+
+    /// The identifiers in `pg_prepared_xacts` of the connection's database that read as
+    /// manx's (`<gtrid>|<bqual>`).
+    async fn xa_recover(&mut self) -> Result<Vec<Xid>, BackendError> {
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query(
+                "SELECT gid FROM pg_catalog.pg_prepared_xacts WHERE database = current_database()",
+            )
+            .await
+            .map_err(error::convert)?;
+        Ok(messages
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(row) => row.get(0).and_then(Xid::from_postgres),
+                _ => None,
+            })
+            .collect())
     }
 
     /// The role's attributes and its memberships in [`grants::PG_DANGEROUS_ROLES`] from

@@ -1,0 +1,392 @@
+//! Multi-node writes that are all or nothing (issue 24): Mycat's `SET XA = ON` session rules,
+//! `twoPhaseCommit`, the coordinator log, and recovery after the gateway dies at every step
+//! of a two-phase commit. Every verdict is read on the backends: the rows of each dataNode's
+//! database, the copies of a global table, and `XA RECOVER` on the server.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{
+    Extra, GatewayProcess, closed_port, ensure_sandbox, opts, primary, sample_statements,
+    server_error, start_gateway_with_manager, system_xml, write_config,
+};
+use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
+
+/// Physical databases `t_<prefix>_db1..3` with the sample tables, and a config directory
+/// pointing TESTDB's dn1..dn3 at them with `properties` added to server.xml.
+async fn setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempDir, Vec<String>) {
+    ensure_sandbox();
+    let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
+    let mut c = primary(None).await;
+    for db in &databases {
+        c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+            .await
+            .unwrap();
+        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        c.query_drop(format!("USE {db}")).await.unwrap();
+        for stmt in sample_statements() {
+            c.query_drop(stmt).await.unwrap();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let extra = Extra {
+        users_xml: system_xml(properties),
+        ..Extra::default()
+    };
+    write_config(dir.path(), &databases, &extra);
+    (dir, databases)
+}
+
+/// No row on any of the three databases.
+const NONE: [&[i64]; 3] = [&[], &[], &[]];
+
+async fn client(port: u16) -> Conn {
+    Conn::new(opts(port, "root", "123456", Some("TESTDB")))
+        .await
+        .unwrap()
+}
+
+/// The ids of `table` in each physical database, in database order.
+async fn ids(databases: &[String], table: &str) -> Vec<Vec<i64>> {
+    let mut out = Vec::new();
+    for db in databases {
+        let mut c = primary(Some(db)).await;
+        out.push(
+            c.query(format!("SELECT id FROM {table} ORDER BY id"))
+                .await
+                .unwrap(),
+        );
+    }
+    out
+}
+
+/// The prepared XA branches of instance `instance` on the sandbox primary, as
+/// `gtrid/bqual`.
+async fn prepared(instance: &str) -> Vec<String> {
+    let mut c = primary(None).await;
+    let rows: Vec<(i64, i64, i64, Vec<u8>)> = c.query("XA RECOVER").await.unwrap();
+    let prefix = format!("manx.{instance}.");
+    let mut out: Vec<String> = rows
+        .into_iter()
+        .filter_map(|(_, g, _, data)| {
+            let data = String::from_utf8(data).ok()?;
+            let (gtrid, bqual) = data.split_at(g as usize);
+            gtrid
+                .starts_with(&prefix)
+                .then(|| format!("{gtrid}/{bqual}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// `show @@xa_session` rows (FRONT_ID, XA_ID, XA_STATE, SHARDING_NODES).
+async fn xa_sessions(manager_port: u16) -> Vec<(String, String, String, String)> {
+    let mut m = Conn::new(opts(manager_port, "root", "123456", None))
+        .await
+        .unwrap();
+    m.query("show @@xa_session").await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
+    let (dir, databases) = setup("xa_rules", &[("instanceId", "xarules")]).await;
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+
+    // Mycat's rules and texts (SPEC §7.4): not in autocommit, never OFF.
+    let e = server_error(c.query_drop("SET XA = ON").await.unwrap_err());
+    assert_eq!(
+        (e.0, e.2.as_str()),
+        (3012, "set xa cmd on can't used in autocommit connection ")
+    );
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    let e = server_error(c.query_drop("set xa=off").await.unwrap_err());
+    assert_eq!(
+        (e.0, e.2.as_str()),
+        (3012, "set xa cmd off not for external use ")
+    );
+
+    // An XA transaction over dn1 and dn2, seen by the manager while it is open.
+    c.query_drop("set xa=on").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
+        .await
+        .unwrap();
+    let rows = xa_sessions(mport).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].1.starts_with("manx.xarules."), "{rows:?}");
+    assert_eq!(
+        (rows[0].2.as_str(), rows[0].3.as_str()),
+        ("ACTIVE", "dn1 dn2")
+    );
+    // Nothing is visible outside before COMMIT.
+    assert_eq!(ids(&databases, "travelrecord").await, NONE);
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(
+        ids(&databases, "travelrecord").await,
+        vec![vec![1], vec![5000001], vec![]]
+    );
+    assert!(xa_sessions(mport).await.is_empty());
+    assert!(prepared("xarules").await.is_empty());
+
+    // The mode lasted one transaction (Mycat): the next one is a plain one.
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (2), (5000002)")
+        .await
+        .unwrap();
+    assert!(xa_sessions(mport).await.is_empty());
+    c.query_drop("ROLLBACK").await.unwrap();
+
+    // SET XA = ON once the transaction ran statements: refused.
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (3)")
+        .await
+        .unwrap();
+    let e = server_error(c.query_drop("SET XA = ON").await.unwrap_err());
+    assert_eq!(e.0, 3012, "{e:?}");
+    c.query_drop("ROLLBACK").await.unwrap();
+
+    // ROLLBACK of an XA transaction leaves nothing, and no branch behind.
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (7, 'x')")
+        .await
+        .unwrap();
+    c.query_drop("ROLLBACK").await.unwrap();
+    assert_eq!(ids(&databases, "company").await, NONE);
+    // BEGIN after SET XA = ON keeps it; a global table's three copies commit together.
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (8, 'y')")
+        .await
+        .unwrap();
+    assert_eq!(xa_sessions(mport).await[0].3, "dn1 dn2 dn3");
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![8], vec![8], vec![8]]
+    );
+    assert!(prepared("xarules").await.is_empty());
+}
+
+/// The gateway, with `twoPhaseCommit` and the crash hook at `point`, dies while committing an
+/// INSERT into a global table (three dataNodes) and a transaction over two shards; restarted
+/// without the hook, its recovery must leave each all-or-nothing: committed everywhere when
+/// the decision was on disk, nowhere otherwise, and no branch left prepared.
+async fn crash_at(point: &str, decided: bool) {
+    let instance = format!("crash{}", point.replace('_', ""));
+    let (dir, databases) = setup(
+        &format!("xa_{point}"),
+        &[
+            ("twoPhaseCommit", "true"),
+            ("instanceId", &instance),
+            ("xaRecoveryPeriod", "500"),
+        ],
+    )
+    .await;
+    let ports = (closed_port(), closed_port());
+    let login = ("root", "123456", "TESTDB");
+    let log = dir.path().join("manx.log");
+    for statement in [
+        "INSERT INTO company (id, name) VALUES (1, 'global')",
+        "TRANSACTION",
+    ] {
+        let (mut gateway, mut c) = GatewayProcess::start_env(
+            dir.path(),
+            login,
+            Some(&log),
+            ports,
+            &[("MANX_XA_FAULT", point)],
+        )
+        .await;
+        let result = if statement == "TRANSACTION" {
+            c.query_drop("BEGIN").await.unwrap();
+            c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
+                .await
+                .unwrap();
+            c.query_drop("COMMIT").await
+        } else {
+            c.query_drop(statement).await
+        };
+        assert!(
+            result.is_err(),
+            "{point}: the gateway answered although it died ({statement})"
+        );
+        let status = gateway.child.wait().unwrap();
+        assert_eq!(status.code(), Some(86), "{point}: {status:?}");
+        let left = prepared(&instance).await;
+        let expected_prepared = if point == "before_prepare" {
+            0
+        } else if statement == "TRANSACTION" {
+            if point == "between_commits" { 1 } else { 2 }
+        } else if point == "between_commits" {
+            2
+        } else {
+            3
+        };
+        assert_eq!(left.len(), expected_prepared, "{point}: {left:?}");
+        // Restarted without the hook: recovery resolves the branches before clients come.
+        let (_gateway, _c) =
+            GatewayProcess::start_env(dir.path(), login, Some(&log), ports, &[]).await;
+        assert!(
+            prepared(&instance).await.is_empty(),
+            "{point}: branches left after recovery: {:?}\n{}",
+            prepared(&instance).await,
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    let company = ids(&databases, "company").await;
+    let travel = ids(&databases, "travelrecord").await;
+    if decided {
+        assert_eq!(company, vec![vec![1], vec![1], vec![1]], "{point}");
+        assert_eq!(travel, vec![vec![1], vec![5000001], vec![]], "{point}");
+    } else {
+        assert_eq!(company, NONE, "{point}");
+        assert_eq!(travel, NONE, "{point}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_before_prepare_commits_nothing() {
+    crash_at("before_prepare", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_after_prepare_before_the_decision_rolls_back_everywhere() {
+    crash_at("after_prepare", false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_after_the_decision_commits_everywhere() {
+    crash_at("after_decision", true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crash_between_two_commits_completes_the_others() {
+    crash_at("between_commits", true).await;
+}
+
+/// DBLE #1192's lesson: a commit whose decision cannot be made durable must not commit. The
+/// log directory is replaced by a file (segments of one byte: every append needs a new
+/// segment file); the multi-node write is refused with 1402 and applied nowhere; once the
+/// directory is back, writes commit again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_that_cannot_be_written_commits_nothing() {
+    let (dir, databases) = setup(
+        "xa_logfail",
+        &[
+            ("twoPhaseCommit", "true"),
+            ("instanceId", "xalogfail"),
+            ("xaLogSegmentBytes", "1"),
+        ],
+    )
+    .await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("INSERT INTO company (id) VALUES (1)")
+        .await
+        .unwrap();
+    let logdir = dir.path().join("xalog");
+    let moved = dir.path().join("xalog.moved");
+    std::fs::rename(&logdir, &moved).unwrap();
+    std::fs::write(&logdir, b"in the way").unwrap();
+    let e = server_error(
+        c.query_drop("INSERT INTO company (id) VALUES (2)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.0, e.1.as_str()), (1402, "XA100"), "{e:?}");
+    assert!(e.2.contains("coordinator log"), "{e:?}");
+    // In a transaction too.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
+        .await
+        .unwrap();
+    let e = server_error(c.query_drop("COMMIT").await.unwrap_err());
+    assert_eq!(e.0, 1402, "{e:?}");
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![1], vec![1], vec![1]]
+    );
+    assert_eq!(ids(&databases, "travelrecord").await, NONE);
+    assert!(prepared("xalogfail").await.is_empty());
+    std::fs::remove_file(&logdir).unwrap();
+    std::fs::rename(&moved, &logdir).unwrap();
+    c.query_drop("INSERT INTO company (id) VALUES (3)")
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![1, 3], vec![1, 3], vec![1, 3]]
+    );
+}
+
+/// A prepared branch named as this instance's but unknown to its log (the log was lost) is
+/// in doubt: recovery leaves it prepared, `show @@xa_session` lists it, and a write to its row
+/// waits on its lock and fails rather than overwriting it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_the_log_does_not_know_is_left_in_doubt() {
+    let (dir, databases) = setup(
+        "xa_doubt",
+        &[("instanceId", "xadoubt"), ("xaRecoveryPeriod", "300")],
+    )
+    .await;
+    // A branch prepared as if by this instance, on dn1's database.
+    let gtrid = "manx.xadoubt.1.1";
+    {
+        let mut d = primary(Some(&databases[0])).await;
+        d.query_drop(format!("XA START '{gtrid}','dn1'"))
+            .await
+            .unwrap();
+        d.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (9, 'doubt')")
+            .await
+            .unwrap();
+        d.query_drop(format!("XA END '{gtrid}','dn1'"))
+            .await
+            .unwrap();
+        d.query_drop(format!("XA PREPARE '{gtrid}','dn1'"))
+            .await
+            .unwrap();
+    }
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let rows = loop {
+        let rows = xa_sessions(mport).await;
+        if !rows.is_empty() || Instant::now() > deadline {
+            break rows;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        rows,
+        vec![(
+            "0".to_string(),
+            gtrid.to_string(),
+            "IN_DOUBT".to_string(),
+            "dn1".to_string()
+        )]
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(prepared("xadoubt").await, vec![format!("{gtrid}/dn1")]);
+    let mut c = client(port).await;
+    c.query_drop("SET innodb_lock_wait_timeout = 1")
+        .await
+        .unwrap();
+    let e = server_error(
+        c.query_drop("UPDATE travelrecord SET user_id = 'over' WHERE id = 9")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1205, "{e:?}");
+    // The operator resolves it; the gateway then lists nothing.
+    let mut d = primary(None).await;
+    d.query_drop(format!("XA ROLLBACK '{gtrid}','dn1'"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !xa_sessions(mport).await.is_empty() {
+        assert!(Instant::now() < deadline, "still listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ids(&databases, "travelrecord").await, NONE);
+}
