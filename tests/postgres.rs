@@ -9,42 +9,7 @@ use common::{Extra, Fixture, server_error};
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 
-pub const PG_PORT: u16 = 15432;
-
-/// A direct connection to database `db` of the sandbox PostgreSQL as `manx`.
-pub async fn pg(db: &str) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::Config::new()
-        .host("127.0.0.1")
-        .port(PG_PORT)
-        .user("manx")
-        .password("manx")
-        .dbname(db)
-        .connect(tokio_postgres::NoTls)
-        .await
-        .unwrap_or_else(|e| panic!("connect to the sandbox PostgreSQL database {db}: {e}"));
-    tokio::spawn(connection);
-    client
-}
-
-/// Fresh PostgreSQL databases `t_<prefix>_pg1..=n` (byte-order collation `C`, as manx's
-/// merge expects), dropping leftovers of an earlier run.
-pub async fn pg_databases(prefix: &str, n: usize) -> Vec<String> {
-    let admin = pg("postgres").await;
-    let names: Vec<String> = (1..=n).map(|i| format!("t_{prefix}_pg{i}")).collect();
-    for db in &names {
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
-            .await
-            .unwrap();
-        admin
-            .batch_execute(&format!(
-                "CREATE DATABASE {db} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
-            ))
-            .await
-            .unwrap();
-    }
-    names
-}
+pub use common::postgres::{PG_PORT, pg, pg_databases};
 
 /// A gateway whose user `pg`/`pg` sees schema PGONE (every table on the first database) and
 /// PGDB (`orders` sharded by `mod-long` on id over the three databases).

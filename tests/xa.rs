@@ -390,3 +390,264 @@ async fn a_branch_the_log_does_not_know_is_left_in_doubt() {
     }
     assert_eq!(ids(&databases, "travelrecord").await, NONE);
 }
+
+/// Ends every connection the gateway's account holds to `database` on the primary (a
+/// backend connection cut mid-transaction). Returns how many.
+async fn cut_connections_to(database: &str) -> usize {
+    let mut root = primary(None).await;
+    let ids: Vec<u64> = root
+        .exec(
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND DB = ?",
+            (common::GATEWAY_USER, database),
+        )
+        .await
+        .unwrap();
+    for id in &ids {
+        let _ = root.query_drop(format!("KILL CONNECTION {id}")).await;
+    }
+    ids.len()
+}
+
+/// DBLE #1077's case: a branch's connection is cut after the commit decision, before its
+/// `XA COMMIT`. The decision is on disk, so the transaction is committed: the client gets its
+/// OK, and recovery (woken by the failed commit) commits the branch left prepared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_cut_off_after_the_decision_is_committed_by_recovery() {
+    let (dir, databases) = setup(
+        "xa_blip",
+        &[
+            ("twoPhaseCommit", "true"),
+            ("instanceId", "xablip"),
+            ("xaRecoveryPeriod", "60000"),
+        ],
+    )
+    .await;
+    let (_gateway, mut c) = GatewayProcess::start_env(
+        dir.path(),
+        ("root", "123456", "TESTDB"),
+        None,
+        (closed_port(), closed_port()),
+        &[("MANX_XA_PAUSE", "after_decision:2000")],
+    )
+    .await;
+    let write = tokio::spawn(async move {
+        let r = c
+            .query_drop("INSERT INTO company (id, name) VALUES (5, 'blip')")
+            .await;
+        (r, c)
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        prepared("xablip").await.len(),
+        3,
+        "the three branches are prepared during the pause"
+    );
+    assert!(cut_connections_to(&databases[1]).await > 0);
+    let (result, _c) = write.await.unwrap();
+    result.expect("the decision was on disk: the client gets its OK");
+    // Recovery runs at once (not after the 60 s period) and commits dn2's branch.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !prepared("xablip").await.is_empty() {
+        assert!(Instant::now() < deadline, "{:?}", prepared("xablip").await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![5], vec![5], vec![5]]
+    );
+}
+
+/// A branch whose connection is lost before COMMIT cannot prepare: every branch is rolled
+/// back and the client gets 1402 naming the dataNode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_lost_before_commit_rolls_back_everywhere() {
+    let (dir, databases) = setup(
+        "xa_lost",
+        &[("twoPhaseCommit", "true"), ("instanceId", "xalost")],
+    )
+    .await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
+        .await
+        .unwrap();
+    assert!(cut_connections_to(&databases[1]).await > 0);
+    let e = server_error(c.query_drop("COMMIT").await.unwrap_err());
+    assert_eq!((e.0, e.1.as_str()), (1402, "XA100"), "{e:?}");
+    assert!(e.2.contains("dn2"), "{e:?}");
+    assert_eq!(ids(&databases, "travelrecord").await, NONE);
+    assert!(prepared("xalost").await.is_empty());
+    // The session goes on.
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (2), (5000002)")
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&databases, "travelrecord").await,
+        vec![vec![2], vec![5000002], vec![]]
+    );
+}
+
+/// PostgreSQL dataNodes: branches are `PREPARE TRANSACTION` / `COMMIT PREPARED`. An XA
+/// transaction over two PostgreSQL databases commits on both; the gateway dying after the
+/// decision leaves both prepared (`pg_prepared_xacts`), and the restarted gateway commits
+/// them; dying before it, rolls them back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_branches_commit_prepared_and_recover() {
+    use common::postgres::{PG_PORT, pg, pg_databases};
+    let pgdbs = pg_databases("xa", 3).await;
+    for db in &pgdbs {
+        pg(db)
+            .await
+            .batch_execute("CREATE TABLE orders (id bigint PRIMARY KEY, v text)")
+            .await
+            .unwrap();
+    }
+    let schema = format!(
+        r#"<schema name="PGXA" checkSQLschema="false">
+  <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
+</schema>
+<dataNode name="pgdn1" dataHost="pgxa" database="{}" />
+<dataNode name="pgdn2" dataHost="pgxa" database="{}" />
+<dataNode name="pgdn3" dataHost="pgxa" database="{}" />
+<dataHost name="pgxa" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
+</dataHost>"#,
+        pgdbs[0], pgdbs[1], pgdbs[2]
+    );
+    ensure_sandbox();
+    let (dir, _) = setup("xa_pg", &[]).await;
+    let extra = Extra {
+        schema_xml: schema,
+        users_xml: format!(
+            r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGXA</property></user>{}"#,
+            system_xml(&[
+                ("twoPhaseCommit", "true"),
+                ("instanceId", "xapg"),
+                ("xaRecoveryPeriod", "500"),
+            ])
+        ),
+        ..Extra::default()
+    };
+    let mysql_dbs: Vec<String> = (1..=3).map(|i| format!("t_xa_pg_db{i}")).collect();
+    write_config(dir.path(), &mysql_dbs, &extra);
+    // mod-long over three nodes: ids 0 and 1 land on pgdn1 and pgdn2.
+    let pg_ids = |db: String| async move {
+        let rows = pg(&db)
+            .await
+            .simple_query("SELECT id FROM orders ORDER BY id")
+            .await
+            .unwrap();
+        rows.into_iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_string),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let prepared_pg = || async {
+        let rows = pg("postgres")
+            .await
+            .simple_query("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'manx.xapg.%'")
+            .await
+            .unwrap();
+        rows.into_iter()
+            .filter(|m| matches!(m, tokio_postgres::SimpleQueryMessage::Row(_)))
+            .count()
+    };
+    let ports = (closed_port(), closed_port());
+    let login = ("pg", "pg", "PGXA");
+    {
+        let check = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
+            .args(["check", "--conf", dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        let (_g, mut c) = GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("INSERT INTO orders (id, v) VALUES (0, 'a'), (1, 'b')")
+            .await
+            .unwrap();
+        c.query_drop("COMMIT").await.unwrap();
+    }
+    assert_eq!(pg_ids(pgdbs[0].clone()).await, vec!["0"]);
+    assert_eq!(pg_ids(pgdbs[1].clone()).await, vec!["1"]);
+    for (point, id_a, id_b, committed) in [
+        ("after_decision", 3, 4, true),
+        ("after_prepare", 6, 7, false),
+    ] {
+        let (mut g, mut c) =
+            GatewayProcess::start_env(dir.path(), login, None, ports, &[("MANX_XA_FAULT", point)])
+                .await;
+        // An autocommit write over both dataNodes: an implicit XA transaction.
+        let sql = format!("INSERT INTO orders (id, v) VALUES ({id_a}, 'x'), ({id_b}, 'y')");
+        assert!(c.query_drop(sql).await.is_err());
+        assert_eq!(g.child.wait().unwrap().code(), Some(86));
+        assert_eq!(prepared_pg().await, 2, "{point}: both branches prepared");
+        let (_g, _c) = GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
+        assert_eq!(prepared_pg().await, 0, "{point}: recovery resolved them");
+        let a = pg_ids(pgdbs[0].clone()).await;
+        let b = pg_ids(pgdbs[1].clone()).await;
+        assert_eq!(
+            a.contains(&id_a.to_string()),
+            committed,
+            "{point}: {a:?} {b:?}"
+        );
+        assert_eq!(b.contains(&id_b.to_string()), committed, "{point}: {b:?}");
+    }
+}
+
+/// With `twoPhaseCommit`, a PostgreSQL writeHost that cannot prepare
+/// (`max_prepared_transactions = 0`, PostgreSQL's default) stops start-up, naming the dataNode
+/// and the setting, instead of failing every multi-node commit later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_refuses_a_postgres_server_that_cannot_prepare() {
+    let server = common::postgres::PgServer::primary("xanoprep").await;
+    let (dir, _) = setup("xa_noprep", &[]).await;
+    let extra = Extra {
+        schema_xml: format!(
+            r#"<schema name="PGNP" checkSQLschema="false" dataNode="pgnp"></schema>
+<dataNode name="pgnp" dataHost="pgnp" database="postgres" />
+<dataHost name="pgnp" maxCon="5" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{}/postgres" user="manx" password="manx" />
+</dataHost>"#,
+            server.port
+        ),
+        users_xml: system_xml(&[("twoPhaseCommit", "true")]),
+        ..Extra::default()
+    };
+    let mysql_dbs: Vec<String> = (1..=3).map(|i| format!("t_xa_noprep_db{i}")).collect();
+    write_config(dir.path(), &mysql_dbs, &extra);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(["--conf", dir.path().to_str().unwrap()])
+        .args(["--port", &closed_port().to_string(), "--bind", "127.0.0.1"])
+        .args(["--manager-port", &closed_port().to_string()])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the gateway started although pgnp cannot prepare");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(!status.success());
+    assert!(
+        stderr.contains("dataNode pgnp") && stderr.contains("max_prepared_transactions is 0"),
+        "{stderr}"
+    );
+}

@@ -247,6 +247,11 @@ impl BackendConn for Deadline {
         .await
     }
 
+    async fn xa_unready(&mut self) -> Result<Option<String>, BackendError> {
+        self.usable()?;
+        bounded(self.timeout, self.expiry(), self.inner.xa_unready()).await
+    }
+
     async fn xa_recover(&mut self) -> Result<Vec<super::Xid>, BackendError> {
         self.usable()?;
         bounded(self.timeout, self.expiry(), self.inner.xa_recover()).await

@@ -212,6 +212,14 @@ pub trait BackendConn: Send + Sync {
         xa::run(self, &format!("XA ROLLBACK {}", xid.mysql())).await
     }
 
+    /// Why the server cannot prepare XA branches, when it cannot (PostgreSQL with
+    /// `max_prepared_transactions = 0`); `None` when it can (MySQL and MariaDB always can).
+    ///
+    /// Errors: the connection broke or the server refused the query.
+    async fn xa_unready(&mut self) -> Result<Option<String>, BackendError> {
+        Ok(None)
+    }
+
     /// The prepared branches the server holds for the connection's database's server (MySQL
     /// `XA RECOVER`: every database's; PostgreSQL `pg_prepared_xacts` of the connection's
     /// database). Branches of other coordinators are included: callers keep their own.

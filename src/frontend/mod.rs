@@ -359,13 +359,29 @@ impl Server {
         drop(running);
         // Prepared branches a crash left behind are resolved before the first client comes
         // (bounded: an unreachable server must not hold start-up), then periodically.
-        let cluster = self.current().cluster.clone();
+        let current = self.current();
+        let cluster = current.cluster.clone();
+        // With `twoPhaseCommit`, every dataNode must be able to prepare: refused otherwise.
+        if current.config.system.two_phase_commit {
+            let unready = self.xa.unready(&cluster).await;
+            if !unready.is_empty() {
+                let list: Vec<String> = unready
+                    .iter()
+                    .map(|(node, reason)| format!("dataNode {node} ({reason})"))
+                    .collect();
+                return Err(io::Error::other(format!(
+                    "twoPhaseCommit is on but these dataNodes cannot prepare XA branches: {}",
+                    list.join("; ")
+                )));
+            }
+        }
+        drop(current);
         let first_pass = self.xa.recover(&cluster);
         if tokio::time::timeout(std::time::Duration::from_secs(15), first_pass)
             .await
             .is_err()
         {
-            tracing::warn!("XA recovery at start-up took over 15 s; it goes on in the background");
+            tracing::warn!("XA recovery at start-up took over 15 s; the periodic passes go on");
         }
         drop(cluster);
         tokio::spawn(xa_recovery(Arc::downgrade(&self)));

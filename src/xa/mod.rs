@@ -335,7 +335,7 @@ impl Coordinator {
                 .await;
             return Err(XaError::Log(e));
         }
-        fault("before_prepare");
+        hook("before_prepare").await;
         let prepared = futures::future::join_all(written.iter_mut().map(|b| {
             let xid = Xid::new(gtrid, b.node);
             async move { b.conn.xa_prepare(&xid).await }
@@ -361,7 +361,7 @@ impl Coordinator {
             self.roll_back_all(gtrid, &mut written, &done, &nodes).await;
             return Err(e);
         }
-        fault("after_prepare");
+        hook("after_prepare").await;
         self.set_state(gtrid, XaState::Prepared);
         if let Err(e) = self
             .log
@@ -373,7 +373,7 @@ impl Coordinator {
             self.roll_back_all(gtrid, &mut written, &done, &nodes).await;
             return Err(XaError::Log(e));
         }
-        fault("after_decision");
+        hook("after_decision").await;
         self.set_state(gtrid, XaState::Committing);
         let committed = if fault_set("between_commits") {
             let first = &mut written[0];
@@ -381,7 +381,7 @@ impl Coordinator {
                 .conn
                 .xa_commit(&Xid::new(gtrid, first.node), false)
                 .await;
-            fault("between_commits");
+            hook("between_commits").await;
             vec![r]
         } else {
             futures::future::join_all(written.iter_mut().map(|b| {
@@ -546,6 +546,22 @@ impl Coordinator {
             .collect()
     }
 
+    /// The dataNodes whose active writeHost cannot prepare branches, with the reason
+    /// ([`BackendConn::xa_unready`]); unreachable ones are not listed (their statements fail
+    /// on their own).
+    pub async fn unready(&self, cluster: &Cluster) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for node in cluster.node_names() {
+            let Ok(mut conn) = cluster.acquire(node, false).await else {
+                continue;
+            };
+            if let Ok(Some(reason)) = conn.xa_unready().await {
+                out.push((node.to_string(), format!("{}: {reason}", conn.address())));
+            }
+        }
+        out
+    }
+
     /// One recovery pass over `cluster`'s dataNodes ([module docs](self)).
     pub async fn recover(&self, cluster: &Cluster) -> Recovered {
         let _one = self.recovering.lock().await;
@@ -663,6 +679,23 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Whether the test hook `MANX_XA_FAULT` names `point` (debug builds only).
 fn fault_set(point: &str) -> bool {
     cfg!(debug_assertions) && std::env::var("MANX_XA_FAULT").is_ok_and(|v| v == point)
+}
+
+/// The test hooks at `point` (debug builds only): [`fault`], and `MANX_XA_PAUSE=<point>:<ms>`,
+/// which holds the commit there for that long (a test cuts a backend connection meanwhile).
+async fn hook(point: &str) {
+    fault(point);
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let pause = std::env::var("MANX_XA_PAUSE").ok().and_then(|v| {
+        let (p, ms) = v.split_once(':')?;
+        (p == point).then(|| ms.parse::<u64>().ok()).flatten()
+    });
+    if let Some(ms) = pause {
+        tracing::warn!(point, ms, "MANX_XA_PAUSE: holding the commit");
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
 }
 
 /// The fault-injection hook of the crash tests (debug builds only): when `MANX_XA_FAULT`

@@ -544,6 +544,27 @@ impl BackendConn for PgConn {
         }
     }
 
+    /// `SHOW max_prepared_transactions`, sent as is: 0 disables `PREPARE TRANSACTION`.
+    async fn xa_unready(&mut self) -> Result<Option<String>, BackendError> {
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query("SHOW max_prepared_transactions")
+            .await
+            .map_err(error::convert)?;
+        let value = messages.iter().find_map(|m| match m {
+            SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        });
+        Ok(match value.as_deref() {
+            Some("0") => Some(
+                "max_prepared_transactions is 0: PostgreSQL refuses PREPARE TRANSACTION (set it above the number of concurrent XA transactions and restart the server)"
+                    .to_string(),
+            ),
+            _ => None,
+        })
+    }
+
     /// The identifiers in `pg_prepared_xacts` of the connection's database that read as
     /// manx's (`<gtrid>|<bqual>`).
     async fn xa_recover(&mut self) -> Result<Vec<Xid>, BackendError> {
