@@ -651,3 +651,159 @@ async fn start_up_refuses_a_postgres_server_that_cannot_prepare() {
         "{stderr}"
     );
 }
+
+/// Adds table rule `mod2` (`PartitionByMod`, count 2: dn1, dn2) to the rule.xml in `dir`.
+fn add_mod2_rule(dir: &std::path::Path) {
+    let path = dir.join("rule.xml");
+    let rules = std::fs::read_to_string(&path).unwrap().replace(
+        "</mycat:rule>",
+        r#"<tableRule name="mod2"><rule><columns>id</columns><algorithm>mod-2</algorithm></rule></tableRule>
+<function name="mod-2" class="io.mycat.route.function.PartitionByMod"><property name="count">2</property></function>
+</mycat:rule>"#,
+    );
+    std::fs::write(path, rules).unwrap();
+}
+
+/// Bank transfers under `twoPhaseCommit` from 6 clients, each transaction moving an amount
+/// between an account on dn1 and one on dn2 and appending to a global ledger (dn1..dn3), with
+/// the gateway SIGKILLed five times mid-load and restarted on the same log. After the last
+/// restart (recovery done): the balances still sum to the initial total, the ledger's three
+/// copies are identical, and no branch is left prepared. (A transaction cut in two by a kill
+/// would show as a changed sum or copies that differ: with `twoPhaseCommit` off this test
+/// fails about every other run.) Slow: about 15 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_killed_five_times_stay_all_or_nothing() {
+    let (dir, databases) = setup(
+        "xa_bank",
+        &[
+            ("twoPhaseCommit", "true"),
+            ("instanceId", "xabank"),
+            ("xaRecoveryPeriod", "500"),
+        ],
+    )
+    .await;
+    let schema = dir.path().join("schema.xml");
+    let text = std::fs::read_to_string(&schema).unwrap().replace(
+        r#"<table name="travelrecord""#,
+        r#"<table name="acct" dataNode="dn1,dn2" rule="mod2" />
+		<table name="ledger" type="global" dataNode="dn1,dn2,dn3" />
+		<table name="travelrecord""#,
+    );
+    std::fs::write(&schema, text).unwrap();
+    add_mod2_rule(dir.path());
+    for (i, db) in databases.iter().enumerate() {
+        let mut c = primary(Some(db)).await;
+        c.query_drop(
+            "CREATE TABLE acct (id INT PRIMARY KEY, bal BIGINT NOT NULL) ENGINE=InnoDB;
+             CREATE TABLE ledger (id BIGINT PRIMARY KEY, amount INT) ENGINE=InnoDB",
+        )
+        .await
+        .unwrap();
+        if i < 2 {
+            // 100 accounts per node, ids of that node's parity, 1000 each.
+            let values: Vec<String> = (0..100).map(|k| format!("({}, 1000)", 2 * k + i)).collect();
+            c.query_drop(format!("INSERT INTO acct VALUES {}", values.join(",")))
+                .await
+                .unwrap();
+        }
+    }
+    let ports = (closed_port(), closed_port());
+    let login = ("root", "123456", "TESTDB");
+    let log = dir.path().join("manx.log");
+    let next_ledger = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(1));
+    let mut committed_total = 0u64;
+    for round in 0..6 {
+        let (mut gateway, _c) =
+            GatewayProcess::start_env(dir.path(), login, Some(&log), ports, &[]).await;
+        if round == 5 {
+            break;
+        }
+        let committed = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut workers = Vec::new();
+        for w in 0..6u64 {
+            let port = gateway.port;
+            let next_ledger = next_ledger.clone();
+            let committed = committed.clone();
+            workers.push(tokio::spawn(async move {
+                let Ok(mut c) = Conn::new(opts(port, "root", "123456", Some("TESTDB"))).await
+                else {
+                    return;
+                };
+                let mut k = w * 7919 + round * 104_729;
+                loop {
+                    k = k
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let from = (k >> 33) % 100 * 2; // an even id: dn1
+                    let to = (k >> 13) % 100 * 2 + 1; // an odd id: dn2
+                    let amount = (k >> 50) % 50 + 1;
+                    let entry = next_ledger.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let tx = async {
+                        c.query_drop("BEGIN").await?;
+                        c.query_drop(format!(
+                            "UPDATE acct SET bal = bal - {amount} WHERE id = {from}"
+                        ))
+                        .await?;
+                        c.query_drop(format!(
+                            "UPDATE acct SET bal = bal + {amount} WHERE id = {to}"
+                        ))
+                        .await?;
+                        c.query_drop(format!("INSERT INTO ledger VALUES ({entry}, {amount})"))
+                            .await?;
+                        c.query_drop("COMMIT").await
+                    };
+                    match tx.await {
+                        Ok(()) => {
+                            committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        Err(mysql_async::Error::Server(_)) => {
+                            let _ = c.query_drop("ROLLBACK").await;
+                        }
+                        Err(_) => return, // the gateway is gone
+                    }
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let _ = gateway.child.kill(); // SIGKILL
+        let _ = gateway.child.wait();
+        for w in workers {
+            let _ = w.await;
+        }
+        committed_total += committed.load(std::sync::atomic::Ordering::Relaxed);
+    }
+    assert!(
+        committed_total > 30,
+        "{committed_total} transfers committed"
+    );
+    assert!(
+        prepared("xabank").await.is_empty(),
+        "left prepared: {:?}",
+        prepared("xabank").await
+    );
+    let mut b = primary(None).await;
+    let mut sum = 0i64;
+    for db in &databases[..2] {
+        let s: Option<i64> = b
+            .query_first(format!("SELECT CAST(SUM(bal) AS SIGNED) FROM {db}.acct"))
+            .await
+            .unwrap();
+        sum += s.unwrap();
+    }
+    assert_eq!(
+        sum,
+        200 * 1000,
+        "money created or destroyed by a half-committed transfer"
+    );
+    let copies = ids(&databases, "ledger").await;
+    assert_eq!(copies[0], copies[1], "ledger copies differ");
+    assert_eq!(copies[1], copies[2], "ledger copies differ");
+    assert!(
+        copies[0].len() as u64 >= committed_total,
+        "acknowledged transfers lost"
+    );
+    println!(
+        "transfers: {committed_total} acknowledged over 5 kills, {} in the ledger, balances sum to {sum}",
+        copies[0].len()
+    );
+}
