@@ -949,6 +949,26 @@ fn sysparam(server: &Server) -> Answer {
                 .map_or_else(|| "(off)".to_string(), |a| a.to_string()),
             "where Prometheus scrapes /metrics",
         ),
+        (
+            "twoPhaseCommit",
+            s.two_phase_commit.to_string(),
+            "every transaction and multi-node write commits in two phases (XA)",
+        ),
+        (
+            "instanceId",
+            server.xa.settings.instance.clone(),
+            "this gateway's name in its XA transaction ids",
+        ),
+        (
+            "xaLogDir",
+            server.xa.settings.log_dir.display().to_string(),
+            "the XA coordinator log",
+        ),
+        (
+            "xaRecoveryPeriod",
+            s.xa_recovery_period_ms.to_string(),
+            "ms between two XA recovery passes",
+        ),
     ];
     Answer::Rows {
         columns: vec![
