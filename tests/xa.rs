@@ -102,6 +102,14 @@ async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
         (e.0, e.2.as_str()),
         (3012, "set xa cmd on can't used in autocommit connection ")
     );
+    // XA statements are the gateway's own: a client's are refused, never forwarded.
+    for sql in [
+        "XA START 'c1'",
+        "XA RECOVER",
+        "XA COMMIT 'manx.xarules.1.1','dn1'",
+    ] {
+        assert!(c.query_drop(sql).await.is_err(), "{sql} was accepted");
+    }
     c.query_drop("SET autocommit = 0").await.unwrap();
     let e = server_error(c.query_drop("set xa=off").await.unwrap_err());
     assert_eq!(
@@ -851,6 +859,7 @@ async fn sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepare
         a
     };
     let mut transactions = 0;
+    let mut last_output = String::new();
     for round in 0..4 {
         let (mut gateway, _c) =
             GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
@@ -869,7 +878,8 @@ async fn sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepare
         tokio::time::sleep(Duration::from_millis(2500)).await;
         let _ = gateway.child.kill();
         let _ = gateway.child.wait();
-        let (_, out, _) = load.await.unwrap();
+        let (_, out, err) = load.await.unwrap();
+        last_output = format!("{out}\n{err}");
         // The last per-second report before the kill counts the transactions so far.
         transactions += out
             .lines()
@@ -884,7 +894,10 @@ async fn sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepare
             })
             .sum::<f64>() as u64;
     }
-    assert!(transactions > 20, "{transactions} transactions ran");
+    assert!(
+        transactions > 20,
+        "{transactions} transactions ran; the last run said:\n{last_output}"
+    );
     assert!(
         prepared("xasb").await.is_empty(),
         "left prepared: {:?}",

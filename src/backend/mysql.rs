@@ -212,10 +212,20 @@ enum Kind {
 impl Kind {
     /// The gateway sends transaction control with exactly these texts (frontend `session`);
     /// a client's own text takes the careful path.
+    ///
+    /// The XA statements of two-phase commit come only from the gateway too (clients' `XA`
+    /// statements are refused by the router), always with hex XIDs (`super::xa::Xid::mysql`):
+    /// `XA START` opens a transaction as `START TRANSACTION` does, `XA COMMIT` / `XA ROLLBACK`
+    /// end it, `XA END` / `XA PREPARE` leave nothing else.
     fn of(sql: &str) -> Kind {
         match sql {
             "START TRANSACTION" => Kind::Begin,
             "COMMIT" | "ROLLBACK" => Kind::End,
+            _ if sql.starts_with("XA START X'") => Kind::Begin,
+            _ if sql.starts_with("XA COMMIT X'") || sql.starts_with("XA ROLLBACK X'") => Kind::End,
+            _ if sql.starts_with("XA END X'") || sql.starts_with("XA PREPARE X'") => {
+                Kind::Stateless
+            }
             _ if super::stateless::is_stateless(sql) => Kind::Stateless,
             _ => Kind::Other,
         }
@@ -276,10 +286,13 @@ impl Conn {
     async fn before(&mut self, sql: &str) -> Result<Kind, BackendError> {
         self.check_in_step()?;
         let kind = Kind::of(sql);
-        if kind == Kind::Other && self.inherited {
+        // `XA START` clears what a previous holder left before the branch opens, as no reset
+        // may come inside it ([`BackendConn::begin`] instead defers and never resets).
+        let clears = kind == Kind::Other || (kind == Kind::Begin && sql != "START TRANSACTION");
+        if clears && self.inherited {
             self.reset().await?;
         }
-        self.inherited &= kind != Kind::Other;
+        self.inherited &= !clears;
         self.used = true;
         if kind == Kind::Begin {
             self.open_transaction = true;
