@@ -289,7 +289,13 @@ async fn a_decision_that_cannot_be_written_commits_nothing() {
         ],
     )
     .await;
-    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let config = manx::config::Config::load(dir.path()).unwrap();
+    let server = std::sync::Arc::new(
+        manx::frontend::Server::new(config, manx::datahost::Timeouts::default()).unwrap(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(server.clone().serve(listener, std::future::pending()));
     let mut c = client(port).await;
     c.query_drop("INSERT INTO company (id) VALUES (1)")
         .await
@@ -327,6 +333,19 @@ async fn a_decision_that_cannot_be_written_commits_nothing() {
         ids(&databases, "company").await,
         vec![vec![1, 3], vec![1, 3], vec![1, 3]]
     );
+    // The metrics count both outcomes, and the log's appends and flushes.
+    let text = manx::frontend::metrics::exposition(&server);
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+    };
+    assert_eq!(value("manx_xa_commits_total{kind=\"two_phase\"}"), 2.0);
+    assert_eq!(value("manx_xa_commits_total{kind=\"rolled_back\"}"), 2.0);
+    // Prepare and decision of the two commits; the refused commits' intents never reached disk.
+    assert_eq!(value("manx_xa_log_appends_total"), 4.0);
+    assert!(value("manx_xa_log_flushes_total") >= 4.0);
+    assert_eq!(value("manx_xa_in_doubt_branches"), 0.0);
 }
 
 /// A prepared branch named as this instance's but unknown to its log (the log was lost) is

@@ -210,6 +210,62 @@ pub fn exposition(server: &Server) -> String {
         "Configuration reloads and rollbacks, installed (ok) or refused (failed)",
         reloads,
     );
+    // Two-phase commit (module `crate::xa`).
+    let xa = &server.xa;
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let commits = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+    for (kind, counter) in [
+        ("two_phase", &xa.counters.two_phase),
+        ("one_phase", &xa.counters.one_phase),
+        ("rolled_back", &xa.counters.refused),
+    ] {
+        commits
+            .get_or_create(&vec![("kind", kind)])
+            .inc_by(load(counter));
+    }
+    r.register(
+        "xa_commits",
+        "Ends of XA transactions' commits: in two phases, in one (one written branch), or rolled back (a branch could not prepare, the log could not be written)",
+        commits,
+    );
+    let recovered = Family::<Vec<(&'static str, &'static str)>, Counter>::default();
+    for (outcome, counter) in [
+        ("committed", &xa.counters.recovered_commits),
+        ("rolled_back", &xa.counters.recovered_rollbacks),
+    ] {
+        recovered
+            .get_or_create(&vec![("outcome", outcome)])
+            .inc_by(load(counter));
+    }
+    r.register(
+        "xa_recovered_branches",
+        "Prepared XA branches resolved by recovery",
+        recovered,
+    );
+    let log = &xa.log().counters;
+    r.register(
+        "xa_log_appends",
+        "Records appended to the XA coordinator log and waited for",
+        ConstCounter::new(load(&log.appends)),
+    );
+    r.register(
+        "xa_log_flushes",
+        "fdatasync calls of the XA coordinator log (fewer than appends under load: group flush)",
+        ConstCounter::new(load(&log.flushes)),
+    );
+    let in_doubt = Gauge::<i64>::default();
+    in_doubt.set(
+        xa.rows()
+            .iter()
+            .filter(|row| row.state == "IN_DOUBT")
+            .map(|row| row.nodes.len() as i64)
+            .sum(),
+    );
+    r.register(
+        "xa_in_doubt_branches",
+        "Prepared branches of this instance the coordinator log has no record of (last recovery pass)",
+        in_doubt,
+    );
     let mut out = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut out, &r);

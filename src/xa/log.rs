@@ -173,7 +173,7 @@ pub enum LogError {
 /// fewer flushes than appends.
 #[derive(Debug, Default)]
 pub struct LogCounters {
-    /// Appends acknowledged (one per [`CoordinatorLog::append`] call).
+    /// Appends made durable (one per successful [`CoordinatorLog::append`] call).
     pub appends: AtomicU64,
     /// `fdatasync` calls that succeeded.
     pub flushes: AtomicU64,
@@ -441,7 +441,9 @@ impl Writer {
             }
             for r in batch {
                 if let Some(reply) = r.reply {
-                    self.counters.appends.fetch_add(1, Ordering::Relaxed);
+                    if result.is_ok() {
+                        self.counters.appends.fetch_add(1, Ordering::Relaxed);
+                    }
                     let _ = reply.send(result.clone());
                 }
             }
