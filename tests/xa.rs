@@ -938,3 +938,99 @@ async fn sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepare
     assert_eq!(total, 3_000);
     println!("sysbench oltp_read_write with XA: about {transactions} transactions over 3 kills");
 }
+
+/// A writeHost failover between PREPARE and COMMIT: the gateway dies after the commit decision
+/// with both branches prepared on writeHost M1; MariaDB replicates prepared XA branches, so M2
+/// holds them prepared too. M1 is SIGKILLed and the dataHost switched to M2 (dnindex); the
+/// restarted gateway's recovery asks the *current* writeHost (M2) and commits both branches
+/// there (Mycat looks for the old master's address and never resolves them, OPERATIONS.md §3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_follows_a_failover_between_prepare_and_commit() {
+    use common::mariadb::Throwaway;
+    let mut m1 = Throwaway::start("xafo1", 1).await;
+    let m2 = Throwaway::start("xafo2", 2).await;
+    m2.replicate_from(&m1).await;
+    {
+        let mut c = m1.conn(None).await;
+        for db in ["xafo1", "xafo2"] {
+            c.query_drop(format!(
+                "CREATE DATABASE {db}; CREATE TABLE {db}.acct (id INT PRIMARY KEY, bal INT)"
+            ))
+            .await
+            .unwrap();
+        }
+    }
+    m2.catch_up(&m1).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mysql_dbs: Vec<String> = (1..=3).map(|i| format!("t_xa_fo_db{i}")).collect();
+    let (cfg, _) = setup("xa_fo", &[]).await;
+    let extra = Extra {
+        schema_xml: format!(
+            r#"<schema name="FO" checkSQLschema="false">
+  <table name="acct" dataNode="fo1,fo2" rule="mod2" />
+</schema>
+<dataNode name="fo1" dataHost="fo" database="xafo1" />
+<dataNode name="fo2" dataHost="fo" database="xafo2" />
+<dataHost name="fo" maxCon="10" minCon="1" balance="0" writeType="0" dbType="mysql" dbDriver="native" switchType="1">
+  <heartbeat>select user()</heartbeat>
+  <writeHost host="M1" url="127.0.0.1:{}" user="manx" password="manx" />
+  <writeHost host="M2" url="127.0.0.1:{}" user="manx" password="manx" />
+</dataHost>"#,
+            m1.port, m2.port
+        ),
+        users_xml: format!(
+            r#"<user name="fo"><property name="password">fo</property><property name="schemas">FO</property></user>{}"#,
+            system_xml(&[
+                ("twoPhaseCommit", "true"),
+                ("instanceId", "xafo"),
+                ("xaRecoveryPeriod", "500"),
+            ])
+        ),
+        ..Extra::default()
+    };
+    drop(cfg);
+    write_config(dir.path(), &mysql_dbs, &extra);
+    add_mod2_rule(dir.path());
+    let ports = (closed_port(), closed_port());
+    let login = ("fo", "fo", "FO");
+    let (mut g, mut c) = GatewayProcess::start_env(
+        dir.path(),
+        login,
+        None,
+        ports,
+        &[("MANX_XA_FAULT", "after_decision")],
+    )
+    .await;
+    let e = c
+        .query_drop("INSERT INTO acct (id, bal) VALUES (0, 10), (1, 20)")
+        .await
+        .unwrap_err();
+    assert!(
+        !matches!(e, mysql_async::Error::Server(_)),
+        "the gateway answered instead of dying: {e}"
+    );
+    assert_eq!(g.child.wait().unwrap().code(), Some(86));
+    m2.catch_up(&m1).await;
+    let xa_recover = |s: &Throwaway| {
+        let opts = s.opts(None);
+        async move {
+            let mut c = Conn::new(opts).await.unwrap();
+            let rows: Vec<(i64, i64, i64, Vec<u8>)> = c.query("XA RECOVER").await.unwrap();
+            rows.len()
+        }
+    };
+    assert_eq!(xa_recover(&m1).await, 2, "both branches prepared on M1");
+    assert_eq!(xa_recover(&m2).await, 2, "and replicated to M2 as prepared");
+    m1.kill();
+    std::fs::write(dir.path().join("dnindex.properties"), "fo=1\n").unwrap();
+    let (_g, _c) = GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
+    assert_eq!(xa_recover(&m2).await, 0, "recovery resolved them on M2");
+    let mut d = m2.conn(None).await;
+    let rows: Vec<(i64, i64)> = d
+        .query(
+            "SELECT id, bal FROM xafo1.acct UNION ALL SELECT id, bal FROM xafo2.acct ORDER BY id",
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![(0, 10), (1, 20)]);
+}
