@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::postgres::{PG_PORT, pg};
 use common::{
     Extra, GatewayProcess, closed_port, ensure_sandbox, opts, primary, sample_statements,
     server_error, start_gateway_with_manager, system_xml, write_config,
@@ -17,6 +18,16 @@ use mysql_async::prelude::Queryable;
 /// Physical databases `t_<prefix>_db1..3` with the sample tables, and a config directory
 /// pointing TESTDB's dn1..dn3 at them with `properties` added to server.xml.
 async fn setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempDir, Vec<String>) {
+    setup_with(prefix, properties, "", "").await
+}
+
+/// [`setup`] with more schema.xml and more server.xml (users) text.
+async fn setup_with(
+    prefix: &str,
+    properties: &[(&str, &str)],
+    schema_xml: &str,
+    users_xml: &str,
+) -> (tempfile::TempDir, Vec<String>) {
     ensure_sandbox();
     let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
     let mut c = primary(None).await;
@@ -32,7 +43,8 @@ async fn setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempDir,
     }
     let dir = tempfile::tempdir().unwrap();
     let extra = Extra {
-        users_xml: system_xml(properties),
+        users_xml: format!("{}{users_xml}", system_xml(properties)),
+        schema_xml: schema_xml.to_string(),
         ..Extra::default()
     };
     write_config(dir.path(), &databases, &extra);
@@ -521,7 +533,7 @@ async fn a_branch_lost_before_commit_rolls_back_everywhere() {
 /// them; dying before it, rolls them back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_branches_commit_prepared_and_recover() {
-    use common::postgres::{PG_PORT, pg, pg_databases};
+    use common::postgres::pg_databases;
     let pgdbs = pg_databases("xa", 3).await;
     for db in &pgdbs {
         pg(db)
@@ -1033,4 +1045,675 @@ async fn recovery_follows_a_failover_between_prepare_and_commit() {
         .await
         .unwrap();
     assert_eq!(rows, vec![(0, 10), (1, 20)]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hunt for inconsistencies (xahunt): every verdict below is read on the backends.
+// ---------------------------------------------------------------------------------------------
+
+/// The MariaDB thread id of the gateway's backend connection that holds an open transaction
+/// on physical database `db` (the only one there: the test's own XA branch).
+async fn backend_thread_in_transaction(db: &str) -> u64 {
+    let mut admin = primary(None).await;
+    let ids: Vec<u64> = admin
+        .query(format!(
+            "SELECT p.ID FROM information_schema.PROCESSLIST p \
+             JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID \
+             WHERE p.DB = '{db}' AND p.USER = '{}'",
+            common::GATEWAY_USER
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        ids.len(),
+        1,
+        "backend threads in a transaction on {db}: {ids:?}"
+    );
+    ids[0]
+}
+
+/// Waits until `show @@xa_session` lists a row in state `state` (bounded).
+async fn wait_for_xa_state(mport: u16, state: &str) -> Vec<(String, String, String, String)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let rows = xa_sessions(mport).await;
+        if rows.iter().any(|r| r.2 == state) {
+            return rows;
+        }
+        assert!(Instant::now() < deadline, "never {state}: {rows:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Probe: the backend connection of one branch is killed (on MariaDB) after the transaction's
+/// last statement and before COMMIT: its server rolled that branch back, so the commit must
+/// roll back the other one too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_branch_whose_connection_was_killed_before_commit_rolls_everything_back() {
+    let (dir, databases) = setup("xa_bkill", &[("instanceId", "xabkill")]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (5000001)")
+        .await
+        .unwrap();
+    let thread = backend_thread_in_transaction(&databases[0]).await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("KILL CONNECTION {thread}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let committed = c.query_drop("COMMIT").await;
+    let travel = ids(&databases, "travelrecord").await;
+    assert!(
+        committed.is_err(),
+        "COMMIT answered OK; backends: {travel:?}"
+    );
+    assert_eq!(travel, NONE);
+    assert!(prepared("xabkill").await.is_empty());
+}
+
+/// Probe: as above, but the client runs more statements on the broken branch's dataNode after
+/// the kill before COMMIT (a write that fails, then another). Whatever the gateway answers,
+/// the transaction must be all or nothing: row 1 (dn1, before the kill) and 5000001 (dn2)
+/// together or not at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_after_a_branch_connection_died_do_not_split_the_transaction() {
+    let (dir, databases) = setup("xa_bkill2", &[("instanceId", "xabkill2")]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
+        .await
+        .unwrap();
+    let thread = backend_thread_in_transaction(&databases[0]).await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("KILL CONNECTION {thread}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r2 = c
+        .query_drop("INSERT INTO travelrecord (id) VALUES (2)")
+        .await;
+    let r3 = c
+        .query_drop("INSERT INTO travelrecord (id) VALUES (3)")
+        .await;
+    let committed = c.query_drop("COMMIT").await;
+    let travel = ids(&databases, "travelrecord").await;
+    let left = prepared("xabkill2").await;
+    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(
+        travel[0].contains(&1),
+        travel[1].contains(&5000001),
+        "split transaction: {travel:?}; after-kill inserts {r2:?} {r3:?}; COMMIT {committed:?}"
+    );
+    if committed.is_ok() {
+        assert_eq!(
+            travel,
+            vec![vec![1, 2, 3], vec![5000001], vec![]],
+            "{r2:?} {r3:?}"
+        );
+    }
+}
+
+/// Probe: statements run through COM_STMT_PREPARE/EXECUTE inside an XA transaction are branches
+/// that wrote: when one branch cannot prepare (its connection killed), the other is rolled
+/// back, never committed in one phase as if it had only read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_statements_in_an_xa_transaction_are_written_branches() {
+    let (dir, databases) = setup("xa_ps", &[("instanceId", "xaps")]).await;
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    let stmt = c
+        .prep("INSERT INTO travelrecord (id, user_id) VALUES (?, ?)")
+        .await
+        .unwrap();
+    c.exec_drop(&stmt, (1, "a")).await.unwrap();
+    c.exec_drop(&stmt, (5000001, "b")).await.unwrap();
+    let rows = xa_sessions(mport).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].3, "dn1 dn2", "{rows:?}");
+    assert_eq!(ids(&databases, "travelrecord").await, NONE);
+    let thread = backend_thread_in_transaction(&databases[1]).await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("KILL CONNECTION {thread}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let committed = c.query_drop("COMMIT").await;
+    let travel = ids(&databases, "travelrecord").await;
+    assert!(committed.is_err(), "{travel:?}");
+    assert_eq!(travel, NONE);
+    assert!(prepared("xaps").await.is_empty());
+}
+
+/// Probe: with `twoPhaseCommit`, a multi-row INSERT over two shards, or a global-table INSERT,
+/// that fails on one dataNode (duplicate key there) leaves nothing on the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_phase_commit_autocommit_write_failing_on_one_node_leaves_nothing() {
+    let (dir, databases) = setup(
+        "xa_dup",
+        &[("instanceId", "xadup"), ("twoPhaseCommit", "true")],
+    )
+    .await;
+    let mut d2 = primary(Some(&databases[1])).await;
+    d2.query_drop("INSERT INTO travelrecord (id) VALUES (5000001)")
+        .await
+        .unwrap();
+    d2.query_drop("INSERT INTO company (id, name) VALUES (5, 'only dn2')")
+        .await
+        .unwrap();
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    let e = server_error(
+        c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001), (10000001)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1062, "{e:?}");
+    assert_eq!(
+        ids(&databases, "travelrecord").await,
+        vec![vec![], vec![5000001], vec![]]
+    );
+    let e = server_error(
+        c.query_drop("INSERT INTO company (id, name) VALUES (5, 'x')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1062, "{e:?}");
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![], vec![5], vec![]]
+    );
+    // In an explicit transaction: the failed statement interrupts it; COMMIT rolls it back.
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (2)")
+        .await
+        .unwrap();
+    assert!(
+        c.query_drop("INSERT INTO company (id, name) VALUES (5, 'x')")
+            .await
+            .is_err()
+    );
+    let committed = c.query_drop("COMMIT").await;
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![], vec![5], vec![]],
+        "COMMIT: {committed:?}"
+    );
+    assert_eq!(
+        ids(&databases, "travelrecord").await,
+        vec![vec![], vec![5000001], vec![]],
+        "COMMIT: {committed:?}"
+    );
+    assert!(prepared("xadup").await.is_empty());
+}
+
+/// Probe: `SET autocommit = 1` inside an XA transaction commits it through the coordinator
+/// (both rows, no branch left), and a DDL statement inside one commits it first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn autocommit_on_and_ddl_inside_an_xa_transaction_commit_it_whole() {
+    let (dir, databases) = setup("xa_ac", &[("instanceId", "xaac")]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit = 1").await.unwrap();
+    assert_eq!(
+        ids(&databases, "travelrecord").await,
+        vec![vec![1], vec![5000001], vec![]]
+    );
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id) VALUES (2), (5000002)")
+        .await
+        .unwrap();
+    let ddl = c
+        .query_drop("ALTER TABLE travelrecord ADD COLUMN extra INT")
+        .await;
+    c.query_drop("ROLLBACK").await.unwrap();
+    let travel = ids(&databases, "travelrecord").await;
+    assert!(
+        travel == vec![vec![1, 2], vec![5000001, 5000002], vec![]]
+            || travel == vec![vec![1], vec![5000001], vec![]],
+        "DDL {ddl:?}: {travel:?}"
+    );
+    assert!(prepared("xaac").await.is_empty());
+}
+
+/// PostgreSQL databases `t_<prefix>_pg1..3` with table `orders`, and a config whose schema
+/// PGDB shards `orders` (mod-long on id) over pgdn1..3 on them, user `pg`/`pg`.
+async fn pg_setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempDir, Vec<String>) {
+    let admin = pg("postgres").await;
+    let names: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_pg{i}")).collect();
+    for db in &names {
+        // Prepared transactions of an earlier run would keep DROP DATABASE from working.
+        let left = admin
+            .query(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = $1",
+                &[db],
+            )
+            .await
+            .unwrap();
+        if !left.is_empty() {
+            let c = pg(db).await;
+            for r in left {
+                let gid: String = r.get(0);
+                let _ = c.batch_execute(&format!("ROLLBACK PREPARED '{gid}'")).await;
+            }
+        }
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"))
+            .await
+            .unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE {db} TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'"
+            ))
+            .await
+            .unwrap();
+        pg(db)
+            .await
+            .batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, v VARCHAR(20))")
+            .await
+            .unwrap();
+    }
+    let schema_xml = format!(
+        r#"<schema name="PGDB" checkSQLschema="false">
+  <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
+</schema>
+<dataNode name="pgdn1" dataHost="pghost" database="{}" />
+<dataNode name="pgdn2" dataHost="pghost" database="{}" />
+<dataNode name="pgdn3" dataHost="pghost" database="{}" />
+<dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
+</dataHost>"#,
+        names[0], names[1], names[2]
+    );
+    let users = r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB</property></user>"#;
+    let (dir, _) = setup_with(prefix, properties, &schema_xml, users).await;
+    (dir, names)
+}
+
+/// The ids of `orders` in each PostgreSQL database, and the prepared transactions there.
+async fn pg_ids(databases: &[String]) -> (Vec<Vec<i64>>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut gids = Vec::new();
+    for db in databases {
+        let c = pg(db).await;
+        let rows = c
+            .query("SELECT id FROM orders ORDER BY id", &[])
+            .await
+            .unwrap();
+        out.push(rows.iter().map(|r| r.get::<_, i64>(0)).collect());
+        for r in c
+            .query(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+        {
+            gids.push(r.get::<_, String>(0));
+        }
+    }
+    (out, gids)
+}
+
+/// Finding candidate (PostgreSQL): a statement error on a PostgreSQL branch aborts that
+/// branch's whole transaction (PostgreSQL's rule, unlike MySQL's statement rollback).
+/// `PREPARE TRANSACTION` on an aborted transaction does not fail: it rolls back and answers
+/// with the command tag ROLLBACK. The coordinator must not take that for a prepared branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_branch_aborted_by_a_statement_error_is_not_committed_as_prepared() {
+    let (dir, databases) = pg_setup("xa_pgabort", &[("instanceId", "xapgabort")]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    // 3 → pgdn1, 1 → pgdn2 (mod-long over three nodes).
+    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO orders (id, v) VALUES (1, 'b')")
+        .await
+        .unwrap();
+    let dup = c
+        .query_drop("INSERT INTO orders (id, v) VALUES (3, 'dup')")
+        .await;
+    assert!(dup.is_err(), "duplicate key accepted");
+    let committed = c.query_drop("COMMIT").await;
+    let (rows, gids) = pg_ids(&databases).await;
+    assert!(gids.is_empty(), "prepared left: {gids:?}");
+    assert!(
+        rows == vec![Vec::<i64>::new(), vec![], vec![]] || rows == vec![vec![3], vec![1], vec![]],
+        "split transaction on PostgreSQL: {rows:?}; COMMIT answered {committed:?}"
+    );
+}
+
+/// Same, with `twoPhaseCommit` and a multi-row autocommit INSERT that fails on one PostgreSQL
+/// shard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_phase_multi_row_insert_failing_on_one_shard_leaves_nothing() {
+    let (dir, databases) = pg_setup(
+        "xa_pgdup",
+        &[("instanceId", "xapgdup"), ("twoPhaseCommit", "true")],
+    )
+    .await;
+    pg(&databases[1])
+        .await
+        .batch_execute("INSERT INTO orders (id, v) VALUES (1, 'there')")
+        .await
+        .unwrap();
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    let r = c
+        .query_drop("INSERT INTO orders (id, v) VALUES (3, 'a'), (1, 'b'), (5, 'c')")
+        .await;
+    let (rows, gids) = pg_ids(&databases).await;
+    assert!(r.is_err(), "{rows:?}");
+    assert!(gids.is_empty(), "prepared left: {gids:?}");
+    assert_eq!(rows, vec![vec![], vec![1], vec![]]);
+}
+
+/// The prepared XA branches of `instance` on the MariaDB server at `port`.
+async fn prepared_at(port: u16, instance: &str) -> Vec<String> {
+    let mut c = Conn::new(opts(port, "manx", "manx", None)).await.unwrap();
+    let rows: Vec<(i64, i64, i64, Vec<u8>)> = c.query("XA RECOVER").await.unwrap();
+    let prefix = format!("manx.{instance}.");
+    let mut out: Vec<String> = rows
+        .into_iter()
+        .filter_map(|(_, g, _, data)| {
+            let data = String::from_utf8(data).ok()?;
+            let (gtrid, bqual) = data.split_at(g as usize);
+            gtrid
+                .starts_with(&prefix)
+                .then(|| format!("{gtrid}/{bqual}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A session ended while its COMMIT waits for one branch's `XA PREPARE` (the others
+/// prepared): the commit runs in a task of its own and finishes, all or nothing, with no
+/// branch left prepared and no row lock left behind (found by the hunt: the dropped commit
+/// stayed PREPARING for ever, its branches prepared, and the reset of their pooled
+/// connections left InnoDB transactions holding locks until the server restarted). dn3 is
+/// a database on a throwaway MariaDB server whose global read lock holds its XA PREPARE;
+/// `kill @@xa_session` (which ends only ACTIVE ones) and then the client's own `KILL`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_killed_while_one_branch_prepares_commits_all_or_nothing() {
+    let instance = "xakillprep2";
+    let (dir, databases) = setup(
+        "xa_kp",
+        &[("instanceId", instance), ("xaRecoveryPeriod", "300")],
+    )
+    .await;
+    // dn3 on a server of its own, whose global read lock holds dn3's XA PREPARE.
+    let dn3 = common::mariadb::Throwaway::start("xakp3", 3).await;
+    let mut s = dn3.conn(None).await;
+    s.query_drop(format!("CREATE DATABASE {}", databases[2]))
+        .await
+        .unwrap();
+    s.query_drop(format!(
+        "CREATE TABLE {}.company (id INT NOT NULL PRIMARY KEY, name VARCHAR(100))",
+        databases[2]
+    ))
+    .await
+    .unwrap();
+    let schema = std::fs::read_to_string(dir.path().join("schema.xml")).unwrap();
+    let schema = schema
+        .replace(
+            "<dataNode name=\"dn3\" dataHost=\"localhost1\"",
+            "<dataNode name=\"dn3\" dataHost=\"standbyhost\"",
+        )
+        .replace(
+            "</mycat:schema>",
+            &format!(
+                r#"<dataHost name="standbyhost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="mysql" dbDriver="native" switchType="-1">
+  <heartbeat>select user()</heartbeat>
+  <writeHost host="sb" url="127.0.0.1:{}" user="manx" password="manx" />
+</dataHost>
+</mycat:schema>"#,
+                dn3.port
+            ),
+        );
+    assert!(schema.contains("standbyhost\""), "schema.xml changed shape");
+    std::fs::write(dir.path().join("schema.xml"), schema).unwrap();
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let mut c = client(port).await;
+    let front: u64 = c
+        .query_first("SELECT CONNECTION_ID()")
+        .await
+        .unwrap()
+        .unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'x')")
+        .await
+        .unwrap();
+    assert_eq!(xa_sessions(mport).await[0].3, "dn1 dn2 dn3");
+    s.query_drop("FLUSH TABLES WITH READ LOCK").await.unwrap();
+    let commit = tokio::spawn(async move {
+        let r = c.query_drop("COMMIT").await;
+        (c, r)
+    });
+    wait_for_xa_state(mport, "PREPARING").await;
+    // dn1 and dn2 prepare at once; dn3 waits for the lock.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while prepared(instance).await.len() < 2 {
+        assert!(Instant::now() < deadline, "dn1/dn2 never prepared");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut m = Conn::new(opts(mport, "root", "123456", None))
+        .await
+        .unwrap();
+    m.query_drop(format!("kill @@xa_session {front}"))
+        .await
+        .unwrap();
+    assert_eq!(m.affected_rows(), 0, "a committing session is not killed");
+    let mut other = client(port).await;
+    other.query_drop(format!("KILL {front}")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    s.query_drop("UNLOCK TABLES").await.unwrap();
+    let answered = tokio::time::timeout(Duration::from_secs(10), commit)
+        .await
+        .map(|r| r.map(|(_, r)| r));
+    // Many recovery periods later.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut left = prepared(instance).await;
+    left.extend(prepared_at(dn3.port, instance).await);
+    let sessions = xa_sessions(mport).await;
+    let mut company = ids(&databases[..2], "company").await;
+    company.push(
+        s.query(format!(
+            "SELECT id FROM {}.company ORDER BY id",
+            databases[2]
+        ))
+        .await
+        .unwrap(),
+    );
+    // Clean up by hand (roll back: nothing was decided), then judge.
+    let mut admin = primary(None).await;
+    for b in &left {
+        let (g, q) = b.split_once('/').unwrap();
+        let sql = format!("XA ROLLBACK '{g}','{q}'");
+        if q == "dn3" {
+            let _ = s.query_drop(sql).await;
+        } else {
+            let _ = admin.query_drop(sql).await;
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "branches still prepared 4 s after the session was killed (recovery period 300 ms): {left:?}\nshow @@xa_session: {sessions:?}\nCOMMIT answered: {answered:?}\ncompany copies: {company:?}"
+    );
+    assert!(
+        company == vec![Vec::<i64>::new(), vec![], vec![]]
+            || company == vec![vec![1], vec![1], vec![1]],
+        "{company:?}"
+    );
+}
+
+/// Probe: with `twoPhaseCommit`, four clients write a global table (three dataNodes) and
+/// two-shard transactions while the gateway binary is SIGKILLed, three times; after a restart
+/// and its recovery, no branch is left prepared, the three copies of `company` are identical
+/// and every travelrecord pair (k on dn1, 5000000+k on dn2) is whole or absent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_under_load_leaves_every_transaction_whole() {
+    let instance = "xaload";
+    let (dir, databases) = setup(
+        "xa_load",
+        &[
+            ("twoPhaseCommit", "true"),
+            ("instanceId", instance),
+            ("xaRecoveryPeriod", "500"),
+        ],
+    )
+    .await;
+    let ports = (closed_port(), closed_port());
+    let login = ("root", "123456", "TESTDB");
+    let log = dir.path().join("manx.log");
+    for round in 0..3i64 {
+        let (mut gw, _c) =
+            GatewayProcess::start_env(dir.path(), login, Some(&log), ports, &[]).await;
+        let port = gw.port;
+        let mut tasks = Vec::new();
+        for w in 0..4i64 {
+            tasks.push(tokio::spawn(async move {
+                let Ok(mut c) = Conn::new(opts(port, "root", "123456", Some("TESTDB"))).await
+                else {
+                    return;
+                };
+                for i in 0..10_000i64 {
+                    let k = round * 100_000 + w * 10_000 + i + 1;
+                    if c.query_drop(format!("INSERT INTO company (id, name) VALUES ({k}, 'x')"))
+                        .await
+                        .is_err()
+                    {
+                        break;
+                    }
+                    if c.query_drop("BEGIN").await.is_err() {
+                        break;
+                    }
+                    if c.query_drop(format!(
+                        "INSERT INTO travelrecord (id) VALUES ({k}), ({})",
+                        5_000_000 + k
+                    ))
+                    .await
+                    .is_err()
+                    {
+                        break;
+                    }
+                    if c.query_drop("COMMIT").await.is_err() {
+                        break;
+                    }
+                }
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(1500 + 137 * round as u64)).await;
+        gw.child.kill().unwrap();
+        let _ = gw.child.wait();
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+    let (_gw, _c) = GatewayProcess::start_env(dir.path(), login, Some(&log), ports, &[]).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !prepared(instance).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "branches left after recovery: {:?}",
+            prepared(instance).await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let company = ids(&databases, "company").await;
+    assert!(!company[0].is_empty(), "nothing was written");
+    assert_eq!(company[0], company[1], "dn1 vs dn2 copies differ");
+    assert_eq!(company[0], company[2], "dn1 vs dn3 copies differ");
+    let travel = ids(&databases, "travelrecord").await;
+    let low: Vec<i64> = travel[0].clone();
+    let high: Vec<i64> = travel[1].iter().map(|k| k - 5_000_000).collect();
+    assert_eq!(low, high, "split two-shard transactions");
+    eprintln!("{} global rows, {} pairs", company[0].len(), low.len());
+}
+
+/// Finding candidate (PostgreSQL, one written branch): the same aborted branch committed in one
+/// phase (`COMMIT` on an aborted PostgreSQL transaction answers ROLLBACK, not an error): the
+/// client is told its transaction committed while the backend kept none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_single_aborted_branch_is_not_reported_committed() {
+    let (dir, databases) = pg_setup("xa_pgone", &[("instanceId", "xapgone")]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
+        .await
+        .unwrap();
+    assert!(
+        c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'dup')")
+            .await
+            .is_err()
+    );
+    let committed = c.query_drop("COMMIT").await;
+    let (rows, gids) = pg_ids(&databases).await;
+    assert!(gids.is_empty(), "{gids:?}");
+    assert!(
+        committed.is_err() || rows == vec![vec![3], vec![], vec![]],
+        "COMMIT answered OK but the backend holds {rows:?}"
+    );
+}
+
+/// The same without XA: a plain transaction on a PostgreSQL dataNode that an error aborted
+/// must not answer COMMIT with OK (PostgreSQL rolls it back silently, answering the tag
+/// ROLLBACK). The client gets the error and the backend holds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_plain_commit_of_an_aborted_transaction_fails() {
+    let (dir, databases) = pg_setup("xa_pgplain", &[]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
+        .await
+        .unwrap();
+    assert!(
+        c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'dup')")
+            .await
+            .is_err()
+    );
+    let e = c.query_drop("COMMIT").await.unwrap_err();
+    assert!(e.to_string().contains("aborted"), "{e}");
+    let (rows, _) = pg_ids(&databases).await;
+    assert_eq!(rows, vec![Vec::<i64>::new(), vec![], vec![]]);
+    // The session goes on with a fresh transaction.
+    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'b')")
+        .await
+        .unwrap();
+    let (rows, _) = pg_ids(&databases).await;
+    assert_eq!(rows, vec![vec![3], vec![], vec![]]);
 }

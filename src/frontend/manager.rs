@@ -310,7 +310,7 @@ const HELP: &[(&str, &str)] = &[
     ),
     (
         "kill @@xa_session id1,id2,...",
-        "Kill client connections of undecided XA transactions",
+        "Kill client connections of ACTIVE XA transactions",
     ),
     (
         "stop @@heartbeat name:time",
@@ -1010,11 +1010,11 @@ async fn kill(server: &Arc<Server>, norm: &str) -> Answer {
 }
 
 /// `kill @@xa_session id1,id2,...` (DBLE's name): ends the client connections whose XA
-/// transaction has no commit decision yet, which rolls their branches back; a transaction whose
-/// decision is logged is committed whatever happens (by recovery), so its session is not
-/// counted. Affected rows = sessions ended.
+/// transaction is still running statements (ACTIVE), which rolls their branches back; one
+/// whose COMMIT or ROLLBACK began finishes on its own, so its session is not counted.
+/// Affected rows = sessions ended.
 async fn kill_xa_sessions(server: &Arc<Server>, list: &str) -> Answer {
-    let undecided = server.xa.undecided_fronts();
+    let undecided = server.xa.active_fronts();
     let mut killed = 0;
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Ok(id) = item.parse::<u32>() else {

@@ -257,16 +257,16 @@ impl Drop for Session {
                 self.server.xa.forget(&tx.gtrid);
             } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 // A client that left mid-XA-transaction: its branches are rolled back.
-                let mut pinned: Vec<_> = self.pinned.drain().collect();
+                let pinned: Vec<_> = self.pinned.drain().collect();
                 let pending = super::Pending::new(&self.server);
                 let xa = self.server.xa.clone();
                 handle.spawn(async move {
                     let _pending = pending;
                     let branches = pinned
-                        .iter_mut()
+                        .into_iter()
                         .map(|(node, conn)| crate::xa::Branch {
                             node,
-                            conn: conn.as_mut(),
+                            conn,
                             written: false,
                         })
                         .collect();
@@ -879,11 +879,11 @@ impl Session {
         pinned.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(tx) = self.xa.take() {
             let branches = pinned
-                .iter_mut()
+                .into_iter()
                 .map(|(node, conn)| crate::xa::Branch {
-                    written: tx.written.contains(node),
+                    written: tx.written.contains(&node),
                     node,
-                    conn: conn.as_mut(),
+                    conn,
                 })
                 .collect();
             return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
@@ -2117,20 +2117,21 @@ async fn abort_rows(
 ///
 /// Errors: a COMMIT that failed on some nodes, naming those that committed (DECISIONS.md 16).
 async fn finish_implicit(
-    xa: &crate::xa::Coordinator,
-    conns: &mut [Box<dyn BackendConn>],
+    xa: &Arc<crate::xa::Coordinator>,
+    conns: &mut Vec<Box<dyn BackendConn>>,
     plan: &Plan,
     sql: &str,
     gtrid: Option<&str>,
     id: u32,
 ) -> Result<(), MysqlError> {
     if let Some(gtrid) = gtrid {
+        // The coordinator takes the connections: it owns them until every branch is resolved.
         let branches = conns
-            .iter_mut()
+            .drain(..)
             .zip(&plan.targets)
             .map(|(conn, t)| crate::xa::Branch {
-                node: &t.node,
-                conn: conn.as_mut(),
+                node: t.node.clone(),
+                conn,
                 written: true,
             })
             .collect();
@@ -2150,9 +2151,9 @@ async fn finish_implicit(
 /// the log) or a one-phase commit the server refused; a rollback that failed on some nodes
 /// (1180, naming them: their servers roll the branches back as the connections close).
 async fn end_xa(
-    xa: &crate::xa::Coordinator,
+    xa: &Arc<crate::xa::Coordinator>,
     gtrid: &str,
-    branches: Vec<crate::xa::Branch<'_>>,
+    branches: Vec<crate::xa::Branch>,
     sql: &str,
     id: u32,
 ) -> Result<(), MysqlError> {

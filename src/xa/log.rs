@@ -164,6 +164,11 @@ pub enum LogError {
         "XA coordinator log {path} is damaged at byte {offset}: a record that does not check is followed by more data; move the file away only after resolving its transactions by hand"
     )]
     Corrupt { path: PathBuf, offset: u64 },
+    /// Another process holds the log (its `LOCK` file): two gateways must not share one.
+    #[error(
+        "XA coordinator log {path} is in use by another process: every gateway needs its own xaLogDir and instanceId"
+    )]
+    Locked { path: PathBuf },
     /// The writer thread is gone (the process is ending).
     #[error("XA coordinator log: the writer has stopped")]
     Stopped,
@@ -193,6 +198,8 @@ struct Request {
 pub struct CoordinatorLog {
     tx: std::sync::Mutex<std::sync::mpsc::Sender<Request>>,
     dir: PathBuf,
+    /// `<dir>/LOCK`, locked exclusively for the process's life.
+    _lock: File,
     /// The writer's counters.
     pub counters: Arc<LogCounters>,
 }
@@ -222,6 +229,22 @@ impl CoordinatorLog {
             move |source| LogError::Io { path, source }
         };
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_err(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(LogError::Locked {
+                    path: dir.to_path_buf(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err(&lock_path)(e)),
+        }
         let mut numbers = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(io_err(dir))? {
             let entry = entry.map_err(io_err(dir))?;
@@ -260,6 +283,7 @@ impl CoordinatorLog {
             CoordinatorLog {
                 tx: std::sync::Mutex::new(tx),
                 dir: dir.to_path_buf(),
+                _lock: lock,
                 counters,
             },
             logged,
@@ -623,9 +647,22 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "LOCK")
             .collect();
         // Only the active segment (holding t4) remains.
         assert_eq!(left.len(), 1, "{left:?}");
+    }
+
+    #[tokio::test]
+    async fn a_log_is_opened_by_one_process_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, _) = CoordinatorLog::open(dir.path(), 1 << 20).unwrap();
+        assert!(matches!(
+            CoordinatorLog::open(dir.path(), 1 << 20),
+            Err(LogError::Locked { .. })
+        ));
+        drop(first);
+        CoordinatorLog::open(dir.path(), 1 << 20).unwrap();
     }
 
     #[tokio::test]

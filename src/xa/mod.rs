@@ -27,8 +27,8 @@ pub mod log;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::backend::{BackendConn, BackendError, Xid, xa::unknown_xid};
@@ -132,12 +132,15 @@ impl XaError {
     }
 }
 
-/// One branch as the session hands it over at the end.
-pub struct Branch<'c> {
+/// One branch as the session hands it over at the end, with its connection: the coordinator
+/// owns it until the branch is resolved, so a session that goes away meanwhile cannot drop a
+/// connection that holds a prepared branch (a pooled MariaDB connection reset with a prepared
+/// branch on it leaves an InnoDB transaction that holds its locks until the server restarts).
+pub struct Branch {
     /// The dataNode (the XID's bqual).
-    pub node: &'c str,
+    pub node: String,
     /// The connection the branch was started on.
-    pub conn: &'c mut (dyn BackendConn + 'static),
+    pub conn: Box<dyn BackendConn>,
     /// A statement that may write ran on it (a branch that only read commits in one phase
     /// whatever the others do).
     pub written: bool,
@@ -271,10 +274,24 @@ impl Coordinator {
         self.wake.notify_one();
     }
 
-    /// Commits transaction `gtrid` over `branches` ([module docs](self)).
+    /// Commits transaction `gtrid` over `branches` ([module docs](self)). The work runs in a
+    /// task of its own: dropping the returned future (the client's session ended) does not
+    /// stop it halfway.
     ///
     /// Errors: [`XaError`]; for all but [`XaError::OnePhase`] nothing was committed anywhere.
-    pub async fn commit(&self, gtrid: &str, branches: Vec<Branch<'_>>) -> Result<(), XaError> {
+    pub async fn commit(
+        self: &Arc<Self>,
+        gtrid: &str,
+        branches: Vec<Branch>,
+    ) -> Result<(), XaError> {
+        let this = self.clone();
+        let gtrid = gtrid.to_string();
+        tokio::spawn(async move { this.commit_now(&gtrid, branches).await })
+            .await
+            .unwrap_or_else(|e| Err(XaError::Log(format!("the commit task failed: {e}"))))
+    }
+
+    async fn commit_now(&self, gtrid: &str, branches: Vec<Branch>) -> Result<(), XaError> {
         let result = self.commit_branches(gtrid, branches).await;
         match &result {
             Ok(true) => {
@@ -292,36 +309,35 @@ impl Coordinator {
     }
 
     /// [`Coordinator::commit`]; `Ok(true)` when it took two phases.
-    async fn commit_branches(
-        &self,
-        gtrid: &str,
-        branches: Vec<Branch<'_>>,
-    ) -> Result<bool, XaError> {
+    async fn commit_branches(&self, gtrid: &str, branches: Vec<Branch>) -> Result<bool, XaError> {
         let (mut written, read): (Vec<_>, Vec<_>) = branches.into_iter().partition(|b| b.written);
         // Branches that only read end at once: nothing of theirs needs to be atomic.
-        for b in read {
-            let xid = Xid::new(gtrid, b.node);
+        for mut b in read {
+            let xid = Xid::new(gtrid, &b.node);
             if let Err(e) = b.conn.xa_commit(&xid, true).await {
+                b.conn.abandon();
                 tracing::warn!(xid = %xid, error = %e, "ending a read-only XA branch failed");
             }
         }
         if written.len() <= 1 {
             let outcome = match written.pop() {
-                Some(b) => b
-                    .conn
-                    .xa_commit(&Xid::new(gtrid, b.node), true)
-                    .await
-                    .map_err(|source| XaError::OnePhase {
-                        node: b.node.to_string(),
-                        source,
-                    }),
+                Some(mut b) => {
+                    let r = b.conn.xa_commit(&Xid::new(gtrid, &b.node), true).await;
+                    r.map_err(|source| {
+                        b.conn.abandon();
+                        XaError::OnePhase {
+                            node: b.node.clone(),
+                            source,
+                        }
+                    })
+                }
                 None => Ok(()),
             };
             self.finish(gtrid);
             return outcome.map(|()| false);
         }
-        written.sort_by(|a, b| a.node.cmp(b.node));
-        let nodes: Vec<String> = written.iter().map(|b| b.node.to_string()).collect();
+        written.sort_by(|a, b| a.node.cmp(&b.node));
+        let nodes: Vec<String> = written.iter().map(|b| b.node.clone()).collect();
         self.set_state(gtrid, XaState::Preparing);
         if let Err(e) = self
             .log
@@ -337,7 +353,7 @@ impl Coordinator {
         }
         hook("before_prepare").await;
         let prepared = futures::future::join_all(written.iter_mut().map(|b| {
-            let xid = Xid::new(gtrid, b.node);
+            let xid = Xid::new(gtrid, &b.node);
             async move { b.conn.xa_prepare(&xid).await }
         }))
         .await;
@@ -346,11 +362,11 @@ impl Coordinator {
         for (b, r) in written.iter().zip(prepared) {
             match r {
                 Ok(()) => {
-                    done.insert(b.node.to_string());
+                    done.insert(b.node.clone());
                 }
                 Err(source) if failure.is_none() => {
                     failure = Some(XaError::Prepare {
-                        node: b.node.to_string(),
+                        node: b.node.clone(),
                         source,
                     });
                 }
@@ -379,24 +395,26 @@ impl Coordinator {
             let first = &mut written[0];
             let r = first
                 .conn
-                .xa_commit(&Xid::new(gtrid, first.node), false)
+                .xa_commit(&Xid::new(gtrid, &first.node), false)
                 .await;
             hook("between_commits").await;
             vec![r]
         } else {
             futures::future::join_all(written.iter_mut().map(|b| {
-                let xid = Xid::new(gtrid, b.node);
+                let xid = Xid::new(gtrid, &b.node);
                 async move { b.conn.xa_commit(&xid, false).await }
             }))
             .await
         };
         let mut unresolved = false;
-        for (b, r) in written.iter().zip(committed) {
-            if let Err(e) = r
-                && !unknown_xid(&e)
-            {
-                tracing::warn!(xid = %Xid::new(gtrid, b.node), error = %e, "XA COMMIT failed after the commit decision: recovery commits the branch");
-                unresolved = true;
+        for (b, r) in written.iter_mut().zip(committed) {
+            if let Err(e) = r {
+                // The branch may still be prepared on this connection: never reused.
+                b.conn.abandon();
+                if !unknown_xid(&e) {
+                    tracing::warn!(xid = %Xid::new(gtrid, &b.node), error = %e, "XA COMMIT failed after the commit decision: recovery commits the branch");
+                    unresolved = true;
+                }
             }
         }
         if unresolved {
@@ -415,26 +433,27 @@ impl Coordinator {
     async fn roll_back_all(
         &self,
         gtrid: &str,
-        branches: &mut [Branch<'_>],
+        branches: &mut [Branch],
         prepared: &BTreeSet<String>,
         logged: &[String],
     ) {
         self.set_state(gtrid, XaState::RollingBack);
         let results = futures::future::join_all(branches.iter_mut().map(|b| {
-            let xid = Xid::new(gtrid, b.node);
-            let was_prepared = prepared.contains(b.node);
+            let xid = Xid::new(gtrid, &b.node);
+            let was_prepared = prepared.contains(&b.node);
             async move { b.conn.xa_rollback(&xid, was_prepared).await }
         }))
         .await;
         let mut unresolved = false;
-        for (b, r) in branches.iter().zip(results) {
-            if let Err(e) = r
-                && !unknown_xid(&e)
-            {
-                // A branch that failed to prepare may have been rolled back by its server,
-                // or be prepared after all (the answer was lost): recovery looks.
-                tracing::warn!(xid = %Xid::new(gtrid, b.node), error = %e, "XA ROLLBACK failed: recovery rolls the branch back if it is prepared");
-                unresolved = true;
+        for (b, r) in branches.iter_mut().zip(results) {
+            if let Err(e) = r {
+                b.conn.abandon();
+                if !unknown_xid(&e) {
+                    // A branch that failed to prepare may have been rolled back by its server,
+                    // or be prepared after all (the answer was lost): recovery looks.
+                    tracing::warn!(xid = %Xid::new(gtrid, &b.node), error = %e, "XA ROLLBACK failed: recovery rolls the branch back if it is prepared");
+                    unresolved = true;
+                }
             }
         }
         if logged.is_empty() {
@@ -455,18 +474,31 @@ impl Coordinator {
     }
 
     /// Rolls back transaction `gtrid`'s active branches (the client's ROLLBACK, a client that
-    /// left, a statement that interrupted it). Nothing is logged: nothing was prepared.
+    /// left, a statement that interrupted it), in a task of its own as [`Coordinator::commit`].
+    /// Nothing is logged: nothing was prepared.
     ///
     /// Errors: the nodes whose rollback failed, with the error (their servers roll the branch
     /// back when the connection closes).
     pub async fn rollback(
+        self: &Arc<Self>,
+        gtrid: &str,
+        branches: Vec<Branch>,
+    ) -> Result<(), Vec<(String, BackendError)>> {
+        let this = self.clone();
+        let gtrid = gtrid.to_string();
+        tokio::spawn(async move { this.rollback_now(&gtrid, branches).await })
+            .await
+            .unwrap_or_else(|e| Err(vec![(String::new(), BackendError::Other(e.to_string()))]))
+    }
+
+    async fn rollback_now(
         &self,
         gtrid: &str,
-        mut branches: Vec<Branch<'_>>,
+        mut branches: Vec<Branch>,
     ) -> Result<(), Vec<(String, BackendError)>> {
         self.set_state(gtrid, XaState::RollingBack);
         let results = futures::future::join_all(branches.iter_mut().map(|b| {
-            let xid = Xid::new(gtrid, b.node);
+            let xid = Xid::new(gtrid, &b.node);
             async move { b.conn.xa_rollback(&xid, false).await }
         }))
         .await;
@@ -478,7 +510,7 @@ impl Coordinator {
                 r.err().map(|e| {
                     // Not reused: an active branch must not reach the connection's next holder.
                     b.conn.abandon();
-                    (b.node.to_string(), e)
+                    (b.node.clone(), e)
                 })
             })
             .collect();
@@ -531,17 +563,14 @@ impl Coordinator {
         rows
     }
 
-    /// The client connections running an XA transaction that has no commit decision yet
-    /// (`kill @@xa_session` ends only those: a decided one is completed whatever happens).
-    pub fn undecided_fronts(&self) -> BTreeSet<u32> {
+    /// The client connections whose XA transaction is still running statements
+    /// ([`XaState::Active`]): `kill @@xa_session` ends only those, which rolls them back. A
+    /// transaction whose COMMIT or ROLLBACK began ends on its own (its work runs in a task
+    /// of its own, [`Coordinator::commit`]).
+    pub fn active_fronts(&self) -> BTreeSet<u32> {
         lock(&self.running)
             .values()
-            .filter(|r| {
-                matches!(
-                    r.state,
-                    XaState::Active | XaState::Preparing | XaState::RollingBack
-                )
-            })
+            .filter(|r| r.state == XaState::Active)
             .map(|r| r.front)
             .collect()
     }
@@ -740,7 +769,7 @@ mod tests {
             rows.iter().find(|r| r.gtrid == a).unwrap().nodes,
             vec!["dn2"]
         );
-        assert_eq!(c.undecided_fronts(), BTreeSet::from([7]));
+        assert_eq!(c.active_fronts(), BTreeSet::from([7]));
         c.forget(&a);
         c.forget(&b);
         assert!(c.rows().is_empty());

@@ -409,6 +409,25 @@ impl PgConn {
         conn.dirty = true;
         conn.client.batch_execute(sql).await.map_err(error::convert)
     }
+
+    /// Ends the open transaction with `end` (`COMMIT` or `PREPARE TRANSACTION '<gid>'`), or
+    /// fails when an earlier error aborted it. PostgreSQL answers either statement in an
+    /// aborted transaction by rolling back, without an error (the command tag says `ROLLBACK`,
+    /// which tokio-postgres does not expose): the `SELECT 1` sent in front, in the same
+    /// packet, fails there with 25P02 instead, and `end` is not run. The connection needs a
+    /// reset only after a failure.
+    async fn end_checked(&mut self, end: &str) -> Result<(), BackendError> {
+        let conn = self.conn().await?;
+        let ended = conn
+            .client
+            .batch_execute(&format!("SELECT 1; {end}"))
+            .await
+            .map_err(error::convert);
+        if ended.is_err() {
+            conn.dirty = true;
+        }
+        ended
+    }
 }
 
 #[async_trait]
@@ -517,17 +536,19 @@ impl BackendConn for PgConn {
         self.begin().await
     }
 
-    /// `PREPARE TRANSACTION '<gtrid>|<bqual>'`, sent as is. PostgreSQL needs
+    /// `PREPARE TRANSACTION '<gtrid>|<bqual>'`, sent as is, failing when an earlier error
+    /// aborted the transaction (PostgreSQL would roll it back silently). PostgreSQL needs
     /// `max_prepared_transactions > 0` (its error, 55000, says so otherwise).
     async fn xa_prepare(&mut self, xid: &Xid) -> Result<(), BackendError> {
-        self.raw(&format!("PREPARE TRANSACTION {}", xid.postgres_literal()))
+        self.end_checked(&format!("PREPARE TRANSACTION {}", xid.postgres_literal()))
             .await
     }
 
-    /// `COMMIT` (one phase) or `COMMIT PREPARED '<gid>'`, sent as is.
+    /// `COMMIT` (one phase, failing when an earlier error aborted the transaction) or
+    /// `COMMIT PREPARED '<gid>'`, sent as is.
     async fn xa_commit(&mut self, xid: &Xid, one_phase: bool) -> Result<(), BackendError> {
         if one_phase {
-            self.raw("COMMIT").await
+            self.end_checked("COMMIT").await
         } else {
             self.raw(&format!("COMMIT PREPARED {}", xid.postgres_literal()))
                 .await
@@ -631,6 +652,12 @@ impl BackendConn for PgConn {
     }
 
     async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
+        if sql == "COMMIT" {
+            // The gateway's COMMIT of a transaction: an aborted one must fail, not roll back
+            // silently (see `end_checked`).
+            self.end_checked("COMMIT").await?;
+            return Ok(Response::Ok(OkInfo::default()));
+        }
         let conn = self.conn().await?;
         conn.before(sql).await?;
         let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
