@@ -291,7 +291,7 @@ async fn crash_between_two_commits_completes_the_others() {
 /// segment file); the multi-node write is refused with 1402 and applied nowhere; once the
 /// directory is back, writes commit again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_decision_that_cannot_be_written_commits_nothing() {
+async fn dble_1192_a_decision_that_cannot_be_written_commits_nothing() {
     let (dir, databases) = setup(
         "xa_logfail",
         &[
@@ -451,7 +451,7 @@ async fn cut_connections_to(database: &str) -> usize {
 /// `XA COMMIT`. The decision is on disk, so the transaction is committed: the client gets its
 /// OK, and recovery (woken by the failed commit) commits the branch left prepared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_branch_cut_off_after_the_decision_is_committed_by_recovery() {
+async fn dble_1077_a_branch_cut_off_after_the_decision_is_committed_by_recovery() {
     let (dir, databases) = setup(
         "xa_blip",
         &[
@@ -851,7 +851,7 @@ async fn transfers_killed_five_times_stay_all_or_nothing() {
 /// with `twoPhaseCommit`, the gateway SIGKILLed three times mid-run and restarted: afterwards
 /// `XA RECOVER` holds none of its branches, all 3,000 rows are there, each on its node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepared() {
+async fn dble_1114_sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepared() {
     let tools = common::clients::clients();
     let (dir, databases) = setup(
         "xa_sb",
