@@ -7,7 +7,9 @@
 #   scripts/bench-xa.sh [BINARY] [--reps N] [--time SECONDS] [--threads N]
 #
 # BINARY defaults to target/release/manx (build it first: cargo build --release --locked).
-# Data: sbtest1 (10,000 rows) split by id % 2 into databases sbtest_xa1 and sbtest_xa2 on the
+# Data: sbtest1 (100,000 rows: few rows locked by two transactions at once, as transactions that
+# lock rows in opposite order on the two servers wait for each other until innodb_lock_wait_timeout,
+# which neither server can see) split by id % 2 into databases sbtest_xa1 and sbtest_xa2 on the
 # sandbox primary; configs and logs under target/bench-xa/. Prints per mode the median TPS and
 # p95 latency over the reps, the paired on/off TPS ratio of each rep and their median. Not part
 # of CI: it prints figures.
@@ -19,8 +21,8 @@ WORK=$REPO/target/bench-xa
 BIN=$REPO/target/release/manx
 REPS=5
 TIME=10
-THREADS=8
-TABLE_SIZE=10000
+THREADS=4
+TABLE_SIZE=100000
 while (($#)); do
     case $1 in
         --reps) REPS=$2; shift ;;
@@ -65,6 +67,7 @@ write_conf() { # dir port manager-port twoPhaseCommit
         <property name="bindIp">127.0.0.1</property>
         <property name="twoPhaseCommit">$4</property>
         <property name="instanceId">benchxa$2</property>
+        <property name="metricsAddr">127.0.0.1:$(($2 + 100))</property>
     </system>
     <user name="bench"><property name="password">bench</property><property name="schemas">SB</property></user>
 </mycat:server>
@@ -132,7 +135,10 @@ for rep in $(seq "$REPS"); do
     if ((rep % 2)); then order=(off on); else order=(on off); fi
     for mode in "${order[@]}"; do run "$mode" "$rep"; done
 done
-python3 - "$OUT" "$THREADS" "$TIME" <<'EOF'
+# The coordinator log's group flush: records made durable per fdatasync, and the commit kinds.
+curl -s "http://127.0.0.1:$((PORT[on] + 100))/metrics" |
+    grep -E '^manx_xa_(log_appends|log_flushes|commits)_total' >"$WORK/xa-metrics.txt" || true
+python3 - "$OUT" "$THREADS" "$TIME" "$WORK/xa-metrics.txt" <<'EOF'
 import statistics, sys
 rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
 by = {}
@@ -147,4 +153,15 @@ for mode in ("off", "on"):
 ratios = [by["on"][r][0] / by["off"][r][0] for r in by["off"] if r in by["on"]]
 print("  on/off tps per rep: " + " ".join(f"{x:.3f}" for x in ratios))
 print(f"  median on/off: {statistics.median(ratios):.3f}")
+m = {}
+for line in open(sys.argv[4]).read().split("\n"):
+    if line:
+        name, value = line.rsplit(" ", 1)
+        m[name] = float(value)
+appends, flushes = m.get("manx_xa_log_appends_total", 0), m.get("manx_xa_log_flushes_total", 0)
+two = m.get('manx_xa_commits_total{kind="two_phase"}', 0)
+one = m.get('manx_xa_commits_total{kind="one_phase"}', 0)
+if flushes:
+    print(f"  twoPhaseCommit=on: {two:.0f} two-phase and {one:.0f} one-phase commits; "
+          f"log: {appends:.0f} appends in {flushes:.0f} fdatasyncs ({appends / flushes:.2f} per flush)")
 EOF

@@ -13,7 +13,8 @@
 //!
 //! Appends are made by one writer thread that takes every request waiting when it wakes, writes
 //! them with one `write` and makes them durable with one `fdatasync` (group flush): under load
-//! many commits share a flush. A segment is never appended to after a failed write, nor after
+//! many commits share a flush. Records nobody waits for ([`CoordinatorLog::append_later`]) ride
+//! along with the next flush. A segment is never appended to after a failed write, nor after
 //! a restart: the writer starts a new one. A segment is deleted once every transaction with a
 //! record in it is done and it is no longer the one being appended to.
 //!
@@ -453,7 +454,10 @@ impl Writer {
             for r in batch.iter().flat_map(|r| &r.records) {
                 r.encode(&mut buffer);
             }
-            let result = self.write(&buffer);
+            // Records nobody waits for (aborts, dones) are written but not flushed on their
+            // own: the next flush takes them along, and losing them costs recovery a look.
+            let sync = batch.iter().any(|r| r.reply.is_some());
+            let result = self.write(&buffer, sync);
             if result.is_ok() {
                 let segment = self.active.as_ref().map_or(0, |a| a.0);
                 for r in batch.iter_mut().flat_map(|r| r.records.drain(..)) {
@@ -475,9 +479,9 @@ impl Writer {
     }
 
     /// Writes `bytes` at the end of the active segment (starting a new one first when there is
-    /// none or it is full) and flushes it. On failure the segment is abandoned: the next write
-    /// starts another.
-    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+    /// none or it is full) and, when `sync`, flushes it. On failure the segment is abandoned:
+    /// the next write starts another.
+    fn write(&mut self, bytes: &[u8], sync: bool) -> Result<(), String> {
         if self
             .active
             .as_ref()
@@ -507,10 +511,15 @@ impl Writer {
             return Err("no segment".to_string());
         };
         let path = segment_path(&self.dir, *n);
-        match file.write_all(bytes).and_then(|()| file.sync_data()) {
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
+        match written {
             Ok(()) => {
                 *len += bytes.len() as u64;
-                self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+                if sync {
+                    self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+                }
                 Ok(())
             }
             Err(e) => {
