@@ -1717,3 +1717,175 @@ async fn postgres_plain_commit_of_an_aborted_transaction_fails() {
     let (rows, _) = pg_ids(&databases).await;
     assert_eq!(rows, vec![vec![3], vec![], vec![]]);
 }
+
+/// A deadlock victim's transaction is rolled back on every dataNode, as MySQL rolls back the
+/// whole transaction: its write on the other dataNode is not committed by the client's next
+/// BEGIN (found by the new-user trial: without XA that BEGIN committed the victim's other
+/// half; with `twoPhaseCommit` it answered 1402 and sysbench stopped), and BEGIN answers OK.
+async fn deadlock_victim(two_phase: bool) {
+    let instance = if two_phase { "xadl2" } else { "xadl1" };
+    let (dir, databases) = setup(
+        &format!("xa_dl{}", u8::from(two_phase)),
+        &[
+            ("twoPhaseCommit", if two_phase { "true" } else { "false" }),
+            ("instanceId", instance),
+        ],
+    )
+    .await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut setup_conn = client(port).await;
+    setup_conn
+        .query_drop(
+            "INSERT INTO travelrecord (id, days) VALUES (1, 0), (2, 0), (5000001, 0), (5000002, 0)",
+        )
+        .await
+        .unwrap();
+    let (mut a, mut b) = (client(port).await, client(port).await);
+    for (c, row) in [(&mut a, 5000001), (&mut b, 5000002)] {
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop(format!("UPDATE travelrecord SET days = 9 WHERE id = {row}"))
+            .await
+            .unwrap();
+    }
+    a.query_drop("UPDATE travelrecord SET days = 9 WHERE id = 1")
+        .await
+        .unwrap();
+    b.query_drop("UPDATE travelrecord SET days = 9 WHERE id = 2")
+        .await
+        .unwrap();
+    // Each now waits for the other's row on dn1: MariaDB picks a victim.
+    let wait_a = tokio::spawn(async move {
+        let r = a
+            .query_drop("UPDATE travelrecord SET days = 9 WHERE id = 2")
+            .await;
+        (a, r)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rb = b
+        .query_drop("UPDATE travelrecord SET days = 9 WHERE id = 1")
+        .await;
+    let (a, ra) = wait_a.await.unwrap();
+    let (mut victim, mut winner, victim_row, winner_row) = match (ra, rb) {
+        (Err(e), Ok(())) => {
+            assert_eq!(server_error(e).0, 1213);
+            (a, b, 5000001, 5000002)
+        }
+        (Ok(()), Err(e)) => {
+            assert_eq!(server_error(e).0, 1213);
+            (b, a, 5000002, 5000001)
+        }
+        other => panic!("expected one deadlock victim: {other:?}"),
+    };
+    victim
+        .query_drop("BEGIN")
+        .await
+        .expect("the victim's next BEGIN starts afresh");
+    victim.query_drop("COMMIT").await.unwrap();
+    winner.query_drop("COMMIT").await.unwrap();
+    let mut d = primary(Some(&databases[1])).await;
+    let days: Vec<(i64, i64)> = d
+        .query("SELECT id, days FROM travelrecord ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(
+        days,
+        vec![
+            (
+                victim_row.min(winner_row),
+                if winner_row < victim_row { 9 } else { 0 }
+            ),
+            (
+                victim_row.max(winner_row),
+                if winner_row > victim_row { 9 } else { 0 }
+            )
+        ],
+        "the victim's write on dn2 must be rolled back, the winner's committed"
+    );
+    assert!(prepared(instance).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_victim_is_rolled_back_on_every_datanode() {
+    deadlock_victim(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_victim_of_an_xa_transaction_is_rolled_back_and_begins_again() {
+    deadlock_victim(true).await;
+}
+
+/// Found by the new-user trial: restarted under another instanceId (the old default changed
+/// with the port), the gateway ignored its own log's prepared branches (their ids carry the
+/// old name), marked them done and deleted the segment. Now recovery resolves every branch
+/// the log knows, whatever its instance part: the decided transaction commits everywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn branches_logged_under_an_earlier_instance_id_are_still_resolved() {
+    let (dir, databases) = setup("xa_rename", &[("instanceId", "xaold")]).await;
+    let ports = (closed_port(), closed_port());
+    let login = ("root", "123456", "TESTDB");
+    let (mut g, mut c) = GatewayProcess::start_env(
+        dir.path(),
+        login,
+        None,
+        ports,
+        &[("MANX_XA_FAULT", "after_decision")],
+    )
+    .await;
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    c.query_drop("INSERT INTO company (id) VALUES (4)")
+        .await
+        .unwrap();
+    assert!(c.query_drop("COMMIT").await.is_err());
+    assert_eq!(g.child.wait().unwrap().code(), Some(86));
+    assert_eq!(prepared("xaold").await.len(), 3);
+    let server = dir.path().join("server.xml");
+    let text = std::fs::read_to_string(&server)
+        .unwrap()
+        .replace(">xaold<", ">xanew<");
+    std::fs::write(&server, text).unwrap();
+    let (_g, _c) = GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
+    assert!(
+        prepared("xaold").await.is_empty(),
+        "{:?}",
+        prepared("xaold").await
+    );
+    assert_eq!(
+        ids(&databases, "company").await,
+        vec![vec![4], vec![4], vec![4]]
+    );
+}
+
+/// Without `instanceId`, the id is made once and kept in the log directory (`INSTANCE`), so
+/// it survives restarts on another port or host name; `show @@sysparam` shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_instance_id_is_kept_in_the_log_directory() {
+    let (dir, _) = setup("xa_defid", &[]).await;
+    let login = ("root", "123456", "TESTDB");
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let (g, _c) =
+            GatewayProcess::start_env(dir.path(), login, None, (closed_port(), closed_port()), &[])
+                .await;
+        let mut m = Conn::new(opts(g.manager_port, "root", "123456", None))
+            .await
+            .unwrap();
+        let params: Vec<(String, String, String)> = m.query("show @@sysparam").await.unwrap();
+        let id = params
+            .into_iter()
+            .find(|p| p.0 == "instanceId")
+            .map(|p| p.1)
+            .unwrap();
+        seen.push(id);
+    }
+    let kept = std::fs::read_to_string(dir.path().join("xalog/INSTANCE")).unwrap();
+    assert_eq!(seen[0], seen[1], "the id changed with the port");
+    assert_eq!(seen[0], kept.trim());
+    assert!(
+        seen[0].len() <= 32
+            && seen[0]
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+        "{seen:?}"
+    );
+}

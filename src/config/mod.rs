@@ -165,9 +165,9 @@ pub struct SystemConfig {
     /// branches, and a transaction or statement that writes on several dataNodes commits in two
     /// phases (module `xa`); without it only `SET XA = ON` transactions do.
     pub two_phase_commit: bool,
-    /// `instanceId` (manx): this gateway's name in its XA transaction ids; default the host
-    /// name and server port (`<host>-<port>`). Gateways sharing backends need different ones;
-    /// it must not change across restarts, or recovery no longer knows the branches as its own.
+    /// `instanceId` (manx): this gateway's name in its XA transaction ids (1 to 32 letters,
+    /// digits, `_`, `-`). Absent: the id kept in `xaLogDir`'s `INSTANCE` file, made at the
+    /// first start. Gateways sharing backends need different ones.
     pub instance_id: Option<String>,
     /// `xaLogDir` (manx; relative to the config directory), default `xalog`: the XA
     /// coordinator log.

@@ -956,7 +956,7 @@ fn sysparam(server: &Server) -> Answer {
         ),
         (
             "instanceId",
-            server.xa.settings.instance.clone(),
+            server.xa.instance().to_string(),
             "this gateway's name in its XA transaction ids",
         ),
         (
@@ -1015,6 +1015,12 @@ async fn kill(server: &Arc<Server>, norm: &str) -> Answer {
 /// Affected rows = sessions ended.
 async fn kill_xa_sessions(server: &Arc<Server>, list: &str) -> Answer {
     let undecided = server.xa.active_fronts();
+    if list.trim().is_empty() {
+        return error(
+            1003,
+            "kill @@xa_session: name the connection ids (FRONT_ID of show @@xa_session)",
+        );
+    }
     let mut killed = 0;
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Ok(id) = item.parse::<u32>() else {

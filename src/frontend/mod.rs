@@ -131,35 +131,15 @@ fn recorder(config: &Config) -> Result<crate::stats::Recorder, ConfigErrors> {
 }
 
 /// The XA coordinator `config.system` asks for (`instanceId`, `xaLogDir`,
-/// `xaLogSegmentBytes`, `xaRecoveryPeriod`); the instance id defaults to `<host>-<port>`.
+/// `xaLogSegmentBytes`, `xaRecoveryPeriod`); without `instanceId`, the id kept in the log
+/// directory (module [`crate::xa`]).
 ///
 /// Errors: the coordinator log cannot be opened or is damaged (naming `xaLogDir`).
 fn coordinator(config: &Config) -> Result<crate::xa::Coordinator, ConfigErrors> {
     let system = &config.system;
-    let instance = system.instance_id.clone().unwrap_or_else(|| {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let host: String = host
-            .trim()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .take(24)
-            .collect();
-        let host = if host.is_empty() {
-            "manx".to_string()
-        } else {
-            host
-        };
-        format!("{host}-{}", system.server_port)
-    });
     let log_dir = config.dir.join(&system.xa_log_dir);
     crate::xa::Coordinator::open(crate::xa::Settings {
-        instance,
+        instance: system.instance_id.clone(),
         log_dir: log_dir.clone(),
         segment_bytes: system.xa_log_segment_bytes,
         recovery_period: std::time::Duration::from_millis(system.xa_recovery_period_ms),

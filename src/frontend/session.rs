@@ -271,7 +271,9 @@ impl Drop for Session {
                         })
                         .collect();
                     if let Err(failed) = xa.rollback(&tx.gtrid, branches).await {
-                        tracing::warn!(gtrid = %tx.gtrid, ?failed, "XA rollback after client disconnect failed");
+                        // A connection a KILL closed mid-statement: its server rolls the
+                        // (never prepared) branch back as the connection closes.
+                        tracing::info!(gtrid = %tx.gtrid, ?failed, "XA rollback after the client left failed on some connections; they are closed, which rolls their branches back");
                     }
                 });
             }
@@ -323,6 +325,15 @@ async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlErr
             applied: None,
         })
     })
+}
+
+/// Whether a statement's error means its server rolled back the whole transaction, not only
+/// the statement: MySQL's deadlock victim (1213, also PostgreSQL's 40P01 / 40001 as mapped)
+/// and the XA branch rollbacks (1402 `XA_RBROLLBACK`, 1613 `XA_RBTIMEOUT`, 1614
+/// `XA_RBDEADLOCK`).
+fn ends_transaction(e: &crate::backend::BackendError) -> bool {
+    e.server_error()
+        .is_some_and(|(code, _, _)| matches!(code, 1213 | 1402 | 1613 | 1614))
 }
 
 /// Starts XA branch (`gtrid`, `node`) on `node`'s connection; the error names the node.
@@ -1693,6 +1704,17 @@ impl Session {
             other => (w, other),
         };
         match finished {
+            Err(e) if transactional && ends_transaction(&e.source) => {
+                // The server rolled its part of the transaction back (a deadlock victim), as
+                // MySQL rolls back the whole transaction: so are the other dataNodes' parts,
+                // which the client's next BEGIN or COMMIT would otherwise commit alone.
+                self.next_insert_id = None;
+                tracing::info!(connection = id, node = %e.node, error = %e, "the transaction was rolled back on every dataNode");
+                let _ = self.end_transaction("ROLLBACK").await;
+                self.interrupted = None;
+                let e = self.logical_names(&e.node.clone(), e.into());
+                send_error(&slot, w, e).await
+            }
             Err(e) => {
                 self.next_insert_id = None;
                 if implicit {

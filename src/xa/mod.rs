@@ -39,8 +39,10 @@ use log::{CoordinatorLog, Decision, Logged, Record};
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// `instanceId`: this gateway's name in its XIDs, unique among the gateways sharing
-    /// backends (letters, digits, `_`, `-`; at most 32 characters).
-    pub instance: String,
+    /// backends (letters, digits, `_`, `-`; at most 32 characters). `None`: the name kept in
+    /// the log directory's `INSTANCE` file, made at the first start (the host name and a
+    /// random suffix), so it survives host name and port changes.
+    pub instance: Option<String>,
     /// `xaLogDir`: the coordinator log's directory.
     pub log_dir: PathBuf,
     /// `xaLogSegmentBytes`: a log segment is closed past this size.
@@ -211,11 +213,24 @@ impl Coordinator {
     /// Errors: the log cannot be opened or is damaged ([`log::LogError`]).
     pub fn open(settings: Settings) -> Result<Coordinator, log::LogError> {
         let (log, logged) = CoordinatorLog::open(&settings.log_dir, settings.segment_bytes)?;
+        let instance = instance_id(&settings)?;
+        if let Some(other) = logged
+            .keys()
+            .find(|g| !g.starts_with(&format!("manx.{instance}.")))
+        {
+            // Recovery resolves them all the same (it matches the log's ids, whatever their
+            // instance part), but the operator should know the name changed.
+            tracing::warn!(%instance, logged = %other, "the XA coordinator log holds transactions of another instanceId: they are resolved from the log; keep instanceId stable");
+        }
+        let settings = Settings {
+            instance: Some(instance),
+            ..settings
+        };
         let boot = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         Ok(Coordinator {
-            prefix: format!("manx.{}.", settings.instance),
+            prefix: format!("manx.{}.", settings.instance.as_deref().unwrap_or_default()),
             boot,
             next: AtomicU64::new(1),
             log,
@@ -232,6 +247,11 @@ impl Coordinator {
     /// The coordinator log (its counters).
     pub fn log(&self) -> &CoordinatorLog {
         &self.log
+    }
+
+    /// This gateway's instance id in its XIDs.
+    pub fn instance(&self) -> &str {
+        self.settings.instance.as_deref().unwrap_or_default()
     }
 
     /// A new global transaction for client connection `front`: its gtrid,
@@ -618,7 +638,11 @@ impl Coordinator {
             };
             let left = remaining.entry(node.clone()).or_default();
             for xid in xids {
-                if !xid.gtrid.starts_with(&self.prefix) || xid.bqual != *node {
+                // This instance's branches, and any the log knows (written under an earlier
+                // instanceId), of this dataNode.
+                let ours = xid.gtrid.starts_with(&self.prefix)
+                    || lock(&self.unresolved).contains_key(&xid.gtrid);
+                if !ours || xid.bqual != *node {
                     continue;
                 }
                 if running_before.contains(&xid.gtrid)
@@ -701,6 +725,60 @@ impl Coordinator {
     }
 }
 
+/// The instance id: `settings.instance`, else the one in `<xaLogDir>/INSTANCE`, else a new
+/// one (`<host name, at most 16 characters>-<8 random hex digits>`) written there.
+///
+/// Errors: the file cannot be read or written, or holds no valid id.
+fn instance_id(settings: &Settings) -> Result<String, log::LogError> {
+    if let Some(id) = &settings.instance {
+        return Ok(id.clone());
+    }
+    let path = settings.log_dir.join("INSTANCE");
+    let io = |source| log::LogError::Io {
+        path: path.clone(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => {
+            let id = text.trim();
+            if id.is_empty()
+                || id.len() > 32
+                || !id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'))
+            {
+                return Err(io(std::io::Error::other(format!(
+                    "'{id}' is not an instance id (1 to 32 letters, digits, '_' or '-')"
+                ))));
+            }
+            Ok(id.to_string())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+            let host: String = host
+                .trim()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .take(16)
+                .collect();
+            let host = if host.is_empty() {
+                "manx".to_string()
+            } else {
+                host
+            };
+            let id = format!("{host}-{:08x}", rand::random::<u32>());
+            let tmp = settings.log_dir.join(".INSTANCE.tmp");
+            std::fs::write(&tmp, format!("{id}\n"))
+                .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .and_then(|()| std::fs::File::open(&settings.log_dir)?.sync_all())
+                .map_err(io)?;
+            Ok(id)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -745,7 +823,7 @@ mod tests {
 
     fn settings(dir: &std::path::Path) -> Settings {
         Settings {
-            instance: "t1".to_string(),
+            instance: Some("t1".to_string()),
             log_dir: dir.to_path_buf(),
             segment_bytes: 1 << 20,
             recovery_period: Duration::from_secs(10),
