@@ -31,6 +31,16 @@ async fn setup_with(
     ensure_sandbox();
     let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
     let mut c = primary(None).await;
+    // Branches an earlier failed run of the same test left prepared hold locks that would
+    // stop DROP DATABASE: roll them back (each test has its own instanceId).
+    if let Some((_, id)) = properties.iter().find(|(k, _)| *k == "instanceId") {
+        for b in prepared(id).await {
+            let (g, q) = b.split_once('/').unwrap();
+            c.query_drop(format!("XA ROLLBACK '{g}','{q}'"))
+                .await
+                .unwrap();
+        }
+    }
     for db in &databases {
         c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
             .await
