@@ -1,6 +1,6 @@
 //! XA branch identifiers and the statements of two-phase commit on each kind of server
-//! ([`super::BackendConn::xa_start`] and the methods after it; the coordinator is
-//! `crate::xa`).
+//! ([`super::BackendConn::xa_start`] and the methods after it; the coordinator that drives
+//! them sits above the dataHosts).
 //!
 //! manx names a global transaction `manx.<instance>.<boot>.<n>` (the instance's name, the
 //! process start time in milliseconds, a counter) and each of its branches by the dataNode it

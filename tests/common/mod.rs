@@ -218,7 +218,9 @@ pub async fn start_gateway(dir: &Path) -> u16 {
 /// [`start_gateway`], with the manager port also served on a free port: (server port,
 /// manager port).
 pub async fn start_gateway_with_manager(dir: &Path) -> (u16, u16) {
-    let config = Config::load(dir).unwrap_or_else(|e| panic!("test config does not load:\n{e}"));
+    let mut config =
+        Config::load(dir).unwrap_or_else(|e| panic!("test config does not load:\n{e}"));
+    own_xa_log(&mut config);
     let server =
         Arc::new(Server::new(config, Timeouts::default()).unwrap_or_else(|e| panic!("{e}")));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -232,6 +234,18 @@ pub async fn start_gateway_with_manager(dir: &Path) -> (u16, u16) {
     );
     tokio::spawn(server.serve(listener, std::future::pending()));
     (port, manager_port)
+}
+
+/// Gives an in-process gateway an XA coordinator log of its own (`xalog-inproc-<n>` in its
+/// config directory) unless its server.xml names one: the log's directory is locked by the
+/// gateway that opens it, and tests start several gateways on one config directory (an
+/// in-process one beside the `manx` binary, two in-process ones).
+pub fn own_xa_log(config: &mut Config) {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    if !config.system.properties.contains_key("xaLogDir") {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        config.system.xa_log_dir = PathBuf::from(format!("xalog-inproc-{n}"));
+    }
 }
 
 /// The server error of a failed client call: (errno, SQLSTATE, message).
