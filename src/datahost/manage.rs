@@ -178,6 +178,25 @@ impl Cluster {
         self.nodes.keys().map(String::as_str)
     }
 
+    /// Every dataNode's active writeHost, as what it takes to reach it without the cluster:
+    /// for work that may wait on a server and must not hold the configuration meanwhile (XA
+    /// recovery: a reload waits for replaced dataHosts to be let go, [`super::Retired`]).
+    /// Sorted by dataNode name.
+    pub fn write_targets(&self) -> Vec<super::WriteTarget> {
+        self.nodes
+            .iter()
+            .map(|(name, n)| {
+                let source = n.host.choose(super::Intent::Write, None);
+                super::WriteTarget {
+                    node: name.clone(),
+                    database: n.database.clone(),
+                    backend: source.backend.clone(),
+                    statement_timeout: self.statement_timeout,
+                }
+            })
+            .collect()
+    }
+
     /// `switch @@datasource`: makes writeHost `index` (or, without one, the writeHost after
     /// the active one) of dataHost `name` active, as an automatic failover does (idle
     /// connections of the old writeHost closed, `minCon` opened on the new one,

@@ -88,6 +88,34 @@ pub struct DatahostError {
     pub source: BackendError,
 }
 
+/// A dataNode's active writeHost, reachable without holding the cluster
+/// ([`Cluster::write_targets`]).
+#[derive(Debug, Clone)]
+pub struct WriteTarget {
+    /// The dataNode.
+    pub node: String,
+    /// Its database on the server.
+    pub database: String,
+    /// The writeHost's pool.
+    pub backend: Arc<dyn Backend>,
+    /// `sqlExecuteTimeout`, for [`WriteTarget::connect`].
+    statement_timeout: Duration,
+}
+
+impl WriteTarget {
+    /// A connection to the writeHost with the dataNode's database selected, every wait
+    /// bounded by `sqlExecuteTimeout` as for statements.
+    ///
+    /// Errors: the server cannot be reached, the pool has no free connection in time, or the
+    /// database cannot be selected.
+    pub async fn connect(&self) -> Result<Box<dyn BackendConn>, BackendError> {
+        let conn = self.backend.acquire(&self.database).await?;
+        let mut conn = Deadline::new(conn, self.statement_timeout);
+        conn.select_database(&self.database).await?;
+        Ok(Box::new(conn))
+    }
+}
+
 /// One physical server of a dataHost.
 #[derive(Debug)]
 struct Source {

@@ -159,19 +159,23 @@ fn coordinator(config: &Config) -> Result<crate::xa::Coordinator, ConfigErrors> 
 }
 
 /// Runs an XA recovery pass every `xaRecoveryPeriod` (sooner when a commit left a branch to
-/// it) over the dataNodes in force, until the server is gone.
+/// it) over the dataNodes in force while there is something to resolve, until the server is
+/// gone.
 async fn xa_recovery(server: std::sync::Weak<Server>) {
     loop {
         let Some(xa) = server.upgrade().map(|s| s.xa.clone()) else {
             return;
         };
         xa.next_pass().await;
+        if !xa.has_work() {
+            continue;
+        }
         let Some(s) = server.upgrade() else {
             return;
         };
-        let cluster = s.current().cluster.clone();
+        let targets = s.current().cluster.write_targets();
         drop(s);
-        let report = xa.recover(&cluster).await;
+        let report = xa.recover(&targets).await;
         if report.committed + report.rolled_back > 0 || !report.in_doubt.is_empty() {
             tracing::info!(
                 committed = report.committed,
@@ -340,10 +344,14 @@ impl Server {
         // Prepared branches a crash left behind are resolved before the first client comes
         // (bounded: an unreachable server must not hold start-up), then periodically.
         let current = self.current();
-        let cluster = current.cluster.clone();
+        // What recovery needs of the dataNodes, without holding the configuration (a reload
+        // may replace it meanwhile).
+        let targets = current.cluster.write_targets();
+        let two_phase = current.config.system.two_phase_commit;
+        drop(current);
         // With `twoPhaseCommit`, every dataNode must be able to prepare: refused otherwise.
-        if current.config.system.two_phase_commit {
-            let unready = self.xa.unready(&cluster).await;
+        if two_phase {
+            let unready = self.xa.unready(&targets).await;
             if !unready.is_empty() {
                 let list: Vec<String> = unready
                     .iter()
@@ -355,15 +363,13 @@ impl Server {
                 )));
             }
         }
-        drop(current);
-        let first_pass = self.xa.recover(&cluster);
+        let first_pass = self.xa.recover(&targets);
         if tokio::time::timeout(std::time::Duration::from_secs(15), first_pass)
             .await
             .is_err()
         {
             tracing::warn!("XA recovery at start-up took over 15 s; the periodic passes go on");
         }
-        drop(cluster);
         tokio::spawn(xa_recovery(Arc::downgrade(&self)));
         loop {
             let (stream, peer) = tokio::select! {

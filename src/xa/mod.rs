@@ -13,7 +13,8 @@
 //!   committed: a branch whose `XA COMMIT` fails (its server down, the connection cut) is
 //!   committed by recovery and the client gets its OK.
 //!
-//! Recovery ([`Coordinator::recover`]) runs at start-up and every `xaRecoveryPeriod`: it asks
+//! Recovery ([`Coordinator::recover`]) runs at start-up and then every `xaRecoveryPeriod` while
+//! there is something to resolve ([`Coordinator::has_work`]): it asks
 //! the *current* writeHost of every dataNode for its prepared branches (`XA RECOVER`,
 //! `pg_prepared_xacts`; so it follows failovers, Mycat's recovery does not, OPERATIONS.md §3
 //! defect 2), keeps this instance's (`manx.<instance>.`, bqual = that dataNode), skips those
@@ -32,7 +33,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::backend::{BackendConn, BackendError, Xid, xa::unknown_xid};
-use crate::datahost::Cluster;
+use crate::datahost::WriteTarget;
 use log::{CoordinatorLog, Decision, Logged, Record};
 
 /// How two-phase commit is set up (server.xml properties, manx's own).
@@ -595,43 +596,46 @@ impl Coordinator {
             .collect()
     }
 
-    /// The dataNodes whose active writeHost cannot prepare branches, with the reason
-    /// ([`BackendConn::xa_unready`]); unreachable ones are not listed (their statements fail
-    /// on their own).
-    pub async fn unready(&self, cluster: &Cluster) -> Vec<(String, String)> {
+    /// The dataNodes of `targets` whose active writeHost cannot prepare branches, with the
+    /// reason ([`BackendConn::xa_unready`]); unreachable ones are not listed (their statements
+    /// fail on their own).
+    pub async fn unready(&self, targets: &[WriteTarget]) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        for node in cluster.node_names() {
-            let Ok(mut conn) = cluster.acquire(node, false).await else {
-                continue;
-            };
-            if let Ok(Some(reason)) = conn.xa_unready().await {
-                out.push((node.to_string(), format!("{}: {reason}", conn.address())));
+        for t in targets {
+            let checked = tokio::time::timeout(NODE_TIMEOUT, async {
+                let mut conn = t.connect().await.ok()?;
+                conn.xa_unready().await.ok().flatten()
+            })
+            .await;
+            if let Ok(Some(reason)) = checked {
+                out.push((t.node.clone(), format!("{}: {reason}", t.backend.address())));
             }
         }
         out
     }
 
-    /// One recovery pass over `cluster`'s dataNodes ([module docs](self)).
-    pub async fn recover(&self, cluster: &Cluster) -> Recovered {
+    /// One recovery pass over the dataNodes' active writeHosts `targets`
+    /// ([`Cluster::write_targets`] of the configuration in force; [module docs](self)).
+    pub async fn recover(&self, targets: &[WriteTarget]) -> Recovered {
         let _one = self.recovering.lock().await;
         let mut report = Recovered::default();
         let running_before: BTreeSet<String> = lock(&self.running).keys().cloned().collect();
         // dataNode → gtrids of this instance still prepared there after the pass.
         let mut remaining: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        let nodes: Vec<String> = cluster.node_names().map(str::to_string).collect();
-        for node in &nodes {
-            let mut conn = match cluster.acquire(node, false).await {
-                Ok(c) => c,
+        let nodes: Vec<String> = targets.iter().map(|t| t.node.clone()).collect();
+        for (node, target) in nodes.iter().zip(targets) {
+            // Bounded: a server that does not answer must not hold the pass.
+            let listed = tokio::time::timeout(NODE_TIMEOUT, async {
+                let mut conn = target.connect().await.map_err(|e| e.to_string())?;
+                let xids = conn.xa_recover().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>((conn, xids))
+            })
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer in {NODE_TIMEOUT:?}")));
+            let (mut conn, xids) = match listed {
+                Ok(found) => found,
                 Err(e) => {
-                    tracing::warn!(node, error = %e, "XA recovery cannot reach the dataNode's writeHost");
-                    report.unreachable.push(node.clone());
-                    continue;
-                }
-            };
-            let xids = match conn.xa_recover().await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!(node, error = %e, "XA recovery: listing prepared branches failed");
+                    tracing::warn!(node, error = %e, "XA recovery cannot list the prepared branches of the dataNode's writeHost");
                     report.unreachable.push(node.clone());
                     continue;
                 }
@@ -718,6 +722,14 @@ impl Coordinator {
         report
     }
 
+    /// Whether a periodic pass has anything to look for: logged transactions not done (from
+    /// the log at start-up or left by a failed commit or rollback), or in-doubt branches the
+    /// operator may have resolved since. New in-doubt branches only appear with a lost log,
+    /// which the pass at start-up finds; in steady state no pass runs.
+    pub fn has_work(&self) -> bool {
+        !lock(&self.unresolved).is_empty() || !lock(&self.in_doubt).is_empty()
+    }
+
     /// Waits for the next recovery pass to be due: `xaRecoveryPeriod`, or sooner when a
     /// commit left a branch unresolved.
     pub async fn next_pass(&self) {
@@ -778,6 +790,9 @@ fn instance_id(settings: &Settings) -> Result<String, log::LogError> {
         Err(e) => Err(io(e)),
     }
 }
+
+/// The longest a recovery pass waits for one dataNode's writeHost to list its branches.
+const NODE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
