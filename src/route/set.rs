@@ -340,35 +340,11 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
     for item in split_top(&toks) {
         let (key, value) = assignment(rest, item)?;
         if key == "xa" {
-            let v = super::scan::unquote(value).to_ascii_lowercase();
-            xa = Some(match v.as_str() {
-                "1" | "on" | "true" => true,
-                "0" | "off" | "false" => false,
-                _ => {
-                    return Err(RouteError {
-                        code: 1231,
-                        state: "42000",
-                        message: format!("Variable 'xa' can't be set to the value of '{v}'"),
-                    });
-                }
-            });
+            xa = Some(switch_value(&key, value)?);
             continue;
         }
         if key == "autocommit" {
-            let v = super::scan::unquote(value).to_ascii_lowercase();
-            autocommit = Some(match v.as_str() {
-                "1" | "on" | "true" => true,
-                "0" | "off" | "false" => false,
-                _ => {
-                    return Err(RouteError {
-                        code: 1231,
-                        state: "42000",
-                        message: format!(
-                            "Variable 'autocommit' can't be set to the value of '{v}'"
-                        ),
-                    });
-                }
-            });
+            autocommit = Some(switch_value(&key, value)?);
             continue;
         }
         let literal = is_literal(value);
@@ -409,6 +385,23 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         return Ok(Local::SetAutocommit(v));
     }
     Ok(Local::Set { autocommit, items })
+}
+
+/// The value of an on/off variable (`autocommit`, Mycat's `xa`): `1`/`ON`/`TRUE` or
+/// `0`/`OFF`/`FALSE`, quoted or not, in any case.
+///
+/// Errors: MySQL's 1231 naming the variable and the value.
+fn switch_value(key: &str, value: &str) -> Result<bool, RouteError> {
+    let v = super::scan::unquote(value).to_ascii_lowercase();
+    match v.as_str() {
+        "1" | "on" | "true" => Ok(true),
+        "0" | "off" | "false" => Ok(false),
+        _ => Err(RouteError {
+            code: 1231,
+            state: "42000",
+            message: format!("Variable '{key}' can't be set to the value of '{v}'"),
+        }),
+    }
 }
 
 /// The token slices of the comma-separated assignments (commas inside parentheses belong to

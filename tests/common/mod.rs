@@ -92,6 +92,25 @@ pub fn sample_statements() -> Vec<String> {
         .collect()
 }
 
+/// Three physical databases `t_<prefix>_db1..3` on the sandbox primary (started when needed)
+/// with the sample tables, dropping leftovers of an earlier run.
+pub async fn sample_databases(prefix: &str) -> Vec<String> {
+    ensure_sandbox();
+    let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
+    let mut c = primary(None).await;
+    for db in &databases {
+        c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+            .await
+            .unwrap();
+        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+        c.query_drop(format!("USE {db}")).await.unwrap();
+        for stmt in sample_statements() {
+            c.query_drop(stmt).await.unwrap();
+        }
+    }
+    databases
+}
+
 /// One test's world: three physical databases `<prefix>_db1..3` on the primary, a config
 /// directory pointing TESTDB's dn1..dn3 at them, and a gateway serving it.
 pub struct Fixture {
@@ -115,20 +134,7 @@ impl Fixture {
     /// Creates the databases (dropping leftovers of an earlier run) with the sample tables and
     /// starts a gateway.
     pub async fn start(prefix: &str, extra: Extra) -> Fixture {
-        ensure_sandbox();
-        let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
-        let mut c = primary(None).await;
-        for db in &databases {
-            c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
-                .await
-                .unwrap();
-            c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-            c.query_drop(format!("USE {db}")).await.unwrap();
-            for stmt in sample_statements() {
-                c.query_drop(stmt).await.unwrap();
-            }
-        }
-        drop(c);
+        let databases = sample_databases(prefix).await;
         let dir = tempfile::tempdir().unwrap();
         write_config(dir.path(), &databases, &extra);
         for (name, content) in &extra.files {
