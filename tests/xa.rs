@@ -77,21 +77,7 @@ async fn ids(databases: &[String], table: &str) -> Vec<Vec<i64>> {
 /// The prepared XA branches of instance `instance` on the sandbox primary, as
 /// `gtrid/bqual`.
 async fn prepared(instance: &str) -> Vec<String> {
-    let mut c = primary(None).await;
-    let rows: Vec<(i64, i64, i64, Vec<u8>)> = c.query("XA RECOVER").await.unwrap();
-    let prefix = format!("manx.{instance}.");
-    let mut out: Vec<String> = rows
-        .into_iter()
-        .filter_map(|(_, g, _, data)| {
-            let data = String::from_utf8(data).ok()?;
-            let (gtrid, bqual) = data.split_at(g as usize);
-            gtrid
-                .starts_with(&prefix)
-                .then(|| format!("{gtrid}/{bqual}"))
-        })
-        .collect();
-    out.sort();
-    out
+    prepared_at(common::PRIMARY_PORT, instance).await
 }
 
 /// `show @@xa_session` rows (FRONT_ID, XA_ID, XA_STATE, SHARDING_NODES).
