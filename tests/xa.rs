@@ -614,6 +614,17 @@ async fn start_up_refuses_a_postgres_server_that_cannot_prepare() {
     );
 }
 
+/// Adds `tables` (schema.xml `<table>` elements) to TESTDB in `dir`, and table rule `mod2`.
+fn add_tables(dir: &std::path::Path, tables: &str) {
+    let schema = dir.join("schema.xml");
+    let text = std::fs::read_to_string(&schema).unwrap().replace(
+        r#"<table name="travelrecord""#,
+        &format!("{tables}\n\t\t<table name=\"travelrecord\""),
+    );
+    std::fs::write(&schema, text).unwrap();
+    add_mod2_rule(dir);
+}
+
 /// Adds table rule `mod2` (`PartitionByMod`, count 2: dn1, dn2) to the rule.xml in `dir`.
 fn add_mod2_rule(dir: &std::path::Path) {
     let path = dir.join("rule.xml");
@@ -644,15 +655,11 @@ async fn transfers_killed_five_times_stay_all_or_nothing() {
         ],
     )
     .await;
-    let schema = dir.path().join("schema.xml");
-    let text = std::fs::read_to_string(&schema).unwrap().replace(
-        r#"<table name="travelrecord""#,
+    add_tables(
+        dir.path(),
         r#"<table name="acct" dataNode="dn1,dn2" rule="mod2" />
-		<table name="ledger" type="global" dataNode="dn1,dn2,dn3" />
-		<table name="travelrecord""#,
+		<table name="ledger" type="global" dataNode="dn1,dn2,dn3" />"#,
     );
-    std::fs::write(&schema, text).unwrap();
-    add_mod2_rule(dir.path());
     for (i, db) in databases.iter().enumerate() {
         let mut c = primary(Some(db)).await;
         c.query_drop(
@@ -785,14 +792,10 @@ async fn dble_1114_sysbench_read_write_with_xa_killed_and_restarted_leaves_nothi
         ],
     )
     .await;
-    let schema = dir.path().join("schema.xml");
-    let text = std::fs::read_to_string(&schema).unwrap().replace(
-        r#"<table name="travelrecord""#,
-        r#"<table name="sbtest1" dataNode="dn1,dn2" rule="mod2" />
-		<table name="travelrecord""#,
+    add_tables(
+        dir.path(),
+        r#"<table name="sbtest1" dataNode="dn1,dn2" rule="mod2" />"#,
     );
-    std::fs::write(&schema, text).unwrap();
-    add_mod2_rule(dir.path());
     let ports = (closed_port(), closed_port());
     let login = ("root", "123456", "TESTDB");
     let args = |port: u16| -> Vec<String> {
@@ -1233,6 +1236,19 @@ async fn pg_setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempD
 }
 
 /// The ids of `orders` in each PostgreSQL database, and the prepared transactions there.
+/// [`pg_setup`] served by an in-process gateway, and a client of schema PGDB in an XA
+/// transaction (`SET autocommit = 0; SET XA = ON`).
+async fn pg_xa_session(prefix: &str, instance: &str) -> (tempfile::TempDir, Vec<String>, Conn) {
+    let (dir, databases) = pg_setup(prefix, &[("instanceId", instance)]).await;
+    let (port, _) = start_gateway_with_manager(dir.path()).await;
+    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SET XA = ON").await.unwrap();
+    (dir, databases, c)
+}
+
 async fn pg_ids(databases: &[String]) -> (Vec<Vec<i64>>, Vec<String>) {
     let mut out = Vec::new();
     let mut gids = Vec::new();
@@ -1263,13 +1279,7 @@ async fn pg_ids(databases: &[String]) -> (Vec<Vec<i64>>, Vec<String>) {
 /// with the command tag ROLLBACK. The coordinator must not take that for a prepared branch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_branch_aborted_by_a_statement_error_is_not_committed_as_prepared() {
-    let (dir, databases) = pg_setup("xa_pgabort", &[("instanceId", "xapgabort")]).await;
-    let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
-        .await
-        .unwrap();
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let (_dir, databases, mut c) = pg_xa_session("xa_pgabort", "xapgabort").await;
     // 3 → pgdn1, 1 → pgdn2 (mod-long over three nodes).
     c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
         .await
@@ -1546,13 +1556,7 @@ async fn sigkill_under_load_leaves_every_transaction_whole() {
 /// client is told its transaction committed while the backend kept none of it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_single_aborted_branch_is_not_reported_committed() {
-    let (dir, databases) = pg_setup("xa_pgone", &[("instanceId", "xapgone")]).await;
-    let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
-        .await
-        .unwrap();
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let (_dir, databases, mut c) = pg_xa_session("xa_pgone", "xapgone").await;
     c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
         .await
         .unwrap();
