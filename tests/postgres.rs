@@ -31,15 +31,9 @@ pub async fn pg_fixture_with(
   <table name="regions" primaryKey="id" type="global" dataNode="pgdn1,pgdn2,pgdn3" />
 </schema>
 <schema name="PGONE" dataNode="pgdn1"></schema>
-<dataNode name="pgdn1" dataHost="pghost" database="{}" />
-<dataNode name="pgdn2" dataHost="pghost" database="{}" />
-<dataNode name="pgdn3" dataHost="pghost" database="{}" />
-<dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
-  <heartbeat>select 1</heartbeat>
-  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
-</dataHost>
+{}
 {more_xml}"#,
-        databases[0], databases[1], databases[2]
+        common::postgres::pg_nodes_xml(databases)
     );
     Fixture::start(
         prefix,

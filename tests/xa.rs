@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::postgres::{PG_PORT, pg, pg_databases};
+use common::postgres::{pg, pg_databases};
 use common::{
     Extra, GatewayProcess, closed_port, ensure_sandbox, opts, primary, server_error,
     start_gateway_with_manager, system_xml, write_config,
@@ -1221,21 +1221,14 @@ async fn pg_setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempD
         r#"<schema name="PGDB" checkSQLschema="false">
   <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
 </schema>
-<dataNode name="pgdn1" dataHost="pghost" database="{}" />
-<dataNode name="pgdn2" dataHost="pghost" database="{}" />
-<dataNode name="pgdn3" dataHost="pghost" database="{}" />
-<dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
-  <heartbeat>select 1</heartbeat>
-  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
-</dataHost>"#,
-        names[0], names[1], names[2]
+{}"#,
+        common::postgres::pg_nodes_xml(&names)
     );
     let users = r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB</property></user>"#;
     let (dir, _) = setup_with(prefix, properties, &schema_xml, users).await;
     (dir, names)
 }
 
-/// The ids of `orders` in each PostgreSQL database, and the prepared transactions there.
 /// [`pg_setup`] served by an in-process gateway, and a client of schema PGDB in an XA
 /// transaction (`SET autocommit = 0; SET XA = ON`).
 async fn pg_xa_session(prefix: &str, instance: &str) -> (tempfile::TempDir, Vec<String>, Conn) {
@@ -1249,6 +1242,7 @@ async fn pg_xa_session(prefix: &str, instance: &str) -> (tempfile::TempDir, Vec<
     (dir, databases, c)
 }
 
+/// The ids of `orders` in each PostgreSQL database, and the prepared transactions there.
 async fn pg_ids(databases: &[String]) -> (Vec<Vec<i64>>, Vec<String>) {
     let mut out = Vec::new();
     let mut gids = Vec::new();

@@ -404,3 +404,18 @@ pub async fn pg_databases(prefix: &str, n: usize) -> Vec<String> {
     }
     names
 }
+
+/// dataNodes `pgdn1..3` on `databases` (three) of the sandbox PostgreSQL, dataHost `pghost`
+/// (account `manx`), as schema.xml text.
+pub fn pg_nodes_xml(databases: &[String]) -> String {
+    format!(
+        r#"<dataNode name="pgdn1" dataHost="pghost" database="{}" />
+<dataNode name="pgdn2" dataHost="pghost" database="{}" />
+<dataNode name="pgdn3" dataHost="pghost" database="{}" />
+<dataHost name="pghost" maxCon="20" minCon="1" balance="0" writeType="0" dbType="postgresql" dbDriver="native" switchType="-1">
+  <heartbeat>select 1</heartbeat>
+  <writeHost host="pgM1" url="jdbc:postgresql://127.0.0.1:{PG_PORT}/postgres" user="manx" password="manx" />
+</dataHost>"#,
+        databases[0], databases[1], databases[2]
+    )
+}
