@@ -181,6 +181,11 @@ missing_packages() {
     [[ -e /usr/lib/galera/libgalera_smm.so || -e /usr/lib/libgalera_smm.so ]] || pkgs+=(galera-4)
     [[ -n $PGBIN ]] || pkgs+=(postgresql)
     [[ -n $PSQL && -n $PG_ISREADY ]] || pkgs+=(postgresql-client)
+    # ZooKeeper, for the cluster-mode tests' throwaway servers (tests/common/zookeeper.rs, not a
+    # sandbox server): what they run, Debian's server jar and its dependencies (libzookeeper-java),
+    # slf4j-simple (libslf4j-java) and a JRE, all dependencies of the zookeeper package.
+    [[ -e /usr/share/java/zookeeper.jar && -e /usr/share/java/slf4j-simple.jar && -x /usr/bin/java ]] ||
+        pkgs+=(zookeeper)
     echo "${pkgs[*]}"
 }
 

@@ -6,7 +6,9 @@ pub mod clients;
 pub mod mariadb;
 pub mod mirror;
 pub mod postgres;
+pub mod proxy;
 pub mod raw;
+pub mod zookeeper;
 
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
