@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod coord;
 pub mod datahost;
 pub mod engine;
 pub mod frontend;

@@ -3,21 +3,24 @@
 use std::path::Path;
 
 const MODULES: &[&str] = &[
-    "config", "backend", "route", "datahost", "sequence", "xa", "engine", "stats", "frontend",
+    "config", "backend", "coord", "route", "datahost", "sequence", "xa", "engine", "stats",
+    "frontend",
 ];
 
 /// What each module may use from the crate.
 fn allowed(module: &str) -> &'static [&'static str] {
     match module {
         "config" | "backend" => &[],
+        // ZooKeeper coordination sits below datahost (shared/DESIGN.md).
+        "coord" => &["config"],
         "route" => &["config"],
-        "datahost" => &["config", "backend"],
+        "datahost" => &["config", "backend", "coord"],
         "sequence" => &["config", "backend", "datahost"],
         "xa" => &["config", "backend", "datahost"],
         "engine" => &["route", "backend"],
         "stats" => &[],
         "frontend" => &[
-            "config", "backend", "route", "datahost", "sequence", "xa", "engine", "stats",
+            "config", "backend", "coord", "route", "datahost", "sequence", "xa", "engine", "stats",
         ],
         _ => unreachable!(),
     }

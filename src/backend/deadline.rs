@@ -285,4 +285,8 @@ impl BackendConn for Deadline {
         self.expired.store(true, Ordering::Release);
         self.inner.abandon();
     }
+
+    fn track_writes(&mut self, acked: Arc<super::position::Acked>) {
+        self.inner.track_writes(acked);
+    }
 }

@@ -10,6 +10,7 @@ pub mod deadline;
 pub mod grants;
 pub mod mysql;
 mod pool;
+pub mod position;
 pub mod postgres;
 pub mod stateless;
 pub mod xa;
@@ -281,6 +282,14 @@ pub trait BackendConn: Send + Sync {
     /// [`deadline`]): when dropped, it is closed instead of going back to its pool, whatever
     /// it was doing. The default does nothing, for connections no pool reuses.
     fn abandon(&mut self) {}
+
+    /// From now on, every write and `COMMIT` this connection runs also reads the replication
+    /// position it produced into `acked` ([`position`]), in the same round trip; a failure to
+    /// read it fails the statement (it was not acknowledged). The default does nothing: a
+    /// backend without positions (PostgreSQL, for now) tracks nothing.
+    fn track_writes(&mut self, acked: Arc<position::Acked>) {
+        let _ = acked;
+    }
 }
 
 /// The kind of string weights a server computes for the merge.

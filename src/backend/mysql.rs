@@ -86,6 +86,7 @@ impl Backend for MysqlBackend {
                 conn: Holder::Pooled(conn),
                 address: self.address.clone(),
                 use_pending: None,
+                track: None,
             })),
             Err(PoolError::Backend(e)) => Err(e),
             Err(PoolError::Timeout(kind)) => Err(BackendError::Timeout(format!(
@@ -120,6 +121,7 @@ impl Backend for MysqlBackend {
             conn: Holder::Direct(conn),
             address: self.address.clone(),
             use_pending: None,
+            track: None,
         }))
     }
 
@@ -429,6 +431,8 @@ struct PooledConn {
     /// The database [`BackendConn::select_database`] asked for, when the connection has another
     /// one selected: `USE` goes in front of the next statement, in the same packet.
     use_pending: Option<String>,
+    /// Where the GTIDs of this holder's writes go ([`BackendConn::track_writes`]).
+    track: Option<Arc<super::position::Acked>>,
 }
 
 /// A connection checked out of the pool, or one opened beside it ([`Backend::connect`]).
@@ -495,6 +499,10 @@ impl BackendConn for PooledConn {
         self.use_pending =
             (self.conn.database.as_deref() != Some(database)).then(|| database.to_string());
         Ok(())
+    }
+
+    fn track_writes(&mut self, acked: Arc<super::position::Acked>) {
+        self.track = Some(acked);
     }
 
     fn canceller(&self) -> Option<Arc<dyn Canceller>> {
@@ -587,6 +595,11 @@ impl BackendConn for PooledConn {
             return Ok(Response::Ok(OkInfo::default()));
         }
         let use_db = self.use_pending.take();
+        let track = self
+            .track
+            .clone()
+            .filter(|_| super::position::is_write(sql));
+        let tracked = track.is_some();
         let clears =
             c.foreign_found_rows && crate::sqltext::contains_ignore_ascii_case(sql, "FOUND_ROWS");
         c.foreign_found_rows &= !clears;
@@ -606,7 +619,7 @@ impl BackendConn for PooledConn {
         let conn = &mut c.conn;
         let database = &mut c.database;
         let sent = async move {
-            if !(begin || clears || use_db.is_some()) {
+            if !(begin || clears || use_db.is_some() || tracked) {
                 return conn.query_iter(sql).await;
             }
             let mut text = String::with_capacity(sql.len() + 64);
@@ -622,6 +635,10 @@ impl BackendConn for PooledConn {
                 text.push(';');
             }
             text.push_str(sql);
+            if tracked {
+                // Read after the statement's result: its OK, then this one-row result.
+                text.push_str(";SELECT @@last_gtid");
+            }
             let skip = usize::from(use_db.is_some()) + usize::from(begin) + usize::from(clears);
             // The first result is USE's when there is one: a failed USE ends the packet there,
             // with the database unchanged.
@@ -648,6 +665,20 @@ impl BackendConn for PooledConn {
                 info: result.info().into_owned(),
             };
             *in_flight = true;
+            let mut result = result;
+            if let Some(acked) = &track {
+                // Past the statement's OK to the GTID's result, then its one row.
+                let gtid = async {
+                    result.next().await?;
+                    let row = result.next().await?;
+                    Ok::<_, mysql_async::Error>(row.and_then(|r| r.get_opt::<String, _>(0)?.ok()))
+                }
+                .await
+                .map_err(convert_error)?;
+                if let Some(g) = gtid {
+                    acked.record(&g);
+                }
+            }
             let dropped = result.drop_result().await;
             *in_flight = false;
             dropped.map_err(convert_error)?;

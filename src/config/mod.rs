@@ -10,6 +10,7 @@
 mod decrypt;
 pub mod dnindex;
 pub(crate) mod expand;
+pub mod myid;
 mod rule;
 mod schema;
 mod server;
@@ -177,6 +178,17 @@ pub struct SystemConfig {
     /// `xaRecoveryPeriod` in milliseconds (manx), default 10 000 (Mycat's retry period): how
     /// often XA recovery looks for prepared branches left behind.
     pub xa_recovery_period_ms: u64,
+    /// `useZKSwitch` (Mycat's, default false): with ZooKeeper cluster mode (`myid.properties`,
+    /// module [`crate::coord`]), writeHost switches are decided by one instance holding the
+    /// leadership and followed by every instance; no instance switches on its own.
+    pub use_zk_switch: bool,
+    /// `zkSessionTimeout` in milliseconds (manx), default 6 000: the ZooKeeper session timeout
+    /// asked for; an instance cut off for longer loses its leadership and its vote.
+    pub zk_session_timeout_ms: u64,
+    /// `failoverCatchUpTimeout` in milliseconds (manx), default 10 000: how long a coordinated
+    /// failover waits for the standby to apply every write the gateways acknowledged before it
+    /// refuses the switch (and retries at the next check).
+    pub failover_catch_up_timeout_ms: u64,
     /// `charset`, default `utf8`.
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
@@ -726,6 +738,9 @@ impl Default for SystemConfig {
             xa_log_dir: PathBuf::from("xalog"),
             xa_log_segment_bytes: 64 << 20,
             xa_recovery_period_ms: 10_000,
+            use_zk_switch: false,
+            zk_session_timeout_ms: 6_000,
+            failover_catch_up_timeout_ms: 10_000,
             properties: BTreeMap::new(),
         }
     }

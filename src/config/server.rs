@@ -134,6 +134,29 @@ pub(super) fn load(
                         system.instance_id = Some(value.clone());
                     }
                 }
+                "useZKSwitch" => match value.as_str() {
+                    "0" | "false" => system.use_zk_switch = false,
+                    "1" | "true" => system.use_zk_switch = true,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("useZKSwitch '{value}' is not true or false"),
+                    )),
+                },
+                "zkSessionTimeout" | "failoverCatchUpTimeout" => match value.parse::<u64>() {
+                    Ok(ms) if (100..=3_600_000).contains(&ms) => {
+                        if name == "zkSessionTimeout" {
+                            system.zk_session_timeout_ms = ms;
+                        } else {
+                            system.failover_catch_up_timeout_ms = ms;
+                        }
+                    }
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("{name} '{value}' is not a number of milliseconds from 100 to 3600000"),
+                    )),
+                },
                 "xaLogDir" => system.xa_log_dir = dir.join(&value),
                 "xaLogSegmentBytes" => match value.parse::<u64>() {
                     Ok(n) if n >= 1 => system.xa_log_segment_bytes = n,

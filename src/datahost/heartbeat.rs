@@ -316,6 +316,11 @@ impl DataHost {
         if p.switch_type == -1 || p.not_switch || p.write_type != 0 || n < 2 {
             return;
         }
+        // Cluster mode: the leader decides from every instance's reports (module
+        // `coordinated`); this instance only reports what its heartbeats see.
+        if self.dnindex.coordinated.load(Ordering::Acquire) {
+            return;
+        }
         let active = self.active_index();
         let old = &self.write_hosts[active].source;
         let read_only = old.health.alive() && old.health.in_recovery();

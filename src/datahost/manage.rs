@@ -207,11 +207,26 @@ impl Cluster {
     ///
     /// Errors: `index` is not one of the dataHost's writeHosts.
     pub fn switch_datasource(&self, name: &str, index: Option<usize>) -> Result<bool, String> {
+        let Some(to) = self.switch_target(name, index)? else {
+            return Ok(false);
+        };
         let Some(h) = self.hosts.iter().find(|h| h.name == name) else {
             return Ok(false);
         };
+        Ok(h.switch(h.active_index(), to, "switch @@datasource"))
+    }
+
+    /// The writeHost `switch @@datasource name[:index]` would make active: `index`, or the one
+    /// after the active one. `Ok(None)` when `name` is not a dataHost, has a `writeType` other
+    /// than 0, or the writeHost is already active.
+    ///
+    /// Errors: `index` is not one of the dataHost's writeHosts.
+    pub fn switch_target(&self, name: &str, index: Option<usize>) -> Result<Option<usize>, String> {
+        let Some(h) = self.hosts.iter().find(|h| h.name == name) else {
+            return Ok(None);
+        };
         if h.policy.write_type != 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let n = h.write_hosts.len();
         let from = h.active_index();
@@ -224,10 +239,7 @@ impl Cluster {
             Some(i) => i,
             None => (from + 1) % n,
         };
-        if to == from {
-            return Ok(false);
-        }
-        Ok(h.switch(from, to, "switch @@datasource"))
+        Ok((to != from).then_some(to))
     }
 
     /// `stop @@heartbeat name:seconds`: holds the heartbeat of dataHost `name`'s active

@@ -26,6 +26,7 @@
 
 pub mod accounts;
 mod balance;
+pub mod coordinated;
 mod health;
 mod heartbeat;
 pub mod manage;
@@ -164,6 +165,9 @@ struct DnIndex {
     /// Switches of an active writeHost (failovers and `switch @@datasource`) since start,
     /// across reloads (`manx_datahost_switches_total`).
     switches: std::sync::atomic::AtomicU64,
+    /// Cluster mode (module [`coordinated`]): switches come only from ZooKeeper, and writes
+    /// record their GTIDs.
+    coordinated: AtomicBool,
 }
 
 impl DnIndex {
@@ -205,6 +209,8 @@ pub struct DataHost {
     databases: Vec<String>,
     /// Its heartbeat tasks were started (once per dataHost, whichever cluster holds it).
     beating: AtomicBool,
+    /// The GTIDs of the writes acknowledged on it (cluster mode, [`coordinated`]).
+    acked: Arc<crate::backend::position::Acked>,
 }
 
 fn source(
@@ -303,6 +309,7 @@ impl DataHost {
             config: config.clone(),
             databases,
             beating: AtomicBool::new(false),
+            acked: Arc::default(),
         }
     }
 
@@ -517,6 +524,7 @@ impl Cluster {
             dir: config.dir.clone(),
             indexes: Mutex::new(BTreeMap::new()),
             switches: std::sync::atomic::AtomicU64::new(0),
+            coordinated: AtomicBool::new(false),
         });
         let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new(), false)?;
         cluster.save_dnindex().map_err(|e| {
@@ -911,5 +919,8 @@ async fn connect(
     counter.fetch_add(1, Ordering::Relaxed);
     let mut conn = Deadline::new(conn, statement_timeout);
     conn.select_database(&n.database).await.map_err(fail)?;
+    if intent == Intent::Write && n.host.dnindex.coordinated.load(Ordering::Acquire) {
+        conn.track_writes(n.host.acked.clone());
+    }
     Ok(Box::new(conn))
 }

@@ -172,7 +172,7 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
         // made meanwhile would be lost with the dataHost it was made on).
         "switch" => {
             let _one = server.reloads.hold().await;
-            switch(server, &norm, sql)
+            switch(server, &norm, sql).await
         }
         "stop" => {
             let _one = server.reloads.hold().await;
@@ -309,6 +309,10 @@ const HELP: &[(&str, &str)] = &[
         "Report XA transactions and in-doubt branches",
     ),
     (
+        "show @@cluster",
+        "Report ZooKeeper cluster mode: leader, epoch, acknowledged positions",
+    ),
+    (
         "kill @@xa_session id1,id2,...",
         "Kill client connections of ACTIVE XA transactions",
     ),
@@ -404,6 +408,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         ("@@heartbeat", None) => heartbeat(server),
         ("@@connection", None) => connections(server),
         ("@@xa_session", None) => xa_sessions(server),
+        ("@@cluster", None) => cluster(server),
         ("@@backend", None) => Answer::Rows {
             columns: vec![
                 ("processor", TEXT),
@@ -1041,6 +1046,63 @@ async fn kill_xa_sessions(server: &Arc<Server>, list: &str) -> Answer {
     ok(killed, "")
 }
 
+/// `show @@cluster` (manx): ZooKeeper cluster mode as this instance sees it, one row per
+/// dataHost: this instance's MYID, ZK (`connected`, `disconnected`, or `off` outside cluster
+/// mode), the LEADER's myid, the EPOCH of the index document last followed, the DATAHOST, its
+/// active INDEX, POSITION (the GTIDs of the writes acknowledged on it by this instance) and
+/// NOTE (the last failover decision about it, or why a switch was refused and which writes
+/// were at risk).
+fn cluster(server: &Server) -> Answer {
+    let current = server.current();
+    let (myid, zk, leader, epoch, notes) = match server.coordination.get() {
+        Some(c) => {
+            let (connected, leader, epoch, hosts) = c.snapshot();
+            (
+                c.settings.myid.myid.clone(),
+                if connected {
+                    "connected"
+                } else {
+                    "disconnected"
+                },
+                leader,
+                epoch,
+                hosts,
+            )
+        }
+        None => (String::new(), "off", String::new(), 0, Default::default()),
+    };
+    Answer::Rows {
+        columns: vec![
+            ("MYID", TEXT),
+            ("ZK", TEXT),
+            ("LEADER", TEXT),
+            ("EPOCH", LONGLONG),
+            ("DATAHOST", TEXT),
+            ("INDEX", LONG),
+            ("POSITION", TEXT),
+            ("NOTE", TEXT),
+        ],
+        rows: current
+            .cluster
+            .host_positions()
+            .into_iter()
+            .map(|(name, index, position)| {
+                let note = notes.get(&name).map(|h| h.note.clone()).unwrap_or_default();
+                vec![
+                    text(&myid),
+                    text(zk),
+                    text(&leader),
+                    text(epoch),
+                    text(&name),
+                    text(index),
+                    text(position),
+                    text(note),
+                ]
+            })
+            .collect(),
+    }
+}
+
 /// `show @@xa_session` (DBLE's columns): the XA transactions of this instance: those its
 /// sessions run (FRONT_ID, state ACTIVE...COMMITTING), those left to recovery (FRONT_ID 0,
 /// COMMIT_PENDING / ROLLBACK_PENDING), and the branches the last recovery pass found prepared
@@ -1070,8 +1132,10 @@ fn xa_sessions(server: &Server) -> Answer {
     }
 }
 
-/// `switch @@datasource name[,name|$range][:index]`.
-fn switch(server: &Server, norm: &str, sql: &str) -> Answer {
+/// `switch @@datasource name[,name|$range][:index]`. In cluster mode (`useZKSwitch`) the new
+/// index is written to ZooKeeper for every instance to follow
+/// ([`crate::datahost::coordinated::Coordination::switch`]).
+async fn switch(server: &Server, norm: &str, sql: &str) -> Answer {
     if !norm.starts_with("switch @@datasource ") {
         return unsupported(sql);
     }
@@ -1091,8 +1155,20 @@ fn switch(server: &Server, norm: &str, sql: &str) -> Answer {
         Err(e) => return error(1003, format!("switch @@datasource: {e}")),
     };
     let mut switched = 0;
+    let cluster = server.current().cluster.clone();
     for name in &names {
-        match server.current().cluster.switch_datasource(name, index) {
+        if let Some(coordination) = server.coordination.get() {
+            match cluster.switch_target(name, index) {
+                Ok(Some(to)) => match coordination.switch(&cluster, name, to).await {
+                    Ok(()) => switched += 1,
+                    Err(e) => return error(1003, format!("switch @@datasource: {e}")),
+                },
+                Ok(None) => {}
+                Err(e) => return error(1003, format!("switch @@datasource: {e}")),
+            }
+            continue;
+        }
+        match cluster.switch_datasource(name, index) {
             Ok(true) => switched += 1,
             Ok(false) => {}
             Err(e) => return error(1003, format!("switch @@datasource: {e}")),

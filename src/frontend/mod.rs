@@ -212,6 +212,11 @@ pub struct Server {
     pub stats: crate::stats::Recorder,
     /// The XA coordinator: two-phase commit and its recovery (module [`crate::xa`]).
     pub xa: Arc<crate::xa::Coordinator>,
+    /// `myid.properties` with `loadZk=true` (ZooKeeper cluster mode), when present.
+    pub myid: Option<crate::config::myid::MyId>,
+    /// Coordinated failover, started by [`Server::serve`] in cluster mode with `useZKSwitch`
+    /// (module [`crate::datahost::coordinated`]).
+    pub coordination: std::sync::OnceLock<Arc<crate::datahost::coordinated::Coordination>>,
 }
 
 /// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
@@ -241,6 +246,13 @@ impl Server {
         let tls = load_tls(&config)?;
         let stats = recorder(&config)?;
         let xa = Arc::new(coordinator(&config)?);
+        let myid = crate::config::myid::load(&config.dir).map_err(|message| {
+            ConfigErrors(vec![ConfigError {
+                origin: Origin::new(&config.dir.join(crate::config::myid::FILE), 0),
+                element: String::new(),
+                message,
+            }])
+        })?;
         let sequences = Sequences::new(&config);
         let connections = limits::Connections::new(config.system.max_connections);
         let first = reload::Generation::first(config, timeouts)?;
@@ -256,6 +268,8 @@ impl Server {
             pending_rollbacks: std::sync::atomic::AtomicUsize::new(0),
             stats,
             xa,
+            myid,
+            coordination: std::sync::OnceLock::new(),
         })
     }
 
@@ -302,6 +316,33 @@ impl Server {
         interrupted
     }
 
+    /// Starts coordinated failover when `myid.properties` has `loadZk=true` and `server.xml`
+    /// `useZKSwitch=true` (module [`crate::datahost::coordinated`]); otherwise failover stays
+    /// local, as without ZooKeeper.
+    fn start_coordination(self: &Arc<Self>, config: &Config) {
+        let Some(myid) = self.myid.clone() else {
+            return;
+        };
+        let system = &config.system;
+        if !system.use_zk_switch {
+            tracing::info!(myid = %myid.myid, "myid.properties has loadZk=true but useZKSwitch is false: every instance fails over on its own");
+            return;
+        }
+        let settings = crate::datahost::coordinated::Settings {
+            myid,
+            session_timeout: std::time::Duration::from_millis(system.zk_session_timeout_ms),
+            period: std::time::Duration::from_millis(system.heartbeat_period_ms.min(10_000)),
+            catch_up_timeout: std::time::Duration::from_millis(system.failover_catch_up_timeout_ms),
+        };
+        let weak = Arc::downgrade(self);
+        let current = move || weak.upgrade().map(|s| s.current().cluster.clone());
+        let _ = self
+            .coordination
+            .set(crate::datahost::coordinated::Coordination::spawn(
+                settings, current,
+            ));
+    }
+
     /// Accepts manager-port clients (module [`manager`]) on `listener` until `shutdown`
     /// completes. They are not counted against `maxConnections` and not listed by `show
     /// @@connection`; their connection ids come from the same sequence as the server port's.
@@ -338,6 +379,7 @@ impl Server {
         tokio::pin!(shutdown);
         self.reloads.serving.store(true, Ordering::Release);
         let running = self.current();
+        self.start_coordination(&running.config);
         running.cluster.start_heartbeats();
         tokio::spawn(running.cluster.warm_up());
         drop(running);

@@ -1,0 +1,182 @@
+//! Replication positions of acknowledged writes (issue 22: no promotion that loses an
+//! acknowledged write).
+//!
+//! MariaDB names every committed transaction by a GTID `domain-server-sequence`; within a
+//! replication domain sequence numbers only grow, so "every write acknowledged on this
+//! dataHost" is, per domain, the highest sequence number seen. A standby has applied them all
+//! when `MASTER_GTID_WAIT(<position>, t)` returns 0 on it.
+//!
+//! The MySQL backend reads `@@last_gtid` (the session's last committed transaction) in the
+//! same packet as every write and `COMMIT` of a tracked connection
+//! ([`super::BackendConn::track_writes`]): no extra round trip. mysql_async does not ask for
+//! `CLIENT_SESSION_TRACK`, which would carry the GTID in the OK packet itself.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// A set of MariaDB GTIDs, one per replication domain (the highest sequence seen).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gtids(BTreeMap<u32, (u32, u64)>);
+
+impl Gtids {
+    /// Reads `domain-server-seq[,domain-server-seq...]` (`@@last_gtid`, `@@gtid_binlog_pos`);
+    /// malformed entries are skipped, an empty text is the empty set.
+    pub fn parse(text: &str) -> Gtids {
+        let mut g = Gtids::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let mut it = part.splitn(3, '-');
+            if let (Some(d), Some(s), Some(n)) = (it.next(), it.next(), it.next())
+                && let (Ok(d), Ok(s), Ok(n)) = (d.parse(), s.parse(), n.parse())
+            {
+                g.add(d, s, n);
+            }
+        }
+        g
+    }
+
+    fn add(&mut self, domain: u32, server: u32, seq: u64) {
+        let slot = self.0.entry(domain).or_insert((server, seq));
+        if seq > slot.1 {
+            *slot = (server, seq);
+        }
+    }
+
+    /// Adds every GTID of `other` (per domain, the higher sequence wins).
+    pub fn merge(&mut self, other: &Gtids) {
+        for (d, (s, n)) in &other.0 {
+            self.add(*d, *s, *n);
+        }
+    }
+
+    /// Whether no GTID is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether `self` holds, in every domain of `other`, at least `other`'s sequence.
+    pub fn covers(&self, other: &Gtids) -> bool {
+        other
+            .0
+            .iter()
+            .all(|(d, (_, n))| self.0.get(d).is_some_and(|(_, m)| m >= n))
+    }
+}
+
+impl std::fmt::Display for Gtids {
+    /// `domain-server-seq` entries joined by `,` (MariaDB's GTID position syntax).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (d, (s, n))) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{d}-{s}-{n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The positions of the writes acknowledged on one dataHost, shared by its connections.
+#[derive(Debug, Default)]
+pub struct Acked(Mutex<Gtids>);
+
+impl Acked {
+    /// Records a GTID (or a position) a tracked connection read after a write.
+    pub fn record(&self, text: &str) {
+        let g = Gtids::parse(text);
+        if !g.is_empty() {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).merge(&g);
+        }
+    }
+
+    /// Everything recorded so far.
+    pub fn get(&self) -> Gtids {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Whether a statement a tracked connection runs commits (or may commit) data, so that its
+/// GTID is read with it: `INSERT`, `REPLACE`, `UPDATE`, `DELETE` (not `... RETURNING`, whose rows
+/// would come first), `LOAD DATA`, `COMMIT` and the gateway's `XA COMMIT`. Comments and case
+/// as a client writes them are allowed before the first word.
+pub fn is_write(sql: &str) -> bool {
+    let text = skip_leading_comments(sql);
+    let first: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "COMMIT" => true,
+        "XA" => {
+            text.len() > 3
+                && text[3..]
+                    .trim_start()
+                    .to_ascii_uppercase()
+                    .starts_with("COMMIT")
+        }
+        "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD" => {
+            !crate::sqltext::contains_ignore_ascii_case(text, "RETURNING")
+        }
+        _ => false,
+    }
+}
+
+/// `sql` after its leading white space and comments (`/* */`, `-- `, `#`).
+fn skip_leading_comments(sql: &str) -> &str {
+    let mut s = sql.trim_start();
+    loop {
+        if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.split_once("*/").map_or("", |(_, r)| r).trim_start();
+        } else if s.starts_with("-- ") || s.starts_with('#') {
+            s = s.split_once('\n').map_or("", |(_, r)| r).trim_start();
+        } else {
+            return s;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gtid_sets_keep_the_highest_sequence_per_domain() {
+        let mut g = Gtids::parse("0-1-5");
+        g.merge(&Gtids::parse("0-1-3,1-2-9"));
+        assert_eq!(g.to_string(), "0-1-5,1-2-9");
+        g.merge(&Gtids::parse("0-2-6"));
+        assert_eq!(g.to_string(), "0-2-6,1-2-9");
+        assert!(Gtids::parse("0-2-7,1-2-9").covers(&g));
+        assert!(!Gtids::parse("0-2-7").covers(&g));
+        assert!(Gtids::parse("").is_empty());
+        assert!(Gtids::parse("garbage,0-x-1").is_empty());
+        let acked = Acked::default();
+        acked.record("");
+        acked.record("0-1-10");
+        acked.record("0-1-4");
+        assert_eq!(acked.get().to_string(), "0-1-10");
+    }
+
+    #[test]
+    fn writes_are_recognised() {
+        for w in [
+            "INSERT INTO t VALUES (1)",
+            "/* c */ update t set a=1",
+            "delete from t",
+            "COMMIT",
+            "XA COMMIT X'01',X'02',1",
+            "replace into t values (1)",
+        ] {
+            assert!(is_write(w), "{w}");
+        }
+        for r in [
+            "SELECT 1",
+            "INSERT INTO t VALUES (1) RETURNING id",
+            "XA END X'01'",
+            "ROLLBACK",
+            "SET @a=1",
+        ] {
+            assert!(!is_write(r), "{r}");
+        }
+    }
+}

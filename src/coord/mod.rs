@@ -1,0 +1,512 @@
+//! Coordination of several manx instances through ZooKeeper (Mycat's cluster mode,
+//! OPERATIONS.md §2, DECISIONS.md item 26): who decides a writeHost switch, what the epoch is,
+//! which writeHost of every dataHost is active.
+//!
+//! Znodes, under `/mycat/<clusterId>` (`myid.properties`):
+//! * `bindata/dnindex.properties` — Mycat's path: the active writeHost index of every
+//!   dataHost, in `dnindex.properties` form, with a comment line `#manx epoch=<n>
+//!   leader=<myid>`. Written only by the leader, with a compare-and-set on the znode version in
+//!   the same multi-operation that checks the leader's election znode still exists (so a
+//!   leader whose session expired cannot write); the epoch grows by one with every write.
+//! * `line/<myid>` — Mycat's path: ephemeral, one per live instance.
+//! * `manx/election/n_<seq>` — ephemeral sequential, data = myid: the instance with the
+//!   lowest sequence number is the leader (the decider) while its session lives.
+//! * `manx/health/<myid>` — ephemeral: the instance's [`Report`] (what its heartbeats see
+//!   of every writeHost, and the replication position of the writes it acknowledged).
+//!
+//! This module only talks to ZooKeeper; what is decided, and how instances follow, is
+//! `datahost`'s (module `datahost::coordinated`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use zookeeper_client as zk;
+
+use crate::config::myid::MyId;
+
+/// A ZooKeeper failure, with what was being done.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("ZooKeeper {what}: {source}")]
+pub struct CoordError {
+    pub what: String,
+    #[source]
+    pub source: zk::Error,
+}
+
+fn fail(what: impl Into<String>) -> impl FnOnce(zk::Error) -> CoordError {
+    let what = what.into();
+    move |source| CoordError { what, source }
+}
+
+/// The active writeHost indexes as the cluster agreed on them, with the epoch of the
+/// decision.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexDoc {
+    /// Grows by one with every write of the document by a leader; 0 for a document written by
+    /// Mycat or published from a local file.
+    pub epoch: u64,
+    /// The myid of the instance that wrote it (empty when unknown).
+    pub leader: String,
+    /// dataHost name → active writeHost index.
+    pub indexes: BTreeMap<String, usize>,
+}
+
+impl IndexDoc {
+    /// The znode's text: `dnindex.properties` as Mycat writes it, plus manx's epoch comment
+    /// (Java's `Properties` skips comments, so Mycat reads it unchanged).
+    pub fn encode(&self) -> String {
+        let mut s = format!(
+            "#manx epoch={} leader={}\n#update\n",
+            self.epoch, self.leader
+        );
+        for (name, index) in &self.indexes {
+            s.push_str(&format!("{name}={index}\n"));
+        }
+        s
+    }
+
+    /// Reads [`IndexDoc::encode`]'s text, or Mycat's own (epoch 0). Lines that are not
+    /// `name=number` are skipped, as in `dnindex.properties`.
+    pub fn decode(text: &str) -> IndexDoc {
+        let mut doc = IndexDoc::default();
+        for line in text.lines().map(str::trim) {
+            if let Some(rest) = line.strip_prefix("#manx ") {
+                for word in rest.split_whitespace() {
+                    match word.split_once('=') {
+                        Some(("epoch", v)) => doc.epoch = v.parse().unwrap_or(0),
+                        Some(("leader", v)) => doc.leader = v.to_string(),
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            if let Some((k, v)) = line.split_once(['=', ':'])
+                && let Ok(i) = v.trim().parse()
+            {
+                doc.indexes.insert(k.trim().to_string(), i);
+            }
+        }
+        doc
+    }
+}
+
+/// What one instance sees of one dataHost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostReport {
+    /// The index the instance has active.
+    pub active: usize,
+    /// Per writeHost (by index), what the instance's heartbeat finds: `W` able to take writes
+    /// (alive, not a PostgreSQL standby in recovery), `D` not (marked down, or in recovery),
+    /// `?` not known yet (no heartbeat has settled it).
+    pub states: String,
+    /// The replication position of the last write the instance acknowledged on this dataHost
+    /// (MariaDB GTIDs `domain-server-seq[,...]`), empty when none.
+    pub position: String,
+}
+
+/// One instance's report: its view of every dataHost.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// dataHost name → the instance's view.
+    pub hosts: BTreeMap<String, HostReport>,
+}
+
+impl Report {
+    /// One line per dataHost: `<name> active=<i> states=<W|D|?>... position=<gtids>`.
+    pub fn encode(&self) -> String {
+        let mut s = String::new();
+        for (name, h) in &self.hosts {
+            s.push_str(&format!(
+                "{name} active={} states={} position={}\n",
+                h.active, h.states, h.position
+            ));
+        }
+        s
+    }
+
+    /// Reads [`Report::encode`]'s text; malformed lines are skipped.
+    pub fn decode(text: &str) -> Report {
+        let mut report = Report::default();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            let Some(name) = words.next() else {
+                continue;
+            };
+            let mut h = HostReport::default();
+            for word in words {
+                match word.split_once('=') {
+                    Some(("active", v)) => h.active = v.parse().unwrap_or(0),
+                    Some(("states", v)) => h.states = v.to_string(),
+                    Some(("position", v)) => h.position = v.to_string(),
+                    _ => {}
+                }
+            }
+            report.hosts.insert(name.to_string(), h);
+        }
+        report
+    }
+}
+
+/// The znode paths of one cluster.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// `/mycat/<clusterId>`.
+    pub base: String,
+}
+
+impl Paths {
+    pub fn new(cluster_id: &str) -> Paths {
+        Paths {
+            base: format!("/mycat/{cluster_id}"),
+        }
+    }
+    /// Mycat's dnindex path.
+    pub fn dnindex(&self) -> String {
+        format!("{}/bindata/dnindex.properties", self.base)
+    }
+    /// Mycat's live-instance path.
+    pub fn line(&self, myid: &str) -> String {
+        format!("{}/line/{myid}", self.base)
+    }
+    pub fn election(&self) -> String {
+        format!("{}/manx/election", self.base)
+    }
+    pub fn health(&self) -> String {
+        format!("{}/manx/health", self.base)
+    }
+}
+
+/// A ZooKeeper session of this instance, registered as a live instance and a leadership
+/// candidate. A session that expires is not revived: [`Session::alive`] turns false and the
+/// caller opens a new one (a new candidacy, at the back of the line).
+pub struct Session {
+    client: zk::Client,
+    paths: Paths,
+    myid: String,
+    /// This instance's election znode (full path).
+    candidate: String,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("base", &self.paths.base)
+            .field("myid", &self.myid)
+            .field("candidate", &self.candidate)
+            .finish()
+    }
+}
+
+fn persistent() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all())
+}
+
+fn ephemeral() -> zk::CreateOptions<'static> {
+    zk::CreateMode::Ephemeral.with_acls(zk::Acls::anyone_all())
+}
+
+impl Session {
+    /// Connects to `myid.zk_url` (bounded by `session_timeout`), creates the cluster's
+    /// znodes when missing, and registers this instance: `line/<myid>`, its health znode and
+    /// its election znode. Znodes a previous session of the same myid left (a restart within
+    /// the session timeout) are replaced.
+    ///
+    /// Errors: ZooKeeper cannot be reached in time, or refuses an operation.
+    pub async fn open(myid: &MyId, session_timeout: Duration) -> Result<Session, CoordError> {
+        let connecting = zk::Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_connection_timeout(session_timeout.min(Duration::from_secs(5)))
+            .with_fail_eagerly()
+            .connect(&myid.zk_url);
+        let client = tokio::time::timeout(session_timeout, connecting)
+            .await
+            .map_err(|_| CoordError {
+                what: format!("connect to {}", myid.zk_url),
+                source: zk::Error::Timeout,
+            })?
+            .map_err(fail(format!("connect to {}", myid.zk_url)))?;
+        let paths = Paths::new(&myid.cluster_id);
+        for dir in [
+            format!("{}/bindata", paths.base),
+            format!("{}/line", paths.base),
+            paths.election(),
+            paths.health(),
+        ] {
+            match client.mkdir(&dir, &persistent()).await {
+                Ok(()) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(fail(format!("create {dir}"))(e)),
+            }
+        }
+        for path in [
+            paths.line(&myid.myid),
+            format!("{}/{}", paths.health(), myid.myid),
+        ] {
+            register(&client, &path).await?;
+        }
+        // Election znodes of an earlier session of this myid would keep a dead leader in front.
+        let stale = client
+            .list_children(&paths.election())
+            .await
+            .map_err(fail("list the election"))?;
+        for child in stale {
+            let path = format!("{}/{child}", paths.election());
+            if let Ok((data, stat)) = client.get_data(&path).await
+                && data == myid.myid.as_bytes()
+                && stat.ephemeral_owner != client.session_id().0
+            {
+                let _ = client.delete(&path, None).await;
+            }
+        }
+        let election = format!("{}/n_", paths.election());
+        let (_, seq) = client
+            .create(
+                &election,
+                myid.myid.as_bytes(),
+                &zk::CreateMode::EphemeralSequential.with_acls(zk::Acls::anyone_all()),
+            )
+            .await
+            .map_err(fail("join the election"))?;
+        let candidate = format!("{election}{seq}");
+        Ok(Session {
+            client,
+            paths,
+            myid: myid.myid.clone(),
+            candidate,
+        })
+    }
+
+    /// Whether the session is connected now (not disconnected, expired or closed).
+    pub fn connected(&self) -> bool {
+        matches!(self.client.state(), zk::SessionState::SyncConnected)
+    }
+
+    /// Whether the session can still come back (not expired, closed or refused).
+    pub fn alive(&self) -> bool {
+        !matches!(
+            self.client.state(),
+            zk::SessionState::Expired | zk::SessionState::Closed | zk::SessionState::AuthFailed
+        )
+    }
+
+    /// The myid of the current leader: the owner of the lowest election znode.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn leader(&self) -> Result<Option<String>, CoordError> {
+        let mut children = self
+            .client
+            .list_children(&self.paths.election())
+            .await
+            .map_err(fail("list the election"))?;
+        children.sort_by_key(|c| sequence_of(c));
+        for child in children {
+            let path = format!("{}/{child}", self.paths.election());
+            match self.client.get_data(&path).await {
+                Ok((data, _)) => return Ok(Some(String::from_utf8_lossy(&data).into_owned())),
+                // Gone since the listing: the next one.
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(fail("read the election")(e)),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether this instance leads: its election znode is the lowest.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn leads(&self) -> Result<bool, CoordError> {
+        let children = self
+            .client
+            .list_children(&self.paths.election())
+            .await
+            .map_err(fail("list the election"))?;
+        let lowest = children.iter().min_by_key(|c| sequence_of(c));
+        Ok(lowest.is_some_and(|c| self.candidate.ends_with(&format!("/{c}"))))
+    }
+
+    /// Publishes this instance's report.
+    ///
+    /// Errors: ZooKeeper refuses the write (the health znode is re-created when it vanished).
+    pub async fn report(&self, report: &Report) -> Result<(), CoordError> {
+        let path = format!("{}/{}", self.paths.health(), self.myid);
+        let text = report.encode();
+        match self.client.set_data(&path, text.as_bytes(), None).await {
+            Ok(_) => Ok(()),
+            Err(zk::Error::NoNode) => self
+                .client
+                .create(&path, text.as_bytes(), &ephemeral())
+                .await
+                .map(|_| ())
+                .map_err(fail("publish the health report")),
+            Err(e) => Err(fail("publish the health report")(e)),
+        }
+    }
+
+    /// Every live instance's report, by myid.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn reports(&self) -> Result<BTreeMap<String, Report>, CoordError> {
+        let dir = self.paths.health();
+        let children = self
+            .client
+            .list_children(&dir)
+            .await
+            .map_err(fail("list the health reports"))?;
+        let mut out = BTreeMap::new();
+        for child in children {
+            match self.client.get_data(&format!("{dir}/{child}")).await {
+                Ok((data, _)) => {
+                    out.insert(child, Report::decode(&String::from_utf8_lossy(&data)));
+                }
+                Err(zk::Error::NoNode) => {}
+                Err(e) => return Err(fail("read a health report")(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The index document and its znode version, with a watch that fires at its next change
+    /// (or creation); `None` when it does not exist yet.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn watch_index(
+        &self,
+    ) -> Result<(Option<(IndexDoc, i32)>, zk::OneshotWatcher), CoordError> {
+        let path = self.paths.dnindex();
+        match self.client.get_and_watch_data(&path).await {
+            Ok((data, stat, watcher)) => Ok((
+                Some((
+                    IndexDoc::decode(&String::from_utf8_lossy(&data)),
+                    stat.version,
+                )),
+                watcher,
+            )),
+            Err(zk::Error::NoNode) => {
+                let (stat, watcher) = self
+                    .client
+                    .check_and_watch_stat(&path)
+                    .await
+                    .map_err(fail("watch the dnindex znode"))?;
+                // Created between the two calls (`stat` is then set): the next round reads it.
+                let _ = stat;
+                Ok((None, watcher))
+            }
+            Err(e) => Err(fail("read the dnindex znode")(e)),
+        }
+    }
+
+    /// Writes `doc` as the new index document if its znode is still at `version` (`None`:
+    /// create it, it must not exist) and this instance still holds its election znode — one
+    /// atomic multi-operation. `Ok(false)`: someone else wrote first, or the leadership is
+    /// gone; nothing was written.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn write_index(
+        &self,
+        doc: &IndexDoc,
+        version: Option<i32>,
+    ) -> Result<bool, CoordError> {
+        let text = doc.encode();
+        let path = self.paths.dnindex();
+        let mut multi = self.client.new_multi_writer();
+        let built = multi
+            .add_check_version(&self.candidate, -1)
+            .and_then(|()| match version {
+                Some(v) => multi.add_set_data(&path, text.as_bytes(), Some(v)),
+                None => multi.add_create(&path, text.as_bytes(), &persistent()),
+            });
+        built.map_err(fail("prepare the dnindex write"))?;
+        match multi.commit().await {
+            Ok(_) => Ok(true),
+            Err(zk::MultiWriteError::OperationFailed {
+                source: zk::Error::BadVersion | zk::Error::NoNode | zk::Error::NodeExists,
+                ..
+            }) => Ok(false),
+            Err(e) => Err(fail("write the dnindex znode")(e.into())),
+        }
+    }
+
+    /// Closes the session (its ephemeral znodes go with it): dropping the last client of a
+    /// session closes it.
+    pub fn close(self) {
+        drop(self);
+    }
+}
+
+/// Creates the ephemeral `path`, replacing one an earlier session left.
+async fn register(client: &zk::Client, path: &str) -> Result<(), CoordError> {
+    for _ in 0..3 {
+        match client.create(path, b"", &ephemeral()).await {
+            Ok(_) => return Ok(()),
+            Err(zk::Error::NodeExists) => match client.delete(path, None).await {
+                Ok(()) | Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(fail(format!("replace {path}"))(e)),
+            },
+            Err(e) => return Err(fail(format!("create {path}"))(e)),
+        }
+    }
+    Err(CoordError {
+        what: format!("create {path}"),
+        source: zk::Error::NodeExists,
+    })
+}
+
+/// The sequence number of an election znode name (`n_0000000042` → 42).
+fn sequence_of(name: &str) -> i64 {
+    name.rsplit('_')
+        .next()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_documents_round_trip_and_read_mycat_text() {
+        let mut doc = IndexDoc {
+            epoch: 7,
+            leader: "manx_2".to_string(),
+            indexes: BTreeMap::new(),
+        };
+        doc.indexes.insert("localhost1".to_string(), 1);
+        doc.indexes.insert("h2".to_string(), 0);
+        assert_eq!(IndexDoc::decode(&doc.encode()), doc);
+        let mycat = "#update\n#Wed Jun 14 10:00:00 CST 2017\nlocalhost1=1\njdbchost=0\n";
+        let read = IndexDoc::decode(mycat);
+        assert_eq!(read.epoch, 0);
+        assert_eq!(read.indexes.get("localhost1"), Some(&1));
+        assert_eq!(read.indexes.len(), 2);
+    }
+
+    #[test]
+    fn reports_round_trip() {
+        let mut r = Report::default();
+        r.hosts.insert(
+            "dh1".to_string(),
+            HostReport {
+                active: 1,
+                states: "DW".to_string(),
+                position: "0-1-42,1-2-7".to_string(),
+            },
+        );
+        r.hosts.insert(
+            "dh2".to_string(),
+            HostReport {
+                active: 0,
+                states: "?".to_string(),
+                position: String::new(),
+            },
+        );
+        assert_eq!(Report::decode(&r.encode()), r);
+    }
+
+    #[test]
+    fn election_order_is_numeric() {
+        assert!(sequence_of("n_0000000009") < sequence_of("n_0000000010"));
+        assert_eq!(sequence_of("junk"), i64::MAX);
+    }
+}

@@ -1,0 +1,603 @@
+//! Coordinated failover: several manx instances, one decision (issue 22, DECISIONS.md item
+//! 26). With `myid.properties` (`loadZk=true`) and `useZKSwitch=true`, no instance switches a
+//! writeHost on its own. Every instance, every heartbeat period (and at once when the dnindex
+//! znode changes):
+//! 1. **follows** the index document in ZooKeeper ([`crate::coord`]): a dataHost whose index
+//!    differs is switched to it, as a failover does (the old writeHost's idle connections
+//!    closed, `minCon` opened on the new one, `dnindex.properties` rewritten);
+//! 2. **reports** what its heartbeats see of every writeHost (`W`/`D`/`?`) and the GTIDs of
+//!    the writes it acknowledged on each dataHost;
+//! 3. if it **leads** (lowest election znode), decides: the active writeHost of a dataHost is
+//!    replaced only when *every* live instance reports it down, by the next writeHost (in
+//!    dnindex order, wrapping) that *every* live instance reports writable (with
+//!    `switchType="2"`, and a replication lag of 0 in the leader's view). Before writing the
+//!    decision the leader waits (at most `failoverCatchUpTimeout`) for the standby to apply
+//!    every acknowledged write (`MASTER_GTID_WAIT` over the union of the reported GTIDs) —
+//!    when it does not, there is no switch, the writes at risk are logged and shown by
+//!    `show @@cluster`, and the check runs again next period — then fences the old writeHost
+//!    (`SET GLOBAL read_only = 1`; PostgreSQL `default_transaction_read_only`) when it can be
+//!    reached, and writes the new document: epoch + 1, compare-and-set on the znode version,
+//!    in one multi-operation with a check that its election znode still exists.
+//!
+//! An instance whose ZooKeeper session is down or expired keeps the indexes it last knew:
+//! it never switches alone (its writes go on to the current writeHost while it is alive, and
+//! fail while it is not). Without ZooKeeper at start-up, an instance starts on its local
+//! `dnindex.properties` and keeps trying to connect.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Cluster, DataHost};
+use crate::backend::position::Gtids;
+use crate::backend::{BackendConn, Response};
+use crate::config::myid::MyId;
+use crate::coord::{HostReport, IndexDoc, Report, Session};
+
+/// What coordinated failover needs to know, from `myid.properties` and `server.xml`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub myid: MyId,
+    /// `zkSessionTimeout`.
+    pub session_timeout: Duration,
+    /// How often each instance follows, reports and (when leading) decides: the heartbeat
+    /// period (`dataNodeHeartbeatPeriod`).
+    pub period: Duration,
+    /// `failoverCatchUpTimeout`.
+    pub catch_up_timeout: Duration,
+}
+
+/// What `show @@cluster` shows of one dataHost.
+#[derive(Debug, Clone, Default)]
+pub struct HostState {
+    /// Why the last decision about it was not to switch although its writeHost is down (the
+    /// writes at risk), or what was decided; empty when nothing happened.
+    pub note: String,
+}
+
+/// The coordination state of this instance (module documentation).
+#[derive(Debug, Default)]
+pub struct State {
+    /// The ZooKeeper session is connected.
+    pub connected: bool,
+    /// The leader's myid, as last read.
+    pub leader: String,
+    /// The epoch of the index document last followed.
+    pub epoch: u64,
+    /// Per dataHost: the last note.
+    pub hosts: BTreeMap<String, HostState>,
+}
+
+/// A running coordination (one per gateway process).
+#[derive(Debug)]
+pub struct Coordination {
+    pub settings: Settings,
+    state: Mutex<State>,
+    /// A session to write with from outside the loop (`switch @@datasource`).
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+}
+
+impl Coordination {
+    /// Starts the coordination task; `current` gives the cluster in force (it changes with
+    /// reloads) and `None` once the gateway is gone, which ends the task. Marks every cluster
+    /// it sees as coordinated (their heartbeats no longer switch on their own).
+    pub fn spawn(
+        settings: Settings,
+        current: impl Fn() -> Option<Arc<Cluster>> + Send + Sync + 'static,
+    ) -> Arc<Coordination> {
+        let c = Arc::new(Coordination {
+            settings,
+            state: Mutex::new(State::default()),
+            session: tokio::sync::Mutex::new(None),
+        });
+        if let Some(cluster) = current() {
+            cluster.set_coordinated();
+        }
+        tokio::spawn(run(Arc::downgrade(&c), current));
+        c
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A snapshot of the state, for the manager port.
+    pub fn snapshot(&self) -> (bool, String, u64, BTreeMap<String, HostState>) {
+        let s = self.state();
+        (s.connected, s.leader.clone(), s.epoch, s.hosts.clone())
+    }
+
+    fn note(&self, host: &str, note: String) {
+        self.state().hosts.entry(host.to_string()).or_default().note = note;
+    }
+
+    /// `switch @@datasource` in cluster mode: fences the writeHost in force (as a failover
+    /// does), then writes dataHost `host`'s new index `to` to ZooKeeper (epoch + 1,
+    /// compare-and-set), for every instance to follow; this one follows at once. An operator's
+    /// decision: no leader, vote or catch-up check is needed.
+    ///
+    /// Errors: ZooKeeper cannot be reached (nothing switches), or another write came first.
+    pub async fn switch(&self, cluster: &Cluster, host: &str, to: usize) -> Result<(), String> {
+        let session = self.session.lock().await.clone();
+        let Some(session) = session.filter(|s| s.connected()) else {
+            return Err(format!(
+                "ZooKeeper ({}) is not connected: in cluster mode writeHosts switch only through it",
+                self.settings.myid.zk_url
+            ));
+        };
+        let (doc, version) = match session.watch_index().await {
+            Ok((Some((doc, version)), _)) => (doc, Some(version)),
+            Ok((None, _)) => (cluster.index_doc(), None),
+            Err(e) => return Err(e.to_string()),
+        };
+        if let (Some(h), Some(&from)) = (
+            cluster.hosts.iter().find(|h| h.name == host),
+            doc.indexes.get(host),
+        ) && from != to
+            && from < h.write_hosts.len()
+        {
+            h.fence(from).await;
+        }
+        let mut next = doc.clone();
+        next.epoch += 1;
+        next.leader = self.settings.myid.myid.clone();
+        next.indexes.insert(host.to_string(), to);
+        match session.write_index(&next, version).await {
+            Ok(true) => {
+                cluster.follow(&next);
+                self.state().epoch = next.epoch;
+                Ok(())
+            }
+            Ok(false) => Err("another instance changed the dnindex znode meanwhile: nothing was switched; try again".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+async fn run(
+    me: std::sync::Weak<Coordination>,
+    current: impl Fn() -> Option<Arc<Cluster>> + Send + Sync + 'static,
+) {
+    let mut logged_down = false;
+    loop {
+        let Some(c) = me.upgrade() else {
+            return;
+        };
+        let settings = c.settings.clone();
+        drop(c);
+        let session = match Session::open(&settings.myid, settings.session_timeout).await {
+            Ok(s) => Arc::new(s),
+            Err(e) => {
+                if !logged_down {
+                    tracing::error!(error = %e, zk = %settings.myid.zk_url, "cluster mode: ZooKeeper cannot be reached; writeHosts stay where they are until it can");
+                    logged_down = true;
+                }
+                tokio::time::sleep(settings.period).await;
+                continue;
+            }
+        };
+        logged_down = false;
+        tracing::info!(myid = %settings.myid.myid, zk = %settings.myid.zk_url, "cluster mode: ZooKeeper session open");
+        if let Some(c) = me.upgrade() {
+            *c.session.lock().await = Some(session.clone());
+        }
+        while session.alive() {
+            let (Some(c), Some(cluster)) = (me.upgrade(), current()) else {
+                return;
+            };
+            cluster.set_coordinated();
+            // Bounded: a catch-up wait, the fencing attempt (3 s) and ZooKeeper's answers.
+            let limit =
+                settings.session_timeout + settings.catch_up_timeout + Duration::from_secs(10);
+            let round = tokio::time::timeout(limit, round(&c, &session, &cluster, &settings)).await;
+            drop(cluster);
+            let watcher = match round {
+                Ok(Ok(w)) => Some(w),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "cluster mode: ZooKeeper round failed; indexes unchanged");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!("cluster mode: ZooKeeper round timed out; indexes unchanged");
+                    None
+                }
+            };
+            c.state().connected = session.connected();
+            drop(c);
+            match watcher {
+                Some(w) => {
+                    tokio::select! {
+                        _ = w.changed() => {}
+                        _ = tokio::time::sleep(settings.period) => {}
+                    }
+                }
+                None => tokio::time::sleep(settings.period).await,
+            }
+        }
+        tracing::error!(myid = %settings.myid.myid, "cluster mode: ZooKeeper session expired; indexes unchanged until a new one is open");
+        if let Some(c) = me.upgrade() {
+            c.state().connected = false;
+            *c.session.lock().await = None;
+        }
+    }
+}
+
+/// One round: follow, report, decide (module documentation). Returns the watch on the
+/// dnindex znode.
+async fn round(
+    c: &Coordination,
+    session: &Session,
+    cluster: &Cluster,
+    settings: &Settings,
+) -> Result<zookeeper_client::OneshotWatcher, crate::coord::CoordError> {
+    let (doc, watcher) = session.watch_index().await?;
+    if let Some((doc, _)) = &doc {
+        cluster.follow(doc);
+        c.state().epoch = doc.epoch;
+    }
+    session.report(&cluster.report()).await?;
+    let leader = session.leader().await?.unwrap_or_default();
+    c.state().leader = leader;
+    if !session.leads().await? {
+        return Ok(watcher);
+    }
+    let (doc, version) = match doc {
+        Some((doc, version)) => (doc, Some(version)),
+        None => (cluster.index_doc(), None),
+    };
+    if version.is_none() {
+        // The first leader publishes the indexes it started with.
+        let mut first = doc.clone();
+        first.leader = settings.myid.myid.clone();
+        session.write_index(&first, None).await?;
+        return Ok(watcher);
+    }
+    let reports = session.reports().await?;
+    for host in &cluster.hosts {
+        let Some(&current) = doc.indexes.get(&host.name) else {
+            continue;
+        };
+        let views: Vec<&HostReport> = reports
+            .values()
+            .filter_map(|r| r.hosts.get(&host.name))
+            .collect();
+        let Some(to) = host.coordinated_candidate(current, &views) else {
+            continue;
+        };
+        pause_for_tests().await;
+        let mut acked = Gtids::default();
+        for v in &views {
+            acked.merge(&Gtids::parse(&v.position));
+        }
+        if let Err(at_risk) = host.caught_up(to, &acked, settings.catch_up_timeout).await {
+            let note = format!(
+                "writeHost {current} is down for every instance but {} has not applied the acknowledged writes {acked}: not switched ({at_risk})",
+                host.write_hosts[to].source.name
+            );
+            tracing::error!(data_host = %host.name, "failover refused: {note}");
+            c.note(&host.name, note);
+            continue;
+        }
+        host.fence(current).await;
+        let mut next = doc.clone();
+        next.epoch += 1;
+        next.leader = settings.myid.myid.clone();
+        next.indexes.insert(host.name.clone(), to);
+        if session.write_index(&next, version).await? {
+            let note = format!(
+                "epoch {}: writeHost {current} -> {to} ({}), decided by {}",
+                next.epoch, host.write_hosts[to].source.name, next.leader
+            );
+            tracing::error!(data_host = %host.name, "failover decided: {note}");
+            c.note(&host.name, note);
+            cluster.follow(&next);
+            c.state().epoch = next.epoch;
+        }
+        // One decision per round: the document's version changed.
+        break;
+    }
+    Ok(watcher)
+}
+
+/// Debug builds: `MANX_COORD_PAUSE_MS=<ms>` holds a leader for that long between deciding a
+/// switch and writing it (tests kill the leader there). Release builds ignore it.
+async fn pause_for_tests() {
+    if cfg!(debug_assertions)
+        && let Some(ms) = std::env::var("MANX_COORD_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+    {
+        tracing::warn!(
+            ms,
+            "MANX_COORD_PAUSE_MS: the leader pauses before writing its decision"
+        );
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+}
+
+impl Cluster {
+    /// Marks the cluster (and every cluster a reload builds from it) as coordinated: failovers
+    /// come only from ZooKeeper, and writes record their GTIDs.
+    pub(super) fn set_coordinated(&self) {
+        self.dnindex
+            .coordinated
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Every dataHost's name, active writeHost index and the GTIDs of the writes acknowledged
+    /// on it (`show @@cluster`), in name order.
+    pub fn host_positions(&self) -> Vec<(String, usize, String)> {
+        self.hosts
+            .iter()
+            .map(|h| (h.name.clone(), h.active_index(), h.acked.get().to_string()))
+            .collect()
+    }
+
+    /// The active indexes as an index document of epoch 0.
+    fn index_doc(&self) -> IndexDoc {
+        IndexDoc {
+            epoch: 0,
+            leader: String::new(),
+            indexes: self
+                .hosts
+                .iter()
+                .map(|h| (h.name.clone(), h.active_index()))
+                .collect(),
+        }
+    }
+
+    /// Switches every dataHost whose index in `doc` differs from its active one (an index
+    /// beyond its writeHosts is ignored, with a warning).
+    pub(super) fn follow(&self, doc: &IndexDoc) {
+        for h in &self.hosts {
+            let Some(&to) = doc.indexes.get(&h.name) else {
+                continue;
+            };
+            if to >= h.write_hosts.len() {
+                tracing::warn!(data_host = %h.name, index = to, "cluster mode: the dnindex znode names a writeHost this dataHost does not have; ignored");
+                continue;
+            }
+            let from = h.active_index();
+            if from != to {
+                h.switch(from, to, &format!("ZooKeeper epoch {}", doc.epoch));
+            }
+        }
+    }
+
+    /// This instance's report.
+    fn report(&self) -> Report {
+        Report {
+            hosts: self
+                .hosts
+                .iter()
+                .map(|h| {
+                    let states = h
+                        .write_hosts
+                        .iter()
+                        .map(|w| {
+                            let health = &w.source.health;
+                            if health.alive() && !health.in_recovery() {
+                                'W'
+                            } else if health.status().is_down() || health.in_recovery() {
+                                'D'
+                            } else {
+                                '?'
+                            }
+                        })
+                        .collect();
+                    (
+                        h.name.clone(),
+                        HostReport {
+                            active: h.active_index(),
+                            states,
+                            position: h.acked.get().to_string(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The writeHost to switch to from `current`, given every live instance's view (`views`):
+/// `None` unless every view reports `current` down (`D`); then the next index after
+/// `current` (wrapping) that every view reports writable (`W`).
+pub fn candidate(current: usize, write_hosts: usize, views: &[&HostReport]) -> Option<usize> {
+    let state = |v: &HostReport, i: usize| v.states.as_bytes().get(i).copied().unwrap_or(b'?');
+    if views.is_empty() || views.iter().any(|v| state(v, current) != b'D') {
+        return None;
+    }
+    (1..write_hosts)
+        .map(|k| (current + k) % write_hosts)
+        .find(|&i| views.iter().all(|v| state(v, i) == b'W'))
+}
+
+impl DataHost {
+    /// [`candidate`] under this dataHost's policy: no automatic switch with `switchType="-1"`,
+    /// `notSwitch`, `writeType` other than 0 or one writeHost; with `switchType="2"` (MySQL) a
+    /// candidate whose recorded lag in this instance's view is not 0 is passed over.
+    fn coordinated_candidate(&self, current: usize, views: &[&HostReport]) -> Option<usize> {
+        let p = &self.policy;
+        let n = self.write_hosts.len();
+        if p.switch_type == -1 || p.not_switch || p.write_type != 0 || n < 2 || current >= n {
+            return None;
+        }
+        let lag_ok = |i: usize| {
+            p.switch_type != 2
+                || p.postgres
+                || self.write_hosts[i].source.health.recorded_lag() == Some(0)
+        };
+        let mut filtered: Vec<HostReport> = views.iter().map(|v| (*v).clone()).collect();
+        for v in &mut filtered {
+            let mut states: Vec<u8> = v.states.bytes().collect();
+            for (i, s) in states.iter_mut().enumerate() {
+                if *s == b'W' && !lag_ok(i) {
+                    *s = b'?';
+                }
+            }
+            v.states = String::from_utf8_lossy(&states).into_owned();
+        }
+        let refs: Vec<&HostReport> = filtered.iter().collect();
+        candidate(current, n, &refs)
+    }
+
+    /// Waits until writeHost `to` has applied `acked` (MariaDB `MASTER_GTID_WAIT`), at most
+    /// `timeout`. PostgreSQL dataHosts and an empty `acked` pass at once (positions are
+    /// tracked on MariaDB only, for now).
+    ///
+    /// Errors: the wait timed out, or the server cannot be asked (why, in words).
+    async fn caught_up(&self, to: usize, acked: &Gtids, timeout: Duration) -> Result<(), String> {
+        if acked.is_empty() || self.policy.postgres {
+            return Ok(());
+        }
+        let backend = self.write_hosts[to].source.backend.clone();
+        let seconds = timeout.as_secs_f64().max(0.1);
+        let sql = format!("SELECT MASTER_GTID_WAIT('{acked}', {seconds:.1})");
+        let ask = async {
+            let mut conn = backend.connect().await.map_err(|e| e.to_string())?;
+            first_value(conn.as_mut(), &sql).await
+        };
+        match tokio::time::timeout(timeout + Duration::from_secs(5), ask).await {
+            Ok(Ok(Some(v))) if v == "0" => Ok(()),
+            Ok(Ok(Some(v))) if v == "-1" => {
+                Err(format!("waited {seconds:.1} s; it has not applied them"))
+            }
+            Ok(Ok(v)) => Err(format!("MASTER_GTID_WAIT answered {v:?}")),
+            Ok(Err(e)) => Err(format!("cannot ask it: {e}")),
+            Err(_) => Err("it did not answer in time".to_string()),
+        }
+    }
+
+    /// Fences writeHost `old` before another takes the writes, when it can be reached within
+    /// 3 s: MariaDB/MySQL `SET GLOBAL read_only = 1`, then `KILL CONNECTION` of every other
+    /// connection of the gateway's account there (statements of instances that have not
+    /// followed yet end; an account with `READ_ONLY ADMIN` — `ALL PRIVILEGES` in MariaDB
+    /// 10.11 — is not stopped by `read_only` itself). PostgreSQL:
+    /// `default_transaction_read_only` through `ALTER SYSTEM` and a configuration reload, then
+    /// `pg_terminate_backend` of the account's other sessions. A writeHost that is down cannot
+    /// take writes anyway; the outcome is logged either way.
+    async fn fence(&self, old: usize) {
+        let source = &self.write_hosts[old].source;
+        let backend = source.backend.clone();
+        let postgres = self.policy.postgres;
+        let fenced = tokio::time::timeout(Duration::from_secs(3), async {
+            let mut conn = backend.connect().await.map_err(|e| e.to_string())?;
+            if postgres {
+                first_value(conn.as_mut(), "ALTER SYSTEM SET default_transaction_read_only = on").await?;
+                first_value(conn.as_mut(), "SELECT pg_reload_conf()").await?;
+                first_value(
+                    conn.as_mut(),
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid()",
+                )
+                .await?;
+                return Ok::<_, String>(0);
+            }
+            first_value(conn.as_mut(), "SET GLOBAL read_only = 1").await?;
+            let ids = all_values(
+                conn.as_mut(),
+                "SELECT id FROM information_schema.PROCESSLIST WHERE user = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) AND id <> CONNECTION_ID()",
+            )
+            .await?;
+            let mut killed = 0;
+            for id in ids.iter().filter(|id| id.bytes().all(|b| b.is_ascii_digit())) {
+                // Gone meanwhile (1094) is fine.
+                if first_value(conn.as_mut(), &format!("KILL CONNECTION {id}")).await.is_ok() {
+                    killed += 1;
+                }
+            }
+            Ok(killed)
+        })
+        .await;
+        match fenced {
+            Ok(Ok(killed)) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, killed, "fencing: the old writeHost is read-only now and the gateway account's other connections to it are closed")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, error = %e, "fencing: the old writeHost could not be set read-only (down?)")
+            }
+            Err(_) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, "fencing: the old writeHost did not answer within 3 s (down?)")
+            }
+        }
+    }
+}
+
+/// The first column of every row of `sql`, as text (NULLs left out).
+///
+/// Errors: the statement fails (the server's message).
+async fn all_values(conn: &mut dyn BackendConn, sql: &str) -> Result<Vec<String>, String> {
+    use futures::StreamExt;
+    match conn.query(sql).await.map_err(|e| e.to_string())? {
+        Response::Ok(_) => Ok(Vec::new()),
+        Response::Rows { mut rows, .. } => {
+            let mut out = Vec::new();
+            while let Some(row) = rows.next().await {
+                let row = row.map_err(|e| e.to_string())?;
+                if let Some(v) = row.first().and_then(|v| v.to_text()) {
+                    out.push(v);
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// The first column of the first row of `sql` as text (`None` for NULL or no row; an OK
+/// answer is `Some("")`).
+///
+/// Errors: the statement fails (the server's message).
+async fn first_value(conn: &mut dyn BackendConn, sql: &str) -> Result<Option<String>, String> {
+    use futures::StreamExt;
+    match conn.query(sql).await.map_err(|e| e.to_string())? {
+        Response::Ok(_) => Ok(Some(String::new())),
+        Response::Rows { mut rows, .. } => {
+            let mut first = None;
+            while let Some(row) = rows.next().await {
+                let row = row.map_err(|e| e.to_string())?;
+                if first.is_none() {
+                    first = Some(row.first().and_then(|v| v.to_text()));
+                }
+            }
+            Ok(first.flatten())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(states: &str) -> HostReport {
+        HostReport {
+            active: 0,
+            states: states.to_string(),
+            position: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_switch_needs_every_instance_to_see_the_writer_down_and_the_standby_up() {
+        let (a, b, c) = (view("DW"), view("DW"), view("DW"));
+        assert_eq!(candidate(0, 2, &[&a, &b, &c]), Some(1));
+        // One instance still reaches the writer: no switch.
+        let alive = view("WW");
+        assert_eq!(candidate(0, 2, &[&a, &alive, &c]), None);
+        // Not yet known counts as not down.
+        let unknown = view("?W");
+        assert_eq!(candidate(0, 2, &[&a, &unknown]), None);
+        // The standby must be writable for everyone.
+        let no_standby = view("D?");
+        assert_eq!(candidate(0, 2, &[&a, &no_standby]), None);
+        // Next in order, wrapping, skipping one that is down.
+        let three = view("WDD");
+        assert_eq!(candidate(2, 3, &[&three]), Some(0));
+        let skip = view("DDW");
+        assert_eq!(candidate(0, 3, &[&skip]), Some(2));
+        // No views: no decision.
+        assert_eq!(candidate(0, 2, &[]), None);
+        // A view that lacks the standby's index (a shorter config) does not make it a
+        // candidate.
+        let short = view("D");
+        assert_eq!(candidate(0, 2, &[&short]), None);
+    }
+}

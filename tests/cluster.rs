@@ -1,0 +1,671 @@
+//! ZooKeeper cluster mode (issue 22): three manx processes, a real ZooKeeper (Debian's
+//! package) and a throwaway MariaDB primary with a GTID replica, killed with SIGKILL. One
+//! dataHost `dh` with writeHosts `m1` (index 0) and `m2` (index 1).
+//!
+//! Slow suite: each test starts its own servers and three gateways (15-40 s each).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::mariadb::Throwaway;
+use common::proxy::FaultProxy;
+use common::zookeeper::ZkServer;
+use common::{GatewayProcess, closed_port, opts};
+use mysql_async::prelude::Queryable;
+
+/// Heartbeat period (and coordination period) of these tests, in milliseconds.
+const PERIOD_MS: u64 = 300;
+/// The ZooKeeper session timeout asked for, in milliseconds.
+const SESSION_MS: u64 = 2_000;
+const CLUSTER_ID: &str = "manx-test";
+
+/// A primary (semi-synchronous, lossless `AFTER_SYNC`) with database `cl` and table `t`, and a
+/// GTID replica that acknowledges every transaction before the primary commits it.
+async fn pair(name: &str) -> (Throwaway, Throwaway) {
+    let m1 = Throwaway::start(&format!("{name}1"), 1).await;
+    let m2 = Throwaway::start(&format!("{name}2"), 2).await;
+    let mut c = m1.conn(None).await;
+    c.query_drop(
+        "SET GLOBAL rpl_semi_sync_master_enabled = ON;
+         SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC;
+         SET GLOBAL rpl_semi_sync_master_timeout = 60000",
+    )
+    .await
+    .unwrap();
+    let mut r = m2.conn(None).await;
+    r.query_drop("SET GLOBAL rpl_semi_sync_slave_enabled = ON")
+        .await
+        .unwrap();
+    m2.replicate_from(&m1).await;
+    c.query_drop("CREATE DATABASE cl").await.unwrap();
+    c.query_drop("CREATE TABLE cl.t (id INT PRIMARY KEY, via VARCHAR(8))")
+        .await
+        .unwrap();
+    m2.catch_up(&m1).await;
+    (m1, m2)
+}
+
+/// One instance's configuration directory: schema `CL` on dataNode `dn` of dataHost `dh`
+/// (`m1`, `m2`), user `cl`/`cl`, `myid.properties` naming `myid` and ZooKeeper at `zk`.
+fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = common::repo();
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
+    }
+    let host = |name: &str, s: &Throwaway| {
+        format!(
+            r#"<writeHost host="{name}" url="127.0.0.1:{}" user="manx" password="manx" />"#,
+            s.port
+        )
+    };
+    std::fs::write(
+        dir.path().join("schema.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:schema xmlns:mycat="http://io.mycat/">
+    <schema name="CL" dataNode="dn"></schema>
+    <dataNode name="dn" dataHost="dh" database="cl" />
+    <dataHost name="dh" maxCon="20" minCon="1" balance="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        {}{}
+    </dataHost>
+</mycat:schema>"#,
+            host("m1", m1),
+            host("m2", m2)
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("server.xml"),
+        format!(
+            r#"<?xml version="1.0"?>
+<mycat:server xmlns:mycat="http://io.mycat/">
+    <system>
+        <property name="dataNodeHeartbeatPeriod">{PERIOD_MS}</property>
+        <property name="heartbeatTimeout">1000</property>
+        <property name="useZKSwitch">true</property>
+        <property name="zkSessionTimeout">{SESSION_MS}</property>
+        <property name="failoverCatchUpTimeout">1500</property>
+    </system>
+    <user name="cl"><property name="password">cl</property><property name="schemas">CL</property></user>
+</mycat:server>"#
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("myid.properties"),
+        format!(
+            "loadZk=true\nzkURL={zk}\nclusterId={CLUSTER_ID}\nmyid={myid}\nclusterSize=3\nclusterNodes=manx1,manx2,manx3\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// A running instance: its process, config directory and log.
+struct Instance {
+    process: GatewayProcess,
+    dir: tempfile::TempDir,
+    name: String,
+}
+
+impl Instance {
+    async fn start(
+        name: &str,
+        zk: &str,
+        pair: (&Throwaway, &Throwaway),
+        env: &[(&str, &str)],
+    ) -> Instance {
+        let dir = config(name, zk, pair.0, pair.1);
+        let log = dir.path().join("manx.log");
+        let (process, _) = GatewayProcess::start_env(
+            dir.path(),
+            ("cl", "cl", "CL"),
+            Some(&log),
+            (closed_port(), closed_port()),
+            env,
+        )
+        .await;
+        Instance {
+            process,
+            dir,
+            name: name.to_string(),
+        }
+    }
+
+    async fn client(&self) -> mysql_async::Conn {
+        mysql_async::Conn::new(opts(self.process.port, "cl", "cl", Some("CL")))
+            .await
+            .unwrap_or_else(|e| panic!("connect to {}: {e}", self.name))
+    }
+
+    /// Runs `sql` on a new connection to schema `CL`.
+    ///
+    /// Errors: the login or the statement fails (the message).
+    async fn write(&self, sql: &str) -> Result<(), String> {
+        let mut c = mysql_async::Conn::new(opts(self.process.port, "cl", "cl", Some("CL")))
+            .await
+            .map_err(|e| e.to_string())?;
+        c.query_drop(sql).await.map_err(|e| e.to_string())
+    }
+
+    /// `show @@cluster`'s row for `dh`: (ZK, LEADER, EPOCH, INDEX, POSITION, NOTE).
+    async fn cluster_row(&self) -> (String, String, u64, usize, String, String) {
+        let mut m = mysql_async::Conn::new(opts(self.process.manager_port, "cl", "cl", None))
+            .await
+            .unwrap();
+        let rows: Vec<mysql_async::Row> = m.query("show @@cluster").await.unwrap();
+        let row = rows
+            .into_iter()
+            .find(|r| r.get::<String, _>("DATAHOST").as_deref() == Some("dh"))
+            .expect("show @@cluster has a row for dh");
+        let get = |name: &str| {
+            row.get::<Option<String>, _>(name)
+                .flatten()
+                .unwrap_or_default()
+        };
+        (
+            get("ZK"),
+            get("LEADER"),
+            get("EPOCH").parse().unwrap(),
+            get("INDEX").parse().unwrap(),
+            get("POSITION"),
+            get("NOTE"),
+        )
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("manx.log")).unwrap_or_default()
+    }
+
+    fn dnindex(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("dnindex.properties")).unwrap_or_default()
+    }
+}
+
+/// Waits (at most `limit`) until `check` holds for every instance's `show @@cluster` row.
+async fn wait_all(
+    instances: &[&Instance],
+    limit: Duration,
+    what: &str,
+    check: impl Fn(&(String, String, u64, usize, String, String)) -> bool,
+) {
+    let start = Instant::now();
+    loop {
+        let mut rows = Vec::new();
+        for i in instances {
+            rows.push((i.name.clone(), i.cluster_row().await));
+        }
+        if rows.iter().all(|(_, r)| check(r)) {
+            return;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{what}: not within {limit:?}: {rows:?}\n{}",
+            instances
+                .iter()
+                .map(|i| format!("--- {} ---\n{}", i.name, i.log()))
+                .collect::<String>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The index document in ZooKeeper (text), read directly.
+async fn znode(zk: &ZkServer) -> String {
+    let client = zk.client().await;
+    let (data, _) = client
+        .get_data(&format!("/mycat/{CLUSTER_ID}/bindata/dnindex.properties"))
+        .await
+        .unwrap();
+    String::from_utf8(data).unwrap()
+}
+
+async fn ids_on(s: &Throwaway) -> Vec<i64> {
+    let mut c = s.conn(Some("cl")).await;
+    c.query("SELECT id FROM t ORDER BY id").await.unwrap()
+}
+
+/// INSERTs through `instance` with ids `start`, `start + 2`, ... until `stop` is set, then
+/// until `after` more succeeded (or 30 s); returns the acknowledged ids and when the first
+/// write succeeded after `killed` was set.
+async fn write_load(
+    instance_port: u16,
+    start: i64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    killed: std::sync::Arc<std::sync::Mutex<Option<Instant>>>,
+    after: usize,
+) -> (Vec<i64>, Option<Duration>) {
+    let mut c = mysql_async::Conn::new(opts(instance_port, "cl", "cl", Some("CL")))
+        .await
+        .unwrap();
+    let mut acked = Vec::new();
+    let mut id = start;
+    let mut since_stop = 0;
+    let mut resumed = None;
+    let began = Instant::now();
+    while since_stop < after && began.elapsed() < Duration::from_secs(45) {
+        let sent = Instant::now();
+        let r = c
+            .query_drop(format!("INSERT INTO t (id, via) VALUES ({id}, 'load')"))
+            .await;
+        match r {
+            Ok(()) => {
+                acked.push(id);
+                let k = *killed.lock().unwrap();
+                if let Some(k) = k
+                    && sent > k
+                {
+                    resumed.get_or_insert(k.elapsed());
+                }
+                if stop.load(std::sync::atomic::Ordering::Acquire) {
+                    since_stop += 1;
+                }
+            }
+            Err(mysql_async::Error::Server(_)) => {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(_) => {
+                // The gateway closed a connection whose backend died mid-statement: the write
+                // may or may not have happened; it was not acknowledged.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                c = mysql_async::Conn::new(opts(instance_port, "cl", "cl", Some("CL")))
+                    .await
+                    .unwrap();
+            }
+        }
+        id += 2;
+    }
+    (acked, resumed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_of_the_primary_under_load_switches_every_instance_to_the_same_standby() {
+    let zk = ZkServer::start("cl-kill").await;
+    let (mut m1, m2) = pair("clk").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    let all = [&a, &b, &c];
+    wait_all(
+        &all,
+        Duration::from_secs(20),
+        "every instance connected with the leader known",
+        |r| r.0 == "connected" && r.1 == "manx1" && r.3 == 0,
+    )
+    .await;
+    assert!(znode(&zk).await.contains("dh=0\n"), "{}", znode(&zk).await);
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killed = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let load_a = tokio::spawn(write_load(
+        a.process.port,
+        1,
+        stop.clone(),
+        killed.clone(),
+        20,
+    ));
+    let load_b = tokio::spawn(write_load(
+        b.process.port,
+        2,
+        stop.clone(),
+        killed.clone(),
+        20,
+    ));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    m1.kill();
+    *killed.lock().unwrap() = Some(Instant::now());
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let (acked_a, resumed_a) = load_a.await.unwrap();
+    let (acked_b, resumed_b) = load_b.await.unwrap();
+    eprintln!(
+        "3 instances: writes resumed {resumed_a:?} (manx1) / {resumed_b:?} (manx2) after SIGKILL of the primary; acknowledged {} + {} INSERTs",
+        acked_a.len(),
+        acked_b.len()
+    );
+    assert!(
+        resumed_a.is_some() && resumed_b.is_some(),
+        "writes did not resume"
+    );
+    // Every instance on the standby, at the same epoch, decided once.
+    wait_all(
+        &all,
+        Duration::from_secs(10),
+        "every instance on writeHost 1 at epoch 1",
+        |r| r.3 == 1 && r.2 == 1,
+    )
+    .await;
+    let doc = znode(&zk).await;
+    assert!(
+        doc.contains("dh=1\n") && doc.starts_with("#manx epoch=1 leader=manx1"),
+        "{doc}"
+    );
+    for i in all {
+        assert!(
+            i.dnindex().contains("dh=1\n"),
+            "{}: {}",
+            i.name,
+            i.dnindex()
+        );
+    }
+    let decided: usize = all
+        .iter()
+        .map(|i| i.log().matches("failover decided").count())
+        .sum();
+    assert_eq!(decided, 1, "exactly one decision");
+    // No instance switched on its own.
+    for i in all {
+        assert!(!i.log().contains("reason=heartbeat error"), "{}", i.log());
+    }
+    // Every acknowledged write is on the new primary.
+    let on_m2 = ids_on(&m2).await;
+    let mut missing = Vec::new();
+    for id in acked_a.iter().chain(&acked_b) {
+        if on_m2.binary_search(id).is_err() {
+            missing.push(*id);
+        }
+    }
+    eprintln!(
+        "acknowledged writes checked on the new primary: {} (missing: {})",
+        acked_a.len() + acked_b.len(),
+        missing.len()
+    );
+    assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
+    // The third instance, which carried no load, writes to the standby too.
+    let mut cc = c.client().await;
+    cc.query_drop("INSERT INTO t (id, via) VALUES (1000000, 'manx3')")
+        .await
+        .unwrap();
+    assert!(ids_on(&m2).await.contains(&1_000_000));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_instance_cut_off_from_zookeeper_never_switches_alone() {
+    let zk = ZkServer::start("cl-cut").await;
+    let (mut m1, m2) = pair("clc").await;
+    let proxy = FaultProxy::start(([127, 0, 0, 1], zk.port)).await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let c = Instance::start("manx3", &proxy.address(), (&m1, &m2), &[]).await;
+    wait_all(
+        &[&a, &b, &c],
+        Duration::from_secs(20),
+        "every instance connected",
+        |r| r.0 == "connected" && r.1 == "manx1",
+    )
+    .await;
+    // manx3 is partitioned from ZooKeeper (TCP stays up, nothing gets through), then the
+    // primary dies: its own heartbeat sees it, but it must not switch.
+    proxy.blackhole();
+    m1.kill();
+    wait_all(
+        &[&a, &b],
+        Duration::from_secs(15),
+        "manx1 and manx2 switched",
+        |r| r.3 == 1,
+    )
+    .await;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let (_, _, epoch, index, _, _) = c.cluster_row().await;
+        assert_eq!((epoch, index), (0, 0), "the cut-off instance switched");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Its writes (and logins to the schema, whose dataNode it checks) fail: they go nowhere.
+    assert!(
+        c.write("INSERT INTO t (id, via) VALUES (1, 'manx3')")
+            .await
+            .is_err(),
+        "a write through the cut-off instance went somewhere"
+    );
+    assert!(c.dnindex().contains("dh=0\n"), "{}", c.dnindex());
+    // Healed: it follows the decision it missed.
+    proxy.heal();
+    wait_all(
+        &[&c],
+        Duration::from_secs(20),
+        "manx3 follows after the partition",
+        |r| r.0 == "connected" && r.3 == 1 && r.2 == 1,
+    )
+    .await;
+    c.write("INSERT INTO t (id, via) VALUES (2, 'manx3')")
+        .await
+        .unwrap();
+    assert!(ids_on(&m2).await.contains(&2));
+    assert!(!ids_on(&m2).await.contains(&1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn zookeeper_down_means_no_switch_and_writes_go_on() {
+    let mut zk = ZkServer::start("cl-down").await;
+    let (mut m1, m2) = pair("cld").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected"
+    })
+    .await;
+    zk.kill();
+    let mut ca = a.client().await;
+    for id in 1..=20 {
+        ca.query_drop(format!("INSERT INTO t (id, via) VALUES ({id}, 'nozk')"))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    m2.catch_up(&m1).await;
+    assert_eq!(ids_on(&m1).await.len(), 20);
+    // The primary dies while ZooKeeper is down: nobody switches.
+    m1.kill();
+    tokio::time::sleep(Duration::from_millis(3_000)).await;
+    for i in [&a, &b] {
+        let (_, _, _, index, _, _) = i.cluster_row().await;
+        assert_eq!(index, 0, "{} switched without ZooKeeper", i.name);
+        assert!(i.dnindex().contains("dh=0\n"));
+    }
+    // ZooKeeper back: the decision is made once, and both follow.
+    zk.restart().await;
+    wait_all(
+        &[&a, &b],
+        Duration::from_secs(30),
+        "switched once ZooKeeper is back",
+        |r| r.0 == "connected" && r.3 == 1,
+    )
+    .await;
+    let mut ca = a.client().await;
+    ca.query_drop("INSERT INTO t (id, via) VALUES (100, 'back')")
+        .await
+        .unwrap();
+    assert!(ids_on(&m2).await.contains(&100));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lagging_standby_is_not_promoted_while_acknowledged_writes_are_missing() {
+    let zk = ZkServer::start("cl-lag").await;
+    let (mut m1, m2) = pair("cll").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected"
+    })
+    .await;
+    // The standby receives (semi-sync acknowledges) but does not apply.
+    let mut r = m2.conn(None).await;
+    r.query_drop("STOP SLAVE SQL_THREAD").await.unwrap();
+    let mut cb = b.client().await;
+    for id in 1..=10 {
+        cb.query_drop(format!("INSERT INTO t (id, via) VALUES ({id}, 'lag')"))
+            .await
+            .unwrap();
+    }
+    let (_, _, _, _, position, _) = b.cluster_row().await;
+    assert!(!position.is_empty(), "manx2 tracked no GTID");
+    m1.kill();
+    // Down for everyone, but the standby lacks acknowledged writes: no switch, and the leader
+    // says why.
+    wait_all(
+        &[&a],
+        Duration::from_secs(15),
+        "the refusal is explained",
+        |r| r.5.contains("has not applied the acknowledged writes"),
+    )
+    .await;
+    let (_, _, epoch, index, _, note) = a.cluster_row().await;
+    assert_eq!((epoch, index), (0, 0), "{note}");
+    assert!(note.contains(&position) || note.contains("0-1-"), "{note}");
+    assert!(ids_on(&m2).await.is_empty());
+    assert!(a.log().contains("failover refused"));
+    // The standby catches up: the switch follows, with every acknowledged write on it.
+    r.query_drop("START SLAVE SQL_THREAD").await.unwrap();
+    wait_all(
+        &[&a, &b],
+        Duration::from_secs(20),
+        "switched after catch-up",
+        |r| r.3 == 1,
+    )
+    .await;
+    assert_eq!(ids_on(&m2).await, (1..=10).collect::<Vec<i64>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_leader_killed_mid_failover_is_replaced_and_the_switch_happens_once() {
+    let zk = ZkServer::start("cl-lead").await;
+    let (mut m1, m2) = pair("cll2").await;
+    // manx1 leads (first in the election) and pauses 30 s between its decision and its write.
+    let mut a = Instance::start(
+        "manx1",
+        &zk.address(),
+        (&m1, &m2),
+        &[("MANX_COORD_PAUSE_MS", "30000")],
+    )
+    .await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b, &c], Duration::from_secs(20), "manx1 leads", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    m1.kill();
+    // Wait until the leader is inside its decision, then kill it.
+    let start = Instant::now();
+    while !a.log().contains("MANX_COORD_PAUSE_MS") {
+        assert!(start.elapsed() < Duration::from_secs(15), "{}", a.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = a.process.child.kill();
+    let _ = a.process.child.wait();
+    wait_all(
+        &[&b, &c],
+        Duration::from_secs(20),
+        "the new leader switched",
+        |r| r.1 == "manx2" && r.3 == 1,
+    )
+    .await;
+    let doc = znode(&zk).await;
+    assert!(doc.starts_with("#manx epoch=1 leader=manx2"), "{doc}");
+    let decided =
+        b.log().matches("failover decided").count() + c.log().matches("failover decided").count();
+    assert_eq!(decided, 1);
+    let mut cb = b.client().await;
+    cb.query_drop("INSERT INTO t (id, via) VALUES (7, 'new')")
+        .await
+        .unwrap();
+    assert!(ids_on(&m2).await.contains(&7));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn switch_datasource_in_cluster_mode_fences_the_old_writer_and_every_instance_follows() {
+    let zk = ZkServer::start("cl-switch").await;
+    let (m1, m2) = pair("cls").await;
+    // An application account on the old primary without READ_ONLY ADMIN: what read_only
+    // stops.
+    let mut admin = m1.conn(None).await;
+    admin
+        .query_drop(
+            "CREATE USER 'app'@'127.0.0.1' IDENTIFIED BY 'app';
+             GRANT INSERT, SELECT ON cl.* TO 'app'@'127.0.0.1'",
+        )
+        .await
+        .unwrap();
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b, &c], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    a.write("INSERT INTO t (id, via) VALUES (1, 'before')")
+        .await
+        .unwrap();
+    // A transaction of manx3 left open on the old primary.
+    let mut open = c.client().await;
+    open.query_drop("BEGIN").await.unwrap();
+    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
+        .await
+        .unwrap();
+    // The operator switches through manx2, which does not lead.
+    let mut manager = mysql_async::Conn::new(opts(b.process.manager_port, "cl", "cl", None))
+        .await
+        .unwrap();
+    manager
+        .query_drop("switch @@datasource dh:1")
+        .await
+        .unwrap();
+    assert_eq!(manager.affected_rows(), 1);
+    wait_all(
+        &[&a, &b, &c],
+        Duration::from_secs(10),
+        "every instance follows",
+        |r| r.3 == 1 && r.2 == 1,
+    )
+    .await;
+    assert!(znode(&zk).await.starts_with("#manx epoch=1 leader=manx2"));
+    // Fenced on the server: read_only, and the connections of the gateway's account (this
+    // test's admin one included) are gone.
+    assert!(admin.query_drop("SELECT 1").await.is_err());
+    let mut admin = m1.conn(None).await;
+    let ro: Option<i64> = admin
+        .query_first("SELECT @@global.read_only")
+        .await
+        .unwrap();
+    assert_eq!(ro, Some(1));
+    let mut app = mysql_async::Conn::new(opts(m1.port, "app", "app", Some("cl")))
+        .await
+        .unwrap();
+    let e = app
+        .query_drop("INSERT INTO t (id, via) VALUES (3, 'app')")
+        .await
+        .unwrap_err();
+    assert_eq!(common::server_error(e).0, 1290);
+    assert!(
+        open.query_drop("COMMIT").await.is_err(),
+        "the fenced transaction committed"
+    );
+    let on_m1: Vec<i64> = admin
+        .query("SELECT id FROM cl.t ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(on_m1, vec![1]);
+    // Writes through every instance go to the new primary.
+    for (i, instance) in [&a, &b, &c].iter().enumerate() {
+        instance
+            .write(&format!(
+                "INSERT INTO t (id, via) VALUES ({}, 'after')",
+                10 + i
+            ))
+            .await
+            .unwrap();
+    }
+    let on_m2 = ids_on(&m2).await;
+    assert!(
+        [10, 11, 12].iter().all(|id| on_m2.contains(id)),
+        "{on_m2:?}"
+    );
+    assert!(!on_m1.contains(&10));
+}
