@@ -66,6 +66,11 @@ enum Command {
         #[arg(long)]
         strict: bool,
     },
+    /// ZooKeeper cluster mode (myid.properties with loadZk=true in --conf).
+    Zk {
+        #[command(subcommand)]
+        action: ZkAction,
+    },
     /// Print the dataNode a sharding-column value of TABLE goes to (TABLE or SCHEMA.TABLE).
     Route {
         table: String,
@@ -73,6 +78,86 @@ enum Command {
         #[arg(allow_hyphen_values = true)]
         value: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ZkAction {
+    /// Propose the configuration files of --conf to the cluster: every running instance
+    /// validates them, and they are installed everywhere (files written, reload) only when
+    /// every one accepted them. Exits 0 once committed, 1 when refused or undecided.
+    Publish {
+        /// Seconds to wait for the decision.
+        #[arg(long, default_value_t = 90)]
+        wait: u64,
+    },
+}
+
+/// `manx zk publish`.
+fn zk_publish(dir: &std::path::Path, wait: u64) -> anyhow::Result<()> {
+    let myid = match manx::config::myid::load(dir) {
+        Ok(Some(m)) => m,
+        Ok(None) => anyhow::bail!(
+            "{} has no myid.properties with loadZk=true: there is no cluster to publish to",
+            dir.display()
+        ),
+        Err(e) => anyhow::bail!("{e}"),
+    };
+    // What is published must load here first.
+    let _ = load(dir);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    match runtime.block_on(manx::frontend::cluster::publish(
+        dir,
+        &myid,
+        std::time::Duration::from_secs(wait),
+    )) {
+        Ok(message) => {
+            println!("{message}");
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("manx: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// In cluster mode (`loadZk=true`), writes the configuration published in ZooKeeper into
+/// `dir` before it is loaded; returns its version. ZooKeeper out of reach or nothing
+/// published: the local files are used (logged).
+fn fetch_cluster_config(dir: &std::path::Path) -> u64 {
+    let myid = match manx::config::myid::load(dir) {
+        Ok(Some(m)) => m,
+        _ => return 0,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(_) => return 0,
+    };
+    let fetched = runtime.block_on(manx::frontend::cluster::fetch_at_start(
+        dir,
+        &myid,
+        std::time::Duration::from_secs(10),
+    ));
+    match fetched {
+        Ok(Some(version)) => {
+            tracing::info!(version, zk = %myid.zk_url, "cluster mode: configuration taken from ZooKeeper");
+            version
+        }
+        Ok(None) => {
+            tracing::info!(zk = %myid.zk_url, "cluster mode: no configuration published in ZooKeeper yet (manx zk publish); the local files are used");
+            0
+        }
+        Err(e) => {
+            tracing::warn!(zk = %myid.zk_url, error = %e, "cluster mode: cannot read the configuration from ZooKeeper; the local files are used");
+            0
+        }
+    }
 }
 
 /// Loads and validates the configuration, or prints every error and exits 1.
@@ -146,6 +231,9 @@ fn main() -> anyhow::Result<()> {
         Some(Command::Check { backends, strict }) => {
             check(&args.conf, *backends || *strict, *strict)
         }
+        Some(Command::Zk {
+            action: ZkAction::Publish { wait },
+        }) => zk_publish(&args.conf, *wait),
         Some(Command::Route { table, value }) => {
             let (config, router) = load(&args.conf);
             match route_value(&config, &router, table, value) {
@@ -251,6 +339,7 @@ fn route_value(
 }
 
 fn serve(args: Args) -> anyhow::Result<()> {
+    let config_version = fetch_cluster_config(&args.conf);
     let (mut config, _) = load(&args.conf);
     if let Some(cert) = &args.tls_cert {
         config.system.ssl_cert_file = Some(cert.clone());
@@ -278,7 +367,11 @@ fn serve(args: Args) -> anyhow::Result<()> {
     let metrics_addr = args.metrics_addr.or(config.system.metrics_addr);
     config.system.metrics_addr = metrics_addr;
     let server = match Server::new(config, Timeouts::default()) {
-        Ok(s) => Arc::new(s),
+        Ok(s) => {
+            s.config_version
+                .store(config_version, std::sync::atomic::Ordering::Release);
+            Arc::new(s)
+        }
         Err(errors) => {
             eprintln!(
                 "manx: the configuration in {} has errors:\n{errors}",

@@ -669,3 +669,141 @@ async fn switch_datasource_in_cluster_mode_fences_the_old_writer_and_every_insta
     );
     assert!(!on_m1.contains(&10));
 }
+
+/// Runs `manx zk publish --conf dir`: (exit success, stdout + stderr).
+fn publish(dir: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args([
+            "--conf",
+            dir.to_str().unwrap(),
+            "zk",
+            "publish",
+            "--wait",
+            "60",
+        ])
+        .env("MANX_LOG", "error")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+async fn logs_in(port: u16, user: &str, db: &str) -> bool {
+    mysql_async::Conn::new(opts(port, user, user, Some(db)))
+        .await
+        .is_ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_published_configuration_reaches_every_instance_or_none() {
+    let zk = ZkServer::start("cl-conf").await;
+    let (m1, m2) = pair("clp").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    let all = [&a, &b, &c];
+    wait_all(&all, Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    // The operator's directory: manx1's files with one more user.
+    let staged = config("publisher", &zk.address(), &m1, &m2);
+    let server_xml = std::fs::read_to_string(staged.path().join("server.xml")).unwrap();
+    let with_user = server_xml.replace(
+        "</mycat:server>",
+        r#"<user name="cl2"><property name="password">cl2</property><property name="schemas">CL</property></user>
+</mycat:server>"#,
+    );
+    std::fs::write(staged.path().join("server.xml"), &with_user).unwrap();
+    let (ok, said) = publish(staged.path());
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("committed") && said.contains("manx3: ok"),
+        "{said}"
+    );
+    let version = |r: &mysql_async::Row| r.get::<u64, _>("CONFIG_VERSION").unwrap();
+    let mut versions = Vec::new();
+    for i in all {
+        // Committed means installed or about to be on every instance: within a few periods.
+        let start = Instant::now();
+        while !logs_in(i.process.port, "cl2", "CL").await {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{}: cl2 cannot log in\n{}",
+                i.name,
+                i.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let mut m = mysql_async::Conn::new(opts(i.process.manager_port, "cl", "cl", None))
+            .await
+            .unwrap();
+        let rows: Vec<mysql_async::Row> = m.query("show @@cluster").await.unwrap();
+        versions.push(version(&rows[0]));
+        assert!(
+            std::fs::read_to_string(i.dir.path().join("server.xml"))
+                .unwrap()
+                .contains("cl2"),
+            "{}: the file was not written",
+            i.name
+        );
+    }
+    assert!(
+        versions[0] > 0 && versions.iter().all(|v| *v == versions[0]),
+        "{versions:?}"
+    );
+
+    // A configuration that loads but that no instance can install (a new dataHost whose
+    // writeHost does not answer): refused by every vote, installed nowhere.
+    let schema = std::fs::read_to_string(staged.path().join("schema.xml")).unwrap();
+    let broken = schema.replace(
+        "</mycat:schema>",
+        &format!(
+            r#"<schema name="CL2" dataNode="dn2"></schema>
+    <dataNode name="dn2" dataHost="dh2" database="cl" />
+    <dataHost name="dh2" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="gone" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>
+</mycat:schema>"#,
+            closed_port()
+        ),
+    );
+    std::fs::write(staged.path().join("schema.xml"), broken).unwrap();
+    std::fs::write(
+        staged.path().join("server.xml"),
+        with_user.replace(
+            r#"<property name="schemas">CL</property></user>
+</mycat:server>"#,
+            r#"<property name="schemas">CL,CL2</property></user>
+</mycat:server>"#,
+        ),
+    )
+    .unwrap();
+    let (ok, said) = publish(staged.path());
+    assert!(!ok, "{said}");
+    assert!(said.contains("abort") && said.contains("gone"), "{said}");
+    tokio::time::sleep(Duration::from_millis(5 * PERIOD_MS)).await;
+    for i in all {
+        assert!(!logs_in(i.process.port, "cl2", "CL2").await, "{}", i.name);
+        assert!(logs_in(i.process.port, "cl2", "CL").await, "{}", i.name);
+        assert!(
+            !std::fs::read_to_string(i.dir.path().join("schema.xml"))
+                .unwrap()
+                .contains("dh2"),
+            "{}: a refused file was written",
+            i.name
+        );
+        let (_, _, _, _, _, _) = i.cluster_row().await;
+    }
+
+    // An instance started later from stale files takes the published configuration.
+    let d = Instance::start("manx4", &zk.address(), (&m1, &m2), &[]).await;
+    assert!(logs_in(d.process.port, "cl2", "CL").await, "{}", d.log());
+}

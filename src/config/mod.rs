@@ -179,7 +179,7 @@ pub struct SystemConfig {
     /// often XA recovery looks for prepared branches left behind.
     pub xa_recovery_period_ms: u64,
     /// `useZKSwitch` (Mycat's, default false): with ZooKeeper cluster mode (`myid.properties`,
-    /// module [`crate::coord`]), writeHost switches are decided by one instance holding the
+    /// module `coord`), writeHost switches are decided by one instance holding the
     /// leadership and followed by every instance; no instance switches on its own.
     pub use_zk_switch: bool,
     /// `zkSessionTimeout` in milliseconds (manx), default 6 000: the ZooKeeper session timeout

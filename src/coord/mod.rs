@@ -17,10 +17,14 @@
 //! This module only talks to ZooKeeper; what is decided, and how instances follow, is
 //! `datahost`'s (module `datahost::coordinated`).
 
+pub mod bundle;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use zookeeper_client as zk;
+
+pub use bundle::Bundle;
 
 use crate::config::myid::MyId;
 
@@ -177,6 +181,27 @@ impl Paths {
     pub fn health(&self) -> String {
         format!("{}/manx/health", self.base)
     }
+    /// The configuration in force cluster-wide ([`bundle`]).
+    pub fn config(&self) -> String {
+        format!("{}/manx/config", self.base)
+    }
+    /// Proposed configurations ([`bundle`]).
+    pub fn reload(&self) -> String {
+        format!("{}/manx/reload", self.base)
+    }
+}
+
+/// A proposed configuration and where it stands ([`bundle`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposal {
+    /// Its sequence number (from 1): the configuration version it makes when committed.
+    pub seq: u64,
+    /// Votes by myid: `ok` or `error: <why>`.
+    pub votes: BTreeMap<String, String>,
+    /// The leader's decision: `commit` or `abort: <why>`.
+    pub decision: Option<String>,
+    /// When it was proposed (ms since the Unix epoch, ZooKeeper's clock).
+    pub created_ms: i64,
 }
 
 /// A ZooKeeper session of this instance, registered as a live instance and a leadership
@@ -186,8 +211,9 @@ pub struct Session {
     client: zk::Client,
     paths: Paths,
     myid: String,
-    /// This instance's election znode (full path).
-    candidate: String,
+    /// This instance's election znode (full path); `None` for an observer
+    /// ([`Session::observe`]).
+    candidate: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -216,35 +242,13 @@ impl Session {
     ///
     /// Errors: ZooKeeper cannot be reached in time, or refuses an operation.
     pub async fn open(myid: &MyId, session_timeout: Duration) -> Result<Session, CoordError> {
-        let connecting = zk::Client::connector()
-            .with_session_timeout(session_timeout)
-            .with_connection_timeout(session_timeout.min(Duration::from_secs(5)))
-            .with_fail_eagerly()
-            .connect(&myid.zk_url);
-        let client = tokio::time::timeout(session_timeout, connecting)
-            .await
-            .map_err(|_| CoordError {
-                what: format!("connect to {}", myid.zk_url),
-                source: zk::Error::Timeout,
-            })?
-            .map_err(fail(format!("connect to {}", myid.zk_url)))?;
-        let paths = Paths::new(&myid.cluster_id);
-        for dir in [
-            format!("{}/bindata", paths.base),
-            format!("{}/line", paths.base),
-            paths.election(),
-            paths.health(),
-        ] {
-            match client.mkdir(&dir, &persistent()).await {
-                Ok(()) | Err(zk::Error::NodeExists) => {}
-                Err(e) => return Err(fail(format!("create {dir}"))(e)),
-            }
-        }
+        let mut session = Session::observe(myid, session_timeout).await?;
+        let (client, paths) = (&session.client, &session.paths);
         for path in [
             paths.line(&myid.myid),
             format!("{}/{}", paths.health(), myid.myid),
         ] {
-            register(&client, &path).await?;
+            register(client, &path).await?;
         }
         // Election znodes of an earlier session of this myid would keep a dead leader in front.
         let stale = client
@@ -269,12 +273,46 @@ impl Session {
             )
             .await
             .map_err(fail("join the election"))?;
-        let candidate = format!("{election}{seq}");
+        session.candidate = Some(format!("{election}{seq}"));
+        Ok(session)
+    }
+
+    /// Connects to `myid.zk_url` (bounded by `session_timeout`) and creates the cluster's
+    /// znodes when missing, without registering as an instance: for `manx zk publish` and the
+    /// configuration read at start-up.
+    ///
+    /// Errors: ZooKeeper cannot be reached in time, or refuses an operation.
+    pub async fn observe(myid: &MyId, session_timeout: Duration) -> Result<Session, CoordError> {
+        let connecting = zk::Client::connector()
+            .with_session_timeout(session_timeout)
+            .with_connection_timeout(session_timeout.min(Duration::from_secs(5)))
+            .with_fail_eagerly()
+            .connect(&myid.zk_url);
+        let client = tokio::time::timeout(session_timeout, connecting)
+            .await
+            .map_err(|_| CoordError {
+                what: format!("connect to {}", myid.zk_url),
+                source: zk::Error::Timeout,
+            })?
+            .map_err(fail(format!("connect to {}", myid.zk_url)))?;
+        let paths = Paths::new(&myid.cluster_id);
+        for dir in [
+            format!("{}/bindata", paths.base),
+            format!("{}/line", paths.base),
+            paths.election(),
+            paths.health(),
+            paths.reload(),
+        ] {
+            match client.mkdir(&dir, &persistent()).await {
+                Ok(()) | Err(zk::Error::NodeExists) => {}
+                Err(e) => return Err(fail(format!("create {dir}"))(e)),
+            }
+        }
         Ok(Session {
             client,
             paths,
             myid: myid.myid.clone(),
-            candidate,
+            candidate: None,
         })
     }
 
@@ -323,7 +361,10 @@ impl Session {
             .await
             .map_err(fail("list the election"))?;
         let lowest = children.iter().min_by_key(|c| sequence_of(c));
-        Ok(lowest.is_some_and(|c| self.candidate.ends_with(&format!("/{c}"))))
+        Ok(match (&self.candidate, lowest) {
+            (Some(me), Some(c)) => me.ends_with(&format!("/{c}")),
+            _ => false,
+        })
     }
 
     /// Publishes this instance's report.
@@ -410,9 +451,12 @@ impl Session {
     ) -> Result<bool, CoordError> {
         let text = doc.encode();
         let path = self.paths.dnindex();
+        let Some(candidate) = &self.candidate else {
+            return Ok(false);
+        };
         let mut multi = self.client.new_multi_writer();
         let built = multi
-            .add_check_version(&self.candidate, -1)
+            .add_check_version(candidate, -1)
             .and_then(|()| match version {
                 Some(v) => multi.add_set_data(&path, text.as_bytes(), Some(v)),
                 None => multi.add_create(&path, text.as_bytes(), &persistent()),
@@ -425,6 +469,167 @@ impl Session {
                 ..
             }) => Ok(false),
             Err(e) => Err(fail("write the dnindex znode")(e.into())),
+        }
+    }
+
+    /// The myids of the live instances (those with a health znode).
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn live(&self) -> Result<Vec<String>, CoordError> {
+        self.client
+            .list_children(&self.paths.health())
+            .await
+            .map_err(fail("list the live instances"))
+    }
+
+    /// The configuration in force cluster-wide, when one was published.
+    ///
+    /// Errors: ZooKeeper cannot be asked, or the znode is not a bundle.
+    pub async fn config(&self) -> Result<Option<Bundle>, CoordError> {
+        match self.client.get_data(&self.paths.config()).await {
+            Ok((data, _)) => Bundle::decode(&data).map(Some).map_err(|e| CoordError {
+                what: format!("read {}: {e}", self.paths.config()),
+                source: zk::Error::MarshallingError,
+            }),
+            Err(zk::Error::NoNode) => Ok(None),
+            Err(e) => Err(fail("read the configuration")(e)),
+        }
+    }
+
+    /// Makes `bundle` the configuration in force cluster-wide.
+    ///
+    /// Errors: ZooKeeper refuses the write.
+    pub async fn set_config(&self, bundle: &Bundle) -> Result<(), CoordError> {
+        let path = self.paths.config();
+        let data = bundle.encode();
+        match self.client.set_data(&path, &data, None).await {
+            Ok(_) => Ok(()),
+            Err(zk::Error::NoNode) => self
+                .client
+                .create(&path, &data, &persistent())
+                .await
+                .map(|_| ())
+                .map_err(fail("publish the configuration")),
+            Err(e) => Err(fail("publish the configuration")(e)),
+        }
+    }
+
+    /// Proposes `bundle` (its version is ignored) and returns the proposal's sequence number
+    /// (from 1: the version it makes when committed).
+    ///
+    /// Errors: ZooKeeper refuses the write.
+    pub async fn propose(&self, bundle: &Bundle) -> Result<u64, CoordError> {
+        let (_, seq) = self
+            .client
+            .create(
+                &format!("{}/p_", self.paths.reload()),
+                &bundle.encode(),
+                &zk::CreateMode::PersistentSequential.with_acls(zk::Acls::anyone_all()),
+            )
+            .await
+            .map_err(fail("propose a configuration"))?;
+        Ok(seq.into_i64() as u64 + 1)
+    }
+
+    /// Proposal `seq`'s znode: sequence numbers are the znodes' plus one, so that 0 means
+    /// "none" in versions.
+    fn proposal_path(&self, seq: u64) -> String {
+        format!("{}/p_{:010}", self.paths.reload(), seq.saturating_sub(1))
+    }
+
+    /// Every proposal with its votes and decision, oldest first.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn proposals(&self) -> Result<Vec<Proposal>, CoordError> {
+        let dir = self.paths.reload();
+        let mut names = self
+            .client
+            .list_children(&dir)
+            .await
+            .map_err(fail("list the proposals"))?;
+        names.sort_by_key(|n| sequence_of(n));
+        let mut out = Vec::new();
+        for name in names {
+            let path = format!("{dir}/{name}");
+            let (children, stat) = match self.client.get_children(&path).await {
+                Ok(c) => c,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(fail("read a proposal")(e)),
+            };
+            let mut p = Proposal {
+                seq: sequence_of(&name).max(0) as u64 + 1,
+                votes: BTreeMap::new(),
+                decision: None,
+                created_ms: stat.ctime,
+            };
+            for child in children {
+                let text = match self.client.get_data(&format!("{path}/{child}")).await {
+                    Ok((data, _)) => String::from_utf8_lossy(&data).into_owned(),
+                    Err(zk::Error::NoNode) => continue,
+                    Err(e) => return Err(fail("read a vote")(e)),
+                };
+                if child == "decision" {
+                    p.decision = Some(text);
+                } else if let Some(myid) = child.strip_prefix("v_") {
+                    p.votes.insert(myid.to_string(), text);
+                }
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    /// The bundle of proposal `seq`, with `seq` as its version.
+    ///
+    /// Errors: ZooKeeper cannot be asked, or the proposal is not a bundle.
+    pub async fn proposal(&self, seq: u64) -> Result<Bundle, CoordError> {
+        let (data, _) = self
+            .client
+            .get_data(&self.proposal_path(seq))
+            .await
+            .map_err(fail("read a proposal"))?;
+        let mut b = Bundle::decode(&data).map_err(|e| CoordError {
+            what: format!("read proposal {seq}: {e}"),
+            source: zk::Error::MarshallingError,
+        })?;
+        b.version = seq;
+        Ok(b)
+    }
+
+    /// Records this instance's vote on proposal `seq` (replacing an earlier one).
+    ///
+    /// Errors: ZooKeeper refuses the write.
+    pub async fn vote(&self, seq: u64, vote: &str) -> Result<(), CoordError> {
+        let path = format!("{}/v_{}", self.proposal_path(seq), self.myid);
+        match self
+            .client
+            .create(&path, vote.as_bytes(), &persistent())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(zk::Error::NodeExists) => self
+                .client
+                .set_data(&path, vote.as_bytes(), None)
+                .await
+                .map(|_| ())
+                .map_err(fail("vote")),
+            Err(e) => Err(fail("vote")(e)),
+        }
+    }
+
+    /// Records the decision on proposal `seq`, unless one was made already (`Ok(false)`).
+    ///
+    /// Errors: ZooKeeper refuses the write.
+    pub async fn decide(&self, seq: u64, decision: &str) -> Result<bool, CoordError> {
+        let path = format!("{}/decision", self.proposal_path(seq));
+        match self
+            .client
+            .create(&path, decision.as_bytes(), &persistent())
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(zk::Error::NodeExists) => Ok(false),
+            Err(e) => Err(fail("decide")(e)),
         }
     }
 

@@ -45,6 +45,9 @@ pub struct Settings {
     pub period: Duration,
     /// `failoverCatchUpTimeout`.
     pub catch_up_timeout: Duration,
+    /// `useZKSwitch`: failovers are decided through ZooKeeper. Without it the session only
+    /// serves the shared configuration, and every instance fails over on its own.
+    pub failover: bool,
 }
 
 /// What `show @@cluster` shows of one dataHost.
@@ -90,11 +93,18 @@ impl Coordination {
             state: Mutex::new(State::default()),
             session: tokio::sync::Mutex::new(None),
         });
-        if let Some(cluster) = current() {
+        if c.settings.failover
+            && let Some(cluster) = current()
+        {
             cluster.set_coordinated();
         }
         tokio::spawn(run(Arc::downgrade(&c), current));
         c
+    }
+
+    /// The ZooKeeper session, while one is connected.
+    pub async fn session(&self) -> Option<Arc<Session>> {
+        self.session.lock().await.clone().filter(|s| s.connected())
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -185,6 +195,12 @@ async fn run(
             let (Some(c), Some(cluster)) = (me.upgrade(), current()) else {
                 return;
             };
+            if !settings.failover {
+                c.state().connected = session.connected();
+                drop((c, cluster));
+                tokio::time::sleep(settings.period).await;
+                continue;
+            }
             cluster.set_coordinated();
             // Bounded: a catch-up wait, the fencing attempt (3 s) and ZooKeeper's answers.
             let limit =

@@ -218,7 +218,7 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
         ),
         "zk" => error(
             1003,
-            "zk ... is refused: manx has no ZooKeeper configuration synchronisation",
+            "zk ... is refused: in cluster mode, publish a configuration with `manx zk publish` (show @@cluster shows the version in force)",
         ),
         _ => unsupported(sql),
     }
@@ -1051,9 +1051,13 @@ async fn kill_xa_sessions(server: &Arc<Server>, list: &str) -> Answer {
 /// mode), the LEADER's myid, the EPOCH of the index document last followed, the DATAHOST, its
 /// active INDEX, POSITION (the GTIDs of the writes acknowledged on it by this instance) and
 /// NOTE (the last failover decision about it, or why a switch was refused and which writes
-/// were at risk).
+/// were at risk) and CONFIG_VERSION (the cluster-wide configuration version in force here, 0
+/// before any was published; module [`super::cluster`]).
 fn cluster(server: &Server) -> Answer {
     let current = server.current();
+    let config_version = server
+        .config_version
+        .load(std::sync::atomic::Ordering::Acquire);
     let (myid, zk, leader, epoch, notes) = match server.coordination.get() {
         Some(c) => {
             let (connected, leader, epoch, hosts) = c.snapshot();
@@ -1081,6 +1085,7 @@ fn cluster(server: &Server) -> Answer {
             ("INDEX", LONG),
             ("POSITION", TEXT),
             ("NOTE", TEXT),
+            ("CONFIG_VERSION", LONGLONG),
         ],
         rows: current
             .cluster
@@ -1097,6 +1102,7 @@ fn cluster(server: &Server) -> Answer {
                     text(index),
                     text(position),
                     text(note),
+                    text(config_version),
                 ]
             })
             .collect(),

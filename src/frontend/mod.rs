@@ -4,6 +4,7 @@
 
 mod auth;
 mod binary;
+pub mod cluster;
 mod commands;
 mod error;
 mod limits;
@@ -217,6 +218,9 @@ pub struct Server {
     /// Coordinated failover, started by [`Server::serve`] in cluster mode with `useZKSwitch`
     /// (module [`crate::datahost::coordinated`]).
     pub coordination: std::sync::OnceLock<Arc<crate::datahost::coordinated::Coordination>>,
+    /// The version of the cluster-wide configuration in force here (module [`cluster`]): 0
+    /// outside cluster mode or before any was published.
+    pub config_version: std::sync::atomic::AtomicU64,
 }
 
 /// Counts one task a graceful shutdown must wait for (a rollback after a client left) while
@@ -270,6 +274,7 @@ impl Server {
             xa,
             myid,
             coordination: std::sync::OnceLock::new(),
+            config_version: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -325,15 +330,16 @@ impl Server {
         };
         let system = &config.system;
         if !system.use_zk_switch {
-            tracing::info!(myid = %myid.myid, "myid.properties has loadZk=true but useZKSwitch is false: every instance fails over on its own");
-            return;
+            tracing::info!(myid = %myid.myid, "myid.properties has loadZk=true but useZKSwitch is false: the configuration is shared through ZooKeeper, failovers stay local");
         }
         let settings = crate::datahost::coordinated::Settings {
             myid,
             session_timeout: std::time::Duration::from_millis(system.zk_session_timeout_ms),
             period: std::time::Duration::from_millis(system.heartbeat_period_ms.min(10_000)),
             catch_up_timeout: std::time::Duration::from_millis(system.failover_catch_up_timeout_ms),
+            failover: system.use_zk_switch,
         };
+        let period = settings.period;
         let weak = Arc::downgrade(self);
         let current = move || weak.upgrade().map(|s| s.current().cluster.clone());
         let _ = self
@@ -341,6 +347,7 @@ impl Server {
             .set(crate::datahost::coordinated::Coordination::spawn(
                 settings, current,
             ));
+        tokio::spawn(cluster::sync(Arc::downgrade(self), period));
     }
 
     /// Accepts manager-port clients (module [`manager`]) on `listener` until `shutdown`

@@ -342,6 +342,25 @@ impl Server {
         Ok(scope.success())
     }
 
+    /// Checks the configuration files of `dir` as `reload @@config_all` would take them, without
+    /// installing anything: they load and validate, compose with the running configuration,
+    /// route, and the writeHosts of the dataHosts they would build anew answer (the "prepare"
+    /// of a cluster-wide reload, module [`super::cluster`]).
+    ///
+    /// Errors: what `reload @@config_all` would refuse, in words.
+    pub async fn validate_dir(&self, dir: &std::path::Path) -> Result<(), String> {
+        let running = self.current();
+        let loaded = Config::load(dir)
+            .map_err(|errors| format!("{} error(s): {}", errors.0.len(), listed(&errors)))?;
+        let composed = compose(&running.config, loaded, Scope::All).map_err(|e| listed(&e))?;
+        Router::new(&composed).map_err(|e| listed(&e))?;
+        let (cluster, built) = running.cluster.reload(&composed, self.reloads.timeouts)?;
+        cluster
+            .test_new_hosts(&built)
+            .await
+            .map_err(|f| f.join("; "))
+    }
+
     /// `rollback @@config`: installs the configuration the last reload or rollback replaced.
     ///
     /// Errors: 1003 `Rollback config failure` when nothing was reloaded since start-up, or when
