@@ -9,6 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::mariadb::Throwaway;
+use common::postgres::PgServer;
 use common::proxy::FaultProxy;
 use common::zookeeper::ZkServer;
 use common::{GatewayProcess, closed_port, opts};
@@ -49,6 +50,28 @@ async fn pair(name: &str) -> (Throwaway, Throwaway) {
 /// One instance's configuration directory: schema `CL` on dataNode `dn` of dataHost `dh`
 /// (`m1`, `m2`), user `cl`/`cl`, `myid.properties` naming `myid` and ZooKeeper at `zk`.
 fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::TempDir {
+    let host = |name: &str, s: &Throwaway| {
+        format!(
+            r#"<writeHost host="{name}" url="127.0.0.1:{}" user="manx" password="manx" />"#,
+            s.port
+        )
+    };
+    config_with(
+        myid,
+        zk,
+        &format!(
+            r#"<dataHost name="dh" maxCon="20" minCon="1" balance="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        {}{}
+    </dataHost>"#,
+            host("m1", m1),
+            host("m2", m2)
+        ),
+    )
+}
+
+/// [`config`] with the dataHost `dh` given as XML.
+fn config_with(myid: &str, zk: &str, data_host: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let repo = common::repo();
     for f in [
@@ -58,12 +81,6 @@ fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::Tem
     ] {
         std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
     }
-    let host = |name: &str, s: &Throwaway| {
-        format!(
-            r#"<writeHost host="{name}" url="127.0.0.1:{}" user="manx" password="manx" />"#,
-            s.port
-        )
-    };
     std::fs::write(
         dir.path().join("schema.xml"),
         format!(
@@ -71,13 +88,8 @@ fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::Tem
 <mycat:schema xmlns:mycat="http://io.mycat/">
     <schema name="CL" dataNode="dn"></schema>
     <dataNode name="dn" dataHost="dh" database="cl" />
-    <dataHost name="dh" maxCon="20" minCon="1" balance="0" switchType="1" dbType="mysql" dbDriver="native">
-        <heartbeat>select 1</heartbeat>
-        {}{}
-    </dataHost>
-</mycat:schema>"#,
-            host("m1", m1),
-            host("m2", m2)
+    {data_host}
+</mycat:schema>"#
         ),
     )
     .unwrap();
@@ -116,6 +128,24 @@ struct Instance {
 }
 
 impl Instance {
+    /// [`Instance::start`] over a given configuration directory.
+    async fn start_in(name: &str, dir: tempfile::TempDir) -> Instance {
+        let log = dir.path().join("manx.log");
+        let (process, _) = GatewayProcess::start_env(
+            dir.path(),
+            ("cl", "cl", "CL"),
+            Some(&log),
+            (closed_port(), closed_port()),
+            &[],
+        )
+        .await;
+        Instance {
+            process,
+            dir,
+            name: name.to_string(),
+        }
+    }
+
     async fn start(
         name: &str,
         zk: &str,
@@ -806,4 +836,207 @@ async fn a_published_configuration_reaches_every_instance_or_none() {
     // An instance started later from stale files takes the published configuration.
     let d = Instance::start("manx4", &zk.address(), (&m1, &m2), &[]).await;
     assert!(logs_in(d.process.port, "cl2", "CL").await, "{}", d.log());
+}
+
+/// A PostgreSQL primary with database `cl` and table `t`, and a streaming standby that has
+/// replayed it.
+async fn pg_pair(name: &str) -> (PgServer, PgServer) {
+    let p = PgServer::primary(&format!("{name}p")).await;
+    p.admin()
+        .await
+        .batch_execute("CREATE DATABASE cl")
+        .await
+        .unwrap();
+    p.db("cl")
+        .await
+        .batch_execute(
+            "CREATE TABLE t (id INT PRIMARY KEY, via VARCHAR(8)); GRANT ALL ON t TO manx",
+        )
+        .await
+        .unwrap();
+    let s = PgServer::standby_of(&p, &format!("{name}s")).await;
+    s.catch_up(&p).await;
+    (p, s)
+}
+
+fn pg_config(myid: &str, zk: &str, p: &PgServer, s: &PgServer) -> tempfile::TempDir {
+    config_with(
+        myid,
+        zk,
+        &format!(
+            r#"<dataHost name="dh" maxCon="10" minCon="1" balance="0" switchType="1" dbType="postgresql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="p" url="127.0.0.1:{}" user="manx" password="manx" />
+        <writeHost host="s" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>"#,
+            p.port, s.port
+        ),
+    )
+}
+
+async fn pg_ids(s: &PgServer) -> Vec<i32> {
+    s.db("cl")
+        .await
+        .query("SELECT id FROM t ORDER BY id", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write() {
+    let zk = ZkServer::start("cl-pg").await;
+    let (mut p, s) = pg_pair("clpg").await;
+    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
+    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    for id in 1..=10 {
+        b.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
+            .await
+            .unwrap();
+    }
+    let (_, _, _, _, position, _) = b.cluster_row().await;
+    assert!(position.contains('/'), "no LSN tracked: {position:?}");
+    s.catch_up(&p).await;
+    p.kill();
+    s.promote();
+    wait_all(
+        &[&a, &b],
+        Duration::from_secs(20),
+        "switched to the promoted standby",
+        |r| r.3 == 1 && r.2 == 1,
+    )
+    .await;
+    assert_eq!(pg_ids(&s).await, (1..=10).collect::<Vec<i32>>());
+    a.write("INSERT INTO t (id, via) VALUES (11, 'after')")
+        .await
+        .unwrap();
+    assert!(pg_ids(&s).await.contains(&11));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switched_to() {
+    let zk = ZkServer::start("cl-pglag").await;
+    let (mut p, s) = pg_pair("clpl").await;
+    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
+    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    for id in 1..=5 {
+        a.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
+            .await
+            .unwrap();
+    }
+    s.catch_up(&p).await;
+    // The standby stops receiving WAL; five more acknowledged INSERTs exist only on the
+    // primary when it dies.
+    let admin = s.admin().await;
+    admin
+        .batch_execute(&format!(
+            "ALTER SYSTEM SET primary_conninfo = 'host=127.0.0.1 port={} user=postgres'",
+            closed_port()
+        ))
+        .await
+        .unwrap();
+    admin
+        .batch_execute("SELECT pg_reload_conf()")
+        .await
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let n: i64 = admin
+            .query_one("SELECT count(*) FROM pg_stat_wal_receiver", &[])
+            .await
+            .unwrap()
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the WAL receiver did not stop"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for id in 6..=10 {
+        b.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'lost?')"))
+            .await
+            .unwrap();
+    }
+    // The primary goes down (a fast shutdown: the throwaway servers run with
+    // synchronous_commit=off, so a SIGKILL would lose its own last commits too).
+    p.stop();
+    s.promote();
+    wait_all(
+        &[&a],
+        Duration::from_secs(15),
+        "the refusal is explained",
+        |r| r.5.contains("short of"),
+    )
+    .await;
+    for i in [&a, &b] {
+        let (_, _, epoch, index, _, note) = i.cluster_row().await;
+        assert_eq!((epoch, index), (0, 0), "{}: {note}", i.name);
+    }
+    assert_eq!(pg_ids(&s).await, (1..=5).collect::<Vec<i32>>());
+    // The old primary comes back: nothing was lost, writes go on there.
+    p.start().await;
+    let start = Instant::now();
+    while a
+        .write("INSERT INTO t (id, via) VALUES (11, 'back')")
+        .await
+        .is_err()
+    {
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", a.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(pg_ids(&p).await, (1..=11).collect::<Vec<i32>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn switch_datasource_fences_a_postgresql_primary() {
+    let zk = ZkServer::start("cl-pgsw").await;
+    let (p, s) = pg_pair("clps").await;
+    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
+    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected"
+    })
+    .await;
+    a.write("INSERT INTO t (id, via) VALUES (1, 'p')")
+        .await
+        .unwrap();
+    s.catch_up(&p).await;
+    s.promote();
+    let mut manager = mysql_async::Conn::new(opts(b.process.manager_port, "cl", "cl", None))
+        .await
+        .unwrap();
+    manager
+        .query_drop("switch @@datasource dh:1")
+        .await
+        .unwrap();
+    wait_all(&[&a, &b], Duration::from_secs(10), "both follow", |r| {
+        r.3 == 1
+    })
+    .await;
+    // The old primary refuses writes in new transactions, whoever asks.
+    let e = p
+        .db("cl")
+        .await
+        .batch_execute("INSERT INTO t (id, via) VALUES (2, 'p')")
+        .await
+        .unwrap_err();
+    assert!(format!("{e:?}").contains("read-only transaction"), "{e:?}");
+    b.write("INSERT INTO t (id, via) VALUES (3, 's')")
+        .await
+        .unwrap();
+    assert_eq!(pg_ids(&s).await, vec![1, 3]);
+    assert_eq!(pg_ids(&p).await, vec![1]);
 }

@@ -289,4 +289,8 @@ impl BackendConn for Deadline {
     fn track_writes(&mut self, acked: Arc<super::position::Acked>) {
         self.inner.track_writes(acked);
     }
+
+    async fn fence(&mut self) -> Result<usize, BackendError> {
+        self.inner.fence().await
+    }
 }

@@ -283,6 +283,19 @@ pub trait BackendConn: Send + Sync {
     /// it was doing. The default does nothing, for connections no pool reuses.
     fn abandon(&mut self) {}
 
+    /// Fences the server before another takes its writes (cluster mode): it refuses writes
+    /// from now on (MySQL `SET GLOBAL read_only = 1`; PostgreSQL
+    /// `default_transaction_read_only` for new transactions through `ALTER SYSTEM` and a
+    /// configuration reload) and every other connection of this account there is ended.
+    /// Returns how many were ended.
+    ///
+    /// Errors: the server refused or the connection broke; the default: not supported.
+    async fn fence(&mut self) -> Result<usize, BackendError> {
+        Err(BackendError::Other(
+            "fencing is not supported by this backend".to_string(),
+        ))
+    }
+
     /// From now on, every write and `COMMIT` this connection runs also reads the replication
     /// position it produced into `acked` ([`position`]), in the same round trip; a failure to
     /// read it fails the statement (it was not acknowledged). The default does nothing: a

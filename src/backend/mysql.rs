@@ -505,6 +505,39 @@ impl BackendConn for PooledConn {
         self.track = Some(acked);
     }
 
+    /// `SET GLOBAL read_only = 1`, then `KILL CONNECTION` of every other connection of this
+    /// account (`information_schema.PROCESSLIST`); one gone meanwhile is skipped.
+    async fn fence(&mut self) -> Result<usize, BackendError> {
+        self.flush_use().await?;
+        let c: &mut Conn = &mut self.conn;
+        c.dirty = true;
+        c.in_flight = true;
+        c.conn
+            .query_drop("SET GLOBAL read_only = 1")
+            .await
+            .map_err(convert_error)?;
+        let ids: Vec<u64> = c
+            .conn
+            .query(
+                "SELECT id FROM information_schema.PROCESSLIST \
+                 WHERE user = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) AND id <> CONNECTION_ID()",
+            )
+            .await
+            .map_err(convert_error)?;
+        let mut killed = 0;
+        for id in ids {
+            if c.conn
+                .query_drop(format!("KILL CONNECTION {id}"))
+                .await
+                .is_ok()
+            {
+                killed += 1;
+            }
+        }
+        c.in_flight = false;
+        Ok(killed)
+    }
+
     fn canceller(&self) -> Option<Arc<dyn Canceller>> {
         Some(self.conn.canceller.clone())
     }

@@ -6,6 +6,12 @@
 //! dataHost" is, per domain, the highest sequence number seen. A standby has applied them all
 //! when `MASTER_GTID_WAIT(<position>, t)` returns 0 on it.
 //!
+//! PostgreSQL names a point of its write-ahead log by an LSN (`16/B374D848`, a 64-bit byte
+//! position); a promoted standby has every acknowledged commit when the last LSN it replayed
+//! before its promotion (`pg_last_wal_replay_lsn()`) is at least the highest LSN read after
+//! them (`pg_current_wal_insert_lsn()`, one round trip after each write and `COMMIT` of a
+//! tracked connection).
+//!
 //! The MySQL backend reads `@@last_gtid` (the session's last committed transaction) in the
 //! same packet as every write and `COMMIT` of a tracked connection
 //! ([`super::BackendConn::track_writes`]): no extra round trip. mysql_async does not ask for
@@ -75,21 +81,79 @@ impl std::fmt::Display for Gtids {
     }
 }
 
+/// A PostgreSQL WAL position (`X/Y`, two hex halves of a 64-bit byte position).
+pub fn parse_lsn(text: &str) -> Option<u64> {
+    let (hi, lo) = text.trim().split_once('/')?;
+    Some((u64::from_str_radix(hi, 16).ok()? << 32) | u64::from_str_radix(lo, 16).ok()?)
+}
+
+/// [`parse_lsn`]'s text.
+pub fn format_lsn(lsn: u64) -> String {
+    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
+}
+
+/// How far the acknowledged writes of a dataHost go: MariaDB GTIDs, or a PostgreSQL LSN.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Position {
+    pub gtids: Gtids,
+    pub lsn: Option<u64>,
+}
+
+impl Position {
+    /// Reads [`Position`]'s text: `,`-separated GTIDs and (PostgreSQL) one `X/Y` LSN;
+    /// malformed parts are skipped.
+    pub fn parse(text: &str) -> Position {
+        let mut p = Position::default();
+        for part in text.split(',') {
+            if part.contains('/') {
+                p.lsn = p.lsn.max(parse_lsn(part));
+            } else {
+                p.gtids.merge(&Gtids::parse(part));
+            }
+        }
+        p
+    }
+
+    /// Adds `other` (per domain the higher GTID, the higher LSN).
+    pub fn merge(&mut self, other: &Position) {
+        self.gtids.merge(&other.gtids);
+        self.lsn = self.lsn.max(other.lsn);
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.gtids.is_empty() && self.lsn.is_none()
+    }
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.gtids)?;
+        if let Some(lsn) = self.lsn {
+            if !self.gtids.is_empty() {
+                f.write_str(",")?;
+            }
+            f.write_str(&format_lsn(lsn))?;
+        }
+        Ok(())
+    }
+}
+
 /// The positions of the writes acknowledged on one dataHost, shared by its connections.
 #[derive(Debug, Default)]
-pub struct Acked(Mutex<Gtids>);
+pub struct Acked(Mutex<Position>);
 
 impl Acked {
-    /// Records a GTID (or a position) a tracked connection read after a write.
+    /// Records a GTID or an LSN a tracked connection read after a write.
     pub fn record(&self, text: &str) {
-        let g = Gtids::parse(text);
-        if !g.is_empty() {
-            self.0.lock().unwrap_or_else(|p| p.into_inner()).merge(&g);
+        let p = Position::parse(text);
+        if !p.is_empty() {
+            self.0.lock().unwrap_or_else(|p| p.into_inner()).merge(&p);
         }
     }
 
     /// Everything recorded so far.
-    pub fn get(&self) -> Gtids {
+    pub fn get(&self) -> Position {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
@@ -155,6 +219,22 @@ mod tests {
         acked.record("0-1-10");
         acked.record("0-1-4");
         assert_eq!(acked.get().to_string(), "0-1-10");
+    }
+
+    #[test]
+    fn lsns_compare_as_64_bit_positions() {
+        assert_eq!(parse_lsn("16/B374D848"), Some(0x16_B374_D848));
+        assert_eq!(format_lsn(0x16_B374_D848), "16/B374D848");
+        assert!(parse_lsn("0/FFFFFFFF") < parse_lsn("1/0"));
+        assert_eq!(parse_lsn("x/1"), None);
+        let acked = Acked::default();
+        acked.record("0/3000060");
+        acked.record("0/2000000");
+        assert_eq!(acked.get().to_string(), "0/3000060");
+        let mut p = Position::parse("0-1-5,1/0");
+        p.merge(&Position::parse("0/FFFF"));
+        assert_eq!(p.to_string(), "0-1-5,1/0");
+        assert_eq!(Position::parse(&p.to_string()), p);
     }
 
     #[test]

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{Cluster, DataHost};
-use crate::backend::position::Gtids;
+use crate::backend::position::{Position, format_lsn, parse_lsn};
 use crate::backend::{BackendConn, Response};
 use crate::config::myid::MyId;
 use crate::coord::{HostReport, IndexDoc, Report, Session};
@@ -281,9 +281,9 @@ async fn round(
             continue;
         };
         pause_for_tests().await;
-        let mut acked = Gtids::default();
+        let mut acked = Position::default();
         for v in &views {
-            acked.merge(&Gtids::parse(&v.position));
+            acked.merge(&Position::parse(&v.position));
         }
         if let Err(at_risk) = host.caught_up(to, &acked, settings.catch_up_timeout).await {
             let note = format!(
@@ -457,18 +457,52 @@ impl DataHost {
         candidate(current, n, &refs)
     }
 
-    /// Waits until writeHost `to` has applied `acked` (MariaDB `MASTER_GTID_WAIT`), at most
-    /// `timeout`. PostgreSQL dataHosts and an empty `acked` pass at once (positions are
-    /// tracked on MariaDB only, for now).
+    /// Whether writeHost `to` has every acknowledged write of `acked`. MariaDB: waits until it
+    /// has applied the GTIDs (`MASTER_GTID_WAIT`), at most `timeout`. PostgreSQL (the
+    /// candidate is a promoted standby: one in recovery is never a candidate): the last LSN it
+    /// replayed before its promotion (`pg_last_wal_replay_lsn()`) must be at least the
+    /// acknowledged one; a server that never replayed (started as a primary, or restarted
+    /// since its promotion) cannot tell and is refused. An empty `acked` passes at once.
     ///
-    /// Errors: the wait timed out, or the server cannot be asked (why, in words).
-    async fn caught_up(&self, to: usize, acked: &Gtids, timeout: Duration) -> Result<(), String> {
-        if acked.is_empty() || self.policy.postgres {
+    /// Errors: the writes are not all there, or the server cannot be asked (why, in words).
+    async fn caught_up(
+        &self,
+        to: usize,
+        acked: &Position,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        if acked.is_empty() {
             return Ok(());
         }
         let backend = self.write_hosts[to].source.backend.clone();
+        if self.policy.postgres {
+            let Some(wanted) = acked.lsn else {
+                return Ok(());
+            };
+            let ask = async {
+                let mut conn = backend.connect().await.map_err(|e| e.to_string())?;
+                first_value(conn.as_mut(), "SELECT pg_last_wal_replay_lsn()").await
+            };
+            return match tokio::time::timeout(Duration::from_secs(10), ask).await {
+                Ok(Ok(Some(v))) => match parse_lsn(&v) {
+                    Some(replayed) if replayed >= wanted => Ok(()),
+                    Some(replayed) => Err(format!(
+                        "it replayed WAL up to {} before its promotion, short of {}",
+                        format_lsn(replayed),
+                        format_lsn(wanted)
+                    )),
+                    None => Err(format!("pg_last_wal_replay_lsn() answered {v:?}")),
+                },
+                Ok(Ok(None)) => Err("it never replayed WAL from the old primary (pg_last_wal_replay_lsn() is NULL): cannot tell".to_string()),
+                Ok(Err(e)) => Err(format!("cannot ask it: {e}")),
+                Err(_) => Err("it did not answer in time".to_string()),
+            };
+        }
+        if acked.gtids.is_empty() {
+            return Ok(());
+        }
         let seconds = timeout.as_secs_f64().max(0.1);
-        let sql = format!("SELECT MASTER_GTID_WAIT('{acked}', {seconds:.1})");
+        let sql = format!("SELECT MASTER_GTID_WAIT('{}', {seconds:.1})", acked.gtids);
         let ask = async {
             let mut conn = backend.connect().await.map_err(|e| e.to_string())?;
             first_value(conn.as_mut(), &sql).await
@@ -495,33 +529,9 @@ impl DataHost {
     async fn fence(&self, old: usize) {
         let source = &self.write_hosts[old].source;
         let backend = source.backend.clone();
-        let postgres = self.policy.postgres;
         let fenced = tokio::time::timeout(Duration::from_secs(3), async {
-            let mut conn = backend.connect().await.map_err(|e| e.to_string())?;
-            if postgres {
-                first_value(conn.as_mut(), "ALTER SYSTEM SET default_transaction_read_only = on").await?;
-                first_value(conn.as_mut(), "SELECT pg_reload_conf()").await?;
-                first_value(
-                    conn.as_mut(),
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid()",
-                )
-                .await?;
-                return Ok::<_, String>(0);
-            }
-            first_value(conn.as_mut(), "SET GLOBAL read_only = 1").await?;
-            let ids = all_values(
-                conn.as_mut(),
-                "SELECT id FROM information_schema.PROCESSLIST WHERE user = SUBSTRING_INDEX(CURRENT_USER(), '@', 1) AND id <> CONNECTION_ID()",
-            )
-            .await?;
-            let mut killed = 0;
-            for id in ids.iter().filter(|id| id.bytes().all(|b| b.is_ascii_digit())) {
-                // Gone meanwhile (1094) is fine.
-                if first_value(conn.as_mut(), &format!("KILL CONNECTION {id}")).await.is_ok() {
-                    killed += 1;
-                }
-            }
-            Ok(killed)
+            let mut conn = backend.connect().await?;
+            conn.fence().await
         })
         .await;
         match fenced {
@@ -534,26 +544,6 @@ impl DataHost {
             Err(_) => {
                 tracing::warn!(data_host = %self.name, host = %source.name, "fencing: the old writeHost did not answer within 3 s (down?)")
             }
-        }
-    }
-}
-
-/// The first column of every row of `sql`, as text (NULLs left out).
-///
-/// Errors: the statement fails (the server's message).
-async fn all_values(conn: &mut dyn BackendConn, sql: &str) -> Result<Vec<String>, String> {
-    use futures::StreamExt;
-    match conn.query(sql).await.map_err(|e| e.to_string())? {
-        Response::Ok(_) => Ok(Vec::new()),
-        Response::Rows { mut rows, .. } => {
-            let mut out = Vec::new();
-            while let Some(row) = rows.next().await {
-                let row = row.map_err(|e| e.to_string())?;
-                if let Some(v) = row.first().and_then(|v| v.to_text()) {
-                    out.push(v);
-                }
-            }
-            Ok(out)
         }
     }
 }

@@ -318,6 +318,15 @@ impl PgServer {
         run(c, "pg_ctl promote");
     }
 
+    /// A fast shutdown (SIGINT: sessions ended, WAL flushed, no checkpoint wait for clients);
+    /// returns once the postmaster exited. [`PgServer::start`] starts it again.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            signal(c.id(), "INT");
+            let _ = c.wait();
+        }
+    }
+
     /// SIGKILL to the postmaster, as a crash would (its backends exit when they notice).
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -168,6 +168,7 @@ impl Backend for PostgresBackend {
     /// (a PostgreSQL connection cannot change its database).
     async fn acquire(&self, _database: &str) -> Result<Box<dyn BackendConn>, BackendError> {
         Ok(Box::new(PgConn {
+            track: None,
             shared: self.shared.clone(),
             conn: None,
         }))
@@ -196,6 +197,7 @@ impl Backend for PostgresBackend {
         };
         let conn = self.shared.pool(&database).manager().create().await?;
         Ok(Box::new(PgConn {
+            track: None,
             shared: self.shared.clone(),
             conn: Some(Held::Direct(conn)),
         }))
@@ -365,6 +367,8 @@ impl super::Canceller for PgCancel {
 struct PgConn {
     shared: Arc<Shared>,
     conn: Option<Held>,
+    /// Where the WAL positions of this holder's writes go ([`BackendConn::track_writes`]).
+    track: Option<Arc<super::position::Acked>>,
 }
 
 /// A connection checked out of a pool, or one opened beside the pools ([`Backend::connect`]).
@@ -393,6 +397,30 @@ impl std::ops::DerefMut for Held {
 }
 
 impl PgConn {
+    /// Tracked: reads `pg_current_wal_insert_lsn()` after a write or commit (at or past its
+    /// commit record once the commit returned) into the dataHost's acknowledged position.
+    ///
+    /// Errors: the connection broke (the write is then not acknowledged).
+    async fn record_lsn(&mut self) -> Result<(), BackendError> {
+        let Some(acked) = self.track.clone() else {
+            return Ok(());
+        };
+        let conn = self.conn().await?;
+        let messages = conn
+            .client
+            .simple_query("SELECT pg_current_wal_insert_lsn()")
+            .await
+            .map_err(error::convert)?;
+        for m in messages {
+            if let SimpleQueryMessage::Row(row) = m
+                && let Some(lsn) = row.get(0)
+            {
+                acked.record(lsn);
+            }
+        }
+        Ok(())
+    }
+
     async fn conn(&mut self) -> Result<&mut Conn, BackendError> {
         if self.conn.is_none() {
             // No database selected: the user's default database, as PostgreSQL's libpq does.
@@ -439,6 +467,39 @@ impl BackendConn for PgConn {
     fn canceller(&self) -> Option<Arc<dyn super::Canceller>> {
         let conn: &Conn = self.conn.as_ref()?;
         Some(conn.canceller.clone())
+    }
+
+    fn track_writes(&mut self, acked: Arc<super::position::Acked>) {
+        self.track = Some(acked);
+    }
+
+    /// `ALTER SYSTEM SET default_transaction_read_only = on` and `pg_reload_conf()` (each on
+    /// its own: `ALTER SYSTEM` refuses a transaction block), then `pg_terminate_backend` of
+    /// every other session of this account; sent as is, not through the MySQL dialect.
+    async fn fence(&mut self) -> Result<usize, BackendError> {
+        let conn = self.conn().await?;
+        conn.dirty = true;
+        let client = &conn.client;
+        for sql in [
+            "ALTER SYSTEM SET default_transaction_read_only = on",
+            "SELECT pg_reload_conf()",
+        ] {
+            client.batch_execute(sql).await.map_err(error::convert)?;
+        }
+        let messages = client
+            .simple_query(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE usename = current_user AND pid <> pg_backend_pid()",
+            )
+            .await
+            .map_err(error::convert)?;
+        Ok(messages
+            .iter()
+            .find_map(|m| match m {
+                SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
+                _ => None,
+            })
+            .unwrap_or(0))
     }
 
     /// Takes the connection out of its pool and closes it.
@@ -548,11 +609,12 @@ impl BackendConn for PgConn {
     /// `COMMIT PREPARED '<gid>'`, sent as is.
     async fn xa_commit(&mut self, xid: &Xid, one_phase: bool) -> Result<(), BackendError> {
         if one_phase {
-            self.end_checked("COMMIT").await
+            self.end_checked("COMMIT").await?;
         } else {
             self.raw(&format!("COMMIT PREPARED {}", xid.postgres_literal()))
-                .await
+                .await?;
         }
+        self.record_lsn().await
     }
 
     /// `ROLLBACK` or `ROLLBACK PREPARED '<gid>'`, sent as is.
@@ -656,8 +718,30 @@ impl BackendConn for PgConn {
             // The gateway's COMMIT of a transaction: an aborted one must fail, not roll back
             // silently (see `end_checked`).
             self.end_checked("COMMIT").await?;
+            self.record_lsn().await?;
             return Ok(Response::Ok(OkInfo::default()));
         }
+        if self.track.is_some() && super::position::is_write(sql) {
+            let ok = match self.query_untracked(sql).await? {
+                Response::Ok(ok) => ok,
+                // Not for a write (`is_write` leaves RETURNING out): read to the end.
+                Response::Rows { mut rows, .. } => {
+                    while let Some(r) = rows.next().await {
+                        r?;
+                    }
+                    OkInfo::default()
+                }
+            };
+            self.record_lsn().await?;
+            return Ok(Response::Ok(ok));
+        }
+        self.query_untracked(sql).await
+    }
+}
+
+impl PgConn {
+    /// [`BackendConn::query`] without the position tracking.
+    async fn query_untracked<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let conn = self.conn().await?;
         conn.before(sql).await?;
         let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
