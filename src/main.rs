@@ -160,6 +160,37 @@ fn fetch_cluster_config(dir: &std::path::Path) -> u64 {
     }
 }
 
+/// In cluster mode with `useZKSwitch`, writes the indexes agreed in ZooKeeper into
+/// `dnindex.properties` before the dataHosts are built. ZooKeeper out of reach: the local file
+/// is used (logged at ERROR: it may name a writeHost the other instances left).
+fn fetch_cluster_dnindex(dir: &std::path::Path) {
+    let Ok(Some(myid)) = manx::config::myid::load(dir) else {
+        return;
+    };
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    match runtime.block_on(manx::frontend::cluster::fetch_dnindex_at_start(
+        dir,
+        &myid,
+        std::time::Duration::from_secs(10),
+    )) {
+        Ok(Some(epoch)) => {
+            tracing::info!(
+                epoch,
+                "cluster mode: active writeHosts taken from ZooKeeper"
+            )
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!(zk = %myid.zk_url, error = %e, "cluster mode: cannot read the active writeHosts from ZooKeeper; starting on the local dnindex.properties, which may name a writeHost the other instances have left")
+        }
+    }
+}
+
 /// Loads and validates the configuration, or prints every error and exits 1.
 fn load(dir: &std::path::Path) -> (Config, Router) {
     let fail = |errors: &dyn std::fmt::Display| -> ! {
@@ -341,6 +372,9 @@ fn route_value(
 fn serve(args: Args) -> anyhow::Result<()> {
     let config_version = fetch_cluster_config(&args.conf);
     let (mut config, _) = load(&args.conf);
+    if config.system.use_zk_switch {
+        fetch_cluster_dnindex(&args.conf);
+    }
     if let Some(cert) = &args.tls_cert {
         config.system.ssl_cert_file = Some(cert.clone());
     }

@@ -24,20 +24,27 @@ const CLUSTER_ID: &str = "manx-test";
 /// A primary (semi-synchronous, lossless `AFTER_SYNC`) with database `cl` and table `t`, and a
 /// GTID replica that acknowledges every transaction before the primary commits it.
 async fn pair(name: &str) -> (Throwaway, Throwaway) {
+    pair_with(name, true).await
+}
+
+/// [`pair`], with asynchronous replication unless `semi_sync`.
+async fn pair_with(name: &str, semi_sync: bool) -> (Throwaway, Throwaway) {
     let m1 = Throwaway::start(&format!("{name}1"), 1).await;
     let m2 = Throwaway::start(&format!("{name}2"), 2).await;
     let mut c = m1.conn(None).await;
-    c.query_drop(
-        "SET GLOBAL rpl_semi_sync_master_enabled = ON;
-         SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC;
-         SET GLOBAL rpl_semi_sync_master_timeout = 60000",
-    )
-    .await
-    .unwrap();
-    let mut r = m2.conn(None).await;
-    r.query_drop("SET GLOBAL rpl_semi_sync_slave_enabled = ON")
+    if semi_sync {
+        c.query_drop(
+            "SET GLOBAL rpl_semi_sync_master_enabled = ON;
+             SET GLOBAL rpl_semi_sync_master_wait_point = AFTER_SYNC;
+             SET GLOBAL rpl_semi_sync_master_timeout = 60000",
+        )
         .await
         .unwrap();
+        let mut r = m2.conn(None).await;
+        r.query_drop("SET GLOBAL rpl_semi_sync_slave_enabled = ON")
+            .await
+            .unwrap();
+    }
     m2.replicate_from(&m1).await;
     c.query_drop("CREATE DATABASE cl").await.unwrap();
     c.query_drop("CREATE TABLE cl.t (id INT PRIMARY KEY, via VARCHAR(8))")
@@ -1039,4 +1046,196 @@ async fn switch_datasource_fences_a_postgresql_primary() {
         .unwrap();
     assert_eq!(pg_ids(&s).await, vec![1, 3]);
     assert_eq!(pg_ids(&p).await, vec![1]);
+}
+
+/// Asynchronous replication with the replica's IO thread stopped (nothing shipped), one
+/// acknowledged `write` through the gateway, then the primary dies: the write must not be lost
+/// — the leader refuses the switch, since the gateway tracked the write's GTID.
+async fn refused_after(tag: &str, write: &str) {
+    let zk = ZkServer::start(&format!("cl-{tag}")).await;
+    let (mut m1, m2) = pair_with(&format!("cl{tag}"), false).await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    a.write("INSERT INTO t (id, via) VALUES (1, 'base')")
+        .await
+        .unwrap();
+    m2.catch_up(&m1).await;
+    let mut r = m2.conn(None).await;
+    r.query_drop("STOP SLAVE IO_THREAD").await.unwrap();
+    let mut c = a.client().await;
+    let mut result = c.query_iter(write).await.unwrap();
+    while result.next().await.unwrap().is_some() {}
+    drop(result);
+    drop(c);
+    let mut p = m1.conn(None).await;
+    let binlog: Option<String> = p.query_first("SELECT @@gtid_binlog_pos").await.unwrap();
+    drop(p);
+    // The gateway tracked exactly the primary's last GTID.
+    let start = Instant::now();
+    loop {
+        let (_, _, _, _, position, _) = a.cluster_row().await;
+        if Some(&position) == binlog.as_ref() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{tag}: tracked {position:?}, the primary is at {binlog:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    m1.kill();
+    wait_all(&[&a], Duration::from_secs(15), "refused", |r| {
+        r.5.contains("has not applied")
+    })
+    .await;
+    assert_eq!(a.cluster_row().await.3, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_returning_rows_is_tracked() {
+    refused_after(
+        "ret",
+        "INSERT INTO t (id, via) VALUES (2, 'ret') RETURNING id",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ddl_is_tracked() {
+    refused_after("ddl", "TRUNCATE TABLE t").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn switching_back_turns_read_only_off_on_the_writer_in_force() {
+    let zk = ZkServer::start("cl-back").await;
+    let (m1, m2) = pair("clb").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
+        .await
+        .unwrap();
+    m.query_drop("switch @@datasource dh:1").await.unwrap();
+    wait_all(&[&a, &b], Duration::from_secs(10), "on m2", |r| r.3 == 1).await;
+    m.query_drop("switch @@datasource dh:0").await.unwrap();
+    wait_all(&[&a, &b], Duration::from_secs(10), "back on m1", |r| {
+        r.3 == 0 && r.2 == 2
+    })
+    .await;
+    let read_only = |s: &Throwaway| {
+        let opts = s.opts(None);
+        async move {
+            let mut c = mysql_async::Conn::new(opts).await.unwrap();
+            c.query_first::<i64, _>("SELECT @@global.read_only")
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        read_only(&m1).await,
+        Some(0),
+        "the writer in force is read-only"
+    );
+    assert_eq!(read_only(&m2).await, Some(1), "the one left is not fenced");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn junk_in_the_dnindex_znode_neither_switches_nor_stops_failover() {
+    let zk = ZkServer::start("cl-junk").await;
+    let (mut m1, m2) = pair("clj").await;
+    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
+    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    let client = zk.client().await;
+    let path = format!("/mycat/{CLUSTER_ID}/bindata/dnindex.properties");
+    for junk in [
+        &b"\xff\xfe\x00garbage=\n=1\ndh=\ndh=-1\n"[..],
+        b"#manx epoch=99999999999999999999999 leader=\ndh=7\n",
+        b"dh=18446744073709551616\n",
+    ] {
+        client.set_data(&path, junk, None).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(3 * PERIOD_MS)).await;
+        for i in [&a, &b] {
+            assert_eq!(i.cluster_row().await.3, 0, "{} switched on junk", i.name);
+            i.write("INSERT INTO t (id, via) VALUES (NULL, 'junk')")
+                .await
+                .ok();
+        }
+    }
+    // The leader put the index back; a real failure still fails over.
+    let doc = znode(&zk).await;
+    assert!(doc.contains("dh=0\n"), "{doc}");
+    m1.kill();
+    wait_all(&[&a, &b], Duration::from_secs(15), "failed over", |r| {
+        r.3 == 1
+    })
+    .await;
+    a.write("INSERT INTO t (id, via) VALUES (500, 'after')")
+        .await
+        .unwrap();
+    assert!(ids_on(&m2).await.contains(&500));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_read_only() {
+    let zk = ZkServer::start("cl-gw").await;
+    let (m1, m2) = pair("clg").await;
+    // The least-privileged account README's "Deployment: the backend account" recommends: it
+    // may not set read_only (MariaDB 10.11 wants READ_ONLY ADMIN).
+    let mut admin = m1.conn(None).await;
+    admin
+        .query_drop(
+            "CREATE USER 'gw'@'127.0.0.1' IDENTIFIED BY 'gw';
+             GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX ON cl.* TO 'gw'@'127.0.0.1'",
+        )
+        .await
+        .unwrap();
+    m2.catch_up(&m1).await;
+    let dh = format!(
+        r#"<dataHost name="dh" maxCon="20" minCon="1" balance="0" switchType="1" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="m1" url="127.0.0.1:{}" user="gw" password="gw" />
+        <writeHost host="m2" url="127.0.0.1:{}" user="gw" password="gw" />
+    </dataHost>"#,
+        m1.port, m2.port
+    );
+    let a = Instance::start_in("manx1", config_with("manx1", &zk.address(), &dh)).await;
+    let b = Instance::start_in("manx2", config_with("manx2", &zk.address(), &dh)).await;
+    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
+        r.0 == "connected" && r.1 == "manx1"
+    })
+    .await;
+    let mut open = b.client().await;
+    open.query_drop("BEGIN").await.unwrap();
+    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
+        .await
+        .unwrap();
+    let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
+        .await
+        .unwrap();
+    m.query_drop("switch @@datasource dh:1").await.unwrap();
+    wait_all(&[&a, &b], Duration::from_secs(10), "both follow", |r| {
+        r.3 == 1
+    })
+    .await;
+    assert!(
+        open.query_drop("COMMIT").await.is_err(),
+        "the old primary took the commit"
+    );
+    let on_m1: Vec<i64> = admin.query("SELECT id FROM cl.t").await.unwrap();
+    assert!(on_m1.is_empty(), "{on_m1:?}");
+    assert!(
+        a.log().contains("refused to become read-only"),
+        "{}",
+        a.log()
+    );
 }

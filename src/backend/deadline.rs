@@ -290,7 +290,11 @@ impl BackendConn for Deadline {
         self.inner.track_writes(acked);
     }
 
-    async fn fence(&mut self) -> Result<usize, BackendError> {
+    async fn fence(&mut self) -> Result<(Result<(), String>, usize), BackendError> {
         self.inner.fence().await
+    }
+
+    async fn unfence(&mut self) -> Result<(), BackendError> {
+        self.inner.unfence().await
     }
 }

@@ -283,14 +283,27 @@ pub trait BackendConn: Send + Sync {
     /// it was doing. The default does nothing, for connections no pool reuses.
     fn abandon(&mut self) {}
 
-    /// Fences the server before another takes its writes (cluster mode): it refuses writes
-    /// from now on (MySQL `SET GLOBAL read_only = 1`; PostgreSQL
+    /// Fences the server before another takes its writes (cluster mode): asks it to refuse
+    /// writes from now on (MySQL `SET GLOBAL read_only = 1`; PostgreSQL
     /// `default_transaction_read_only` for new transactions through `ALTER SYSTEM` and a
-    /// configuration reload) and every other connection of this account there is ended.
-    /// Returns how many were ended.
+    /// configuration reload), then ends every other connection of this account there, whether
+    /// or not the first step was allowed. Returns whether the server was made read-only (the
+    /// refusal's text when not) and how many connections were ended.
     ///
-    /// Errors: the server refused or the connection broke; the default: not supported.
-    async fn fence(&mut self) -> Result<usize, BackendError> {
+    /// Errors: the connection broke; the default: not supported.
+    async fn fence(&mut self) -> Result<(Result<(), String>, usize), BackendError> {
+        Err(BackendError::Other(
+            "fencing is not supported by this backend".to_string(),
+        ))
+    }
+
+    /// Undoes [`BackendConn::fence`]'s read-only setting on a server about to take the writes
+    /// (MySQL `SET GLOBAL read_only = 0`; PostgreSQL `ALTER SYSTEM RESET
+    /// default_transaction_read_only` and a reload).
+    ///
+    /// Errors: the server refused (the account may not change it) or the connection broke;
+    /// the default: not supported.
+    async fn unfence(&mut self) -> Result<(), BackendError> {
         Err(BackendError::Other(
             "fencing is not supported by this backend".to_string(),
         ))

@@ -505,17 +505,19 @@ impl BackendConn for PooledConn {
         self.track = Some(acked);
     }
 
-    /// `SET GLOBAL read_only = 1`, then `KILL CONNECTION` of every other connection of this
-    /// account (`information_schema.PROCESSLIST`); one gone meanwhile is skipped.
-    async fn fence(&mut self) -> Result<usize, BackendError> {
+    /// `SET GLOBAL read_only = 1` (MariaDB 10.11 wants `READ_ONLY ADMIN` for it, which also
+    /// lets the account write regardless), then `KILL CONNECTION` of every other connection
+    /// of this account (`information_schema.PROCESSLIST`); one gone meanwhile is skipped.
+    async fn fence(&mut self) -> Result<(Result<(), String>, usize), BackendError> {
         self.flush_use().await?;
         let c: &mut Conn = &mut self.conn;
         c.dirty = true;
         c.in_flight = true;
-        c.conn
-            .query_drop("SET GLOBAL read_only = 1")
-            .await
-            .map_err(convert_error)?;
+        let read_only = match c.conn.query_drop("SET GLOBAL read_only = 1").await {
+            Ok(()) => Ok(()),
+            Err(mysql_async::Error::Server(e)) => Err(format!("{} ({})", e.message, e.code)),
+            Err(e) => return Err(convert_error(e)),
+        };
         let ids: Vec<u64> = c
             .conn
             .query(
@@ -535,7 +537,20 @@ impl BackendConn for PooledConn {
             }
         }
         c.in_flight = false;
-        Ok(killed)
+        Ok((read_only, killed))
+    }
+
+    async fn unfence(&mut self) -> Result<(), BackendError> {
+        self.flush_use().await?;
+        let c: &mut Conn = &mut self.conn;
+        c.dirty = true;
+        c.in_flight = true;
+        c.conn
+            .query_drop("SET GLOBAL read_only = 0")
+            .await
+            .map_err(convert_error)?;
+        c.in_flight = false;
+        Ok(())
     }
 
     fn canceller(&self) -> Option<Arc<dyn Canceller>> {
@@ -727,11 +742,32 @@ impl BackendConn for PooledConn {
         let columns: Arc<[Column]> = columns.iter().map(convert_column).collect();
         *unread = true;
         let state = (result, dirty, unread);
-        let rows =
-            futures::stream::try_unfold(state, move |(mut result, dirty, unread)| async move {
+        let rows = futures::stream::try_unfold(state, move |(mut result, dirty, unread)| {
+            let track = track.clone();
+            async move {
                 match result.next().await {
                     Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty, unread)))),
                     Ok(None) => {
+                        if let Some(acked) = track {
+                            // A tracked statement's rows (INSERT ... RETURNING, or one that
+                            // could not be told from a write): the GTID's result follows.
+                            let gtid = async {
+                                let row = result.next().await?;
+                                while result.next().await?.is_some() {}
+                                Ok::<_, mysql_async::Error>(
+                                    row.and_then(|r| r.get_opt::<String, _>(0)?.ok()),
+                                )
+                            }
+                            .await;
+                            match gtid {
+                                Ok(Some(g)) => acked.record(&g),
+                                Ok(None) => {}
+                                Err(e) => {
+                                    *unread = false;
+                                    return Err(convert_error(e));
+                                }
+                            }
+                        }
                         *unread = false;
                         let count = result.warnings();
                         warnings.store(count, Ordering::Relaxed);
@@ -745,7 +781,8 @@ impl BackendConn for PooledConn {
                         Err(convert_error(e))
                     }
                 }
-            });
+            }
+        });
         Ok(Response::Rows {
             columns,
             rows: rows.boxed(),

@@ -158,11 +158,18 @@ impl Acked {
     }
 }
 
-/// Whether a statement a tracked connection runs commits (or may commit) data, so that its
-/// GTID is read with it: `INSERT`, `REPLACE`, `UPDATE`, `DELETE` (not `... RETURNING`, whose rows
-/// would come first), `LOAD DATA`, `COMMIT` and the gateway's `XA COMMIT`. Comments and case
-/// as a client writes them are allowed before the first word.
+/// Whether a tracked connection reads the replication position after `sql`: every statement
+/// but those that cannot commit data — `SELECT`, `SHOW`, `DESC`/`DESCRIBE`/`EXPLAIN`, `SET`,
+/// `USE`, `BEGIN`/`START TRANSACTION`, `ROLLBACK`, `SAVEPOINT`/`RELEASE`, `DO`, `HELP`, and the
+/// gateway's `XA START`/`END`/`PREPARE`/`ROLLBACK`. Writes (`... RETURNING` included), DDL
+/// (which commits implicitly), `COMMIT`, `XA COMMIT`, and anything not recognised (a
+/// statement behind a `/*! ... */` version comment, say) are tracked: reading a position too
+/// often costs a row, missing one loses a write at the next failover.
 pub fn is_write(sql: &str) -> bool {
+    let trimmed = sql.trim_start();
+    if trimmed.starts_with("/*!") {
+        return true;
+    }
     let text = skip_leading_comments(sql);
     let first: String = text
         .chars()
@@ -170,7 +177,6 @@ pub fn is_write(sql: &str) -> bool {
         .collect::<String>()
         .to_ascii_uppercase();
     match first.as_str() {
-        "COMMIT" => true,
         "XA" => {
             text.len() > 3
                 && text[3..]
@@ -178,11 +184,36 @@ pub fn is_write(sql: &str) -> bool {
                     .to_ascii_uppercase()
                     .starts_with("COMMIT")
         }
-        "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD" => {
-            !crate::sqltext::contains_ignore_ascii_case(text, "RETURNING")
-        }
-        _ => false,
+        "SELECT" | "SHOW" | "DESC" | "DESCRIBE" | "EXPLAIN" | "SET" | "USE" | "BEGIN" | "START"
+        | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "DO" | "HELP" => false,
+        _ => true,
     }
+}
+
+/// [`is_write`] for a backend that cannot read a position after rows (PostgreSQL): only
+/// statements that never return rows — `INSERT`, `REPLACE`, `UPDATE`, `DELETE` without
+/// `RETURNING`, `LOAD`, DDL (`CREATE`, `ALTER`, `DROP`, `TRUNCATE`, `RENAME`), `COMMIT`.
+pub fn is_rowless_write(sql: &str) -> bool {
+    let text = skip_leading_comments(sql);
+    let first: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase();
+    matches!(
+        first.as_str(),
+        "INSERT"
+            | "REPLACE"
+            | "UPDATE"
+            | "DELETE"
+            | "LOAD"
+            | "CREATE"
+            | "ALTER"
+            | "DROP"
+            | "TRUNCATE"
+            | "RENAME"
+            | "COMMIT"
+    ) && !crate::sqltext::contains_ignore_ascii_case(text, "RETURNING")
 }
 
 /// `sql` after its leading white space and comments (`/* */`, `-- `, `#`).
@@ -246,15 +277,21 @@ mod tests {
             "COMMIT",
             "XA COMMIT X'01',X'02',1",
             "replace into t values (1)",
+            "INSERT INTO t VALUES (1) RETURNING id",
+            "TRUNCATE TABLE t",
+            "CREATE TABLE t2 (a INT)",
+            "/*!40101 INSERT INTO t VALUES (2) */",
+            "WITH x AS (SELECT 1) UPDATE t SET a = 2",
         ] {
             assert!(is_write(w), "{w}");
         }
         for r in [
             "SELECT 1",
-            "INSERT INTO t VALUES (1) RETURNING id",
             "XA END X'01'",
             "ROLLBACK",
             "SET @a=1",
+            "START TRANSACTION",
+            "show tables",
         ] {
             assert!(!is_write(r), "{r}");
         }

@@ -23,6 +23,20 @@ pub const MAX_BYTES: usize = 1_000_000;
 /// Files of a configuration directory that are not configuration: kept per instance.
 const LOCAL: [&str; 2] = ["dnindex.properties", "myid.properties"];
 
+/// Whether `name` may be a file of a bundle: a plain file name (no `/`, `\\`, NUL, not `.` or
+/// `..`, not hidden) ending in `.xml`, `.txt` or `.properties`, and not a per-instance file.
+/// Anything else in a znode someone else wrote must never become a path.
+pub fn allowed_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\', '\0'])
+        && [".xml", ".txt", ".properties"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+        && !LOCAL.contains(&name)
+}
+
 /// A set of configuration files: name → content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bundle {
@@ -41,12 +55,7 @@ impl Bundle {
         for entry in entries {
             let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            let wanted = [".xml", ".txt", ".properties"]
-                .iter()
-                .any(|ext| name.ends_with(ext))
-                && !name.starts_with('.')
-                && !LOCAL.contains(&name.as_str());
-            if !wanted || !entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            if !allowed_name(&name) || !entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
                 continue;
             }
             let content = std::fs::read(entry.path())
@@ -68,8 +77,14 @@ impl Bundle {
     /// (a crash leaves old or new files, never torn ones). Files of `dir` the bundle lacks are
     /// left alone.
     ///
-    /// Errors: a file cannot be written.
+    /// Errors: a file name is not [`allowed_name`] (nothing is written), or a file cannot be
+    /// written.
     pub fn write_dir(&self, dir: &Path) -> Result<(), String> {
+        if let Some(bad) = self.files.keys().find(|n| !allowed_name(n)) {
+            return Err(format!(
+                "file name {bad:?} is not a configuration file name"
+            ));
+        }
         for (name, content) in &self.files {
             let tmp = dir.join(format!(".{name}.zk-tmp"));
             std::fs::write(&tmp, content)
@@ -92,7 +107,8 @@ impl Bundle {
 
     /// Reads [`Bundle::encode`]'s text.
     ///
-    /// Errors: the text is not a bundle (where it stops making sense).
+    /// Errors: the text is not a bundle (where it stops making sense), or names a file that
+    /// is not [`allowed_name`] (a path, a per-instance file): the whole bundle is refused.
     pub fn decode(data: &[u8]) -> Result<Bundle, String> {
         let mut rest = data;
         let line = |rest: &mut &[u8]| -> Option<String> {
@@ -119,6 +135,11 @@ impl Bundle {
             let (Some(len), Some(name)) = (len.and_then(|l| l.parse::<usize>().ok()), name) else {
                 return Err(format!("bad file header '{header}'"));
             };
+            if !allowed_name(name) {
+                return Err(format!(
+                    "file name {name:?} is not a configuration file name (a plain *.xml, *.txt or *.properties name, not dnindex.properties or myid.properties)"
+                ));
+            }
             if rest.len() < len + 1 || rest[len] != b'\n' {
                 return Err(format!("file {name} is cut short"));
             }
@@ -158,6 +179,20 @@ mod tests {
             "<schema>\n--- manx-file x 3\n"
         );
         assert!(Bundle::decode(b"junk").is_err());
+        // Names someone else wrote never become paths or per-instance files.
+        for bad in [
+            "./../escaped.txt",
+            "../x.xml",
+            "/etc/passwd.txt",
+            "a/b.xml",
+            "myid.properties",
+            "dnindex.properties",
+            ".hidden.xml",
+            "run.sh",
+        ] {
+            let text = format!("#manx config version=1\n--- manx-file {bad} 1\nx\n");
+            assert!(Bundle::decode(text.as_bytes()).is_err(), "{bad}");
+        }
         let mut cut = b.encode();
         cut.truncate(cut.len() - 3);
         assert!(Bundle::decode(&cut).is_err());

@@ -181,6 +181,12 @@ impl Paths {
     pub fn health(&self) -> String {
         format!("{}/manx/health", self.base)
     }
+    /// Persistent, one per instance that ever reported: the positions of the writes it
+    /// acknowledged, which outlive the instance (a crashed instance's acknowledged writes are
+    /// still waited for).
+    pub fn positions(&self) -> String {
+        format!("{}/manx/positions", self.base)
+    }
     /// The configuration in force cluster-wide ([`bundle`]).
     pub fn config(&self) -> String {
         format!("{}/manx/config", self.base)
@@ -214,6 +220,8 @@ pub struct Session {
     /// This instance's election znode (full path); `None` for an observer
     /// ([`Session::observe`]).
     candidate: Option<String>,
+    /// The positions text last written to this instance's positions znode.
+    positions_written: std::sync::Mutex<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -302,6 +310,7 @@ impl Session {
             paths.election(),
             paths.health(),
             paths.reload(),
+            paths.positions(),
         ] {
             match client.mkdir(&dir, &persistent()).await {
                 Ok(()) | Err(zk::Error::NodeExists) => {}
@@ -313,6 +322,7 @@ impl Session {
             paths,
             myid: myid.myid.clone(),
             candidate: None,
+            positions_written: std::sync::Mutex::new(String::new()),
         })
     }
 
@@ -367,10 +377,43 @@ impl Session {
         })
     }
 
-    /// Publishes this instance's report.
+    /// Publishes this instance's report, and its positions to its persistent positions
+    /// znode when they changed.
     ///
-    /// Errors: ZooKeeper refuses the write (the health znode is re-created when it vanished).
+    /// Errors: ZooKeeper refuses a write (the health znode is re-created when it vanished).
     pub async fn report(&self, report: &Report) -> Result<(), CoordError> {
+        let positions: String = report
+            .hosts
+            .iter()
+            .filter(|(_, h)| !h.position.is_empty())
+            .map(|(name, h)| format!("{name} {}\n", h.position))
+            .collect();
+        let changed = *self
+            .positions_written
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            != positions;
+        if changed {
+            let path = format!("{}/{}", self.paths.positions(), self.myid);
+            match self
+                .client
+                .set_data(&path, positions.as_bytes(), None)
+                .await
+            {
+                Ok(_) => {}
+                Err(zk::Error::NoNode) => {
+                    self.client
+                        .create(&path, positions.as_bytes(), &persistent())
+                        .await
+                        .map_err(fail("publish the positions"))?;
+                }
+                Err(e) => return Err(fail("publish the positions")(e)),
+            }
+            *self
+                .positions_written
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = positions;
+        }
         let path = format!("{}/{}", self.paths.health(), self.myid);
         let text = report.encode();
         match self.client.set_data(&path, text.as_bytes(), None).await {
@@ -470,6 +513,35 @@ impl Session {
             }) => Ok(false),
             Err(e) => Err(fail("write the dnindex znode")(e.into())),
         }
+    }
+
+    /// The acknowledged positions every instance ever published (live or not), per dataHost:
+    /// dataHost → the positions' texts.
+    ///
+    /// Errors: ZooKeeper cannot be asked.
+    pub async fn positions(&self) -> Result<BTreeMap<String, Vec<String>>, CoordError> {
+        let dir = self.paths.positions();
+        let children = self
+            .client
+            .list_children(&dir)
+            .await
+            .map_err(fail("list the positions"))?;
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for child in children {
+            let data = match self.client.get_data(&format!("{dir}/{child}")).await {
+                Ok((data, _)) => data,
+                Err(zk::Error::NoNode) => continue,
+                Err(e) => return Err(fail("read the positions")(e)),
+            };
+            for line in String::from_utf8_lossy(&data).lines() {
+                if let Some((host, position)) = line.split_once(' ') {
+                    out.entry(host.to_string())
+                        .or_default()
+                        .push(position.trim().to_string());
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The myids of the live instances (those with a health znode).

@@ -140,26 +140,38 @@ impl Coordination {
             Ok((None, _)) => (cluster.index_doc(), None),
             Err(e) => return Err(e.to_string()),
         };
-        if let (Some(h), Some(&from)) = (
+        let fenced = match (
             cluster.hosts.iter().find(|h| h.name == host),
             doc.indexes.get(host),
-        ) && from != to
-            && from < h.write_hosts.len()
-        {
-            h.fence(from).await;
-        }
+        ) {
+            (Some(h), Some(&from)) if from != to && from < h.write_hosts.len() => {
+                h.fence(from).await;
+                h.unfence(to).await;
+                Some((h, from))
+            }
+            _ => None,
+        };
         let mut next = doc.clone();
         next.epoch += 1;
         next.leader = self.settings.myid.myid.clone();
         next.indexes.insert(host.to_string(), to);
-        match session.write_index(&next, version).await {
+        let written = session.write_index(&next, version).await;
+        match written {
             Ok(true) => {
                 cluster.follow(&next);
                 self.state().epoch = next.epoch;
                 Ok(())
             }
-            Ok(false) => Err("another instance changed the dnindex znode meanwhile: nothing was switched; try again".to_string()),
-            Err(e) => Err(e.to_string()),
+            Ok(false) | Err(_) => {
+                // Not switched: the writeHost in force takes writes again.
+                if let Some((h, from)) = fenced {
+                    h.unfence(from).await;
+                }
+                match written {
+                    Err(e) => Err(e.to_string()),
+                    _ => Err("another instance changed the dnindex znode meanwhile: nothing was switched; try again".to_string()),
+                }
+            }
         }
     }
 }
@@ -269,9 +281,27 @@ async fn round(
         return Ok(watcher);
     }
     let reports = session.reports().await?;
+    let persisted = session.positions().await?;
     for host in &cluster.hosts {
-        let Some(&current) = doc.indexes.get(&host.name) else {
-            continue;
+        let current = match doc.indexes.get(&host.name) {
+            Some(&i) if i < host.write_hosts.len() => i,
+            other => {
+                // The document lacks this dataHost, or names a writeHost it does not have
+                // (written by hand, or by an instance with another configuration): the leader
+                // puts the index in force here back, so that failover works again.
+                let note = format!(
+                    "the dnindex znode has {other:?} for this dataHost: rewritten with the active index {}",
+                    host.active_index()
+                );
+                tracing::error!(data_host = %host.name, "cluster mode: {note}");
+                c.note(&host.name, note);
+                let mut next = doc.clone();
+                next.epoch += 1;
+                next.leader = settings.myid.myid.clone();
+                next.indexes.insert(host.name.clone(), host.active_index());
+                session.write_index(&next, version).await?;
+                break;
+            }
         };
         let views: Vec<&HostReport> = reports
             .values()
@@ -281,9 +311,14 @@ async fn round(
             continue;
         };
         pause_for_tests().await;
+        // Every acknowledged write: the live instances' reports, and what every instance ever
+        // published (one that crashed since still acknowledged its writes).
         let mut acked = Position::default();
         for v in &views {
             acked.merge(&Position::parse(&v.position));
+        }
+        for p in persisted.get(&host.name).into_iter().flatten() {
+            acked.merge(&Position::parse(p));
         }
         if let Err(at_risk) = host.caught_up(to, &acked, settings.catch_up_timeout).await {
             let note = format!(
@@ -295,6 +330,7 @@ async fn round(
             continue;
         }
         host.fence(current).await;
+        host.unfence(to).await;
         let mut next = doc.clone();
         next.epoch += 1;
         next.leader = settings.myid.myid.clone();
@@ -519,13 +555,12 @@ impl DataHost {
     }
 
     /// Fences writeHost `old` before another takes the writes, when it can be reached within
-    /// 3 s: MariaDB/MySQL `SET GLOBAL read_only = 1`, then `KILL CONNECTION` of every other
-    /// connection of the gateway's account there (statements of instances that have not
-    /// followed yet end; an account with `READ_ONLY ADMIN` — `ALL PRIVILEGES` in MariaDB
-    /// 10.11 — is not stopped by `read_only` itself). PostgreSQL:
-    /// `default_transaction_read_only` through `ALTER SYSTEM` and a configuration reload, then
-    /// `pg_terminate_backend` of the account's other sessions. A writeHost that is down cannot
-    /// take writes anyway; the outcome is logged either way.
+    /// 3 s ([`BackendConn::fence`]): it is asked to refuse writes (MariaDB/MySQL `read_only`,
+    /// which the account may not be allowed to set, and which does not stop an account with
+    /// `READ_ONLY ADMIN`; PostgreSQL `default_transaction_read_only`), then every other
+    /// connection of the gateway's account there is ended, so that statements of instances
+    /// that have not followed yet fail. A writeHost that is down cannot take writes anyway;
+    /// the outcome is logged either way.
     async fn fence(&self, old: usize) {
         let source = &self.write_hosts[old].source;
         let backend = source.backend.clone();
@@ -535,14 +570,41 @@ impl DataHost {
         })
         .await;
         match fenced {
-            Ok(Ok(killed)) => {
-                tracing::warn!(data_host = %self.name, host = %source.name, killed, "fencing: the old writeHost is read-only now and the gateway account's other connections to it are closed")
+            Ok(Ok((Ok(()), ended))) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, ended, "fencing: the old writeHost is read-only now and the gateway account's other connections to it are ended")
+            }
+            Ok(Ok((Err(refused), ended))) => {
+                tracing::error!(data_host = %self.name, host = %source.name, ended, %refused, "fencing: the old writeHost refused to become read-only (the gateway account lacks the privilege); the account's other connections to it are ended")
             }
             Ok(Err(e)) => {
-                tracing::warn!(data_host = %self.name, host = %source.name, error = %e, "fencing: the old writeHost could not be set read-only (down?)")
+                tracing::warn!(data_host = %self.name, host = %source.name, error = %e, "fencing: the old writeHost cannot be reached (down?)")
             }
             Err(_) => {
                 tracing::warn!(data_host = %self.name, host = %source.name, "fencing: the old writeHost did not answer within 3 s (down?)")
+            }
+        }
+    }
+
+    /// Undoes an earlier fencing of writeHost `to` before it takes the writes
+    /// ([`BackendConn::unfence`]), within 3 s; a refusal is logged (the account may not change
+    /// `read_only`: the server keeps what the operator set).
+    async fn unfence(&self, to: usize) {
+        let source = &self.write_hosts[to].source;
+        let backend = source.backend.clone();
+        let done = tokio::time::timeout(Duration::from_secs(3), async {
+            let mut conn = backend.connect().await?;
+            conn.unfence().await
+        })
+        .await;
+        match done {
+            Ok(Ok(())) => {
+                tracing::info!(data_host = %self.name, host = %source.name, "the new writeHost accepts writes (read_only off)")
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, error = %e, "the new writeHost's read-only setting could not be turned off")
+            }
+            Err(_) => {
+                tracing::warn!(data_host = %self.name, host = %source.name, "the new writeHost did not answer within 3 s")
             }
         }
     }

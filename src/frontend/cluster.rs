@@ -43,6 +43,30 @@ pub async fn fetch_at_start(
     Ok(Some(bundle.version))
 }
 
+/// Writes the active writeHost indexes agreed in ZooKeeper (the dnindex znode) into `dir`'s
+/// `dnindex.properties` (start-up, `useZKSwitch=true`), so that an instance started after a
+/// failover starts on the writeHost the others use. Returns the epoch; `Ok(None)` when the
+/// znode does not exist yet.
+///
+/// Errors: ZooKeeper cannot be reached within `timeout`, or the file cannot be written.
+pub async fn fetch_dnindex_at_start(
+    dir: &std::path::Path,
+    myid: &MyId,
+    timeout: Duration,
+) -> Result<Option<u64>, String> {
+    let session = Session::observe(myid, timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (doc, _) = session.watch_index().await.map_err(|e| e.to_string())?;
+    let Some((doc, _)) = doc else {
+        return Ok(None);
+    };
+    let mut indexes = crate::config::dnindex::load(dir).map_err(|e| e.to_string())?;
+    indexes.extend(doc.indexes);
+    crate::config::dnindex::save(dir, &indexes).map_err(|e| e.to_string())?;
+    Ok(Some(doc.epoch))
+}
+
 /// `manx zk publish`: proposes the configuration files of `dir` to the cluster of `myid` and
 /// waits (at most `wait`) for the decision. With no live instance, the configuration is
 /// published at once. Returns the message to print.

@@ -476,15 +476,22 @@ impl BackendConn for PgConn {
     /// `ALTER SYSTEM SET default_transaction_read_only = on` and `pg_reload_conf()` (each on
     /// its own: `ALTER SYSTEM` refuses a transaction block), then `pg_terminate_backend` of
     /// every other session of this account; sent as is, not through the MySQL dialect.
-    async fn fence(&mut self) -> Result<usize, BackendError> {
+    async fn fence(&mut self) -> Result<(Result<(), String>, usize), BackendError> {
         let conn = self.conn().await?;
         conn.dirty = true;
         let client = &conn.client;
+        let mut read_only = Ok(());
         for sql in [
             "ALTER SYSTEM SET default_transaction_read_only = on",
             "SELECT pg_reload_conf()",
         ] {
-            client.batch_execute(sql).await.map_err(error::convert)?;
+            if let Err(e) = client.batch_execute(sql).await {
+                if e.as_db_error().is_none() {
+                    return Err(error::convert(e));
+                }
+                read_only = Err(error::convert(e).to_string());
+                break;
+            }
         }
         let messages = client
             .simple_query(
@@ -493,13 +500,29 @@ impl BackendConn for PgConn {
             )
             .await
             .map_err(error::convert)?;
-        Ok(messages
+        let ended = messages
             .iter()
             .find_map(|m| match m {
                 SimpleQueryMessage::Row(r) => r.get(0).and_then(|v| v.parse().ok()),
                 _ => None,
             })
-            .unwrap_or(0))
+            .unwrap_or(0);
+        Ok((read_only, ended))
+    }
+
+    async fn unfence(&mut self) -> Result<(), BackendError> {
+        let conn = self.conn().await?;
+        conn.dirty = true;
+        for sql in [
+            "ALTER SYSTEM RESET default_transaction_read_only",
+            "SELECT pg_reload_conf()",
+        ] {
+            conn.client
+                .batch_execute(sql)
+                .await
+                .map_err(error::convert)?;
+        }
+        Ok(())
     }
 
     /// Takes the connection out of its pool and closes it.
@@ -721,10 +744,10 @@ impl BackendConn for PgConn {
             self.record_lsn().await?;
             return Ok(Response::Ok(OkInfo::default()));
         }
-        if self.track.is_some() && super::position::is_write(sql) {
+        if self.track.is_some() && super::position::is_rowless_write(sql) {
             let ok = match self.query_untracked(sql).await? {
                 Response::Ok(ok) => ok,
-                // Not for a write (`is_write` leaves RETURNING out): read to the end.
+                // Not for these statements (`is_rowless_write`): read to the end.
                 Response::Rows { mut rows, .. } => {
                     while let Some(r) = rows.next().await {
                         r?;
