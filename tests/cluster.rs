@@ -80,14 +80,7 @@ fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::Tem
 /// [`config`] with the dataHost `dh` given as XML.
 fn config_with(myid: &str, zk: &str, data_host: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
+    common::copy_rule_files(dir.path());
     std::fs::write(
         dir.path().join("schema.xml"),
         format!(
@@ -252,6 +245,18 @@ async fn wait_all(
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Waits (at most 20 s) until every instance has its ZooKeeper session and sees manx1 lead (the
+/// first started; every test starts manx1 first).
+async fn connected(instances: &[&Instance]) {
+    wait_all(
+        instances,
+        Duration::from_secs(20),
+        "connected with manx1 leading",
+        |r| r.0 == "connected" && r.1 == "manx1",
+    )
+    .await;
 }
 
 /// The index document in ZooKeeper (text), read directly.
@@ -484,10 +489,7 @@ async fn zookeeper_down_means_no_switch_and_writes_go_on() {
     let (mut m1, m2) = pair("cld").await;
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     zk.kill();
     let mut ca = a.client().await;
     for id in 1..=20 {
@@ -528,10 +530,7 @@ async fn a_lagging_standby_is_not_promoted_while_acknowledged_writes_are_missing
     let (mut m1, m2) = pair("cll").await;
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     // The standby receives (semi-sync acknowledges) but does not apply.
     let mut r = m2.conn(None).await;
     r.query_drop("STOP SLAVE SQL_THREAD").await.unwrap();
@@ -584,10 +583,7 @@ async fn a_leader_killed_mid_failover_is_replaced_and_the_switch_happens_once() 
     .await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
     let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b, &c], Duration::from_secs(20), "manx1 leads", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b, &c]).await;
     m1.kill();
     // Wait until the leader is inside its decision, then kill it.
     let start = Instant::now();
@@ -633,10 +629,7 @@ async fn switch_datasource_in_cluster_mode_fences_the_old_writer_and_every_insta
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
     let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b, &c], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b, &c]).await;
     a.write("INSERT INTO t (id, via) VALUES (1, 'before')")
         .await
         .unwrap();
@@ -745,10 +738,7 @@ async fn a_published_configuration_reaches_every_instance_or_none() {
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
     let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
     let all = [&a, &b, &c];
-    wait_all(&all, Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&all).await;
     // The operator's directory: manx1's files with one more user.
     let staged = config("publisher", &zk.address(), &m1, &m2);
     let server_xml = std::fs::read_to_string(staged.path().join("server.xml")).unwrap();
@@ -898,10 +888,7 @@ async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write(
     let (mut p, s) = pg_pair("clpg").await;
     let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
     let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     for id in 1..=10 {
         b.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
             .await
@@ -932,10 +919,7 @@ async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switch
     let (mut p, s) = pg_pair("clpl").await;
     let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
     let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     for id in 1..=5 {
         a.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
             .await
@@ -1013,10 +997,7 @@ async fn switch_datasource_fences_a_postgresql_primary() {
     let (p, s) = pg_pair("clps").await;
     let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
     let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     a.write("INSERT INTO t (id, via) VALUES (1, 'p')")
         .await
         .unwrap();
@@ -1055,10 +1036,7 @@ async fn refused_after(tag: &str, write: &str) {
     let zk = ZkServer::start(&format!("cl-{tag}")).await;
     let (mut m1, m2) = pair_with(&format!("cl{tag}"), false).await;
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a]).await;
     a.write("INSERT INTO t (id, via) VALUES (1, 'base')")
         .await
         .unwrap();
@@ -1114,10 +1092,7 @@ async fn switching_back_turns_read_only_off_on_the_writer_in_force() {
     let (m1, m2) = pair("clb").await;
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
         .await
         .unwrap();
@@ -1151,10 +1126,7 @@ async fn junk_in_the_dnindex_znode_neither_switches_nor_stops_failover() {
     let (mut m1, m2) = pair("clj").await;
     let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
     let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     let client = zk.client().await;
     let path = format!("/mycat/{CLUSTER_ID}/bindata/dnindex.properties");
     for junk in [
@@ -1210,10 +1182,7 @@ async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_
     );
     let a = Instance::start_in("manx1", config_with("manx1", &zk.address(), &dh)).await;
     let b = Instance::start_in("manx2", config_with("manx2", &zk.address(), &dh)).await;
-    wait_all(&[&a, &b], Duration::from_secs(20), "connected", |r| {
-        r.0 == "connected" && r.1 == "manx1"
-    })
-    .await;
+    connected(&[&a, &b]).await;
     let mut open = b.client().await;
     open.query_drop("BEGIN").await.unwrap();
     open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")

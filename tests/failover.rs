@@ -19,14 +19,7 @@ const PERIOD_MS: u64 = 300;
 /// [`PERIOD_MS`].
 fn config(attrs: &str, hosts: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
+    common::copy_rule_files(dir.path());
     std::fs::write(
         dir.path().join("schema.xml"),
         format!(

@@ -613,14 +613,7 @@ async fn switch_datasource_moves_writes_and_rewrites_dnindex() {
             .unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
+    common::copy_rule_files(dir.path());
     std::fs::write(
         dir.path().join("schema.xml"),
         pair_schema("MG", "mg", "", a.port, b.port),

@@ -35,14 +35,7 @@ fn config(attrs: &str, hosts: &str) -> tempfile::TempDir {
         ),
     )
     .unwrap();
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
+    common::copy_rule_files(dir.path());
     std::fs::write(
         dir.path().join("server.xml"),
         format!(

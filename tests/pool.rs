@@ -14,14 +14,7 @@ use mysql_async::prelude::Queryable;
 /// dataHost's pool `max_con` connections at most.
 fn config(server: &Throwaway, max_con: usize) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
+    common::copy_rule_files(dir.path());
     std::fs::write(
         dir.path().join("schema.xml"),
         format!(

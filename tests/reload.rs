@@ -71,14 +71,7 @@ impl Default for Version<'_> {
 /// Writes server.xml, schema.xml and rule.xml for `dbs` into `dir`: schema RL, table `orders`
 /// sharded by `mod-long` over dn1..dn3 on dataHost h1 (the sandbox primary).
 fn write(dir: &Path, dbs: &[String], v: &Version) {
-    let repo = common::repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.join(f)).unwrap();
-    }
+    common::copy_rule_files(dir);
     std::fs::write(
         dir.join("schema.xml"),
         format!(

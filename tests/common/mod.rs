@@ -34,6 +34,18 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Copies the bundled rule.xml and the map files it names into a test's configuration
+/// directory `dir`.
+pub fn copy_rule_files(dir: &Path) {
+    for f in [
+        "rule.xml",
+        "autopartition-long.txt",
+        "partition-hash-int.txt",
+    ] {
+        std::fs::copy(repo().join(f), dir.join(f)).unwrap();
+    }
+}
+
 /// Starts the sandbox servers once per test process (the script itself is idempotent and
 /// serialises concurrent callers).
 pub fn ensure_sandbox() {
