@@ -247,6 +247,23 @@ async fn wait_all(
     }
 }
 
+/// A ZooKeeper named `cl-<tag>`, a semi-synchronous pair ([`pair`]) and `N` instances
+/// `manx1`... over them, started in that order (manx1 leads), every one connected.
+async fn rig<const N: usize>(tag: &str) -> (ZkServer, Throwaway, Throwaway, [Instance; N]) {
+    let zk = ZkServer::start(&format!("cl-{tag}")).await;
+    let (m1, m2) = pair(&format!("cl{tag}")).await;
+    let mut instances = Vec::new();
+    for i in 1..=N {
+        instances.push(Instance::start(&format!("manx{i}"), &zk.address(), (&m1, &m2), &[]).await);
+    }
+    let refs: Vec<&Instance> = instances.iter().collect();
+    connected(&refs).await;
+    let Ok(instances) = <[Instance; N]>::try_from(instances) else {
+        unreachable!("N instances were started")
+    };
+    (zk, m1, m2, instances)
+}
+
 /// Waits (at most 20 s) until every instance has its ZooKeeper session and sees manx1 lead (the
 /// first started; every test starts manx1 first).
 async fn connected(instances: &[&Instance]) {
@@ -485,11 +502,7 @@ async fn an_instance_cut_off_from_zookeeper_never_switches_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn zookeeper_down_means_no_switch_and_writes_go_on() {
-    let mut zk = ZkServer::start("cl-down").await;
-    let (mut m1, m2) = pair("cld").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    connected(&[&a, &b]).await;
+    let (mut zk, mut m1, m2, [a, b]) = rig("down").await;
     zk.kill();
     let mut ca = a.client().await;
     for id in 1..=20 {
@@ -526,11 +539,7 @@ async fn zookeeper_down_means_no_switch_and_writes_go_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lagging_standby_is_not_promoted_while_acknowledged_writes_are_missing() {
-    let zk = ZkServer::start("cl-lag").await;
-    let (mut m1, m2) = pair("cll").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    connected(&[&a, &b]).await;
+    let (_zk, mut m1, m2, [a, b]) = rig("lag").await;
     // The standby receives (semi-sync acknowledges) but does not apply.
     let mut r = m2.conn(None).await;
     r.query_drop("STOP SLAVE SQL_THREAD").await.unwrap();
@@ -1088,11 +1097,7 @@ async fn ddl_is_tracked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn switching_back_turns_read_only_off_on_the_writer_in_force() {
-    let zk = ZkServer::start("cl-back").await;
-    let (m1, m2) = pair("clb").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    connected(&[&a, &b]).await;
+    let (_zk, m1, m2, [a, b]) = rig("back").await;
     let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
         .await
         .unwrap();
@@ -1122,11 +1127,7 @@ async fn switching_back_turns_read_only_off_on_the_writer_in_force() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn junk_in_the_dnindex_znode_neither_switches_nor_stops_failover() {
-    let zk = ZkServer::start("cl-junk").await;
-    let (mut m1, m2) = pair("clj").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    connected(&[&a, &b]).await;
+    let (zk, mut m1, m2, [a, b]) = rig("junk").await;
     let client = zk.client().await;
     let path = format!("/mycat/{CLUSTER_ID}/bindata/dnindex.properties");
     for junk in [

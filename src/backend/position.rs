@@ -171,12 +171,7 @@ pub fn is_write(sql: &str) -> bool {
         return true;
     }
     let text = skip_leading_comments(sql);
-    let first: String = text
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_ascii_uppercase();
-    match first.as_str() {
+    match first_word(text).as_str() {
         "XA" => {
             text.len() > 3
                 && text[3..]
@@ -195,13 +190,8 @@ pub fn is_write(sql: &str) -> bool {
 /// `RETURNING`, `LOAD`, DDL (`CREATE`, `ALTER`, `DROP`, `TRUNCATE`, `RENAME`), `COMMIT`.
 pub fn is_rowless_write(sql: &str) -> bool {
     let text = skip_leading_comments(sql);
-    let first: String = text
-        .chars()
-        .take_while(|c| c.is_ascii_alphabetic())
-        .collect::<String>()
-        .to_ascii_uppercase();
     matches!(
-        first.as_str(),
+        first_word(text).as_str(),
         "INSERT"
             | "REPLACE"
             | "UPDATE"
@@ -214,6 +204,14 @@ pub fn is_rowless_write(sql: &str) -> bool {
             | "RENAME"
             | "COMMIT"
     ) && !crate::sqltext::contains_ignore_ascii_case(text, "RETURNING")
+}
+
+/// The first word of `text`, upper-cased (letters only).
+fn first_word(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_uppercase()
 }
 
 /// `sql` after its leading white space and comments (`/* */`, `-- `, `#`).

@@ -24,6 +24,13 @@ use crate::coord::{Bundle, Session};
 /// How long the leader waits for every live instance's vote before aborting a proposal.
 pub const VOTE_WINDOW: Duration = Duration::from_secs(60);
 
+/// [`Session::observe`], its error in words.
+async fn observe(myid: &MyId, timeout: Duration) -> Result<Session, String> {
+    Session::observe(myid, timeout)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// Writes the configuration published in ZooKeeper into `dir` (start-up, `loadZk=true`).
 /// Returns its version; `Ok(None)` when none was published yet (the local files are used).
 ///
@@ -33,9 +40,7 @@ pub async fn fetch_at_start(
     myid: &MyId,
     timeout: Duration,
 ) -> Result<Option<u64>, String> {
-    let session = Session::observe(myid, timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let session = observe(myid, timeout).await?;
     let Some(bundle) = session.config().await.map_err(|e| e.to_string())? else {
         return Ok(None);
     };
@@ -54,9 +59,7 @@ pub async fn fetch_dnindex_at_start(
     myid: &MyId,
     timeout: Duration,
 ) -> Result<Option<u64>, String> {
-    let session = Session::observe(myid, timeout)
-        .await
-        .map_err(|e| e.to_string())?;
+    let session = observe(myid, timeout).await?;
     let (doc, _) = session.watch_index().await.map_err(|e| e.to_string())?;
     let Some((doc, _)) = doc else {
         return Ok(None);
@@ -75,9 +78,7 @@ pub async fn fetch_dnindex_at_start(
 /// (with every instance's vote) or not decided in time.
 pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Result<String, String> {
     let mut bundle = Bundle::read_dir(dir)?;
-    let session = Session::observe(myid, Duration::from_secs(10))
-        .await
-        .map_err(|e| e.to_string())?;
+    let session = observe(myid, Duration::from_secs(10)).await?;
     let seq = session.propose(&bundle).await.map_err(|e| e.to_string())?;
     let live = session.live().await.map_err(|e| e.to_string())?;
     if live.is_empty() {
