@@ -1209,3 +1209,66 @@ async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_
         a.log()
     );
 }
+
+/// Adds `<property name="name">value</property>` to `dir`'s server.xml `<system>`.
+fn set_property(dir: &std::path::Path, name: &str, value: &str) {
+    let path = dir.join("server.xml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "<system>",
+        &format!(r#"<system><property name="{name}">{value}</property>"#),
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_lease_stops_an_instance_cut_off_from_zookeeper_from_writing() {
+    let zk = ZkServer::start("cl-lease").await;
+    let (m1, m2) = pair("clls").await;
+    let proxy = FaultProxy::start(([127, 0, 0, 1], zk.port)).await;
+    let mut started = Vec::new();
+    for (name, address) in [("manx1", zk.address()), ("manx2", proxy.address())] {
+        let dir = config(name, &address, &m1, &m2);
+        set_property(dir.path(), "zkWriteLease", "800");
+        started.push(Instance::start_in(name, dir).await);
+    }
+    let [a, c] = <[Instance; 2]>::try_from(started).ok().unwrap();
+    connected(&[&a, &c]).await;
+    c.write("INSERT INTO t (id, via) VALUES (1, 'before')")
+        .await
+        .unwrap();
+    // Cut off (TCP up, nothing through): within the lease and the client's notice, its
+    // writes are refused, while the primary is alive and takes manx1's.
+    proxy.blackhole();
+    let start = Instant::now();
+    let refused = loop {
+        match c
+            .write("INSERT INTO t (id, via) VALUES (NULL, 'cut')")
+            .await
+        {
+            Err(e) if e.contains("1290") && e.contains("zkWriteLease") => break start.elapsed(),
+            _ => {}
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{}", c.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("writes through the cut-off instance refused {refused:?} after the partition");
+    a.write("INSERT INTO t (id, via) VALUES (2, 'manx1')")
+        .await
+        .unwrap();
+    // Reads are not refused.
+    let mut cc = c.client().await;
+    let n: Option<i64> = cc.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+    assert!(n.is_some());
+    // Healed: writes again.
+    proxy.heal();
+    let start = Instant::now();
+    while c
+        .write("INSERT INTO t (id, via) VALUES (3, 'healed')")
+        .await
+        .is_err()
+    {
+        assert!(start.elapsed() < Duration::from_secs(15), "{}", c.log());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(ids_on(&m1).await, vec![1, 2, 3]);
+}

@@ -185,6 +185,12 @@ pub struct SystemConfig {
     /// `zkSessionTimeout` in milliseconds (manx), default 6 000: the ZooKeeper session timeout
     /// asked for; an instance cut off for longer loses its leadership and its vote.
     pub zk_session_timeout_ms: u64,
+    /// `zkWriteLease` in milliseconds (manx), default 0 (off): in cluster mode with
+    /// `useZKSwitch`, an instance that has had no contact with ZooKeeper for this long refuses
+    /// writes (1290) until it has again, so that a partition can never leave it writing to a
+    /// primary the others have left. Must be under half of `zkSessionTimeout`. Off, writes go
+    /// on while ZooKeeper is unreachable.
+    pub zk_write_lease_ms: u64,
     /// `failoverCatchUpTimeout` in milliseconds (manx), default 10 000: how long a coordinated
     /// failover waits for the standby to apply every write the gateways acknowledged before it
     /// refuses the switch (and retries at the next check).
@@ -740,6 +746,7 @@ impl Default for SystemConfig {
             xa_recovery_period_ms: 10_000,
             use_zk_switch: false,
             zk_session_timeout_ms: 6_000,
+            zk_write_lease_ms: 0,
             failover_catch_up_timeout_ms: 10_000,
             properties: BTreeMap::new(),
         }

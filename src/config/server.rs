@@ -143,6 +143,14 @@ pub(super) fn load(
                         format!("useZKSwitch '{value}' is not true or false"),
                     )),
                 },
+                "zkWriteLease" => match value.parse::<u64>() {
+                    Ok(ms) => system.zk_write_lease_ms = ms,
+                    Err(_) => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("zkWriteLease '{value}' is not a number of milliseconds"),
+                    )),
+                },
                 "zkSessionTimeout" | "failoverCatchUpTimeout" => match value.parse::<u64>() {
                     Ok(ms) if (100..=3_600_000).contains(&ms) => {
                         if name == "zkSessionTimeout" {
@@ -308,6 +316,22 @@ pub(super) fn load(
             }
             system.properties.insert(name, (value, origin));
         }
+    }
+    // The lease must run out before ZooKeeper expires the session (the client notices a lost
+    // connection after about 2/5 of it): then no instance is still writing when the others
+    // may decide without it.
+    if system.zk_write_lease_ms > 0
+        && system.zk_write_lease_ms * 2 >= system.zk_session_timeout_ms
+        && let Some((_, origin)) = system.properties.get("zkWriteLease")
+    {
+        errors.push(ConfigError::new(
+            origin,
+            "property name=\"zkWriteLease\"",
+            format!(
+                "zkWriteLease {} ms must be under half of zkSessionTimeout ({} ms)",
+                system.zk_write_lease_ms, system.zk_session_timeout_ms
+            ),
+        ));
     }
     let mut users = BTreeMap::new();
     for u in root.children_named("user") {

@@ -48,6 +48,8 @@ pub struct Settings {
     /// `useZKSwitch`: failovers are decided through ZooKeeper. Without it the session only
     /// serves the shared configuration, and every instance fails over on its own.
     pub failover: bool,
+    /// `zkWriteLease` (zero: off): see [`crate::config::SystemConfig::zk_write_lease_ms`].
+    pub write_lease: Duration,
 }
 
 /// What `show @@cluster` shows of one dataHost.
@@ -97,8 +99,16 @@ impl Coordination {
             && let Some(cluster) = current()
         {
             cluster.set_coordinated();
+            cluster.renew_lease(c.settings.write_lease);
         }
-        tokio::spawn(run(Arc::downgrade(&c), current));
+        let current = Arc::new(current);
+        tokio::spawn(run(Arc::downgrade(&c), {
+            let current = current.clone();
+            move || current()
+        }));
+        if c.settings.failover && !c.settings.write_lease.is_zero() {
+            tokio::spawn(keep_lease(Arc::downgrade(&c), move || current()));
+        }
         c
     }
 
@@ -172,6 +182,29 @@ impl Coordination {
                     _ => Err("another instance changed the dnindex znode meanwhile: nothing was switched; try again".to_string()),
                 }
             }
+        }
+    }
+}
+
+/// Renews the write lease every 100 ms while the ZooKeeper session is connected (the client
+/// reports a lost connection after about 2/5 of the session timeout without an answer).
+async fn keep_lease(
+    me: std::sync::Weak<Coordination>,
+    current: impl Fn() -> Option<Arc<Cluster>> + Send + Sync + 'static,
+) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let Some(c) = me.upgrade() else {
+            return;
+        };
+        let connected = c
+            .session
+            .lock()
+            .await
+            .as_ref()
+            .is_some_and(|s| s.connected());
+        if connected && let Some(cluster) = current() {
+            cluster.renew_lease(c.settings.write_lease);
         }
     }
 }
@@ -383,6 +416,18 @@ impl Cluster {
             .iter()
             .map(|h| (h.name.clone(), h.active_index(), h.acked.get().to_string()))
             .collect()
+    }
+
+    /// Records contact with ZooKeeper now, for a write lease of `lease` (zero: none).
+    fn renew_lease(&self, lease: Duration) {
+        use std::sync::atomic::Ordering;
+        self.dnindex
+            .lease_ms
+            .store(lease.as_millis() as u64, Ordering::Relaxed);
+        self.dnindex.contact_ms.store(
+            super::lease_epoch().elapsed().as_millis() as u64,
+            Ordering::Release,
+        );
     }
 
     /// The active indexes as an index document of epoch 0.

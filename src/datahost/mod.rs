@@ -168,9 +168,31 @@ struct DnIndex {
     /// Cluster mode (module [`coordinated`]): switches come only from ZooKeeper, and writes
     /// record their GTIDs.
     coordinated: AtomicBool,
+    /// `zkWriteLease` in ms (0: off) and the last moment ZooKeeper was in contact, in ms since
+    /// [`lease_epoch`] (module [`coordinated`]).
+    lease_ms: AtomicU64,
+    contact_ms: AtomicU64,
+}
+
+/// The instant lease times are counted from (the first use).
+fn lease_epoch() -> Instant {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
 }
 
 impl DnIndex {
+    /// With a write lease in force: how long ZooKeeper has been out of contact, when that is
+    /// longer than the lease (writes are then refused).
+    fn lease_expired(&self) -> Option<u64> {
+        let lease = self.lease_ms.load(Ordering::Relaxed);
+        if lease == 0 || !self.coordinated.load(Ordering::Acquire) {
+            return None;
+        }
+        let now = lease_epoch().elapsed().as_millis() as u64;
+        let silent = now.saturating_sub(self.contact_ms.load(Ordering::Acquire));
+        (silent > lease).then_some(silent)
+    }
+
     /// Records `host`'s new active index and rewrites the file. A dataHost the configuration
     /// in force no longer has (a reload replaced it; it drains) is not written.
     ///
@@ -525,6 +547,8 @@ impl Cluster {
             indexes: Mutex::new(BTreeMap::new()),
             switches: std::sync::atomic::AtomicU64::new(0),
             coordinated: AtomicBool::new(false),
+            lease_ms: AtomicU64::new(0),
+            contact_ms: AtomicU64::new(0),
         });
         let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new(), false)?;
         cluster.save_dnindex().map_err(|e| {
@@ -897,6 +921,19 @@ async fn connect(
             "the server is marked down by its heartbeat ({status:?} for {} ms)",
             source.health.since().elapsed().as_millis()
         ))));
+    }
+    if intent == Intent::Write
+        && let Some(silent) = n.host.dnindex.lease_expired()
+    {
+        return Err(fail(BackendError::Server {
+            code: 1290,
+            state: "HY000".to_string(),
+            message: format!(
+                "dataNode {node} (dataHost {}): cluster mode: no contact with ZooKeeper for {silent} ms (zkWriteLease {} ms); writes are refused until it is back, so that this instance cannot write to a writeHost the others may have left",
+                n.host.name,
+                n.host.dnindex.lease_ms.load(Ordering::Relaxed)
+            ),
+        }));
     }
     if intent == Intent::Write && source.health.in_recovery() {
         return Err(fail(BackendError::Server {

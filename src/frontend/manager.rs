@@ -974,6 +974,26 @@ fn sysparam(server: &Server) -> Answer {
             s.xa_recovery_period_ms.to_string(),
             "ms between two XA recovery passes",
         ),
+        (
+            "useZKSwitch",
+            s.use_zk_switch.to_string(),
+            "failovers decided through ZooKeeper (cluster mode, myid.properties)",
+        ),
+        (
+            "zkSessionTimeout",
+            s.zk_session_timeout_ms.to_string(),
+            "ms without ZooKeeper before this instance's session expires",
+        ),
+        (
+            "zkWriteLease",
+            s.zk_write_lease_ms.to_string(),
+            "ms without ZooKeeper before this instance refuses writes (0: never)",
+        ),
+        (
+            "failoverCatchUpTimeout",
+            s.failover_catch_up_timeout_ms.to_string(),
+            "ms a failover waits for the standby to apply the acknowledged writes",
+        ),
     ];
     Answer::Rows {
         columns: vec![

@@ -338,6 +338,7 @@ impl Server {
             period: std::time::Duration::from_millis(system.heartbeat_period_ms.min(10_000)),
             catch_up_timeout: std::time::Duration::from_millis(system.failover_catch_up_timeout_ms),
             failover: system.use_zk_switch,
+            write_lease: std::time::Duration::from_millis(system.zk_write_lease_ms),
         };
         let period = settings.period;
         let weak = Arc::downgrade(self);
