@@ -288,6 +288,24 @@ fn main() -> anyhow::Result<()> {
 fn check(dir: &std::path::Path, backends: bool, strict: bool) -> anyhow::Result<()> {
     let (config, _) = load(dir);
     print!("{}", config.summary());
+    match manx::config::myid::load(dir) {
+        Ok(Some(m)) => println!(
+            "cluster mode: myid {} in cluster {} at ZooKeeper {} (useZKSwitch={}, zkWriteLease={} ms)",
+            m.myid,
+            m.cluster_id,
+            m.zk_url,
+            config.system.use_zk_switch,
+            config.system.zk_write_lease_ms
+        ),
+        Ok(None) => {}
+        Err(e) => {
+            eprintln!(
+                "manx: the configuration in {} has errors:\n{e}",
+                dir.display()
+            );
+            std::process::exit(1);
+        }
+    }
     let mut problems: Vec<String> = config.warnings.iter().map(|w| w.to_string()).collect();
     if backends {
         let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1272,3 +1272,60 @@ async fn a_write_lease_stops_an_instance_cut_off_from_zookeeper_from_writing() {
     }
     assert_eq!(ids_on(&m1).await, vec![1, 2, 3]);
 }
+
+/// `manx check` over `dir`: (exit success, stdout + stderr).
+fn check(dir: &std::path::Path) -> (bool, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(["--conf", dir.to_str().unwrap(), "check"])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn manx_check_reads_myid_properties_and_the_lease_rule() {
+    let dh = format!(
+        r#"<dataHost name="dh" maxCon="5" minCon="1" balance="0" dbType="mysql" dbDriver="native">
+        <heartbeat>select 1</heartbeat>
+        <writeHost host="m1" url="127.0.0.1:{}" user="manx" password="manx" />
+    </dataHost>"#,
+        closed_port()
+    );
+    let dir = config_with("manx1", "127.0.0.1:2181", &dh);
+    let (ok, said) = check(dir.path());
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("cluster mode: myid manx1 in cluster manx-test at ZooKeeper 127.0.0.1:2181"),
+        "{said}"
+    );
+    // The lease must run out before the session does.
+    set_property(dir.path(), "zkWriteLease", "1000");
+    let (ok, said) = check(dir.path());
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("server.xml")
+            && said
+                .contains("zkWriteLease 1000 ms must be under half of zkSessionTimeout (2000 ms)"),
+        "{said}"
+    );
+    // A myid.properties with loadZk=true and no myid names the file and the key.
+    let dir = config_with("manx1", "127.0.0.1:2181", &dh);
+    let path = dir.path().join("myid.properties");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("myid=manx1\n", "");
+    std::fs::write(&path, text).unwrap();
+    let (ok, said) = check(dir.path());
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("myid.properties") && said.contains("loadZk=true but myid is missing"),
+        "{said}"
+    );
+}
