@@ -839,6 +839,72 @@ async fn a_published_configuration_reaches_every_instance_or_none() {
         let (_, _, _, _, _, _) = i.cluster_row().await;
     }
 
+    // Two operators publish at once over the same version: a change is never lost without a
+    // word — each publish that says committed is in force.
+    std::fs::write(staged.path().join("schema.xml"), &schema).unwrap();
+    let mut dirs = Vec::new();
+    for user in ["cl3", "cl4"] {
+        let dir = config("publisher", &zk.address(), &m1, &m2);
+        std::fs::write(
+            dir.path().join("server.xml"),
+            with_user.replace(
+                "</mycat:server>",
+                &format!(
+                    r#"<user name="{user}"><property name="password">{user}</property><property name="schemas">CL</property></user>
+</mycat:server>"#
+                ),
+            ),
+        )
+        .unwrap();
+        dirs.push(dir);
+    }
+    let handles: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            let path = d.path().to_path_buf();
+            std::thread::spawn(move || publish(&path))
+        })
+        .collect();
+    let outcomes: Vec<(bool, String)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    eprintln!("concurrent publishes: {outcomes:?}");
+    let committed: Vec<&str> = ["cl3", "cl4"]
+        .into_iter()
+        .zip(&outcomes)
+        .filter(|(_, (ok, _))| *ok)
+        .map(|(u, _)| u)
+        .collect();
+    // Both read the published version before either could be voted on (a vote takes a
+    // period): exactly one commits.
+    assert_eq!(committed.len(), 1, "{outcomes:?}");
+    for (ok, said) in &outcomes {
+        assert!(*ok || said.contains("was committed since"), "{said}");
+    }
+    // The newest committed version is in force everywhere.
+    let version_of = |said: &str| -> u64 {
+        said.split("configuration version ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    let (newest, _) = ["cl3", "cl4"]
+        .into_iter()
+        .zip(&outcomes)
+        .filter(|(_, (ok, _))| *ok)
+        .max_by_key(|(_, (_, said))| version_of(said))
+        .unwrap();
+    for i in all {
+        let start = Instant::now();
+        while !logs_in(i.process.port, newest, "CL").await {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{}: {newest}",
+                i.name
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     // An instance started later from stale files takes the published configuration.
     let d = Instance::start("manx4", &zk.address(), (&m1, &m2), &[]).await;
     assert!(logs_in(d.process.port, "cl2", "CL").await, "{}", d.log());
@@ -1328,4 +1394,36 @@ fn manx_check_reads_myid_properties_and_the_lease_rule() {
         said.contains("myid.properties") && said.contains("loadZk=true but myid is missing"),
         "{said}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_instance_with_the_same_myid_is_refused_and_pushes_nobody_out() {
+    let (zk, m1, m2, [a, b]) = rig("dup").await;
+    let dup = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
+    let start = Instant::now();
+    while !dup.log().contains("another live instance holds this myid") {
+        assert!(
+            start.elapsed() < Duration::from_millis(SESSION_MS + 8_000),
+            "{}",
+            dup.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let client = zk.client().await;
+    let election = client
+        .list_children(&format!("/mycat/{CLUSTER_ID}/manx/election"))
+        .await
+        .unwrap();
+    assert_eq!(election.len(), 2, "{election:?}");
+    assert!(
+        client
+            .check_stat(&format!("/mycat/{CLUSTER_ID}/line/manx2"))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for i in [&a, &b] {
+        let (zk_state, leader, ..) = i.cluster_row().await;
+        assert_eq!((zk_state.as_str(), leader.as_str()), ("connected", "manx1"));
+    }
 }

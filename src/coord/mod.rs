@@ -246,31 +246,20 @@ impl Session {
     /// Connects to `myid.zk_url` (bounded by `session_timeout`), creates the cluster's
     /// znodes when missing, and registers this instance: `line/<myid>`, its health znode and
     /// its election znode. Znodes a previous session of the same myid left (a restart within
-    /// the session timeout) are replaced.
+    /// the session timeout) are waited out (they vanish when it expires).
     ///
-    /// Errors: ZooKeeper cannot be reached in time, or refuses an operation.
+    /// Errors: ZooKeeper cannot be reached in time, or refuses an operation; another live
+    /// instance has the same myid (its znodes outlive the session timeout).
     pub async fn open(myid: &MyId, session_timeout: Duration) -> Result<Session, CoordError> {
         let mut session = Session::observe(myid, session_timeout).await?;
         let (client, paths) = (&session.client, &session.paths);
+        // `line/<myid>` first: while an earlier session's is there, so are its other
+        // ephemeral znodes (its election znode among them); they all go together.
         for path in [
             paths.line(&myid.myid),
             format!("{}/{}", paths.health(), myid.myid),
         ] {
-            register(client, &path).await?;
-        }
-        // Election znodes of an earlier session of this myid would keep a dead leader in front.
-        let stale = client
-            .list_children(&paths.election())
-            .await
-            .map_err(fail("list the election"))?;
-        for child in stale {
-            let path = format!("{}/{child}", paths.election());
-            if let Ok((data, stat)) = client.get_data(&path).await
-                && data == myid.myid.as_bytes()
-                && stat.ephemeral_owner != client.session_id().0
-            {
-                let _ = client.delete(&path, None).await;
-            }
+            register(client, &path, session_timeout).await?;
         }
         let election = format!("{}/n_", paths.election());
         let (_, seq) = client
@@ -324,6 +313,12 @@ impl Session {
             candidate: None,
             positions_written: std::sync::Mutex::new(String::new()),
         })
+    }
+
+    /// The session timeout ZooKeeper granted (it bounds what was asked for by its
+    /// `minSessionTimeout` / `maxSessionTimeout`).
+    pub fn granted_timeout(&self) -> Duration {
+        self.client.session_timeout()
     }
 
     /// Whether the session is connected now (not disconnected, expired or closed).
@@ -586,8 +581,9 @@ impl Session {
         }
     }
 
-    /// Proposes `bundle` (its version is ignored) and returns the proposal's sequence number
-    /// (from 1: the version it makes when committed).
+    /// Proposes `bundle`, whose version is the published version it was made over (a
+    /// proposal over a version that is no longer the published one is aborted), and returns
+    /// the proposal's sequence number (from 1: the version it makes when committed).
     ///
     /// Errors: ZooKeeper refuses the write.
     pub async fn propose(&self, bundle: &Bundle) -> Result<u64, CoordError> {
@@ -651,10 +647,11 @@ impl Session {
         Ok(out)
     }
 
-    /// The bundle of proposal `seq`, with `seq` as its version.
+    /// The bundle of proposal `seq`, with `seq` as its version, and the version of the
+    /// published configuration it was proposed over (its base).
     ///
     /// Errors: ZooKeeper cannot be asked, or the proposal is not a bundle.
-    pub async fn proposal(&self, seq: u64) -> Result<Bundle, CoordError> {
+    pub async fn proposal(&self, seq: u64) -> Result<(Bundle, u64), CoordError> {
         let (data, _) = self
             .client
             .get_data(&self.proposal_path(seq))
@@ -664,8 +661,8 @@ impl Session {
             what: format!("read proposal {seq}: {e}"),
             source: zk::Error::MarshallingError,
         })?;
-        b.version = seq;
-        Ok(b)
+        let base = std::mem::replace(&mut b.version, seq);
+        Ok((b, base))
     }
 
     /// Records this instance's vote on proposal `seq` (replacing an earlier one).
@@ -713,21 +710,32 @@ impl Session {
 }
 
 /// Creates the ephemeral `path`, replacing one an earlier session left.
-async fn register(client: &zk::Client, path: &str) -> Result<(), CoordError> {
-    for _ in 0..3 {
+async fn register(
+    client: &zk::Client,
+    path: &str,
+    session_timeout: Duration,
+) -> Result<(), CoordError> {
+    // A znode left by an earlier session of this instance (a crash, a restart) goes when
+    // that session expires; one that outlives the session timeout belongs to a live
+    // instance with the same myid, which this one must not push out.
+    let deadline = std::time::Instant::now() + session_timeout + Duration::from_secs(2);
+    loop {
         match client.create(path, b"", &ephemeral()).await {
             Ok(_) => return Ok(()),
-            Err(zk::Error::NodeExists) => match client.delete(path, None).await {
-                Ok(()) | Err(zk::Error::NoNode) => continue,
-                Err(e) => return Err(fail(format!("replace {path}"))(e)),
-            },
+            Err(zk::Error::NodeExists) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(zk::Error::NodeExists) => {
+                return Err(CoordError {
+                    what: format!(
+                        "register {path}: another live instance holds this myid (each instance needs its own myid in myid.properties)"
+                    ),
+                    source: zk::Error::NodeExists,
+                });
+            }
             Err(e) => return Err(fail(format!("create {path}"))(e)),
         }
     }
-    Err(CoordError {
-        what: format!("create {path}"),
-        source: zk::Error::NodeExists,
-    })
 }
 
 /// The sequence number of an election znode name (`n_0000000042` → 42).

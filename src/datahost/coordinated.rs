@@ -121,10 +121,21 @@ impl Coordination {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A snapshot of the state, for the manager port.
+    /// A snapshot of the state, for the manager port; "connected" is the session's state now
+    /// (the last round's when the session is being replaced).
     pub fn snapshot(&self) -> (bool, String, u64, BTreeMap<String, HostState>) {
+        let now = self
+            .session
+            .try_lock()
+            .ok()
+            .map(|s| s.as_ref().is_some_and(|s| s.connected()));
         let s = self.state();
-        (s.connected, s.leader.clone(), s.epoch, s.hosts.clone())
+        (
+            now.unwrap_or(s.connected),
+            s.leader.clone(),
+            s.epoch,
+            s.hosts.clone(),
+        )
     }
 
     fn note(&self, host: &str, note: String) {
@@ -224,7 +235,12 @@ async fn run(
             Ok(s) => Arc::new(s),
             Err(e) => {
                 if !logged_down {
-                    tracing::error!(error = %e, zk = %settings.myid.zk_url, "cluster mode: ZooKeeper cannot be reached; writeHosts stay where they are until it can");
+                    let consequence = if settings.failover {
+                        "writeHosts stay where they are until it can"
+                    } else {
+                        "the shared configuration is not followed until it can (failovers stay local)"
+                    };
+                    tracing::error!(error = %e, zk = %settings.myid.zk_url, "cluster mode: ZooKeeper cannot be reached; {consequence}");
                     logged_down = true;
                 }
                 tokio::time::sleep(settings.period).await;
@@ -232,7 +248,16 @@ async fn run(
             }
         };
         logged_down = false;
-        tracing::info!(myid = %settings.myid.myid, zk = %settings.myid.zk_url, "cluster mode: ZooKeeper session open");
+        let granted = session.granted_timeout();
+        tracing::info!(myid = %settings.myid.myid, zk = %settings.myid.zk_url, ?granted, "cluster mode: ZooKeeper session open");
+        if !settings.write_lease.is_zero() && settings.write_lease * 2 >= granted {
+            tracing::error!(
+                lease = ?settings.write_lease,
+                ?granted,
+                asked = ?settings.session_timeout,
+                "cluster mode: ZooKeeper granted a shorter session than zkSessionTimeout (its maxSessionTimeout, 20 ticks by default); zkWriteLease is no longer under half of it, so a cut-off instance may still write when the others decide without it: lower zkWriteLease or raise ZooKeeper's maxSessionTimeout"
+            );
+        }
         if let Some(c) = me.upgrade() {
             *c.session.lock().await = Some(session.clone());
         }

@@ -79,6 +79,13 @@ pub async fn fetch_dnindex_at_start(
 pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Result<String, String> {
     let mut bundle = Bundle::read_dir(dir)?;
     let session = observe(myid, Duration::from_secs(10)).await?;
+    // The base: two publishes over the same version cannot both commit (the second would
+    // undo the first without a word).
+    bundle.version = session
+        .config()
+        .await
+        .map_err(|e| e.to_string())?
+        .map_or(0, |b| b.version);
     let seq = session.propose(&bundle).await.map_err(|e| e.to_string())?;
     let live = session.live().await.map_err(|e| e.to_string())?;
     if live.is_empty() {
@@ -117,7 +124,7 @@ pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Resu
         }
         if started.elapsed() > wait {
             return Err(format!(
-                "configuration version {seq} not decided within {wait:?} (is a leader running?)"
+                "configuration version {seq} not decided within {wait:?}: the proposal stays pending and the leader may still commit it (show @@cluster's CONFIG_VERSION tells; is a leader running?)"
             ));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -202,7 +209,7 @@ async fn vote(
     seq: u64,
     dir: &std::path::Path,
 ) -> Result<(), String> {
-    let bundle = session.proposal(seq).await.map_err(|e| e.to_string())?;
+    let (bundle, _) = session.proposal(seq).await.map_err(|e| e.to_string())?;
     let staging = dir.join(format!(".zk-staged-{seq}"));
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
@@ -226,6 +233,26 @@ async fn decide(session: &Session, seq: u64) {
     if p.decision.is_some() {
         return;
     }
+    let published = match session.config().await {
+        Ok(b) => b.map_or(0, |b| b.version),
+        Err(_) => return,
+    };
+    let (bundle, base) = match session.proposal(seq).await {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::warn!(error = %e, "cluster configuration: cannot read the proposal");
+            return;
+        }
+    };
+    if base != published {
+        let decision = format!(
+            "abort: proposed over version {base}, but version {published} was committed since: publish again from the files in force"
+        );
+        if let Ok(true) = session.decide(seq, &decision).await {
+            tracing::warn!(version = seq, %decision, "cluster configuration: decided");
+        }
+        return;
+    }
     let refused: Vec<String> = p
         .votes
         .iter()
@@ -241,13 +268,6 @@ async fn decide(session: &Session, seq: u64) {
         format!("abort: refused by {}", refused.join("; "))
     } else if missing.is_empty() {
         // Published before the decision: an instance that starts in between takes it.
-        let bundle = match session.proposal(seq).await {
-            Ok(b) => b,
-            Err(e) => {
-                tracing::warn!(error = %e, "cluster configuration: cannot read the proposal");
-                return;
-            }
-        };
         if let Err(e) = session.set_config(&bundle).await {
             tracing::warn!(error = %e, "cluster configuration: cannot publish");
             return;
@@ -275,7 +295,7 @@ async fn decide(session: &Session, seq: u64) {
 /// Writes committed proposal `seq` into `dir` and reloads.
 async fn apply(server: &Arc<Server>, session: &Session, seq: u64, dir: &std::path::Path) {
     let written = match session.proposal(seq).await {
-        Ok(bundle) => bundle.write_dir(dir),
+        Ok((bundle, _)) => bundle.write_dir(dir),
         Err(e) => Err(e.to_string()),
     };
     let done = match written {

@@ -251,8 +251,14 @@ impl Server {
         let stats = recorder(&config)?;
         let xa = Arc::new(coordinator(&config)?);
         let myid = crate::config::myid::load(&config.dir).map_err(|message| {
+            let path = config.dir.join(crate::config::myid::FILE);
+            // The origin names the file: not twice.
+            let message = message
+                .strip_prefix(&format!("{}: ", path.display()))
+                .map(String::from)
+                .unwrap_or(message);
             ConfigErrors(vec![ConfigError {
-                origin: Origin::new(&config.dir.join(crate::config::myid::FILE), 0),
+                origin: Origin::new(&path, 0),
                 element: String::new(),
                 message,
             }])
@@ -326,6 +332,11 @@ impl Server {
     /// local, as without ZooKeeper.
     fn start_coordination(self: &Arc<Self>, config: &Config) {
         let Some(myid) = self.myid.clone() else {
+            if config.system.use_zk_switch {
+                tracing::error!(
+                    "server.xml has useZKSwitch=true but there is no myid.properties with loadZk=true in the configuration directory: this instance fails over on its own, as without ZooKeeper"
+                );
+            }
             return;
         };
         let system = &config.system;
