@@ -946,17 +946,6 @@ fn pg_config(myid: &str, zk: &str, p: &PgServer, s: &PgServer) -> tempfile::Temp
     )
 }
 
-async fn pg_ids(s: &PgServer) -> Vec<i32> {
-    s.db("cl")
-        .await
-        .query("SELECT id FROM t ORDER BY id", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write() {
     let zk = ZkServer::start("cl-pg").await;
@@ -981,11 +970,11 @@ async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write(
         |r| r.3 == 1 && r.2 == 1,
     )
     .await;
-    assert_eq!(pg_ids(&s).await, (1..=10).collect::<Vec<i32>>());
+    assert_eq!(s.ids("cl").await, (1..=10).collect::<Vec<i32>>());
     a.write("INSERT INTO t (id, via) VALUES (11, 'after')")
         .await
         .unwrap();
-    assert!(pg_ids(&s).await.contains(&11));
+    assert!(s.ids("cl").await.contains(&11));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1051,7 +1040,7 @@ async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switch
         let (_, _, epoch, index, _, note) = i.cluster_row().await;
         assert_eq!((epoch, index), (0, 0), "{}: {note}", i.name);
     }
-    assert_eq!(pg_ids(&s).await, (1..=5).collect::<Vec<i32>>());
+    assert_eq!(s.ids("cl").await, (1..=5).collect::<Vec<i32>>());
     // The old primary comes back: nothing was lost, writes go on there.
     p.start().await;
     let start = Instant::now();
@@ -1063,7 +1052,7 @@ async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switch
         assert!(start.elapsed() < Duration::from_secs(20), "{}", a.log());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(pg_ids(&p).await, (1..=11).collect::<Vec<i32>>());
+    assert_eq!(p.ids("cl").await, (1..=11).collect::<Vec<i32>>());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1100,8 +1089,8 @@ async fn switch_datasource_fences_a_postgresql_primary() {
     b.write("INSERT INTO t (id, via) VALUES (3, 's')")
         .await
         .unwrap();
-    assert_eq!(pg_ids(&s).await, vec![1, 3]);
-    assert_eq!(pg_ids(&p).await, vec![1]);
+    assert_eq!(s.ids("cl").await, vec![1, 3]);
+    assert_eq!(p.ids("cl").await, vec![1]);
 }
 
 /// Asynchronous replication with the replica's IO thread stopped (nothing shipped), one
@@ -1426,4 +1415,13 @@ async fn a_second_instance_with_the_same_myid_is_refused_and_pushes_nobody_out()
         let (zk_state, leader, ..) = i.cluster_row().await;
         assert_eq!((zk_state.as_str(), leader.as_str()), ("connected", "manx1"));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_write_ending_in_a_comment_is_tracked() {
+    refused_after(
+        "cmt",
+        "INSERT INTO t (id, via) VALUES (2, 'cmt') -- the client's note",
+    )
+    .await;
 }

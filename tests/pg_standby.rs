@@ -82,17 +82,6 @@ async fn client(port: u16) -> mysql_async::Conn {
         .expect("connect to the gateway")
 }
 
-async fn ids(s: &PgServer) -> Vec<i32> {
-    s.db("h6fo")
-        .await
-        .query("SELECT id FROM t ORDER BY id", &[])
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect()
-}
-
 /// The port of the server that answered a read through the gateway (`inet_server_port()`
 /// passes the MySQL→PostgreSQL translation unchanged).
 async fn read_port(c: &mut mysql_async::Conn) -> Result<u16, mysql_async::Error> {
@@ -149,7 +138,7 @@ async fn balance_1_reads_go_to_the_standby_and_writes_to_the_primary() {
             .await
             .unwrap();
     }
-    assert_eq!(ids(&a).await, (1..=10).collect::<Vec<_>>());
+    assert_eq!(a.ids("h6fo").await, (1..=10).collect::<Vec<_>>());
     // A transaction pins the writeHost, reads included.
     c.query_drop("BEGIN").await.unwrap();
     assert_eq!(read_port(&mut c).await.unwrap(), a.port);
@@ -205,7 +194,7 @@ async fn a_write_host_in_recovery_never_takes_writes() {
         "{message}"
     );
     assert_eq!(read_port(&mut c).await.unwrap(), b.port);
-    assert!(ids(&a).await.is_empty());
+    assert!(a.ids("h6fo").await.is_empty());
     drop(c);
 
     // writeHost 0 is the standby, writeHost 1 the primary, switchType 1: the gateway makes the
@@ -236,7 +225,7 @@ async fn a_write_host_in_recovery_never_takes_writes() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(ids(&a).await, vec![2]);
+    assert_eq!(a.ids("h6fo").await, vec![2]);
     assert!(
         dnindex(dir.path()).contains("fo=1\n"),
         "{}",
@@ -304,7 +293,7 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
         "no switch to a standby"
     );
     assert!(b.in_recovery().await);
-    assert_eq!(ids(&b).await, (1..=20).collect::<Vec<_>>());
+    assert_eq!(b.ids("h6fo").await, (1..=20).collect::<Vec<_>>());
 
     // An operator promotes the standby: writes resume within 3 heartbeat periods.
     b.promote();
@@ -336,7 +325,7 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
         "{}",
         dnindex(dir.path())
     );
-    let on_b = ids(&b).await;
+    let on_b = b.ids("h6fo").await;
     assert!(on_b.contains(&200) && !on_b.contains(&100), "{on_b:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
@@ -357,5 +346,5 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
     c.query_drop("INSERT INTO t (id) VALUES (300)")
         .await
         .unwrap();
-    assert!(ids(&b).await.contains(&300));
+    assert!(b.ids("h6fo").await.contains(&300));
 }

@@ -684,8 +684,9 @@ impl BackendConn for PooledConn {
             }
             text.push_str(sql);
             if tracked {
-                // Read after the statement's result: its OK, then this one-row result.
-                text.push_str(";SELECT @@last_gtid");
+                // Read after the statement's result: its OK, then this one-row result. The
+                // line break ends a `-- ` or `#` comment the statement may end with.
+                text.push_str("\n;SELECT @@last_gtid");
             }
             let skip = usize::from(use_db.is_some()) + usize::from(begin) + usize::from(clears);
             // The first result is USE's when there is one: a failed USE ends the packet there,

@@ -264,6 +264,18 @@ impl PgServer {
         client
     }
 
+    /// The `id` column of table `t` in database `db`, in order (the tests' rows).
+    pub async fn ids(&self, db: &str) -> Vec<i32> {
+        self.db(db)
+            .await
+            .query("SELECT id FROM t ORDER BY id", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
     /// Whether the server is in recovery (a standby not promoted).
     pub async fn in_recovery(&self) -> bool {
         self.admin()
