@@ -15,7 +15,7 @@
 #       PyMySQL, mysqlclient, mysql-connector-python, SQLAlchemy
 #   npm, into target/clients-node (copied from tests/clients/node/package.json):
 #       mysql2
-#   javac: tests/clients/ConnJ.java -> target/clients-java/
+#   javac: tests/clients/ConnJ.java, JdbcTypes.java -> target/clients-java/
 #
 # Prints the paths the tests need as KEY=VALUE lines on stdout; logs go to stderr.
 #
@@ -97,10 +97,12 @@ JAR=$(ls /usr/share/java/mariadb-java-client.jar 2>/dev/null || ls /usr/share/ja
 [[ -n $JAR && -r $JAR ]] || die "MariaDB Connector/J jar not found under /usr/share/java"
 command -v javac >/dev/null || die "javac is not installed"
 mkdir -p "$JAVA_DIR"
-if [[ ! -e $JAVA_DIR/ConnJ.class || $CLIENTS/ConnJ.java -nt $JAVA_DIR/ConnJ.class ]]; then
-    log "compiling ConnJ.java"
-    javac -cp "$JAR" -d "$JAVA_DIR" "$CLIENTS/ConnJ.java" >&2 || die "javac failed"
-fi
+for program in ConnJ JdbcTypes; do
+    if [[ ! -e $JAVA_DIR/$program.class || $CLIENTS/$program.java -nt $JAVA_DIR/$program.class ]]; then
+        log "compiling $program.java"
+        javac -cp "$JAR" -d "$JAVA_DIR" "$CLIENTS/$program.java" >&2 || die "javac failed"
+    fi
+done
 
 echo "PYTHON=$VENV/bin/python"
 echo "NODE_DIR=$NODE_DIR"

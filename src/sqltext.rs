@@ -46,9 +46,238 @@ pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
     })
 }
 
+/// The statement with every `_binary'...'` literal (also `_binary "..."`, any case, blanks
+/// before the quote) written as the hexadecimal literal `X'...'` of the same bytes, or `None`
+/// when the text has no such literal or is not UTF-8 outside them.
+///
+/// Why: JDBC drivers send `byte[]` parameters of client-side prepared statements as
+/// `_binary'<raw bytes>'` (MariaDB Connector/J writes `_binary '`, MySQL Connector/J
+/// `_binary'`), so a statement may hold any byte there while the gateway reads statements as
+/// UTF-8. `X'..'` is the same binary string in MySQL, and the PostgreSQL translation turns it
+/// into `bytea`. The literal's escapes are resolved as MySQL resolves them (`\0 \' \" \b \n
+/// \r \t \Z \\`; `\%` and `\_` keep their backslash; any other `\x` is `x`; a doubled quote is
+/// one), or only doubled quotes when `backslash_escapes` is false (`NO_BACKSLASH_ESCAPES`).
+/// Strings, quoted identifiers and comments are skipped whole, so an `_binary'` inside them is
+/// left alone.
+pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<String> {
+    const INTRODUCER: &[u8] = b"_binary";
+    if !sql
+        .windows(INTRODUCER.len())
+        .any(|w| w.eq_ignore_ascii_case(INTRODUCER))
+    {
+        return None;
+    }
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    let mut out: Vec<u8> = Vec::with_capacity(sql.len() * 2);
+    let mut changed = false;
+    let mut i = 0;
+    while i < sql.len() {
+        let b = sql[i];
+        let skip_to = match b {
+            b'\'' | b'"' | b'`' => Some(quoted_end(sql, i).unwrap_or(sql.len())),
+            b'#' => Some(line_end(sql, i)),
+            b'-' if sql.get(i + 1) == Some(&b'-')
+                && sql.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                Some(line_end(sql, i))
+            }
+            b'/' if sql.get(i + 1) == Some(&b'*') => Some(
+                sql[i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(sql.len(), |p| i + 2 + p + 2),
+            ),
+            _ => None,
+        };
+        if let Some(end) = skip_to {
+            out.extend_from_slice(&sql[i..end]);
+            i = end;
+            continue;
+        }
+        let at_word_start = i == 0 || !ident(sql[i - 1]);
+        if at_word_start
+            && sql.len() >= i + INTRODUCER.len()
+            && sql[i..i + INTRODUCER.len()].eq_ignore_ascii_case(INTRODUCER)
+        {
+            let mut q = i + INTRODUCER.len();
+            while q < sql.len() && sql[q].is_ascii_whitespace() {
+                q += 1;
+            }
+            if q < sql.len() && (sql[q] == b'\'' || sql[q] == b'"') {
+                let end = quoted_end(sql, q)?;
+                let bytes = unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes);
+                out.extend_from_slice(b"X'");
+                for byte in bytes {
+                    out.extend_from_slice(format!("{byte:02X}").as_bytes());
+                }
+                out.push(b'\'');
+                changed = true;
+                i = end;
+                continue;
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    if !changed {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The index of the newline ending the comment that starts at `start` (or the end).
+fn line_end(b: &[u8], start: usize) -> usize {
+    b[start..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |p| start + p)
+}
+
+/// The bytes a quoted literal's body (between the quotes `quote`) stands for.
+fn unescape(body: &[u8], quote: u8, backslash_escapes: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let b = body[i];
+        if b == b'\\' && backslash_escapes && i + 1 < body.len() {
+            let e = body[i + 1];
+            match e {
+                b'0' => out.push(0),
+                b'b' => out.push(8),
+                b'n' => out.push(b'\n'),
+                b'r' => out.push(b'\r'),
+                b't' => out.push(b'\t'),
+                b'Z' => out.push(26),
+                b'%' | b'_' => out.extend_from_slice(&[b'\\', e]),
+                other => out.push(other),
+            }
+            i += 2;
+        } else if b == quote && body.get(i + 1) == Some(&quote) {
+            out.push(quote);
+            i += 2;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The statement with the system variables `renames` names (`(from, to)`, lower case)
+/// renamed wherever they are read (`@@from`, `@@session.from`, any case), or `None` when
+/// none occurs outside strings, quoted identifiers and comments. A renamed variable that is a
+/// whole select item without an alias gets its written form as alias, so the column keeps
+/// MySQL's label (`@@session.from`).
+///
+/// Why: MariaDB before 11.1 knows `tx_isolation` / `tx_read_only` only, MySQL 8.0 knows
+/// `transaction_isolation` / `transaction_read_only` only, and a driver picks its names by
+/// the version the gateway announces, not by the backend behind it.
+pub fn rename_system_variables(sql: &str, renames: &[(&str, &str)]) -> Option<String> {
+    if !sql.contains("@@") {
+        return None;
+    }
+    let b = sql.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
+    // Where the previous significant token ended and whether it was `SELECT` or `,`.
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut changed = false;
+    let mut item_start = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let skip_to = match c {
+            b'\'' | b'"' | b'`' => Some(quoted_end(b, i).unwrap_or(b.len())),
+            b'#' => Some(line_end(b, i)),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                Some(line_end(b, i))
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => Some(
+                b[i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(b.len(), |p| i + 2 + p + 2),
+            ),
+            _ => None,
+        };
+        if let Some(end) = skip_to {
+            out.push_str(&sql[i..end]);
+            if !matches!(c, b'#' | b'-' | b'/') {
+                item_start = false;
+            }
+            i = end;
+            continue;
+        }
+        if c == b'@' && b.get(i + 1) == Some(&b'@') {
+            let mut j = i + 2;
+            while j < b.len() && (ident(b[j]) || b[j] == b'.') {
+                j += 1;
+            }
+            let written = &sql[i..j];
+            let lower = written.to_ascii_lowercase();
+            let (scope, name) = match lower[2..].split_once('.') {
+                Some((s, n)) => (Some(s), n),
+                None => (None, &lower[2..]),
+            };
+            if let Some((_, to)) = renames.iter().find(|(from, _)| *from == name) {
+                out.push_str("@@");
+                if let Some(s) = scope {
+                    out.push_str(s);
+                    out.push('.');
+                }
+                out.push_str(to);
+                let rest = sql[j..].trim_start();
+                let next_word = rest
+                    .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("");
+                let item_end = rest.is_empty()
+                    || rest.starts_with(',')
+                    || rest.starts_with(';')
+                    || ["FROM", "LIMIT"]
+                        .iter()
+                        .any(|k| next_word.eq_ignore_ascii_case(k));
+                if item_start && item_end {
+                    out.push_str(" AS `");
+                    out.push_str(written);
+                    out.push('`');
+                }
+                changed = true;
+            } else {
+                out.push_str(written);
+            }
+            item_start = false;
+            i = j;
+            continue;
+        }
+        if c.is_ascii_whitespace() {
+            out.push(c as char);
+            i += 1;
+            continue;
+        }
+        if ident(c) {
+            let mut j = i;
+            while j < b.len() && ident(b[j]) {
+                j += 1;
+            }
+            let word = &sql[i..j];
+            item_start = word.eq_ignore_ascii_case("SELECT");
+            out.push_str(word);
+            i = j;
+            continue;
+        }
+        item_start = c == b',';
+        let len = sql[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&sql[i..i + len]);
+        i += len;
+    }
+    changed.then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::quoted_end;
+    use super::{binary_literals_as_hex, quoted_end, rename_system_variables};
 
     #[test]
     fn quotes_end_where_mysql_ends_them() {
@@ -56,5 +285,58 @@ mod tests {
         assert_eq!(quoted_end(b"'a\\'b' x", 0), Some(6));
         assert_eq!(quoted_end(b"`a\\`x", 0), Some(4));
         assert_eq!(quoted_end(b"'open", 0), None);
+    }
+
+    #[test]
+    fn binary_literals_become_hex_literals() {
+        let hex = |s: &[u8]| binary_literals_as_hex(s, true);
+        assert_eq!(hex(b"SELECT 1"), None);
+        assert_eq!(
+            hex(b"INSERT INTO t VALUES (_binary'a\\0\\'\xff', _BINARY \"''\")").as_deref(),
+            Some("INSERT INTO t VALUES (X'610027FF', X'2727')")
+        );
+        // MariaDB Connector/J's form, with a blank; escapes as MySQL resolves them.
+        assert_eq!(
+            hex(b"SELECT _binary '\\n\\Z\\%\\q'''").as_deref(),
+            Some("SELECT X'0A1A5C257127'")
+        );
+        // Inside strings, identifiers and comments nothing changes; a word ending in
+        // `_binary` is not the introducer.
+        assert_eq!(
+            hex(b"SELECT '_binary''x', `_binary'`, x_binary, /* _binary'y' */ _binary'z' -- _binary'w'")
+                .as_deref(),
+            Some("SELECT '_binary''x', `_binary'`, x_binary, /* _binary'y' */ X'7A' -- _binary'w'")
+        );
+        // Without backslash escapes a backslash is a byte.
+        assert_eq!(
+            binary_literals_as_hex(b"SELECT _binary'\\0'", false).as_deref(),
+            Some("SELECT X'5C30'")
+        );
+        // Bytes that are not UTF-8 outside the literal, and an unclosed literal: None.
+        assert_eq!(hex(b"SELECT _binary'a', '\xff'"), None);
+        assert_eq!(hex(b"SELECT _binary'a"), None);
+    }
+
+    #[test]
+    fn system_variables_are_renamed_where_read() {
+        let r = |s: &str| rename_system_variables(s, &[("transaction_isolation", "tx_isolation")]);
+        assert_eq!(r("SELECT 1"), None);
+        assert_eq!(
+            r("SELECT @@session.Transaction_Isolation").as_deref(),
+            Some("SELECT @@session.tx_isolation AS `@@session.Transaction_Isolation`")
+        );
+        assert_eq!(
+            r("/* c */SELECT  @@a AS a, @@transaction_isolation AS transaction_isolation, @@b")
+                .as_deref(),
+            Some("/* c */SELECT  @@a AS a, @@tx_isolation AS transaction_isolation, @@b")
+        );
+        assert_eq!(
+            r("SELECT x FROM t WHERE @@transaction_isolation = 'READ-COMMITTED'").as_deref(),
+            Some("SELECT x FROM t WHERE @@tx_isolation = 'READ-COMMITTED'")
+        );
+        assert_eq!(
+            r("SELECT '@@transaction_isolation', `@@transaction_isolation`"),
+            None
+        );
     }
 }

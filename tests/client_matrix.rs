@@ -525,3 +525,112 @@ async fn pipelined_queries_are_each_answered() {
         &[("pipelined".to_string(), "20/20".to_string())],
     );
 }
+
+/// A JDBC application (MariaDB Connector/J, `tests/clients/JdbcTypes.java`) against a
+/// PostgreSQL-backed schema answers exactly as against a MySQL-backed one: the official
+/// drivers' start-up probes, every common type through prepared statements (bytes 0-255,
+/// TINYINT(1) as Boolean, YEAR, BIT, unsigned integers, fractional seconds), batches over the
+/// shards, transactions, generated keys and `DatabaseMetaData` — for a user who also has a
+/// MySQL schema (information_schema answered by MariaDB, the PostgreSQL rows carried in) and
+/// for one who has only the PostgreSQL schema (answered from PostgreSQL's catalog).
+async fn jdbc_on_postgresql(prefix: &str, url_options: &str) {
+    let c = clients();
+    let dbs = common::postgres::pg_databases(prefix, 3).await;
+    let schema_xml = format!(
+        r#"<schema name="MYJ" dataNode="dn1"><table name="jorders" primaryKey="id" dataNode="dn1,dn2,dn3" rule="mod-long" /></schema>
+<schema name="PGJ" dataNode="pgdn1"><table name="jorders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" /></schema>
+{}"#,
+        common::postgres::pg_nodes_xml(&dbs)
+    );
+    let users_xml = r#"<user name="both"><property name="password">both</property><property name="schemas">MYJ,PGJ</property></user>
+<user name="pgonly"><property name="password">pgonly</property><property name="schemas">PGJ</property></user>"#
+        .to_string();
+    let mut w = World::start(
+        prefix,
+        Extra {
+            schema_xml,
+            users_xml,
+            ..Extra::default()
+        },
+        "both",
+        "both",
+        "MYJ",
+    )
+    .await;
+    let port = w.port();
+    let transcript = |user: &str, schema: &str| {
+        let mut args = vec![
+            "-cp".to_string(),
+            c.java_cp.clone(),
+            "JdbcTypes".to_string(),
+            port.to_string(),
+            user.to_string(),
+            user.to_string(),
+            schema.to_string(),
+        ];
+        if !url_options.is_empty() {
+            args.push(url_options.to_string());
+        }
+        run("java", args, vec![])
+    };
+    let (ok, mysql, err) = transcript("both", "MYJ").await;
+    assert!(
+        ok,
+        "JdbcTypes on MYJ failed:\n{mysql}\n{err}\n{}",
+        w.log_tail()
+    );
+    // The reference run itself went through: no step failed on MariaDB.
+    assert!(
+        !mysql.contains("=ERROR"),
+        "a step failed on the MySQL-backed schema:\n{mysql}\n{}",
+        w.log_tail()
+    );
+    for line in [
+        "probe_connector_j_5_1=22 columns",
+        "probe_connector_j_8_0=21 columns",
+        "bytes_round_trip=true",
+        "meta_tables=jorders|TABLE;jt|TABLE",
+    ] {
+        assert!(mysql.lines().any(|l| l == line), "{line} missing:\n{mysql}");
+    }
+    let expected: Vec<(String, String)> = mysql
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .filter(|(k, _)| k != "done")
+        .collect();
+    for user in ["both", "pgonly"] {
+        let result = transcript(user, "PGJ").await;
+        check_transcript(
+            &mut w,
+            &format!("Connector/J {url_options} on PostgreSQL as {user}"),
+            result,
+            &expected,
+        );
+    }
+    // The sharded rows are where mod-long puts them, on PostgreSQL as on MariaDB.
+    for (i, db) in dbs.iter().enumerate() {
+        let pg = common::postgres::pg(db).await;
+        let ids: Vec<i64> = pg
+            .query("SELECT id FROM jorders ORDER BY id", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let want: Vec<i64> = (1..=9).filter(|id| id % 3 == i as i64).collect();
+        assert_eq!(ids, want, "jorders on {db}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jdbc_on_postgresql_answers_as_on_mysql() {
+    jdbc_on_postgresql("cm_jdbc_pg", "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jdbc_on_postgresql_answers_as_on_mysql_server_prepared() {
+    jdbc_on_postgresql("cm_jdbc_pg_ps", "useServerPrepStmts=true").await;
+}

@@ -166,7 +166,8 @@ async fn types_round_trip_with_mysql_metadata() {
         ),
         ("f4", ColumnType::MYSQL_TYPE_FLOAT, 63, 12, 31, b"1.5"),
         ("f8", ColumnType::MYSQL_TYPE_DOUBLE, 63, 22, 31, b"2.25e-7"),
-        ("flag", ColumnType::MYSQL_TYPE_SHORT, 63, 6, 0, b"1"),
+        // The declared TINYINT(1), kept in the column's comment (Connector/J's Boolean).
+        ("flag", ColumnType::MYSQL_TYPE_TINY, 63, 1, 0, b"1"),
         ("vc", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 80, 0, b"it's"),
         (
             "tx",
@@ -176,11 +177,12 @@ async fn types_round_trip_with_mysql_metadata() {
             0,
             b"long \\ text",
         ),
+        // BLOB as declared: 64 KiB, not the LONGBLOB bytea would show.
         (
             "bin",
             ColumnType::MYSQL_TYPE_BLOB,
             63,
-            u32::MAX,
+            65_535,
             0,
             b"\x00\xffA",
         ),
@@ -950,8 +952,8 @@ async fn mysql_application_statements_run_on_postgresql() {
     assert_eq!(create[0][0], s("users"));
     assert_eq!(
         create[0][1].as_deref().unwrap(),
-        "CREATE TABLE `users` (\n  `id` bigint NOT NULL AUTO_INCREMENT,\n  `email` varchar(191) NOT NULL,\n  \
-         `name` varchar(100) DEFAULT NULL,\n  `is_admin` smallint NOT NULL DEFAULT '0',\n  \
+        "CREATE TABLE `users` (\n  `id` bigint unsigned NOT NULL AUTO_INCREMENT,\n  `email` varchar(191) NOT NULL,\n  \
+         `name` varchar(100) DEFAULT NULL,\n  `is_admin` tinyint(1) NOT NULL DEFAULT '0',\n  \
          `balance` decimal(12,2) NOT NULL DEFAULT 0.00,\n  `created_at` datetime NOT NULL,\n  \
          `updated_at` timestamp DEFAULT NULL,\n  PRIMARY KEY (`id`)\n)"
     );
@@ -1548,16 +1550,57 @@ async fn metadata_of_postgresql_schemas() {
         rows(&mut c, "SHOW TABLES").await,
         [vec![s("orders")], vec![s("regions")]]
     );
-    for sql in [
-        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA",
-        "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()",
-        "SHOW TABLE STATUS",
-        "SHOW FULL TABLES FROM PGONE",
-    ] {
-        let e = server_error(c.query_drop(sql).await.unwrap_err());
-        assert_eq!(e.0, 1235, "{sql}: {e:?}");
-        assert!(e.2.contains("MySQL dataNode"), "{sql}: {e:?}");
-    }
+    // information_schema from the PostgreSQL catalog, with the logical names and MySQL's
+    // columns (the user has no MySQL dataNode to answer it).
+    let schemata = rows(
+        &mut c,
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY 1",
+    )
+    .await;
+    assert_eq!(schemata, [vec![s("PGDB")], vec![s("PGONE")]]);
+    let columns = rows(
+        &mut c,
+        "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_KEY          FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() ORDER BY ORDINAL_POSITION",
+    )
+    .await;
+    no_leak(&columns);
+    assert_eq!(
+        columns,
+        [
+            vec![s("PGDB"), s("orders"), s("id"), s("int"), s("NO"), s("PRI")],
+            vec![
+                s("PGDB"),
+                s("orders"),
+                s("item"),
+                s("varchar(20)"),
+                s("YES"),
+                s("")
+            ],
+        ]
+    );
+    // Compared as MySQL compares information_schema values: without regard to case.
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE IS_NULLABLE = 'yes' AND TABLE_NAME = 'ORDERS' AND TABLE_SCHEMA = DATABASE()",
+        )
+        .await,
+        [vec![s("1")]]
+    );
+    let status = rows(&mut c, "SHOW TABLE STATUS").await;
+    no_leak(&status);
+    assert_eq!(status.len(), 1, "{status:?}");
+    assert_eq!(status[0][0], s("orders"));
+    assert_eq!(
+        rows(&mut c, "SHOW FULL TABLES FROM PGONE").await,
+        [vec![s("orders"), s("BASE TABLE")]]
+    );
+    let keys = rows(
+        &mut c,
+        "SELECT INDEX_NAME, COLUMN_NAME, SEQ_IN_INDEX FROM information_schema.STATISTICS WHERE TABLE_NAME = 'orders' AND TABLE_SCHEMA = 'PGDB'",
+    )
+    .await;
+    assert_eq!(keys, [vec![s("PRIMARY"), s("id"), s("1")]]);
     let mut mix = mysql_async::Conn::new(common::opts(f.port, "mix", "mix", Some("PGDB")))
         .await
         .unwrap();
@@ -1566,6 +1609,134 @@ async fn metadata_of_postgresql_schemas() {
         "SELECT DISTINCT TABLE_SCHEMA FROM information_schema.TABLES ORDER BY 1",
     )
     .await;
-    assert_eq!(schemas, [vec![s("TESTDB")]]);
+    // The PostgreSQL tables are listed with the MySQL ones (they were missing before).
+    assert_eq!(schemas, [vec![s("PGDB")], vec![s("TESTDB")]]);
+    let pg_columns = rows(
+        &mut mix,
+        "SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = 'PGDB' ORDER BY ORDINAL_POSITION",
+    )
+    .await;
+    assert_eq!(
+        pg_columns,
+        [vec![s("id"), s("int")], vec![s("item"), s("varchar(20)")]]
+    );
     no_leak(&rows(&mut mix, "SELECT * FROM information_schema.SCHEMATA").await);
+}
+
+/// The start-up questions of the MySQL drivers (texts from their sources: Connector/J 5.1's
+/// and 8.0's `loadServerVariables`, MariaDB Connector/J 2.x's probe and its `SHOW VARIABLES`
+/// fallback, Go's `SELECT @@max_allowed_packet`) are answered on a PostgreSQL dataNode, each
+/// value the same as `SHOW VARIABLES` gives and the version the greeting's; native boolean
+/// columns compare and take MySQL's 0/1 and TRUE/FALSE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drivers_start_up_probes_and_booleans_on_postgresql() {
+    let dbs = pg_databases("h19probe", 3).await;
+    let f = pg_fixture("h19probe", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+    let probe_8_0 = "/* mysql-connector-j-8.0.33 (Revision: 7d6b0800528b6b25c68b52dc10d6c1c8429c100c) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, @@query_cache_size AS query_cache_size, @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
+    let mut result = c.query_iter(probe_8_0).await.unwrap();
+    let labels: Vec<String> = result
+        .columns()
+        .unwrap()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    let row: Vec<mysql_async::Row> = result.collect().await.unwrap();
+    let values: Vec<Option<String>> = row[0]
+        .clone()
+        .unwrap()
+        .into_iter()
+        .map(|v| match v {
+            mysql_async::Value::Bytes(b) => Some(String::from_utf8(b).unwrap()),
+            mysql_async::Value::NULL => None,
+            other => Some(format!("{other:?}")),
+        })
+        .collect();
+    assert_eq!(labels.len(), 21);
+    assert_eq!(labels[0], "auto_increment_increment");
+    // Each value is what SHOW VARIABLES says of the same variable.
+    for (label, value) in labels.iter().zip(&values) {
+        let shown = rows(&mut c, &format!("SHOW VARIABLES LIKE '{label}'")).await;
+        assert_eq!(shown, [vec![s(label), value.clone()]], "{label}");
+    }
+    let by_label = |l: &str| values[labels.iter().position(|x| x == l).unwrap()].clone();
+    assert_eq!(by_label("max_allowed_packet"), s("16777216"));
+    assert_eq!(by_label("transaction_isolation"), s("READ-COMMITTED"));
+    assert!(
+        by_label("sql_mode")
+            .unwrap()
+            .contains("STRICT_TRANS_TABLES")
+    );
+    assert_eq!(
+        rows(
+            &mut c,
+            "SHOW VARIABLES WHERE Variable_name in ('max_allowed_packet','system_time_zone','time_zone','auto_increment_increment')"
+        )
+        .await
+        .len(),
+        4
+    );
+    // The version the greeting announced, and the one @@version and VERSION() answer.
+    let greeting = c.server_version();
+    let version = rows(&mut c, "SELECT @@version, VERSION()").await;
+    assert_eq!(version[0][0], version[0][1]);
+    assert!(version[0][0].as_deref().unwrap().starts_with(&format!(
+        "{}.{}.{}-manx",
+        greeting.0, greeting.1, greeting.2
+    )));
+    // A variable the table does not hold is refused by name.
+    let e = server_error(
+        c.query_drop("SELECT @@innodb_buffer_pool_size")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1235);
+    assert!(e.2.contains("@@innodb_buffer_pool_size"), "{e:?}");
+
+    // Native boolean columns: MySQL's 0/1 and TRUE/FALSE compare with them and go into them.
+    let direct = pg(&dbs[0]).await;
+    direct
+        .batch_execute("CREATE TABLE flags (id int PRIMARY KEY, on_off boolean, n int)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO flags VALUES (1, 1, 1), (2, 0, 0), (3, TRUE, 1)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO flags (on_off, id, n) VALUES (FALSE, 4, 0)")
+        .await
+        .unwrap();
+    assert_eq!(
+        rows(&mut c, "SELECT id FROM flags WHERE on_off = 1 ORDER BY id").await,
+        [vec![s("1")], vec![s("3")]]
+    );
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT id FROM flags WHERE on_off IN (0) AND n = 0 ORDER BY id"
+        )
+        .await,
+        [vec![s("2")], vec![s("4")]]
+    );
+    assert_eq!(
+        rows(
+            &mut c,
+            "SELECT COUNT(*) FROM flags WHERE flags.on_off <> TRUE"
+        )
+        .await,
+        [vec![s("2")]]
+    );
+    c.query_drop("UPDATE flags SET n = 5 WHERE on_off = 0")
+        .await
+        .unwrap();
+    let direct_rows = pg_rows(&direct, "SELECT id, on_off, n FROM flags ORDER BY id").await;
+    assert_eq!(
+        direct_rows,
+        [
+            vec![s("1"), s("t"), s("1")],
+            vec![s("2"), s("f"), s("5")],
+            vec![s("3"), s("t"), s("1")],
+            vec![s("4"), s("f"), s("5")],
+        ]
+    );
 }

@@ -642,6 +642,8 @@ impl BackendConn for PooledConn {
             c.open_transaction = false;
             return Ok(Response::Ok(OkInfo::default()));
         }
+        let renamed = isolation_names(c.conn.server_version())
+            .and_then(|r| crate::sqltext::rename_system_variables(sql, r));
         let use_db = self.use_pending.take();
         let track = self
             .track
@@ -667,7 +669,7 @@ impl BackendConn for PooledConn {
         let conn = &mut c.conn;
         let database = &mut c.database;
         let sent = async move {
-            if !(begin || clears || use_db.is_some() || tracked) {
+            if !(begin || clears || use_db.is_some() || tracked || renamed.is_some()) {
                 return conn.query_iter(sql).await;
             }
             let mut text = String::with_capacity(sql.len() + 64);
@@ -682,7 +684,7 @@ impl BackendConn for PooledConn {
                 text.push_str(CLEAR_FOUND_ROWS);
                 text.push(';');
             }
-            text.push_str(sql);
+            text.push_str(renamed.as_deref().unwrap_or(sql));
             if tracked {
                 // Read after the statement's result: its OK, then this one-row result. The
                 // line break ends a `-- ` or `#` comment the statement may end with.
@@ -889,5 +891,43 @@ fn convert_error(e: mysql_async::Error) -> BackendError {
             BackendError::Closed("connection to the server is closed".to_string())
         }
         other => BackendError::Other(other.to_string()),
+    }
+}
+
+/// The names of the isolation and read-only variables a server does not know, as renames to
+/// the ones it does (see [`crate::sqltext::rename_system_variables`]): MySQL before 5.7.20 and
+/// MariaDB before 11.1.1 know only `tx_isolation` / `tx_read_only`, MySQL 8.0 only
+/// `transaction_isolation` / `transaction_read_only`, MySQL 5.7.20+ and MariaDB 11.1.1+ both.
+/// `version` is the server's (MariaDB's own number, not its `5.5.5-` prefix).
+fn isolation_names(version: (u16, u16, u16)) -> Option<&'static [(&'static str, &'static str)]> {
+    const TO_TX: &[(&str, &str)] = &[
+        ("transaction_isolation", "tx_isolation"),
+        ("transaction_read_only", "tx_read_only"),
+    ];
+    const TO_TRANSACTION: &[(&str, &str)] = &[
+        ("tx_isolation", "transaction_isolation"),
+        ("tx_read_only", "transaction_read_only"),
+    ];
+    match version {
+        v if v < (5, 7, 20) => Some(TO_TX),
+        v if v < (8, 0, 0) => None,
+        v if v < (10, 0, 0) => Some(TO_TRANSACTION),
+        v if v < (11, 1, 1) => Some(TO_TX),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::isolation_names;
+
+    #[test]
+    fn isolation_variables_are_renamed_for_servers_without_them() {
+        let to = |v| isolation_names(v).map(|r| r[0].1);
+        assert_eq!(to((10, 11, 19)), Some("tx_isolation"));
+        assert_eq!(to((5, 6, 51)), Some("tx_isolation"));
+        assert_eq!(to((5, 7, 25)), None);
+        assert_eq!(to((8, 0, 36)), Some("transaction_isolation"));
+        assert_eq!(to((11, 4, 2)), None);
     }
 }

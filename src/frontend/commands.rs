@@ -561,6 +561,22 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 }
             }
             COM_QUERY | COM_STMT_PREPARE => {
+                // `_binary'<any bytes>'` (JDBC's byte[] parameters) as `X'<hex>'`: the same
+                // value, in UTF-8 text.
+                let backslash_escapes = !self.slot.sql_mode().no_backslash_escapes;
+                if let Some(sql) =
+                    crate::sqltext::binary_literals_as_hex(&payload[1..], backslash_escapes)
+                {
+                    let mut rewritten = Vec::with_capacity(1 + sql.len());
+                    rewritten.push(command);
+                    rewritten.extend_from_slice(sql.as_bytes());
+                    if command == COM_STMT_PREPARE {
+                        self.emit(0, &rewritten);
+                    } else {
+                        self.query(&sql, &rewritten);
+                    }
+                    return;
+                }
                 // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
                 let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
                     self.refuse(1300);

@@ -250,7 +250,7 @@ fn select(norm: &str, sql: &str) -> Answer {
             .or_else(|| var.strip_prefix("@@global."))
             .or_else(|| var.strip_prefix("@@"));
         let value = match name {
-            Some("version_comment") => format!("manx {}", env!("CARGO_PKG_VERSION")),
+            Some("version_comment") => crate::version::VERSION_COMMENT.into(),
             Some("auto_increment_increment") => "1".into(),
             Some("tx_read_only" | "transaction_read_only") => "0".into(),
             Some("tx_isolation" | "transaction_isolation") => "REPEATABLE-READ".into(),
@@ -364,10 +364,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         },
         ("@@version", None) => Answer::Rows {
             columns: vec![("VERSION", TEXT)],
-            rows: vec![vec![text(format!(
-                "5.7.25-manx-{}",
-                env!("CARGO_PKG_VERSION")
-            ))]],
+            rows: vec![vec![text(crate::version::SERVER_VERSION)]],
         },
         ("@@time.current", None) => Answer::Rows {
             columns: vec![("TIMESTAMP", LONGLONG)],

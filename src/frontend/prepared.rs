@@ -33,16 +33,13 @@ impl Prepared {
     }
 }
 
-/// A quoted string literal that means `bytes` with MySQL's default escaping (backslash
-/// escapes on, as without `NO_BACKSLASH_ESCAPES`).
-fn quoted(bytes: &[u8]) -> Result<String, MysqlError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| {
-        MysqlError::new(
-            1300,
-            "HY000",
-            "Invalid utf8mb4 character string in a statement parameter (binary parameters are not supported yet)",
-        )
-    })?;
+/// A literal that means `bytes`: a quoted string with MySQL's default escaping (backslash
+/// escapes on, as without `NO_BACKSLASH_ESCAPES`) when they are UTF-8 text, else the
+/// hexadecimal literal `X'..'` (the binary string MySQL itself would bind).
+fn quoted(bytes: &[u8]) -> String {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return hex_literal(bytes);
+    };
     let mut out = String::with_capacity(text.len() + 2);
     out.push('\'');
     for ch in text.chars() {
@@ -54,7 +51,18 @@ fn quoted(bytes: &[u8]) -> Result<String, MysqlError> {
         }
     }
     out.push('\'');
-    Ok(out)
+    out
+}
+
+/// `X'<hex>'`: the binary string of `bytes`.
+fn hex_literal(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2 + 3);
+    out.push_str("X'");
+    for b in bytes {
+        out.push_str(&format!("{b:02X}"));
+    }
+    out.push('\'');
+    out
 }
 
 /// The binary DATE / DATETIME / TIMESTAMP encoding as a quoted literal.
@@ -131,7 +139,7 @@ fn is_number(b: &[u8]) -> bool {
 
 /// One bound parameter as the SQL literal that means the same value.
 ///
-/// Errors: a value that is not valid UTF-8 text (1300), a malformed temporal value (1210).
+/// Errors: a malformed temporal value (1210).
 pub(super) fn literal(p: ParamValue<'_>) -> Result<String, MysqlError> {
     let malformed = || MysqlError::new(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute");
     Ok(match p.value.into_inner() {
@@ -150,7 +158,13 @@ pub(super) fn literal(p: ParamValue<'_>) -> Result<String, MysqlError> {
             ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_NEWDECIMAL if is_number(b) => {
                 String::from_utf8_lossy(b).into_owned()
             }
-            _ => quoted(b)?,
+            // A BLOB parameter is binary (JDBC's setBytes with server-side prepared
+            // statements): its bytes, whatever they are.
+            ColumnType::MYSQL_TYPE_TINY_BLOB
+            | ColumnType::MYSQL_TYPE_MEDIUM_BLOB
+            | ColumnType::MYSQL_TYPE_LONG_BLOB
+            | ColumnType::MYSQL_TYPE_BLOB => hex_literal(b),
+            _ => quoted(b),
         },
         ValueInner::Date(b) | ValueInner::Datetime(b) => {
             if b.is_empty() {
@@ -187,7 +201,7 @@ mod tests {
             placeholders: crate::route::placeholders(sql).unwrap(),
         };
         assert_eq!(p.placeholders.len(), 2);
-        let bound = p.bind(&["7".to_string(), quoted(b"it's a \\ test").unwrap()]);
+        let bound = p.bind(&["7".to_string(), quoted(b"it's a \\ test")]);
         assert_eq!(
             bound,
             "SELECT * FROM t WHERE id = 7 AND name = 'it''s a \\\\ test' AND note = '?'"
@@ -200,6 +214,6 @@ mod tests {
             time_literal(&[1, 1, 0, 0, 0, 1, 0, 1]).unwrap(),
             "'-25:00:01'"
         );
-        assert!(quoted(&[0xFF, 0xFE]).is_err());
+        assert_eq!(quoted(&[0xFF, 0xFE]), "X'FFFE'");
     }
 }

@@ -840,14 +840,10 @@ impl Session {
                 write_text_rows(w, &["DATA_NODE", "SQL"], rows).await
             }
             Local::VersionComment => {
-                let comment = format!(
-                    "manx {} (Mycat-compatible MySQL gateway)",
-                    env!("CARGO_PKG_VERSION")
-                );
                 write_text_rows(
                     w,
                     &["@@version_comment"],
-                    std::iter::once(vec![Some(comment)]),
+                    std::iter::once(vec![Some(crate::version::VERSION_COMMENT.to_string())]),
                 )
                 .await
             }
@@ -1231,13 +1227,17 @@ impl Session {
         let access = self.view().access.cloned();
         let server = self.generation();
         let router = &server.router;
-        let node = router
-            .metadata_node(self.schema.as_deref(), &visible)
+        // A MySQL dataNode answers when the user has one (its information_schema, with the
+        // PostgreSQL databases' rows carried in); else a PostgreSQL one, from its catalog.
+        let mysql_node = router.metadata_node(self.schema.as_deref(), &visible);
+        let node = mysql_node
+            .clone()
+            .or_else(|| router.metadata_postgres_node(self.schema.as_deref(), &visible))
             .ok_or_else(|| {
                 MysqlError::new(
-                    1235,
-                    "42000",
-                    "information_schema is answered from a MySQL dataNode, and the schemas you may use have none",
+                    1046,
+                    "3D000",
+                    "No database selected: the schemas you may use have no dataNode",
                 )
             })?;
         let viewer = crate::route::Viewer {
@@ -1246,7 +1246,19 @@ impl Session {
         };
         let mut known: HashMap<&str, Arc<[String]>> = HashMap::new();
         for view in q.views_to_describe() {
-            let columns = self.view_columns(&node, view).await?;
+            let columns = if mysql_node.is_some() {
+                self.view_columns(&node, view).await?
+            } else {
+                crate::route::Router::metadata_postgres_columns(view).ok_or_else(|| {
+                    MysqlError::new(
+                        1235,
+                        "42000",
+                        format!(
+                            "information_schema.{view} is not answered on a PostgreSQL dataNode"
+                        ),
+                    )
+                })?
+            };
             known.insert(view, columns);
         }
         // Rows of the tables on other dataHosts, carried in as literals.
@@ -1256,6 +1268,16 @@ impl Session {
                 let columns = self.view_columns(&other, view).await?;
                 if let Some(sql) =
                     router.metadata_fetch(view, main_columns, &columns, &viewer, &node, &other)?
+                {
+                    let rows = self.literal_rows(&other, &sql).await?;
+                    fetched.entry(view).or_default().extend(rows);
+                }
+            }
+        }
+        for other in router.metadata_postgres_nodes(&visible, &node) {
+            for (view, main_columns) in &known {
+                if let Some(sql) =
+                    router.metadata_fetch_postgres(view, main_columns, &viewer, &other)
                 {
                     let rows = self.literal_rows(&other, &sql).await?;
                     fetched.entry(view).or_default().extend(rows);
@@ -2360,7 +2382,7 @@ impl AsyncMysqlShim<Writer> for Session {
     type Error = io::Error;
 
     fn version(&self) -> String {
-        format!("5.7.25-manx-{}", env!("CARGO_PKG_VERSION"))
+        crate::version::SERVER_VERSION.to_string()
     }
 
     fn connect_id(&self) -> u32 {

@@ -39,7 +39,7 @@ pub mod dialect;
 pub mod error;
 pub mod types;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -241,8 +241,8 @@ struct Conn {
     tables: HashMap<String, TableInfo>,
     /// Relation names whose column flags were looked up (found or not).
     flags_looked_up: std::collections::HashSet<String>,
-    /// Table oid → (name, column number → MySQL flags).
-    flags: HashMap<u32, (String, HashMap<i16, ColumnFlags>)>,
+    /// Table oid → (name, column number → what the catalog says of the column).
+    flags: HashMap<u32, (String, HashMap<i16, CatalogColumn>)>,
     /// A statement that may have left session state ran since the last reset: reset before the
     /// next holder (see [`crate::backend::stateless`]).
     dirty: bool,
@@ -252,6 +252,10 @@ struct Conn {
     /// session state (`lastval()`, settings) gets a reset first.
     inherited: bool,
 }
+
+/// A table column as the catalog describes it to MySQL clients: its flags (NOT NULL, key,
+/// auto-increment) and its declared MySQL type, when the PostgreSQL type does not show it.
+type CatalogColumn = (ColumnFlags, Option<types::Declared>);
 
 /// What DISCARD ALL does, without deallocating tokio-postgres's own prepared statements.
 const RESET: &str = "ROLLBACK; RESET ALL; DISCARD TEMP; DISCARD SEQUENCES; CLOSE ALL; UNLISTEN *; SELECT pg_advisory_unlock_all()";
@@ -551,11 +555,10 @@ impl BackendConn for PgConn {
         let conn = self.conn().await?;
         let (translation, params) =
             dialect::translate_for_describe(sql, &conn.database).map_err(dialect_error)?;
-        let info = match &translation.insert_table {
-            Some(table) => Some(table_info(conn, table).await?),
-            None => None,
-        };
-        let finished = translation.finish(info.as_ref()).map_err(dialect_error)?;
+        let (info, booleans) = catalog_facts(conn, &translation).await?;
+        let finished = translation
+            .finish(info.as_ref(), &booleans)
+            .map_err(dialect_error)?;
         if !finished.returns_rows || finished.sql.is_empty() {
             return Ok((params, Vec::new()));
         }
@@ -773,11 +776,10 @@ impl PgConn {
             conn.flags_looked_up.clear();
             conn.flags.clear();
         }
-        let info = match &translation.insert_table {
-            Some(table) => Some(table_info(conn, table).await?),
-            None => None,
-        };
-        let finished = translation.finish(info.as_ref()).map_err(dialect_error)?;
+        let (info, booleans) = catalog_facts(conn, &translation).await?;
+        let finished = translation
+            .finish(info.as_ref(), &booleans)
+            .map_err(dialect_error)?;
         if finished.sql.is_empty() {
             return Ok(Response::Ok(OkInfo::default()));
         }
@@ -876,11 +878,12 @@ fn record_flags(conn: &mut Conn, catalog: Vec<SimpleQueryMessage>, looked_up: Ve
             if row.get(5) == Some("t") {
                 flags |= ColumnFlags::AUTO_INCREMENT_FLAG;
             }
+            let declared = row.get(6).and_then(types::Declared::parse);
             conn.flags
                 .entry(oid)
                 .or_insert_with(|| (name.to_string(), HashMap::new()))
                 .1
-                .insert(attnum, flags);
+                .insert(attnum, (flags, declared));
         }
     }
     conn.flags_looked_up.extend(looked_up);
@@ -898,7 +901,10 @@ fn map_columns(conn: &Conn, statement: &tokio_postgres::Statement) -> Vec<Mapped
                 && let Some((table, columns)) = conn.flags.get(&oid)
             {
                 m.column.table = table.clone();
-                if let Some(f) = columns.get(&attnum) {
+                if let Some((f, declared)) = columns.get(&attnum) {
+                    if let Some(d) = declared {
+                        d.apply(&mut m);
+                    }
                     m.column.flags |= *f;
                 }
             }
@@ -943,6 +949,23 @@ async fn insert_returning(
     Ok(ok)
 }
 
+/// What [`dialect::Translation::finish`] needs from the catalog: the INSERT target's
+/// [`TableInfo`], and the boolean columns of the tables whose 0/1 literals may meet them.
+async fn catalog_facts(
+    conn: &mut Conn,
+    translation: &dialect::Translation,
+) -> Result<(Option<TableInfo>, HashSet<String>), BackendError> {
+    let info = match &translation.insert_table {
+        Some(table) => Some(table_info(conn, table).await?),
+        None => None,
+    };
+    let mut booleans = HashSet::new();
+    for table in &translation.boolean_tables {
+        booleans.extend(table_info(conn, table).await?.booleans);
+    }
+    Ok((info, booleans))
+}
+
 /// The primary key and identity column of `table`, from the catalog (cached per connection,
 /// cleared by DDL on it).
 async fn table_info(conn: &mut Conn, table: &str) -> Result<TableInfo, BackendError> {
@@ -958,6 +981,10 @@ async fn table_info(conn: &mut Conn, table: &str) -> Result<TableInfo, BackendEr
     for m in messages {
         if let SimpleQueryMessage::Row(row) = m {
             let name = row.get(0).unwrap_or_default().to_string();
+            info.columns.push(name.to_lowercase());
+            if row.get(3) == Some("t") {
+                info.booleans.push(name.to_lowercase());
+            }
             if row.get(1) == Some("t") {
                 info.primary_key.push(name.clone());
             }

@@ -38,6 +38,150 @@ pub enum Conversion {
         tz: bool,
         fsp: Option<u8>,
     },
+    /// A `BIT(n)` column held as an integer: its value as MySQL's bytes (big-endian, the
+    /// given number of bytes).
+    Bits(u8),
+    /// A `BINARY(n)` column held as bytea: the bytes padded with zeros to `n`.
+    BinaryPadded(u32),
+}
+
+/// A column's declared MySQL type that its PostgreSQL type does not show (kept in the column's
+/// comment by the translation of CREATE TABLE / ADD COLUMN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Declared {
+    /// `tinyint(1)` / `bool`: Connector/J's Boolean.
+    Bool,
+    /// An integer type: MySQL's column type, display length and signedness.
+    Integer {
+        column_type: ColumnType,
+        length: u32,
+        unsigned: bool,
+    },
+    Year,
+    /// `bit(n)`.
+    Bit(u8),
+    /// `tinytext` / `text` / `mediumtext`: the maximum length in bytes (utf8mb4).
+    Text(u32),
+    /// `tinyblob` / `blob` / `mediumblob`: the maximum length in bytes.
+    Blob(u32),
+    /// `varbinary(n)`.
+    Varbinary(u32),
+    /// `binary(n)`: values are padded with zero bytes to `n`, as MySQL stores them.
+    Binary(u32),
+}
+
+impl Declared {
+    /// Reads MySQL's spelling of a column type (`tinyint(1)`, `int unsigned`, `bit(8)`, ..);
+    /// `None` for another text.
+    pub fn parse(text: &str) -> Option<Declared> {
+        let t = text.trim().to_ascii_lowercase();
+        let (base, unsigned) = match t.strip_suffix(" unsigned") {
+            Some(b) => (b, true),
+            None => (t.as_str(), false),
+        };
+        let integer = |column_type, signed_length: u32, unsigned_length: u32| Declared::Integer {
+            column_type,
+            length: if unsigned {
+                unsigned_length
+            } else {
+                signed_length
+            },
+            unsigned,
+        };
+        Some(match base {
+            "tinyint(1)" if !unsigned => Declared::Bool,
+            "tinyint" => integer(ColumnType::MYSQL_TYPE_TINY, 4, 3),
+            "smallint" => integer(ColumnType::MYSQL_TYPE_SHORT, 6, 5),
+            "mediumint" => integer(ColumnType::MYSQL_TYPE_INT24, 9, 8),
+            "int" => integer(ColumnType::MYSQL_TYPE_LONG, 11, 10),
+            "bigint" => integer(ColumnType::MYSQL_TYPE_LONGLONG, 20, 20),
+            "year" if !unsigned => Declared::Year,
+            "tinytext" if !unsigned => Declared::Text(255 * 4),
+            "text" if !unsigned => Declared::Text(65_535 * 4),
+            "mediumtext" if !unsigned => Declared::Text(16_777_215 * 4),
+            "tinyblob" if !unsigned => Declared::Blob(255),
+            "blob" if !unsigned => Declared::Blob(65_535),
+            "mediumblob" if !unsigned => Declared::Blob(16_777_215),
+            _ if base.starts_with("varbinary(") && !unsigned => {
+                Declared::Varbinary(base["varbinary(".len()..].strip_suffix(')')?.parse().ok()?)
+            }
+            _ if base.starts_with("binary(") && !unsigned => {
+                Declared::Binary(base["binary(".len()..].strip_suffix(')')?.parse().ok()?)
+            }
+            _ => {
+                let n: u8 = base.strip_prefix("bit(")?.strip_suffix(')')?.parse().ok()?;
+                if unsigned || n == 0 || n > 64 {
+                    return None;
+                }
+                Declared::Bit(n)
+            }
+        })
+    }
+
+    /// `m` (the mapping of the column's PostgreSQL type) as the declared type shows it.
+    pub fn apply(self, m: &mut Mapped) {
+        let c = &mut m.column;
+        match self {
+            Declared::Text(length) => {
+                c.length = length;
+                return;
+            }
+            Declared::Blob(length) => {
+                c.length = length;
+                return;
+            }
+            Declared::Varbinary(n) | Declared::Binary(n) => {
+                c.column_type = if matches!(self, Declared::Binary(_)) {
+                    m.conversion = Conversion::BinaryPadded(n);
+                    ColumnType::MYSQL_TYPE_STRING
+                } else {
+                    ColumnType::MYSQL_TYPE_VAR_STRING
+                };
+                c.length = n;
+                c.flags.remove(ColumnFlags::BLOB_FLAG);
+                return;
+            }
+            _ => {}
+        }
+        let numeric = ColumnFlags::BINARY_FLAG | ColumnFlags::NUM_FLAG;
+        c.charset = BINARY;
+        c.decimals = 0;
+        c.flags
+            .remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::ZEROFILL_FLAG);
+        c.flags |= numeric;
+        match self {
+            Declared::Bool => {
+                c.column_type = ColumnType::MYSQL_TYPE_TINY;
+                c.length = 1;
+            }
+            Declared::Integer {
+                column_type,
+                length,
+                unsigned,
+            } => {
+                c.column_type = column_type;
+                c.length = length;
+                if unsigned {
+                    c.flags |= ColumnFlags::UNSIGNED_FLAG;
+                }
+            }
+            Declared::Year => {
+                c.column_type = ColumnType::MYSQL_TYPE_YEAR;
+                c.length = 4;
+                c.flags |= ColumnFlags::UNSIGNED_FLAG | ColumnFlags::ZEROFILL_FLAG;
+            }
+            Declared::Bit(n) => {
+                c.column_type = ColumnType::MYSQL_TYPE_BIT;
+                c.length = u32::from(n);
+                c.flags = (c.flags - ColumnFlags::NUM_FLAG) | ColumnFlags::UNSIGNED_FLAG;
+                m.conversion = Conversion::Bits(n.div_ceil(8));
+            }
+            Declared::Text(_)
+            | Declared::Blob(_)
+            | Declared::Varbinary(_)
+            | Declared::Binary(_) => {}
+        }
+    }
 }
 
 /// A result column: the MySQL definition and how to convert its values.
@@ -230,6 +374,17 @@ pub fn convert_value(text: Option<&str>, conversion: Conversion) -> Value {
         Conversion::Bytea => decode_hex(text).unwrap_or_else(|| text.as_bytes().to_vec()),
         Conversion::Float => float_text(text).into_bytes(),
         Conversion::Temporal { tz, fsp } => temporal_text(text, tz, fsp).into_bytes(),
+        Conversion::BinaryPadded(n) => {
+            let mut b = decode_hex(text).unwrap_or_else(|| text.as_bytes().to_vec());
+            if b.len() < n as usize {
+                b.resize(n as usize, 0);
+            }
+            b
+        }
+        Conversion::Bits(bytes) => match text.parse::<i64>() {
+            Ok(n) => (n as u64).to_be_bytes()[8 - usize::from(bytes)..].to_vec(),
+            Err(_) => text.as_bytes().to_vec(),
+        },
     };
     Value::Bytes(bytes)
 }
@@ -377,5 +532,63 @@ mod tests {
         assert_eq!(ts("10:11:12+02", true, Some(0)), "10:11:12");
         assert_eq!(ts("10:11:12.1", false, Some(2)), "10:11:12.10");
         assert_eq!(ts("infinity", true, Some(0)), "infinity");
+    }
+
+    #[test]
+    fn declared_types_show_as_declared() {
+        let declared = |pg: &Type, text: &str| {
+            let mut m = map_column("c", pg, -1);
+            Declared::parse(text).unwrap().apply(&mut m);
+            m
+        };
+        let m = declared(&Type::INT2, "tinyint(1)");
+        assert_eq!(
+            (m.column.column_type, m.column.length),
+            (ColumnType::MYSQL_TYPE_TINY, 1)
+        );
+        let m = declared(&Type::INT8, "int unsigned");
+        assert_eq!(
+            (m.column.column_type, m.column.length),
+            (ColumnType::MYSQL_TYPE_LONG, 10)
+        );
+        assert!(m.column.flags.contains(ColumnFlags::UNSIGNED_FLAG));
+        let m = declared(&Type::INT4, "mediumint");
+        assert_eq!(m.column.column_type, ColumnType::MYSQL_TYPE_INT24);
+        assert!(!m.column.flags.contains(ColumnFlags::UNSIGNED_FLAG));
+        let m = declared(&Type::INT2, "year");
+        assert_eq!(m.column.column_type, ColumnType::MYSQL_TYPE_YEAR);
+        let m = declared(&Type::INT8, "bit(12)");
+        assert_eq!(
+            (m.column.column_type, m.column.length),
+            (ColumnType::MYSQL_TYPE_BIT, 12)
+        );
+        assert_eq!(
+            text(convert_value(Some("2565"), m.conversion)),
+            "\u{a}\u{5}"
+        );
+        assert_eq!(
+            convert_value(Some("-1"), Conversion::Bits(8)),
+            Value::Bytes(vec![0xFF; 8])
+        );
+        let m = declared(&Type::BYTEA, "binary(4)");
+        assert_eq!(m.column.column_type, ColumnType::MYSQL_TYPE_STRING);
+        assert_eq!(
+            convert_value(Some("\\x0102"), m.conversion),
+            Value::Bytes(vec![1, 2, 0, 0])
+        );
+        let m = declared(&Type::TEXT, "text");
+        assert_eq!(
+            (m.column.column_type, m.column.length, m.column.charset),
+            (ColumnType::MYSQL_TYPE_BLOB, 262_140, UTF8MB4)
+        );
+        for wrong in [
+            "tinyint(1) unsigned",
+            "bit(0)",
+            "bit(65)",
+            "year unsigned",
+            "float",
+        ] {
+            assert_eq!(Declared::parse(wrong), None, "{wrong}");
+        }
     }
 }

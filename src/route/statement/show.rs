@@ -298,7 +298,8 @@ impl ShowKind {
     }
 }
 
-/// Whether a server-level SHOW (`SHOW [GLOBAL|SESSION] VARIABLES|STATUS [LIKE 'p']`,
+/// Whether a server-level SHOW (`SHOW [GLOBAL|SESSION] VARIABLES|STATUS [LIKE 'p' | WHERE
+/// <comparisons of Variable_name and Value with strings>]`,
 /// `SHOW WARNINGS|ERRORS [LIMIT [m,] n]`, `SHOW COUNT(*) WARNINGS`, `SHOW ENGINES`, `SHOW
 /// COLLATION|CHARSET|CHARACTER SET [LIKE 'p']`, `SHOW PLUGINS`, `SHOW PRIVILEGES`) has only
 /// the words of those forms, numbers, and one string right after LIKE: an allow-list over the
@@ -326,21 +327,39 @@ pub(super) fn server_show_form(stmt: &str) -> bool {
         "LIKE",
         "LIMIT",
     ];
+    // After `SHOW [GLOBAL|SESSION] VARIABLES|STATUS WHERE`: comparisons of the two columns
+    // with strings (`Variable_name IN ('a', 'b')`, MariaDB Connector/J's fallback probe).
+    const WHERE_WORDS: &[&str] = &["VARIABLE_NAME", "VALUE", "IN", "LIKE", "OR", "AND", "NOT"];
     let Some(toks) = rewrite::tokens(stmt) else {
         return false;
     };
     let mut after_like = false;
+    let mut in_where = false;
+    let mut variables_or_status = false;
     for (t, _, _) in &toks {
         let ok = match t {
+            Token::Word(w) if in_where => {
+                w.quote_style.is_none()
+                    && WHERE_WORDS.iter().any(|k| w.value.eq_ignore_ascii_case(k))
+            }
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("WHERE") => {
+                in_where = variables_or_status;
+                in_where
+            }
             Token::Word(w) => {
                 w.quote_style.is_none() && WORDS.iter().any(|k| w.value.eq_ignore_ascii_case(k))
             }
-            Token::SingleQuotedString(_) => after_like,
+            Token::SingleQuotedString(_) => after_like || in_where,
+            Token::Eq | Token::Neq if in_where => true,
             Token::Number(..) | Token::Comma | Token::LParen | Token::RParen | Token::Mul => true,
             _ => false,
         };
         if !ok {
             return false;
+        }
+        if let Token::Word(w) = t {
+            variables_or_status |=
+                w.value.eq_ignore_ascii_case("VARIABLES") || w.value.eq_ignore_ascii_case("STATUS");
         }
         after_like = matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("LIKE"));
     }

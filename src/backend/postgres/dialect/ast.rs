@@ -95,11 +95,26 @@ pub(super) fn rewrite_expr(expr: &Expr) -> Result<Option<Expr>, DialectError> {
             Value::Boolean(b) => {
                 Expr::value(Value::Number(if *b { "1" } else { "0" }.into(), false))
             }
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) if s.contains('\0') => {
+                return Err(DialectError::Unsupported(
+                    "a string holding the NUL character (PostgreSQL text cannot hold it; bind bytes as binary)"
+                        .into(),
+                ));
+            }
             Value::DoubleQuotedString(s) => string(s),
             Value::HexStringLiteral(h) => call("decode", vec![string(h), string("hex")]),
-            Value::SingleQuotedByteStringLiteral(_) | Value::DoubleQuotedByteStringLiteral(_) => {
-                return Err(DialectError::Unsupported("b'..' bit literals".into()));
-            }
+            // A bit-value literal as its number (what MySQL makes of it in a numeric context and
+            // stores in a BIT column, which a PostgreSQL node holds as BIGINT).
+            Value::SingleQuotedByteStringLiteral(bits)
+            | Value::DoubleQuotedByteStringLiteral(bits) => match u64::from_str_radix(bits, 2) {
+                Ok(n) => Expr::value(Value::Number(n.to_string(), false)),
+                Err(_) if bits.is_empty() => Expr::value(Value::Number("0".into(), false)),
+                Err(_) => {
+                    return Err(DialectError::Unsupported(
+                        "b'..' bit literals longer than 64 bits".into(),
+                    ));
+                }
+            },
             _ => return Ok(None),
         },
         Expr::BinaryOp {
@@ -131,6 +146,19 @@ pub(super) fn rewrite_expr(expr: &Expr) -> Result<Option<Expr>, DialectError> {
                 data_type: new,
                 format: format.clone(),
             }
+        }
+        // CONVERT(x, type) is CAST(x AS type); CONVERT(x USING charset) has no translation
+        // (every PostgreSQL string is UTF-8).
+        Expr::Convert {
+            is_try: false,
+            expr: inner,
+            data_type: Some(t),
+            charset: None,
+            target_before_value: false,
+            ..
+        } => cast((**inner).clone(), data_type(t)?),
+        Expr::Convert { .. } => {
+            return Err(DialectError::Unsupported("this form of CONVERT()".into()));
         }
         Expr::Function(f) => return rewrite_function(f),
         _ => return Ok(None),

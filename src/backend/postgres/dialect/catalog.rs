@@ -13,13 +13,14 @@ pub fn regclass_literal(table: &str) -> String {
 pub(super) fn describe(table: &ObjectName) -> Result<Statement, DialectError> {
     let t = regclass_literal(&table.to_string());
     let sql = format!(
-        "SELECT a.attname::text AS \"Field\", format_type(a.atttypid, a.atttypmod) AS \"Type\", \
+        "SELECT a.attname::text AS \"Field\", COALESCE({}, format_type(a.atttypid, a.atttypmod)) AS \"Type\", \
          CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END AS \"Null\", \
          CASE WHEN EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY (i.indkey)) THEN 'PRI' ELSE '' END AS \"Key\", \
          pg_get_expr(d.adbin, d.adrelid) AS \"Default\", \
          CASE WHEN a.attidentity <> '' OR pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%' THEN 'auto_increment' ELSE '' END AS \"Extra\" \
          FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
-         WHERE a.attrelid = CAST({t} AS regclass) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+         WHERE a.attrelid = CAST({t} AS regclass) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+        crate::pgcatalog::declared("a.attrelid", "a.attnum")
     );
     let mut parsed = Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
         .map_err(|e| DialectError::Parse(e.to_string()))?;
@@ -47,27 +48,7 @@ pub(super) fn show_create_table(table: &ObjectName) -> Result<Statement, Dialect
         "SELECT {label} AS \"Table\", \
          'CREATE TABLE `' || c.relname || E'` (\\n' || \
          string_agg('  `' || a.attname || '` ' || \
-           CASE \
-             WHEN a.atttypid = 'integer'::regtype THEN 'int' \
-             WHEN a.atttypid = 'boolean'::regtype THEN 'tinyint(1)' \
-             WHEN a.atttypid = 'double precision'::regtype THEN 'double' \
-             WHEN a.atttypid = 'real'::regtype THEN 'float' \
-             WHEN a.atttypid = 'text'::regtype THEN 'longtext' \
-             WHEN a.atttypid = 'bytea'::regtype THEN 'longblob' \
-             WHEN a.atttypid IN ('json'::regtype, 'jsonb'::regtype) THEN 'json' \
-             WHEN a.atttypid = 'uuid'::regtype THEN 'char(36)' \
-             WHEN a.atttypid = 'numeric'::regtype THEN CASE WHEN a.atttypmod < 0 THEN 'decimal(65,30)' \
-               ELSE 'decimal(' || ((a.atttypmod - 4) >> 16) || ',' || ((a.atttypmod - 4) & 65535) || ')' END \
-             WHEN a.atttypid = 'character varying'::regtype THEN CASE WHEN a.atttypmod < 0 THEN 'longtext' \
-               ELSE 'varchar(' || (a.atttypmod - 4) || ')' END \
-             WHEN a.atttypid = 'character'::regtype THEN 'char(' || (a.atttypmod - 4) || ')' \
-             WHEN a.atttypid = 'timestamp without time zone'::regtype THEN 'datetime' || \
-               CASE WHEN a.atttypmod < 0 THEN '(6)' WHEN a.atttypmod = 0 THEN '' ELSE '(' || a.atttypmod || ')' END \
-             WHEN a.atttypid = 'timestamp with time zone'::regtype THEN 'timestamp' || \
-               CASE WHEN a.atttypmod < 0 THEN '(6)' WHEN a.atttypmod = 0 THEN '' ELSE '(' || a.atttypmod || ')' END \
-             WHEN a.atttypid = 'time without time zone'::regtype THEN 'time' || \
-               CASE WHEN a.atttypmod < 0 THEN '(6)' WHEN a.atttypmod = 0 THEN '' ELSE '(' || a.atttypmod || ')' END \
-             ELSE format_type(a.atttypid, a.atttypmod) END || \
+           {column_type} || \
            CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END || \
            CASE WHEN a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false) THEN ' AUTO_INCREMENT' \
              WHEN d.adbin IS NOT NULL THEN ' DEFAULT ' || regexp_replace(pg_get_expr(d.adbin, d.adrelid), '::[a-z ]+(\\([0-9, ]*\\))?$', '') \
@@ -80,7 +61,8 @@ pub(super) fn show_create_table(table: &ObjectName) -> Result<Statement, Dialect
          E'\\n)' AS \"Create Table\" \
          FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
-         WHERE c.oid = CAST({t} AS regclass) GROUP BY c.oid, c.relname"
+         WHERE c.oid = CAST({t} AS regclass) GROUP BY c.oid, c.relname",
+        column_type = crate::pgcatalog::column_type("a")
     );
     let mut parsed = Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
         .map_err(|e| DialectError::Parse(e.to_string()))?;
@@ -89,27 +71,31 @@ pub(super) fn show_create_table(table: &ObjectName) -> Result<Statement, Dialect
 
 /// The catalog query for the column flags of `tables` (PostgreSQL names as printed): one row
 /// per column: table oid, table name, column number, NOT NULL, in the primary key, identity or
-/// serial (`t`/`f`). Unknown names yield no rows.
+/// serial (`t`/`f`), the declared MySQL type ([`DECLARED_PREFIX`] comment without the prefix,
+/// or NULL). Unknown names yield no rows.
 pub fn column_flags_query(tables: &[String]) -> String {
     let names: Vec<String> = tables.iter().map(|t| regclass_literal(t)).collect();
     format!(
         "SELECT c.oid, c.relname, a.attnum, a.attnotnull, \
          EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY (i.indkey)), \
-         (a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) \
+         (a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)), \
+         {} \
          FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
          WHERE c.oid IN (SELECT to_regclass(n) FROM unnest(ARRAY[{}]::text[]) AS n)",
+        crate::pgcatalog::declared("c.oid", "a.attnum"),
         names.join(", ")
     )
 }
 
 /// The catalog query for [`TableInfo`] of `table` (PostgreSQL name as printed): one row per
-/// column: name, in the primary key (`t`/`f`), identity or serial (`t`/`f`).
+/// column: name, in the primary key (`t`/`f`), identity or serial (`t`/`f`), boolean (`t`/`f`).
 pub fn table_info_query(table: &str) -> String {
     format!(
         "SELECT a.attname, \
          EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY (i.indkey)), \
-         (a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)) \
+         (a.attidentity <> '' OR COALESCE(pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%', false)), \
+         a.atttypid = 'boolean'::regtype \
          FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
          WHERE a.attrelid = to_regclass({}) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         regclass_literal(table)

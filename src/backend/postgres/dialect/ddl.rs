@@ -29,6 +29,10 @@ pub(super) fn data_type(t: &DataType) -> Result<DataType, DialectError> {
             D::Bytea
         }
         D::Varchar(Some(CharacterLength::IntegerLength { .. })) | D::Varchar(None) => t.clone(),
+        // A BIT(n) value is a number of n bits (n <= 64): BIGINT holds it, and the declared
+        // type turns it back into MySQL's bytes (`declared_type`).
+        D::Bit(n) if n.unwrap_or(1) <= 64 => D::BigInt(None),
+        D::Custom(name, modifiers) if modifiers.is_empty() && is_year(name) => D::SmallInt(None),
         D::Enum(..) => return Err(DialectError::Unsupported("the ENUM type".into())),
         D::Set(_) => return Err(DialectError::Unsupported("the SET type".into())),
         D::Zerofill(_) => return Err(DialectError::Unsupported("ZEROFILL".into())),
@@ -36,59 +40,61 @@ pub(super) fn data_type(t: &DataType) -> Result<DataType, DialectError> {
     })
 }
 
-/// CREATE TABLE: types, AUTO_INCREMENT, and MySQL-only options (see the module doc).
-pub(super) fn create_table(create: &mut sqlparser::ast::CreateTable) -> Result<(), DialectError> {
+/// Whether a custom type name is MySQL's `YEAR`.
+fn is_year(name: &ObjectName) -> bool {
+    name.0.len() == 1
+        && name.0[0]
+            .as_ident()
+            .is_some_and(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case("YEAR"))
+}
+
+use crate::pgcatalog::DECLARED_PREFIX;
+
+/// The MySQL type of a column whose PostgreSQL type would map back to another MySQL type, as
+/// MySQL's `COLUMN_TYPE` spells it (`tinyint(1)`, `int unsigned`, `year`, `bit(8)`, ..), or
+/// `None` when the PostgreSQL type maps back to it. manx keeps it in the column's comment
+/// ([`DECLARED_PREFIX`]) and reads it back with the table's column flags, so clients see the
+/// type they declared (Connector/J maps `tinyint(1)` to Boolean, `year` to a date, ..).
+pub(super) fn declared_type(t: &DataType) -> Option<String> {
+    use DataType as D;
+    Some(match t {
+        D::TinyInt(Some(1)) | D::Bool | D::Boolean => "tinyint(1)".into(),
+        D::TinyInt(_) => "tinyint".into(),
+        D::TinyIntUnsigned(_) => "tinyint unsigned".into(),
+        D::SmallIntUnsigned(_) => "smallint unsigned".into(),
+        D::MediumInt(_) => "mediumint".into(),
+        D::MediumIntUnsigned(_) => "mediumint unsigned".into(),
+        D::IntUnsigned(_) | D::IntegerUnsigned(_) => "int unsigned".into(),
+        D::BigIntUnsigned(_) => "bigint unsigned".into(),
+        D::Bit(n) => format!("bit({})", n.unwrap_or(1)),
+        D::Custom(name, modifiers) if modifiers.is_empty() && is_year(name) => "year".into(),
+        // PostgreSQL's text and bytea map back to LONGTEXT / LONGBLOB.
+        D::TinyText => "tinytext".into(),
+        D::Text => "text".into(),
+        D::MediumText => "mediumtext".into(),
+        D::TinyBlob => "tinyblob".into(),
+        D::Blob(_) => "blob".into(),
+        D::MediumBlob => "mediumblob".into(),
+        D::Varbinary(Some(sqlparser::ast::BinaryLength::IntegerLength { length })) => {
+            format!("varbinary({length})")
+        }
+        D::Binary(n) => format!("binary({})", n.unwrap_or(1)),
+        _ => return None,
+    })
+}
+
+/// CREATE TABLE: types, AUTO_INCREMENT, and MySQL-only options (see the module doc). Returns
+/// the statements that record declared types ([`declared_type`]), to run after it.
+pub(super) fn create_table(
+    create: &mut sqlparser::ast::CreateTable,
+) -> Result<Vec<String>, DialectError> {
     create.table_options = sqlparser::ast::CreateTableOptions::None;
     create.comment = None;
+    let mut after = Vec::new();
     for column in &mut create.columns {
-        let auto_increment = column.options.iter().any(|o| {
-            matches!(&o.option, ColumnOption::DialectSpecific(tokens) if tokens.iter().any(|t| {
-                matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
-            }))
-        });
-        column.data_type = match &column.data_type {
-            // An identity must be an integer type: ids past 2^63 do not occur in practice.
-            DataType::BigIntUnsigned(_) if auto_increment => DataType::BigInt(None),
-            other => data_type(other)?,
-        };
-        let mut options = Vec::new();
-        for o in std::mem::take(&mut column.options) {
-            match &o.option {
-                ColumnOption::DialectSpecific(tokens)
-                    if tokens.iter().any(|t| {
-                        matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
-                    }) =>
-                {
-                    let mut identity = o.clone();
-                    identity.option = ColumnOption::Generated {
-                        generated_as: GeneratedAs::ByDefault,
-                        sequence_options: None,
-                        generation_expr: None,
-                        generation_expr_mode: None,
-                        generated_keyword: true,
-                    };
-                    options.push(identity);
-                }
-                ColumnOption::Comment(_)
-                | ColumnOption::CharacterSet(_)
-                | ColumnOption::Collation(_) => {}
-                ColumnOption::OnUpdate(_) => {
-                    return Err(DialectError::Unsupported("column option ON UPDATE".into()));
-                }
-                ColumnOption::DialectSpecific(tokens) => {
-                    return Err(DialectError::Unsupported(format!(
-                        "column option {}",
-                        tokens
-                            .iter()
-                            .map(|t| t.to_string())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    )));
-                }
-                _ => options.push(o),
-            }
+        if let Some(declared) = column_def(column)? {
+            after.push(comment_on(&create.name, &column.name, &declared));
         }
-        column.options = options;
     }
     let mut constraints = Vec::new();
     for c in std::mem::take(&mut create.constraints) {
@@ -115,5 +121,92 @@ pub(super) fn create_table(create: &mut sqlparser::ast::CreateTable) -> Result<(
         }
     }
     create.constraints = constraints;
-    Ok(())
+    Ok(after)
+}
+
+/// `COMMENT ON COLUMN table.column IS 'manx:<declared>'`.
+fn comment_on(table: &ObjectName, column: &Ident, declared: &str) -> String {
+    format!(
+        "COMMENT ON COLUMN {table}.{column} IS '{DECLARED_PREFIX}{}'",
+        declared.replace('\'', "''")
+    )
+}
+
+/// `ALTER TABLE .. ADD [COLUMN] def`: the new columns' types as in CREATE TABLE. Returns the
+/// statements that record declared types, to run after it.
+pub(super) fn alter_table(
+    alter: &mut sqlparser::ast::AlterTable,
+) -> Result<Vec<String>, DialectError> {
+    let mut after = Vec::new();
+    for op in &mut alter.operations {
+        if let sqlparser::ast::AlterTableOperation::AddColumn {
+            column_def: def,
+            column_position,
+            ..
+        } = op
+        {
+            if column_position.is_some() {
+                return Err(DialectError::Unsupported(
+                    "ADD COLUMN .. FIRST/AFTER (PostgreSQL appends columns)".into(),
+                ));
+            }
+            if let Some(declared) = column_def(def)? {
+                after.push(comment_on(&alter.name, &def.name, &declared));
+            }
+        }
+    }
+    Ok(after)
+}
+
+/// One column definition of CREATE TABLE / ADD COLUMN: its PostgreSQL type and options.
+/// Returns its declared MySQL type when the PostgreSQL one does not show it.
+fn column_def(column: &mut sqlparser::ast::ColumnDef) -> Result<Option<String>, DialectError> {
+    let declared = declared_type(&column.data_type);
+    let auto_increment = column.options.iter().any(|o| {
+        matches!(&o.option, ColumnOption::DialectSpecific(tokens) if tokens.iter().any(|t| {
+            matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
+        }))
+    });
+    column.data_type = match &column.data_type {
+        // An identity must be an integer type: ids past 2^63 do not occur in practice.
+        DataType::BigIntUnsigned(_) if auto_increment => DataType::BigInt(None),
+        other => data_type(other)?,
+    };
+    let mut options = Vec::new();
+    for o in std::mem::take(&mut column.options) {
+        match &o.option {
+            ColumnOption::DialectSpecific(tokens)
+                if tokens.iter().any(|t| {
+                    matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
+                }) =>
+            {
+                let mut identity = o.clone();
+                identity.option = ColumnOption::Generated {
+                    generated_as: GeneratedAs::ByDefault,
+                    sequence_options: None,
+                    generation_expr: None,
+                    generation_expr_mode: None,
+                    generated_keyword: true,
+                };
+                options.push(identity);
+            }
+            ColumnOption::Comment(_) | ColumnOption::CharacterSet(_) | ColumnOption::Collation(_) => {}
+            ColumnOption::OnUpdate(_) => {
+                return Err(DialectError::Unsupported("column option ON UPDATE".into()));
+            }
+            ColumnOption::DialectSpecific(tokens) => {
+                return Err(DialectError::Unsupported(format!(
+                    "column option {}",
+                    tokens
+                        .iter()
+                        .map(|t| t.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )));
+            }
+            _ => options.push(o),
+        }
+    }
+    column.options = options;
+    Ok(declared)
 }

@@ -165,6 +165,18 @@ pub(super) fn rewrite_function(f: &Function) -> Result<Option<Expr>, DialectErro
             call(&pg_name, a)
         }
         "DATABASE" | "SCHEMA" if args()?.is_empty() => call("current_database", Vec::new()),
+        "UCASE" | "LCASE" if args()?.len() == 1 => call(
+            if name == "UCASE" { "upper" } else { "lower" },
+            vec![cast(args()?.remove(0), DataType::Text)],
+        ),
+        // LOCATE(substr, str[, pos]): PostgreSQL's strpos takes them the other way round.
+        "LOCATE" | "POSITION" if args()?.len() == 2 => {
+            let mut a = args()?;
+            let haystack = cast(a.remove(1), DataType::Text);
+            call("strpos", vec![haystack, cast(a.remove(0), DataType::Text)])
+        }
+        // The version the greeting announces, as `@@version` answers it.
+        "VERSION" if args()?.is_empty() => string(crate::version::SERVER_VERSION),
         "UNIX_TIMESTAMP" if args()?.is_empty() => cast(
             call("date_part", vec![string("epoch"), call("now", Vec::new())]),
             DataType::BigInt(None),

@@ -59,6 +59,7 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Span, Token, TokenWithSpan, Tokenizer};
 
 mod ast;
+mod booleans;
 mod catalog;
 mod ddl;
 mod functions;
@@ -97,6 +98,10 @@ pub struct TableInfo {
     pub primary_key: Vec<String>,
     /// The identity or `serial` column, whose value is MySQL's `last_insert_id`.
     pub auto_column: Option<String>,
+    /// Every column, in order (lower case).
+    pub columns: Vec<String>,
+    /// The `boolean` columns (lower case).
+    pub booleans: Vec<String>,
 }
 
 /// A statement translated except for what needs the catalog: call [`Translation::finish`].
@@ -110,6 +115,13 @@ pub struct Translation {
     pub insert_table: Option<String>,
     /// A CREATE/ALTER/DROP: cached catalog facts about tables may change.
     pub is_ddl: bool,
+    /// Statements run right after it, in the same request (the comments recording declared
+    /// column types of a CREATE TABLE / ADD COLUMN).
+    after: Vec<String>,
+    /// The tables (as PostgreSQL names them) whose boolean columns decide how the statement's
+    /// 0/1 literals are written (empty when it has none that could matter): pass their
+    /// [`TableInfo::booleans`] to [`Translation::finish`].
+    pub boolean_tables: Vec<String>,
 }
 
 /// The PostgreSQL statement to run.
@@ -211,6 +223,7 @@ fn translate_tokens(
     }
     let mut insert_table = None;
     let mut is_ddl = false;
+    let mut after = Vec::new();
     let statement = match statement {
         Statement::Set(set) => {
             let sets = session_set(set)?;
@@ -220,6 +233,8 @@ fn translate_tokens(
                     raw: (!sets.is_empty()).then(|| sets.join("; ")),
                     insert_table: None,
                     is_ddl: false,
+                    after: Vec::new(),
+                    boolean_tables: Vec::new(),
                 },
                 placeholders,
             ));
@@ -277,8 +292,13 @@ fn translate_tokens(
         }
         Statement::CreateTable(mut create) => {
             is_ddl = true;
-            create_table(&mut create)?;
+            after = create_table(&mut create)?;
             Statement::CreateTable(create)
+        }
+        Statement::AlterTable(mut alter) => {
+            is_ddl = true;
+            after = alter_table(&mut alter)?;
+            Statement::AlterTable(alter)
         }
         Statement::ShowColumns { show_options, .. } => {
             let Some(sqlparser::ast::ShowStatementIn {
@@ -297,10 +317,7 @@ fn translate_tokens(
             obj_type: sqlparser::ast::ShowCreateObject::Table,
             obj_name,
         } => show_create_table(&obj_name)?,
-        s @ (Statement::AlterTable(_)
-        | Statement::Drop { .. }
-        | Statement::Truncate(_)
-        | Statement::CreateIndex(_)) => {
+        s @ (Statement::Drop { .. } | Statement::Truncate(_) | Statement::CreateIndex(_)) => {
             is_ddl = true;
             s
         }
@@ -308,7 +325,8 @@ fn translate_tokens(
         Statement::ShowCreate { obj_type, .. } => {
             return Err(DialectError::Unsupported(format!("SHOW CREATE {obj_type}")));
         }
-        Statement::ShowVariables { .. } | Statement::ShowVariable { .. } => {
+        Statement::ShowVariables { filter, .. } => show_variables(filter.as_ref())?,
+        Statement::ShowVariable { .. } => {
             return Err(DialectError::Unsupported("SHOW VARIABLES".into()));
         }
         Statement::ShowStatus { .. } => {
@@ -341,12 +359,24 @@ fn translate_tokens(
         }
         other => other,
     };
+    let mut boolean_tables = Vec::new();
+    if booleans::has_candidates(&statement) {
+        let _ = sqlparser::ast::visit_relations(&statement, |name| {
+            let name = name.to_string();
+            if !boolean_tables.contains(&name) {
+                boolean_tables.push(name);
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
     Ok((
         Translation {
             statement: Some(statement),
             raw: None,
             insert_table,
             is_ddl,
+            after,
+            boolean_tables,
         },
         placeholders,
     ))
@@ -358,7 +388,15 @@ impl Translation {
     ///
     /// Errors: `ON DUPLICATE KEY UPDATE` / `REPLACE` on a table without a primary key, or
     /// `REPLACE` without a column list.
-    pub fn finish(self, table: Option<&TableInfo>) -> Result<Finished, DialectError> {
+    ///
+    /// `booleans`: the lower-case names of the boolean columns of
+    /// [`Translation::boolean_tables`]; the 0/1 literals compared with or inserted into them
+    /// become `TRUE`/`FALSE`.
+    pub fn finish(
+        self,
+        table: Option<&TableInfo>,
+        booleans: &std::collections::HashSet<String>,
+    ) -> Result<Finished, DialectError> {
         if let Some(sql) = self.raw {
             return Ok(Finished {
                 sql,
@@ -377,6 +415,11 @@ impl Translation {
                 tables: Vec::new(),
             });
         };
+        booleans::rewrite(
+            &mut statement,
+            booleans,
+            table.map(|t| t.columns.as_slice()).unwrap_or_default(),
+        );
         let mut returning_id = false;
         let mut returning_inserted = false;
         if let Statement::Insert(insert) = &mut statement {
@@ -496,8 +539,13 @@ impl Translation {
                 ControlFlow::<()>::Continue(())
             });
         }
+        let mut sql = statement.to_string();
+        for more in &self.after {
+            sql.push_str("; ");
+            sql.push_str(more);
+        }
         Ok(Finished {
-            sql: statement.to_string(),
+            sql,
             returns_rows,
             returning_id,
             returning_inserted,
@@ -518,11 +566,15 @@ mod tests {
     use super::*;
 
     fn pg(mysql: &str) -> String {
-        translate(mysql, "db").unwrap().finish(None).unwrap().sql
+        translate(mysql, "db")
+            .unwrap()
+            .finish(None, &Default::default())
+            .unwrap()
+            .sql
     }
 
     fn refused(mysql: &str) -> String {
-        match translate(mysql, "db").and_then(|t| t.finish(None)) {
+        match translate(mysql, "db").and_then(|t| t.finish(None, &Default::default())) {
             Err(DialectError::Unsupported(what)) => what,
             other => panic!("{mysql}: expected a refusal, got {other:?}"),
         }
@@ -680,6 +732,7 @@ mod tests {
         let info = TableInfo {
             primary_key: vec!["id".into()],
             auto_column: Some("id".into()),
+            ..TableInfo::default()
         };
         let t = translate(
             "INSERT INTO `T` (id, v) VALUES (1, 'a') ON DUPLICATE KEY UPDATE v = VALUES(v)",
@@ -687,7 +740,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t.insert_table.as_deref(), Some("\"t\""));
-        let f = t.finish(Some(&info)).unwrap();
+        let f = t.finish(Some(&info), &Default::default()).unwrap();
         assert_eq!(
             f.sql,
             "INSERT INTO \"t\" (id, v) VALUES (1, 'a') ON CONFLICT(\"id\") DO UPDATE SET v = EXCLUDED.v RETURNING \"id\", (xmax = 0)"
@@ -695,7 +748,7 @@ mod tests {
         assert!(f.returning_id && f.returning_inserted && !f.returns_rows);
         let f = translate("INSERT IGNORE INTO t (v) VALUES ('a')", "db")
             .unwrap()
-            .finish(None)
+            .finish(None, &Default::default())
             .unwrap();
         assert_eq!(
             f.sql,
@@ -703,7 +756,7 @@ mod tests {
         );
         let f = translate("REPLACE INTO t (id, v) VALUES (1, 'b')", "db")
             .unwrap()
-            .finish(Some(&info))
+            .finish(Some(&info), &Default::default())
             .unwrap();
         assert_eq!(
             f.sql,
@@ -711,7 +764,7 @@ mod tests {
         );
         let f = translate("INSERT INTO t SET v = 'a', w = 2", "db")
             .unwrap()
-            .finish(None)
+            .finish(None, &Default::default())
             .unwrap();
         assert_eq!(f.sql, "INSERT INTO t (v, w) VALUES ('a', 2)");
         assert_eq!(
@@ -720,7 +773,7 @@ mod tests {
                 "db"
             )
             .unwrap()
-            .finish(Some(&TableInfo::default()))
+            .finish(Some(&TableInfo::default()), &Default::default())
             .unwrap_err(),
             DialectError::Unsupported(
                 "ON DUPLICATE KEY UPDATE / REPLACE on a table without a primary key".into()
@@ -737,7 +790,136 @@ mod tests {
                 ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
             ),
             "CREATE TABLE \"t\" (\"id\" INTEGER NOT NULL GENERATED BY DEFAULT AS IDENTITY, flag SMALLINT, \
-             at TIMESTAMP(0), d DOUBLE PRECISION, body TEXT, raw BYTEA, n NUMERIC(20), PRIMARY KEY (\"id\"))"
+             at TIMESTAMP(0), d DOUBLE PRECISION, body TEXT, raw BYTEA, n NUMERIC(20), PRIMARY KEY (\"id\")); \
+             COMMENT ON COLUMN \"t\".flag IS 'manx:tinyint(1)'; COMMENT ON COLUMN \"t\".raw IS 'manx:blob'; \
+             COMMENT ON COLUMN \"t\".n IS 'manx:bigint unsigned'"
+        );
+    }
+
+    #[test]
+    fn declared_types_are_kept_in_column_comments() {
+        assert_eq!(
+            pg(
+                "CREATE TABLE d (y YEAR, b BIT(8), m MEDIUMINT UNSIGNED, t TINYINT, bo BOOL, vb VARBINARY(16), fx BINARY(4))"
+            ),
+            "CREATE TABLE d (y SMALLINT, b BIGINT, m INTEGER, t SMALLINT, bo SMALLINT, vb BYTEA, fx BYTEA); \
+             COMMENT ON COLUMN d.y IS 'manx:year'; COMMENT ON COLUMN d.b IS 'manx:bit(8)'; \
+             COMMENT ON COLUMN d.m IS 'manx:mediumint unsigned'; COMMENT ON COLUMN d.t IS 'manx:tinyint'; \
+             COMMENT ON COLUMN d.bo IS 'manx:tinyint(1)'; COMMENT ON COLUMN d.vb IS 'manx:varbinary(16)'; \
+             COMMENT ON COLUMN d.fx IS 'manx:binary(4)'"
+        );
+        assert_eq!(
+            pg("ALTER TABLE `d` ADD COLUMN `f2` TINYINT(1) NOT NULL DEFAULT 0"),
+            "ALTER TABLE \"d\" ADD COLUMN \"f2\" SMALLINT NOT NULL DEFAULT 0; \
+             COMMENT ON COLUMN \"d\".\"f2\" IS 'manx:tinyint(1)'"
+        );
+        assert_eq!(
+            refused("ALTER TABLE d ADD COLUMN x INT AFTER y"),
+            "ADD COLUMN .. FIRST/AFTER (PostgreSQL appends columns)"
+        );
+        // Integers with their own PostgreSQL type need no comment.
+        assert_eq!(
+            pg("CREATE TABLE e (a INT, b BIGINT)"),
+            "CREATE TABLE e (a INTEGER, b BIGINT)"
+        );
+    }
+
+    #[test]
+    fn bit_literals_are_numbers_and_nul_in_text_is_refused() {
+        assert_eq!(
+            pg("INSERT INTO t (b) VALUES (b'0100011'), (B'1')"),
+            "INSERT INTO t (b) VALUES (35), (1)"
+        );
+        assert_eq!(
+            refused(&format!("SELECT b'{}'", "1".repeat(65))),
+            "b'..' bit literals longer than 64 bits"
+        );
+        assert_eq!(
+            refused("SELECT 'a\\0b'"),
+            "a string holding the NUL character (PostgreSQL text cannot hold it; bind bytes as binary)"
+        );
+    }
+
+    #[test]
+    fn zero_and_one_meet_boolean_columns_as_booleans() {
+        let booleans: std::collections::HashSet<String> = ["flag".to_string()].into();
+        let finish = |sql: &str, table: Option<&TableInfo>| {
+            let t = translate(sql, "db").unwrap();
+            t.finish(table, &booleans).unwrap().sql
+        };
+        let t = translate(
+            "SELECT * FROM n WHERE flag = TRUE AND n.flag IN (0, 1) AND k = 1",
+            "db",
+        )
+        .unwrap();
+        assert_eq!(t.boolean_tables, ["n"]);
+        assert_eq!(
+            finish(
+                "SELECT * FROM n WHERE flag = TRUE AND n.flag IN (0, 1) AND k = 1",
+                None
+            ),
+            "SELECT * FROM n WHERE flag = true AND n.flag IN (false, true) AND k = 1"
+        );
+        let info = TableInfo {
+            columns: vec!["id".into(), "flag".into()],
+            booleans: vec!["flag".into()],
+            ..TableInfo::default()
+        };
+        assert_eq!(
+            finish("INSERT INTO n VALUES (1, 1), (0, 0)", Some(&info)),
+            "INSERT INTO n VALUES (1, true), (0, false)"
+        );
+        assert_eq!(
+            finish("INSERT INTO n (flag, id) VALUES (1, 1)", Some(&info)),
+            "INSERT INTO n (flag, id) VALUES (true, 1)"
+        );
+        // Nothing to look up without a 0/1 literal.
+        assert!(
+            translate("SELECT * FROM n WHERE flag", "db")
+                .unwrap()
+                .boolean_tables
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn show_variables_reads_the_same_table_as_select() {
+        let f = translate("SHOW VARIABLES LIKE 'max_allowed%'", "db")
+            .unwrap()
+            .finish(None, &Default::default())
+            .unwrap();
+        assert!(f.returns_rows);
+        assert!(
+            f.sql
+                .contains("('max_allowed_packet', CAST(16777216 AS TEXT))"),
+            "{}",
+            f.sql
+        );
+        assert!(
+            f.sql
+                .contains("WHERE lower(variable_name) LIKE lower('max_allowed%')"),
+            "{}",
+            f.sql
+        );
+        let f = translate(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name in ('Max_Allowed_Packet','time_zone')",
+            "db",
+        )
+        .unwrap()
+        .finish(None, &Default::default())
+        .unwrap();
+        assert!(
+            f.sql
+                .contains("WHERE lower(variable_name) IN ('max_allowed_packet', 'time_zone')"),
+            "{}",
+            f.sql
+        );
+        assert_eq!(
+            pg("SELECT VERSION(), @@version"),
+            format!(
+                "SELECT '{v}' AS \"VERSION()\", '{v}' AS \"@@version\"",
+                v = crate::version::SERVER_VERSION
+            )
         );
     }
 
@@ -770,7 +952,6 @@ mod tests {
             "the function GROUP_CONCAT()"
         );
         assert_eq!(refused("USE db1"), "USE");
-        assert_eq!(refused("SHOW VARIABLES LIKE 'x%'"), "SHOW VARIABLES");
         assert_eq!(refused("SHOW STATUS"), "SHOW STATUS");
         assert_eq!(refused("LOCK TABLES t READ"), "LOCK/UNLOCK TABLES");
     }
@@ -779,7 +960,7 @@ mod tests {
     fn system_variables() {
         assert_eq!(
             pg("SELECT @@max_allowed_packet, @@session.sql_mode AS m"),
-            "SELECT 67108864 AS \"@@max_allowed_packet\", 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO' AS m"
+            "SELECT 16777216 AS \"@@max_allowed_packet\", 'STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO' AS m"
         );
         assert_eq!(
             refused("SELECT @@innodb_buffer_pool_size"),
@@ -792,7 +973,7 @@ mod tests {
     fn show_create_table() {
         let f = translate("SHOW CREATE TABLE `T`", "db")
             .unwrap()
-            .finish(None)
+            .finish(None, &Default::default())
             .unwrap();
         assert!(f.returns_rows);
         assert!(f.sql.contains("CAST('\"t\"' AS REGCLASS)"), "{}", f.sql);
@@ -806,7 +987,7 @@ mod tests {
             "db",
         )
         .unwrap()
-        .finish(None)
+        .finish(None, &Default::default())
         .unwrap();
         assert_eq!(f.tables, ["\"users\"", "s.t", "w"]);
     }
@@ -815,16 +996,19 @@ mod tests {
     fn show_columns_and_set_names() {
         let f = translate("SHOW COLUMNS FROM `T`", "db")
             .unwrap()
-            .finish(None)
+            .finish(None, &Default::default())
             .unwrap();
         assert!(f.returns_rows);
         assert!(f.sql.contains("CAST('\"t\"' AS REGCLASS)"), "{}", f.sql);
-        let f = translate("DESC t", "db").unwrap().finish(None).unwrap();
+        let f = translate("DESC t", "db")
+            .unwrap()
+            .finish(None, &Default::default())
+            .unwrap();
         assert!(f.sql.contains("CAST('t' AS REGCLASS)"), "{}", f.sql);
         assert_eq!(
             translate("SET NAMES utf8mb4", "db")
                 .unwrap()
-                .finish(None)
+                .finish(None, &Default::default())
                 .unwrap()
                 .sql,
             ""

@@ -38,6 +38,8 @@ use sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 use super::rewrite;
 use super::{Access, HostHint, OkMerge, Plan, RouteError, Router, Target};
 
+mod postgres;
+
 /// A view whose rows belong to schemas and are mapped to the logical ones.
 #[derive(Debug, PartialEq, Eq)]
 struct Mapped {
@@ -401,6 +403,105 @@ impl Router {
         }
     }
 
+    /// Whether one connection to `b` reads the catalog rows of `a`'s tables: the same MySQL
+    /// dataHost (its `information_schema` covers every database), or the same PostgreSQL
+    /// database of the same dataHost (a PostgreSQL connection sees one database).
+    fn same_server(&self, a: &str, b: &str) -> bool {
+        self.same_host(a, b) && (self.is_mysql(b) || self.database_of(a) == self.database_of(b))
+    }
+
+    /// The PostgreSQL dataNode that answers metadata queries when no visible schema has a
+    /// MySQL dataNode ([`Router::metadata_node`]): the first PostgreSQL dataNode of the
+    /// current schema (its default node first), else of the first visible schema.
+    pub fn metadata_postgres_node(
+        &self,
+        current: Option<&str>,
+        visible: &[String],
+    ) -> Option<String> {
+        let order = current
+            .filter(|c| visible.iter().any(|v| v == c))
+            .into_iter()
+            .chain(visible.iter().map(String::as_str));
+        for name in order {
+            let Some(s) = self.schema(name) else { continue };
+            let first = s
+                .default_node
+                .iter()
+                .chain(s.tables.values().filter_map(|t| t.nodes.first()))
+                .find(|n| !self.is_mysql(n));
+            if let Some(n) = first {
+                return Some(n.clone());
+            }
+        }
+        None
+    }
+
+    /// The PostgreSQL databases (each as its first dataNode) holding tables of the `visible`
+    /// schemas, other than `main`'s: each answers its rows of the views a query reads
+    /// ([`Router::metadata_fetch_postgres`]).
+    pub fn metadata_postgres_nodes(&self, visible: &[String], main: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for name in visible {
+            let Some(s) = self.schema(name) else { continue };
+            let firsts = s
+                .default_node
+                .iter()
+                .chain(s.tables.values().filter_map(|t| t.nodes.first()));
+            for n in firsts {
+                if !self.is_mysql(n)
+                    && !self.same_server(n, main)
+                    && !out.iter().any(|o| self.same_server(n, o))
+                {
+                    out.push(n.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The columns of view `view` as a PostgreSQL dataNode answers them (MySQL 5.7's), or
+    /// `None` for a view it does not answer.
+    pub fn metadata_postgres_columns(view: &str) -> Option<Arc<[String]>> {
+        postgres::columns(view).map(|c| c.iter().map(|s| s.to_string()).collect())
+    }
+
+    /// The statement that reads, on the PostgreSQL dataNode `node`, the rows of view `view`
+    /// the `visible` schemas own in its database, as the columns `main_columns` (a column it
+    /// does not answer reads NULL). `None` when they own nothing there or the view is not
+    /// answered from PostgreSQL.
+    pub fn metadata_fetch_postgres(
+        &self,
+        view: &str,
+        main_columns: &[String],
+        viewer: &Viewer<'_>,
+        node: &str,
+    ) -> Option<String> {
+        let m = MAPPED.iter().find(|m| m.name == view)?;
+        let own = postgres::columns(view)?;
+        let database = self.database_of(node)?;
+        let scopes = self.scopes(viewer.schemas, node, viewer.access);
+        let owns = scopes.iter().any(|s| {
+            if m.table.is_none() {
+                s.representative() == Some(database)
+            } else {
+                s.default_db.as_deref() == Some(database) || s.tables.contains_key(database)
+            }
+        });
+        if !owns {
+            return None;
+        }
+        let derived = postgres::derived(m, &scopes, database)?;
+        let list = main_columns
+            .iter()
+            .map(|c| match own.iter().find(|x| x.eq_ignore_ascii_case(c)) {
+                Some(x) => format!("d.{x}"),
+                None => format!("CAST(NULL AS CHAR) AS {}", quote_ident(c)),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        Some(format!("SELECT {list} FROM ({derived}) AS d"))
+    }
+
     /// What each visible schema owns on the server of `node`, less the tables `access` denies
     /// every access to (MariaDB shows an account no table it holds no privilege on): those
     /// named in `<privileges>` with `dml="0000"`, and, under a schema-level `0000`, every
@@ -417,7 +518,7 @@ impl Router {
             scope.default_db = s
                 .default_node
                 .as_deref()
-                .filter(|d| self.same_host(d, node))
+                .filter(|d| self.same_server(d, node))
                 .filter(|_| !denied.whole_schema)
                 .and_then(|d| self.database_of(d))
                 .map(str::to_string);
@@ -432,7 +533,7 @@ impl Router {
                 let Some(first) = t.nodes.first() else {
                     continue;
                 };
-                if !self.same_host(first, node) {
+                if !self.same_server(first, node) {
                     continue;
                 }
                 if let Some(db) = self.database_of(first) {
@@ -537,6 +638,16 @@ impl Router {
         fetched: &dyn Fn(&str) -> Vec<Vec<String>>,
     ) -> Result<Plan, RouteError> {
         let scopes = self.scopes(viewer.schemas, node, viewer.access);
+        // On PostgreSQL the derived tables come from its catalog, and their names stay
+        // unquoted: PostgreSQL folds them as it folds the client's unquoted references.
+        let postgresql = !self.is_mysql(node);
+        let column_name = |c: &str| {
+            if postgresql && c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+                c.to_string()
+            } else {
+                quote_ident(c)
+            }
+        };
         let mut edits: Vec<(Range<usize>, String)> = q.texts.clone();
         for v in &q.views {
             let derived = match v.kind {
@@ -554,7 +665,19 @@ impl Router {
                             m.name
                         ),
                     })?;
-                    let mut text = derived(m, &cols, &scopes)?;
+                    let mut text = if postgresql {
+                        let database = self.database_of(node).unwrap_or_default();
+                        postgres::derived(m, &scopes, database).ok_or_else(|| RouteError {
+                            code: 1235,
+                            state: "42000",
+                            message: format!(
+                                "information_schema.{} is not answered on a PostgreSQL dataNode",
+                                m.name
+                            ),
+                        })?
+                    } else {
+                        derived(m, &cols, &scopes)?
+                    };
                     for row in fetched(m.name) {
                         if row.len() != cols.len() {
                             return Err(RouteError {
@@ -571,7 +694,7 @@ impl Router {
                         let items: Vec<String> = row
                             .iter()
                             .zip(cols.iter())
-                            .map(|(v, c)| format!("{v} AS {}", quote_ident(c)))
+                            .map(|(v, c)| format!("{v} AS {}", column_name(c)))
                             .collect();
                         text.push_str(" UNION ALL SELECT ");
                         text.push_str(&items.join(", "));
@@ -582,9 +705,12 @@ impl Router {
             let text = if v.alias {
                 derived
             } else {
-                format!("{derived} AS {}", quote_ident(&v.written))
+                format!("{derived} AS {}", column_name(&v.written))
             };
             edits.push((v.range.clone(), text));
+        }
+        if postgresql {
+            edits.extend(case_insensitive(&q.sql));
         }
         edits.sort_by_key(|(r, _)| r.start);
         let mut sql = String::with_capacity(q.sql.len() + 512);
@@ -662,6 +788,70 @@ fn derived(m: &Mapped, columns: &[String], scopes: &[Scope]) -> Result<String, R
         return Ok(format!("SELECT {} FROM {from} WHERE 1 = 0", select(None)));
     }
     Ok(parts.join(" UNION ALL "))
+}
+
+/// Text edits that make the client's comparisons of a column with string literals ignore
+/// case (`IS_NULLABLE = 'yes'` → `LOWER(IS_NULLABLE) = 'yes'`; also `<>`, `IN (..)` and
+/// `LIKE`), for a metadata query answered by PostgreSQL: MySQL compares `information_schema`
+/// values under a case-insensitive collation (drivers rely on it: MariaDB Connector/J's
+/// `getColumns` tests `IS_NULLABLE = 'yes'`), PostgreSQL's "C" collation compares bytes.
+fn case_insensitive(sql: &str) -> Vec<(Range<usize>, String)> {
+    use sqlparser::ast::{BinaryOperator, Expr, InTarget, Spanned, Value};
+    let Ok(statements) =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, sql)
+    else {
+        return Vec::new();
+    };
+    let range = |e: &Expr| {
+        let span = e.span();
+        Some(rewrite::offset(sql, span.start)?..rewrite::offset(sql, span.end)?)
+    };
+    let column = |e: &Expr| matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
+    let literal =
+        |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)));
+    let mut edits = Vec::new();
+    let lower = |e: &Expr, edits: &mut Vec<(Range<usize>, String)>| {
+        if let Some(r) = range(e) {
+            let text = &sql[r.clone()];
+            let new = if literal(e) {
+                text.to_lowercase()
+            } else {
+                format!("LOWER({text})")
+            };
+            edits.push((r, new));
+        }
+    };
+    for statement in &statements {
+        let _ = sqlparser::ast::visit_expressions(statement, |e: &Expr| {
+            match e {
+                Expr::BinaryOp {
+                    left,
+                    op: BinaryOperator::Eq | BinaryOperator::NotEq,
+                    right,
+                } if (column(left) && literal(right)) || (literal(left) && column(right)) => {
+                    lower(left, &mut edits);
+                    lower(right, &mut edits);
+                }
+                Expr::Like { expr, pattern, .. } if column(expr) && literal(pattern) => {
+                    lower(expr, &mut edits);
+                    lower(pattern, &mut edits);
+                }
+                Expr::In {
+                    expr,
+                    target: InTarget::List(list),
+                    ..
+                } if column(expr) && !list.is_empty() && list.iter().all(literal) => {
+                    lower(expr, &mut edits);
+                    for l in list {
+                        lower(l, &mut edits);
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::<()>::Continue(())
+        });
+    }
+    edits
 }
 
 #[cfg(test)]
