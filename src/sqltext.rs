@@ -5,10 +5,16 @@
 /// a doubled quote stands for itself; backslash escapes inside string literals, not inside
 /// backquotes), or `None` when it is not closed.
 pub fn quoted_end(b: &[u8], start: usize) -> Option<usize> {
+    quoted_end_in(b, start, true)
+}
+
+/// [`quoted_end`] under a given `NO_BACKSLASH_ESCAPES`: when `backslash_escapes` is false a
+/// backslash is an ordinary character inside strings too.
+pub fn quoted_end_in(b: &[u8], start: usize, backslash_escapes: bool) -> Option<usize> {
     let q = b[start];
     let mut i = start + 1;
     while i < b.len() {
-        if b[i] == b'\\' && q != b'`' {
+        if b[i] == b'\\' && q != b'`' && backslash_escapes {
             i += 2;
             continue;
         }
@@ -47,23 +53,27 @@ pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
 }
 
 /// The statement with every `_binary'...'` literal (also `_binary "..."`, any case, blanks
-/// before the quote) written as the hexadecimal literal `X'...'` of the same bytes, or `None`
-/// when the text has no such literal or is not UTF-8 outside them.
+/// before the quote), and every string literal whose bytes are not UTF-8, written as the
+/// hexadecimal literal `X'...'` of the same bytes; `None` when there is no such literal or the
+/// text is not UTF-8 outside them.
 ///
-/// Why: JDBC drivers send `byte[]` parameters of client-side prepared statements as
-/// `_binary'<raw bytes>'` (MariaDB Connector/J writes `_binary '`, MySQL Connector/J
-/// `_binary'`), so a statement may hold any byte there while the gateway reads statements as
-/// UTF-8. `X'..'` is the same binary string in MySQL, and the PostgreSQL translation turns it
-/// into `bytea`. The literal's escapes are resolved as MySQL resolves them (`\0 \' \" \b \n
-/// \r \t \Z \\`; `\%` and `\_` keep their backslash; any other `\x` is `x`; a doubled quote is
-/// one), or only doubled quotes when `backslash_escapes` is false (`NO_BACKSLASH_ESCAPES`).
-/// Strings, quoted identifiers and comments are skipped whole, so an `_binary'` inside them is
-/// left alone.
+/// Why: drivers send binary parameters of client-side prepared statements as raw bytes in a
+/// literal — JDBC's `byte[]` as `_binary'<bytes>'` (MariaDB Connector/J writes `_binary '`,
+/// MySQL Connector/J `_binary'`), PyMySQL's `bytes` as a plain `'<bytes>'` — while the gateway
+/// reads statements as UTF-8. `X'..'` is the same binary string in MySQL (what a BLOB column
+/// stores, what a text column refuses when the bytes are not text), and the PostgreSQL
+/// translation turns it into `bytea`. The literal's escapes are resolved as MySQL resolves
+/// them (`\0 \' \" \b \n \r \t \Z \\`; `\%` and `\_` keep their backslash; any other
+/// `\x` is `x`; a doubled quote is one), or only doubled quotes when `backslash_escapes` is
+/// false (`NO_BACKSLASH_ESCAPES`). Quoted identifiers and comments are skipped whole, so an
+/// `_binary'` inside them is left alone.
 pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<String> {
     const INTRODUCER: &[u8] = b"_binary";
-    if !sql
-        .windows(INTRODUCER.len())
-        .any(|w| w.eq_ignore_ascii_case(INTRODUCER))
+    let utf8 = std::str::from_utf8(sql).is_ok();
+    if utf8
+        && !sql
+            .windows(INTRODUCER.len())
+            .any(|w| w.eq_ignore_ascii_case(INTRODUCER))
     {
         return None;
     }
@@ -73,14 +83,24 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
     let mut i = 0;
     while i < sql.len() {
         let b = sql[i];
+        if (b == b'\'' || b == b'"')
+            && let Some(end) = quoted_end_in(sql, i, backslash_escapes)
+            && std::str::from_utf8(&sql[i + 1..end - 1]).is_err()
+        {
+            push_hex(
+                &mut out,
+                &unescape(&sql[i + 1..end - 1], b, backslash_escapes),
+            );
+            changed = true;
+            i = end;
+            continue;
+        }
         let skip_to = match b {
-            b'\'' | b'"' | b'`' => Some(quoted_end(sql, i).unwrap_or(sql.len())),
-            b'#' => Some(line_end(sql, i)),
-            b'-' if sql.get(i + 1) == Some(&b'-')
-                && sql.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
-            {
-                Some(line_end(sql, i))
+            b'\'' | b'"' | b'`' => {
+                Some(quoted_end_in(sql, i, backslash_escapes || b == b'`').unwrap_or(sql.len()))
             }
+            b'#' => Some(line_end(sql, i)),
+            b'-' if dash_comment_at(sql, i) => Some(line_end(sql, i)),
             b'/' if sql.get(i + 1) == Some(&b'*') => Some(
                 sql[i + 2..]
                     .windows(2)
@@ -94,7 +114,9 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
             i = end;
             continue;
         }
-        let at_word_start = i == 0 || !ident(sql[i - 1]);
+        // A name after `.` or `@` (a column or variable called `_binary`) is no introducer.
+        let at_word_start =
+            i == 0 || !(ident(sql[i - 1]) || sql[i - 1] == b'.' || sql[i - 1] == b'@');
         if at_word_start
             && sql.len() >= i + INTRODUCER.len()
             && sql[i..i + INTRODUCER.len()].eq_ignore_ascii_case(INTRODUCER)
@@ -104,13 +126,11 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
                 q += 1;
             }
             if q < sql.len() && (sql[q] == b'\'' || sql[q] == b'"') {
-                let end = quoted_end(sql, q)?;
-                let bytes = unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes);
-                out.extend_from_slice(b"X'");
-                for byte in bytes {
-                    out.extend_from_slice(format!("{byte:02X}").as_bytes());
-                }
-                out.push(b'\'');
+                let end = quoted_end_in(sql, q, backslash_escapes)?;
+                push_hex(
+                    &mut out,
+                    &unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes),
+                );
                 changed = true;
                 i = end;
                 continue;
@@ -125,8 +145,56 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
     String::from_utf8(out).ok()
 }
 
-/// The index of the newline ending the comment that starts at `start` (or the end).
-fn line_end(b: &[u8], start: usize) -> usize {
+/// The statement's first word (letters, digits, `_`), after blanks and comments; `""` when it
+/// starts with anything else.
+pub fn first_keyword(sql: &str) -> &str {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if b[i..].starts_with(b"/*") {
+            i = b[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(b.len(), |p| i + 2 + p + 2);
+        } else if b[i..].starts_with(b"#") || dash_comment_at(b, i) {
+            i = line_end(b, i);
+        } else {
+            break;
+        }
+    }
+    let end = b[i..]
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .map_or(b.len(), |p| i + p);
+    &sql[i..end]
+}
+
+/// Appends `X'<hex>'` of `bytes`.
+fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    out.extend_from_slice(b"X'");
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
+    }
+    out.push(b'\'');
+}
+
+/// Whether a `--` line comment starts at `i`: MariaDB's rule, the second dash followed by white
+/// space, a control character or the end of the text (`--x` and `1--1` are minus signs).
+pub fn dash_comment_at(b: &[u8], i: usize) -> bool {
+    b.get(i) == Some(&b'-')
+        && b.get(i + 1) == Some(&b'-')
+        && b.get(i + 2)
+            .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f)
+}
+
+/// The index of the `\n` ending the line comment at `start` (kept: it separates tokens), or
+/// the end.
+pub fn line_end(b: &[u8], start: usize) -> usize {
     b[start..]
         .iter()
         .position(|&c| c == b'\n')
@@ -188,11 +256,7 @@ pub fn rename_system_variables(sql: &str, renames: &[(&str, &str)]) -> Option<St
         let skip_to = match c {
             b'\'' | b'"' | b'`' => Some(quoted_end(b, i).unwrap_or(b.len())),
             b'#' => Some(line_end(b, i)),
-            b'-' if b.get(i + 1) == Some(&b'-')
-                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
-            {
-                Some(line_end(b, i))
-            }
+            b'-' if dash_comment_at(b, i) => Some(line_end(b, i)),
             b'/' if b.get(i + 1) == Some(&b'*') => Some(
                 b[i + 2..]
                     .windows(2)
@@ -277,7 +341,7 @@ pub fn rename_system_variables(sql: &str, renames: &[(&str, &str)]) -> Option<St
 
 #[cfg(test)]
 mod tests {
-    use super::{binary_literals_as_hex, quoted_end, rename_system_variables};
+    use super::{binary_literals_as_hex, first_keyword, quoted_end, rename_system_variables};
 
     #[test]
     fn quotes_end_where_mysql_ends_them() {
@@ -312,8 +376,15 @@ mod tests {
             binary_literals_as_hex(b"SELECT _binary'\\0'", false).as_deref(),
             Some("SELECT X'5C30'")
         );
-        // Bytes that are not UTF-8 outside the literal, and an unclosed literal: None.
-        assert_eq!(hex(b"SELECT _binary'a', '\xff'"), None);
+        // A plain string literal that is not UTF-8 (PyMySQL's bytes) is binary too; one that
+        // is stays a string.
+        assert_eq!(
+            hex(b"SELECT _binary'a', '\xff\\'', 'ok'").as_deref(),
+            Some("SELECT X'61', X'FF27', 'ok'")
+        );
+        assert_eq!(hex(b"SELECT '\xfe'").as_deref(), Some("SELECT X'FE'"));
+        // Bytes that are not UTF-8 outside a literal, and an unclosed literal: None.
+        assert_eq!(hex(b"SELECT _binary'a', `\xff`"), None);
         assert_eq!(hex(b"SELECT _binary'a"), None);
     }
 
@@ -336,6 +407,41 @@ mod tests {
         );
         assert_eq!(
             r("SELECT '@@transaction_isolation', `@@transaction_isolation`"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_keyword_follows_comments() {
+        assert_eq!(
+            first_keyword("  /* x */ -- y\n# z\nSTART TRANSACTION"),
+            "START"
+        );
+        assert_eq!(first_keyword("commit"), "commit");
+        assert_eq!(first_keyword("(SELECT 1)"), "");
+        assert_eq!(first_keyword("/* open"), "");
+    }
+
+    #[test]
+    fn the_binary_rewrite_reads_strings_and_comments_as_mariadb_does() {
+        // Under NO_BACKSLASH_ESCAPES a backslash ends nothing: the literal is `x\`, and what
+        // follows stays code (a second literal here), as MariaDB reads it.
+        assert_eq!(
+            binary_literals_as_hex(
+                b"SELECT 1 WHERE d = _binary'x\\' AND n = ' OR 1=1 -- '",
+                false
+            )
+            .as_deref(),
+            Some("SELECT 1 WHERE d = X'785C' AND n = ' OR 1=1 -- '")
+        );
+        // `--` followed by a control character starts a comment (MariaDB's rule).
+        assert_eq!(
+            binary_literals_as_hex(b"SELECT 1 --\x01 _binary'\nAND 0 -- '\n", true),
+            None
+        );
+        // A column or variable named `_binary` is no introducer.
+        assert_eq!(
+            binary_literals_as_hex(b"SELECT t._binary 'x', @_binary 'y'", true),
             None
         );
     }

@@ -1382,11 +1382,11 @@ async fn the_session_time_zone_and_isolation_follow_the_client_onto_postgresql()
         .unwrap();
     c.query_drop("BEGIN").await.unwrap();
     let level: Option<String> = c
-        .query_first("SELECT current_setting('transaction_isolation') FROM orders WHERE id = 1")
+        .query_first("SELECT @@transaction_isolation FROM orders WHERE id = 1")
         .await
         .unwrap();
     c.query_drop("COMMIT").await.unwrap();
-    assert_eq!(level.as_deref(), Some("serializable"));
+    assert_eq!(level.as_deref(), Some("SERIALIZABLE"));
 
     // sql_mode and charset settings are accepted (no PostgreSQL equivalent to apply).
     c.query_drop("SET sql_mode = 'STRICT_TRANS_TABLES', character_set_results = NULL")
@@ -1739,4 +1739,81 @@ async fn drivers_start_up_probes_and_booleans_on_postgresql() {
             vec![s("4"), s("f"), s("5")],
         ]
     );
+}
+
+/// The breaker's round on the PostgreSQL path, judged on the backend: a value ending in `\'`
+/// stays one literal (sqlparser's printing would have ended it there and run the rest), the
+/// system catalogs and the functions that run SQL text or read the server are not reachable,
+/// in plain queries, in information_schema queries and in SHOW VARIABLES.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgresql_translation_cannot_be_escaped() {
+    let dbs = pg_databases("h19esc", 3).await;
+    let f = pg_fixture("h19esc", &dbs).await;
+    let mut c = client(&f, "PGONE").await;
+    let proof = f.dir.path().join("escaped");
+    let _ = std::fs::remove_file(&proof);
+    // The value comes back whole.
+    assert_eq!(
+        rows(&mut c, "SELECT 'x\\\\\\' || 1 --' AS v").await,
+        [vec![s("x\\' || 1 --")]]
+    );
+    let attempts = [
+        format!(
+            "SELECT 'x\\\\\\'; COPY (SELECT 1) TO PROGRAM $$touch {}$$; --'",
+            proof.display()
+        ),
+        "SELECT 'x\\\\\\' || (SELECT string_agg(rolname, ',') FROM pg_catalog.pg_roles) --' AS v"
+            .to_string(),
+        "SELECT rolname FROM pg_authid".to_string(),
+        "SELECT name, setting FROM pg_settings".to_string(),
+        "SELECT * FROM pg_read_file('/etc/hostname') x".to_string(),
+        "SELECT * FROM pg_ls_dir('/') x".to_string(),
+        "SELECT ts_stat('select to_tsvector(rolname) from pg_roles')".to_string(),
+        "SELECT current_setting('data_directory')".to_string(),
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_NAME = 'x\\\\\\' OR 1=1 UNION ALL SELECT rolname FROM pg_authid --'"
+            .to_string(),
+        "SHOW VARIABLES LIKE 'x\\\\\\') UNION ALL SELECT rolname, rolname FROM pg_roles --'"
+            .to_string(),
+        "SHOW VARIABLES WHERE Variable_name = 'x\\\\\\' UNION ALL SELECT datname, datname FROM pg_database --'"
+            .to_string(),
+        "SELECT * FROM orders AS `q\\\" , current_user AS r --`".to_string(),
+    ];
+    let direct = pg(&dbs[0]).await;
+    let roles: Vec<String> = direct
+        .query(
+            "SELECT rolname::text FROM pg_roles WHERE rolname !~ '^pg_'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    direct
+        .batch_execute("CREATE TABLE orders (id int PRIMARY KEY, item varchar(20))")
+        .await
+        .unwrap();
+    for sql in &attempts {
+        if let Ok(answer) = c.query::<mysql_async::Row, _>(sql.as_str()).await {
+            for row in answer {
+                for v in row.unwrap() {
+                    let text = match v {
+                        mysql_async::Value::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+                        other => format!("{other:?}"),
+                    };
+                    for role in &roles {
+                        assert!(
+                            !text.split(',').any(|t| t == role),
+                            "{sql}: role {role} came back in {text:?}"
+                        );
+                    }
+                    assert!(
+                        !text.contains("h19esc_"),
+                        "{sql}: a database name came back"
+                    );
+                }
+            }
+        }
+    }
+    assert!(!proof.exists(), "COPY ... TO PROGRAM ran on the server");
 }

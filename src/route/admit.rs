@@ -430,6 +430,36 @@ fn forbidden(statement: &Statement, known: &dyn Fn(&str) -> bool) -> Option<Refu
             }
             ControlFlow::Continue(())
         }
+        /// A function in FROM (`FROM f(...) x`, a table-valued function) is a call like any
+        /// other: the same allow-list decides, and the forms sqlparser keeps apart are refused.
+        fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+            let name = match t {
+                TableFactor::Table {
+                    name,
+                    args: Some(_),
+                    ..
+                } => name,
+                TableFactor::Function { name, .. } => name,
+                TableFactor::TableFunction { .. } | TableFactor::UNNEST { .. } => {
+                    self.0 = Some(Refused::Unknown(
+                        "a function in FROM is not called through the gateway".to_string(),
+                    ));
+                    return ControlFlow::Break(());
+                }
+                _ => return ControlFlow::Continue(()),
+            };
+            let plain = name.0.len() == 1
+                && name.0[0]
+                    .as_ident()
+                    .is_some_and(|i| (self.1)(&i.value.to_ascii_uppercase()));
+            if !plain {
+                self.0 = Some(Refused::Unknown(format!(
+                    "function {name} in FROM is not one of the built-in functions the gateway lets through"
+                )));
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        }
         fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
             if into_of(&q.body) {
                 self.0 = Some(Refused::Denied("SELECT ... INTO (or TABLE)".to_string()));

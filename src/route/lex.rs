@@ -344,22 +344,7 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     })
 }
 
-/// Whether a `--` line comment starts at `i`: MariaDB's rule, the second dash followed by white
-/// space, a control character or the end of the text (`--x` and `1--1` are minus signs).
-fn dash_comment_at(b: &[u8], i: usize) -> bool {
-    b.get(i) == Some(&b'-')
-        && b.get(i + 1) == Some(&b'-')
-        && b.get(i + 2)
-            .is_none_or(|&n| n.is_ascii_whitespace() || n < 0x20 || n == 0x7f)
-}
-
-/// The index of the `\n` ending the line comment at `i` (kept: it separates tokens), or the end.
-fn line_end(b: &[u8], i: usize) -> usize {
-    b[i..]
-        .iter()
-        .position(|&c| c == b'\n')
-        .map_or(b.len(), |n| i + n)
-}
+use crate::sqltext::{dash_comment_at, line_end};
 
 fn find(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     b.get(from..)?

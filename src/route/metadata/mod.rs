@@ -813,6 +813,10 @@ fn case_insensitive(sql: &str) -> Vec<(Range<usize>, String)> {
     let lower = |e: &Expr, edits: &mut Vec<(Range<usize>, String)>| {
         if let Some(r) = range(e) {
             let text = &sql[r.clone()];
+            // Lower-casing an escape (`\N`) would change the value.
+            if literal(e) && text.contains('\\') {
+                return;
+            }
             let new = if literal(e) {
                 text.to_lowercase()
             } else {

@@ -12,6 +12,19 @@ impl VisitorMut for Rewriter<'_> {
     type Break = DialectError;
 
     fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<DialectError> {
+        // PostgreSQL resolves an unqualified name in `pg_catalog` before the search path: a
+        // client's `pg_authid`, `pg_settings` or `pg_stat_activity` would read the system
+        // catalogs. Only manx's own metadata queries name them, always qualified.
+        if let [one] = relation.0.as_slice()
+            && let Some(i) = one.as_ident()
+            && i.value.len() >= 3
+            && i.value[..3].eq_ignore_ascii_case("pg_")
+        {
+            return ControlFlow::Break(DialectError::Unsupported(format!(
+                "the table name {} (PostgreSQL's system catalogs are not reachable through the gateway)",
+                i.value
+            )));
+        }
         if relation.0.len() == 2
             && let Some(first) = relation.0[0].as_ident()
             && (first.value == self.database
@@ -160,7 +173,18 @@ pub(super) fn rewrite_expr(expr: &Expr) -> Result<Option<Expr>, DialectError> {
         Expr::Convert { .. } => {
             return Err(DialectError::Unsupported("this form of CONVERT()".into()));
         }
+        // MySQL's `x IS TRUE` takes any number (TINYINT(1) columns are SMALLINT here):
+        // through integer, PostgreSQL's boolean, integer and smallint all become a boolean.
+        Expr::IsTrue(x) => Expr::IsTrue(Box::new(as_boolean(x))),
+        Expr::IsNotTrue(x) => Expr::IsNotTrue(Box::new(as_boolean(x))),
+        Expr::IsFalse(x) => Expr::IsFalse(Box::new(as_boolean(x))),
+        Expr::IsNotFalse(x) => Expr::IsNotFalse(Box::new(as_boolean(x))),
         Expr::Function(f) => return rewrite_function(f),
         _ => return Ok(None),
     }))
+}
+
+/// `CAST(CAST(x AS INTEGER) AS BOOLEAN)`: MySQL's truth of a number (or a boolean).
+fn as_boolean(x: &Expr) -> Expr {
+    cast(cast(x.clone(), DataType::Integer(None)), DataType::Boolean)
 }

@@ -64,6 +64,7 @@ mod catalog;
 mod ddl;
 mod functions;
 mod labels;
+mod literals;
 mod session;
 mod upsert;
 mod variables;
@@ -191,6 +192,13 @@ fn translate_tokens(
         if let Token::Word(w) = &mut t.token
             && w.quote_style == Some('`')
         {
+            // Printed between double quotes, a name holding `"` or `\` could not be written
+            // back exactly (see module `literals`).
+            if literals::unsafe_name(&w.value, '"') {
+                return Err(DialectError::Unsupported(
+                    "a quoted name holding \" or \\".into(),
+                ));
+            }
             if !previous_is_as {
                 w.value = w.value.to_lowercase();
             }
@@ -539,6 +547,7 @@ impl Translation {
                 ControlFlow::<()>::Continue(())
             });
         }
+        literals::make_printable(&mut statement)?;
         let mut sql = statement.to_string();
         for more in &self.after {
             sql.push_str("; ");
@@ -921,6 +930,41 @@ mod tests {
                 v = crate::version::SERVER_VERSION
             )
         );
+    }
+
+    #[test]
+    fn strings_and_names_print_as_postgresql_reads_them() {
+        // A value ending in a backslash and a quote stays one literal (sqlparser would print
+        // `'x\' || 1 --'`, which PostgreSQL ends after `x\`).
+        assert_eq!(
+            pg("SELECT 'x\\\\\\' || 1 --' AS v"),
+            "SELECT 'x\\'' || 1 --' AS v"
+        );
+        assert_eq!(pg("SELECT 'it''s' AS v"), "SELECT 'it''s' AS v");
+        assert_eq!(pg("SELECT 'plain' AS v"), "SELECT 'plain' AS v");
+        // A label taken from the client's text keeps its quotes doubled.
+        assert_eq!(
+            pg("SELECT 'a\\\" , 1 --'"),
+            "SELECT 'a\" , 1 --' AS \"a\"\" , 1 --\""
+        );
+        assert_eq!(
+            refused("SELECT * FROM t AS `q\\\" , 1 --`"),
+            "a quoted name holding \" or \\"
+        );
+    }
+
+    #[test]
+    fn the_system_catalogs_are_not_reachable() {
+        for sql in [
+            "SELECT * FROM pg_authid",
+            "SELECT name FROM PG_SETTINGS",
+            "SELECT * FROM t JOIN pg_stat_activity a ON 1 = 1",
+        ] {
+            assert!(
+                refused(sql).contains("system catalogs are not reachable"),
+                "{sql}"
+            );
+        }
     }
 
     #[test]

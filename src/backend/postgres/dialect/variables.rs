@@ -44,7 +44,8 @@ const READ_ONLY_TX: &str =
 const VARIABLES: &[(&str, Source)] = &[
     ("auto_increment_increment", Source::Number("1")),
     ("auto_increment_offset", Source::Number("1")),
-    ("autocommit", Source::Text("ON")),
+    // MySQL answers 1/0 (a session that turned it off is answered by the gateway itself).
+    ("autocommit", Source::Number("1")),
     ("character_set_client", Source::Text("utf8mb4")),
     ("character_set_connection", Source::Text("utf8mb4")),
     ("character_set_database", Source::Text("utf8mb4")),
@@ -156,30 +157,40 @@ pub(super) fn show_variables(
             source_expr(*source)?
         ));
     }
+    // The client's pattern or condition goes into the parsed statement as an expression,
+    // never into the text (its printing is made safe with the rest of the statement).
     let condition = match filter {
-        None => String::new(),
-        Some(F::Like(p)) | Some(F::ILike(p)) => format!(
-            " WHERE lower(variable_name) LIKE lower('{}')",
-            p.replace('\'', "''")
-        ),
+        None => None,
+        Some(F::Like(p)) | Some(F::ILike(p)) | Some(F::NoKeyword(p)) => Some(Expr::Like {
+            negated: false,
+            any: false,
+            expr: Box::new(call(
+                "lower",
+                vec![Expr::Identifier(Ident::new("variable_name"))],
+            )),
+            pattern: Box::new(call("lower", vec![string(p)])),
+            escape_char: None,
+        }),
         Some(F::Where(e)) => {
             // Already rewritten with the statement; MySQL compares without regard to case.
             let mut e = e.clone();
             let _ = e.visit(&mut IgnoreCase);
-            format!(" WHERE {e}")
+            Some(e)
         }
-        Some(F::NoKeyword(p)) => format!(
-            " WHERE lower(variable_name) LIKE lower('{}')",
-            p.replace('\'', "''")
-        ),
     };
     let sql = format!(
-        "SELECT variable_name AS \"Variable_name\", value AS \"Value\" FROM (VALUES {}) AS v(variable_name, value){condition} ORDER BY variable_name",
+        "SELECT variable_name AS \"Variable_name\", value AS \"Value\" FROM (VALUES {}) AS v(variable_name, value) ORDER BY variable_name",
         rows.join(", ")
     );
     let mut parsed = Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
         .map_err(|e| DialectError::Parse(e.to_string()))?;
-    Ok(parsed.remove(0))
+    let mut statement = parsed.remove(0);
+    if let Statement::Query(q) = &mut statement
+        && let sqlparser::ast::SetExpr::Select(select) = q.body.as_mut()
+    {
+        select.selection = condition;
+    }
+    Ok(statement)
 }
 
 /// A `SHOW VARIABLES WHERE` compared without regard to case, as MySQL's collation compares
