@@ -634,3 +634,68 @@ async fn jdbc_on_postgresql_answers_as_on_mysql() {
 async fn jdbc_on_postgresql_answers_as_on_mysql_server_prepared() {
     jdbc_on_postgresql("cm_jdbc_pg_ps", "useServerPrepStmts=true").await;
 }
+
+/// An SQLAlchemy ORM program (`tests/clients/sqlalchemy_orm.py`: create_all, a relationship
+/// between a global and a sharded table, lazy and eager loading, joins, aggregates, booleans,
+/// a rolled-back unit of work, bytes, reflection, drop_all) answers the same on a
+/// PostgreSQL-backed schema as on a MySQL-backed one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlalchemy_on_postgresql_answers_as_on_mysql() {
+    let c = clients();
+    let dbs = common::postgres::pg_databases("cm_sa_pg", 3).await;
+    let tables = |nodes: &str| {
+        format!(
+            r#"<table name="sa_customers" primaryKey="id" type="global" dataNode="{nodes}" /><table name="sa_orders" primaryKey="id" dataNode="{nodes}" rule="mod-long" />"#
+        )
+    };
+    let schema_xml = format!(
+        r#"<schema name="MYSA" dataNode="dn1">{}</schema>
+<schema name="PGSA" dataNode="pgdn1">{}</schema>
+{}"#,
+        tables("dn1,dn2,dn3"),
+        tables("pgdn1,pgdn2,pgdn3"),
+        common::postgres::pg_nodes_xml(&dbs)
+    );
+    let users_xml = r#"<user name="sa"><property name="password">sa</property><property name="schemas">MYSA,PGSA</property></user>"#.to_string();
+    let mut w = World::start(
+        "cm_sa_pg",
+        Extra {
+            schema_xml,
+            users_xml,
+            ..Extra::default()
+        },
+        "sa",
+        "sa",
+        "MYSA",
+    )
+    .await;
+    let run_on = |schema: &str| {
+        run(
+            &c.python,
+            vec![
+                helper("sqlalchemy_orm.py").display().to_string(),
+                w.port().to_string(),
+                "sa".into(),
+                "sa".into(),
+                schema.into(),
+            ],
+            vec![],
+        )
+    };
+    let (ok, mysql, err) = run_on("MYSA").await;
+    assert!(
+        ok && !mysql.contains("=ERROR"),
+        "on MariaDB:\n{mysql}\n{err}"
+    );
+    assert!(mysql.contains("eager_load=Ann:1,2,3,4;Bob:5,6"), "{mysql}");
+    let expected: Vec<(String, String)> = mysql
+        .lines()
+        .filter(|l| *l != "done")
+        .map(|l| match l.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (l.to_string(), String::new()),
+        })
+        .collect();
+    let result = run_on("PGSA").await;
+    check_transcript(&mut w, "SQLAlchemy ORM on PostgreSQL", result, &expected);
+}

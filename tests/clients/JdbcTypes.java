@@ -220,7 +220,7 @@ public class JdbcTypes {
         });
         step("literals", () -> {
             try (Statement st = conn.createStatement()) {
-                st.executeUpdate("UPDATE jt SET bits = b'10100101', fixed = X'0102' WHERE i = 7");
+                st.executeUpdate("UPDATE jt SET bits = b'10100101', fixed = X'01020304' WHERE i = 7");
                 return objects(st.executeQuery("SELECT X'4142', 0x4344, _binary'ef'")) + "/"
                         + objects(st.executeQuery("SELECT bits, fixed FROM jt WHERE bits = b'10100101'"));
             }

@@ -251,6 +251,81 @@ struct Conn {
     /// Handed out without a reset after another holder used it: a statement that may read
     /// session state (`lastval()`, settings) gets a reset first.
     inherited: bool,
+    /// Statement-level rollback, as MySQL has it (see [`StatementGuard`]).
+    guard: StatementGuard,
+}
+
+/// The savepoint each statement of a transaction block runs under.
+const STATEMENT_SAVEPOINT: &str = "manx_statement";
+
+/// MySQL undoes a failed statement and keeps its transaction; PostgreSQL aborts the whole
+/// transaction (every later statement fails with 25P02 until ROLLBACK). So inside a
+/// transaction block each statement runs under a savepoint, set in the same packet as the
+/// statement (`RELEASE SAVEPOINT manx_statement; SAVEPOINT manx_statement`: no round trip, the
+/// depth stays one), and a failed statement is rolled back to it — except a deadlock or
+/// serialization failure (MySQL 1213), which ends the whole transaction as InnoDB's deadlock
+/// victim does. What the savepoints cost: one more message per statement, and a
+/// subtransaction per writing statement (past 64 in one transaction PostgreSQL's subxid cache
+/// overflows and its snapshots get slower, as with pgjdbc's `autosave`).
+#[derive(Debug, Default)]
+struct StatementGuard {
+    /// In a transaction block (START TRANSACTION/BEGIN ran, no COMMIT/ROLLBACK since).
+    in_transaction: bool,
+    /// The statement savepoint exists.
+    savepoint: bool,
+    /// A statement's rows failed after they began to stream: the transaction must be rolled
+    /// back to the savepoint before anything else runs on it.
+    failed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StatementGuard {
+    /// Follows the transaction-control statements (MySQL text); `true` when `mysql` is one, or
+    /// a `SET` (PostgreSQL's `SET TRANSACTION` must come before any statement, a savepoint
+    /// included), and so runs without a savepoint.
+    fn control(&mut self, mysql: &str) -> bool {
+        let word = crate::sqltext::first_keyword(mysql);
+        let is = |k: &str| word.eq_ignore_ascii_case(k);
+        if is("START") || is("BEGIN") {
+            self.in_transaction = true;
+            self.savepoint = false;
+            self.failed
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        } else if (is("COMMIT") || is("ROLLBACK"))
+            && !crate::sqltext::contains_ignore_ascii_case(mysql, "SAVEPOINT")
+        {
+            self.end();
+        }
+        is("START")
+            || is("BEGIN")
+            || is("COMMIT")
+            || is("ROLLBACK")
+            || is("SAVEPOINT")
+            || is("RELEASE")
+            || is("SET")
+            || is("XA")
+    }
+
+    /// The transaction ended.
+    fn end(&mut self) {
+        self.in_transaction = false;
+        self.savepoint = false;
+        self.failed
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// What to send in front of a statement of the transaction, or `None` outside one.
+    fn prefix(&mut self) -> Option<String> {
+        if !self.in_transaction {
+            return None;
+        }
+        let sql = if self.savepoint {
+            format!("RELEASE SAVEPOINT {STATEMENT_SAVEPOINT}; SAVEPOINT {STATEMENT_SAVEPOINT}")
+        } else {
+            format!("SAVEPOINT {STATEMENT_SAVEPOINT}")
+        };
+        self.savepoint = true;
+        Some(sql)
+    }
 }
 
 /// A table column as the catalog describes it to MySQL clients: its flags (NOT NULL, key,
@@ -270,7 +345,46 @@ impl Conn {
         self.dirty = false;
         self.used = false;
         self.inherited = false;
+        self.guard.end();
         Ok(())
+    }
+
+    /// Undoes the failed statement of a transaction block as MySQL would ([`StatementGuard`]):
+    /// back to the statement savepoint, or, for a deadlock or serialization failure, the whole
+    /// transaction. Without a transaction block there is nothing to undo.
+    async fn undo_statement(&mut self, error: &BackendError) {
+        if !self.guard.savepoint {
+            return;
+        }
+        self.guard
+            .failed
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let whole = error
+            .server_error()
+            .is_some_and(|(code, _, _)| code == 1213);
+        let sql = if whole {
+            self.guard.end();
+            "ROLLBACK".to_string()
+        } else {
+            format!("ROLLBACK TO SAVEPOINT {STATEMENT_SAVEPOINT}")
+        };
+        if let Err(e) = self.client.batch_execute(&sql).await {
+            tracing::debug!(error = %e, "undoing a failed statement");
+        }
+    }
+
+    /// Before a statement: a failure that came while rows streamed is undone first.
+    async fn undo_streamed_failure(&mut self) {
+        if self
+            .guard
+            .failed
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            let sql = format!("ROLLBACK TO SAVEPOINT {STATEMENT_SAVEPOINT}");
+            if let Err(e) = self.client.batch_execute(&sql).await {
+                tracing::debug!(error = %e, "undoing a statement whose rows failed");
+            }
+        }
     }
 
     /// Called before each statement with its MySQL text: marks what it may leave behind, and
@@ -318,6 +432,7 @@ impl managed::Manager for Manager {
                     dirty: false,
                     used: false,
                     inherited: false,
+                    guard: StatementGuard::default(),
                 })
             }
             Ok(Err(e)) => Err(match error::convert(e) {
@@ -439,6 +554,7 @@ impl PgConn {
     async fn raw(&mut self, sql: &str) -> Result<(), BackendError> {
         let conn = self.conn().await?;
         conn.dirty = true;
+        conn.guard.control(sql);
         conn.client.batch_execute(sql).await.map_err(error::convert)
     }
 
@@ -450,6 +566,9 @@ impl PgConn {
     /// reset only after a failure.
     async fn end_checked(&mut self, end: &str) -> Result<(), BackendError> {
         let conn = self.conn().await?;
+        // A statement whose rows failed is undone, as MySQL undoes it; the rest commits.
+        conn.undo_streamed_failure().await;
+        conn.guard.end();
         let ended = conn
             .client
             .batch_execute(&format!("SELECT 1; {end}"))
@@ -770,6 +889,10 @@ impl PgConn {
     async fn query_untracked<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
         let conn = self.conn().await?;
         conn.before(sql).await?;
+        let control = conn.guard.control(sql);
+        if !control {
+            conn.undo_streamed_failure().await;
+        }
         let translation = dialect::translate(sql, &conn.database).map_err(dialect_error)?;
         if translation.is_ddl {
             conn.tables.clear();
@@ -783,11 +906,55 @@ impl PgConn {
         if finished.sql.is_empty() {
             return Ok(Response::Ok(OkInfo::default()));
         }
-        let client = &conn.client;
-        if finished.returning_id || finished.returning_inserted {
-            return insert_returning(client, &finished).await.map(Response::Ok);
+        let prefix = if control { None } else { conn.guard.prefix() };
+        let guarded = prefix.is_some();
+        match run_statement(conn, &finished, prefix).await {
+            Err(e) => {
+                if guarded {
+                    conn.undo_statement(&e).await;
+                }
+                Err(e)
+            }
+            Ok(Response::Rows { columns, rows }) if guarded => {
+                // An error among the rows leaves the transaction aborted: the next statement
+                // undoes it first.
+                let failed = conn.guard.failed.clone();
+                let rows = rows.inspect(move |r| {
+                    if r.is_err() {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+                Ok(Response::Rows {
+                    columns,
+                    rows: rows.boxed(),
+                })
+            }
+            Ok(other) => Ok(other),
         }
-        if !finished.returns_rows {
+    }
+}
+
+/// Runs a translated statement, with `prefix` (the statement savepoint, see
+/// [`StatementGuard`]) sent in front of it in the same round trip.
+async fn run_statement(
+    conn: &mut Conn,
+    finished: &dialect::Finished,
+    prefix: Option<String>,
+) -> Result<Response<'static>, BackendError> {
+    let client = &conn.client;
+    let savepoint = async {
+        match &prefix {
+            Some(p) => client.batch_execute(p).await.map_err(error::convert),
+            None => Ok(()),
+        }
+    };
+    if finished.returning_id || finished.returning_inserted {
+        let (set, ran) = futures::future::join(savepoint, insert_returning(client, finished)).await;
+        set?;
+        return ran.map(Response::Ok);
+    }
+    if !finished.returns_rows {
+        let run = async {
             let mut stream = std::pin::pin!(
                 client
                     .simple_query_raw(&finished.sql)
@@ -800,60 +967,65 @@ impl PgConn {
                     ok.affected_rows = n;
                 }
             }
-            return Ok(Response::Ok(ok));
-        }
-        // Describe, look up the column flags of tables not seen yet, and run, in one round
-        // trip: the requests are queued in this order before any answer is read.
-        let missing: Vec<String> = finished
-            .tables
-            .iter()
-            .filter(|t| !conn.flags_looked_up.contains(*t))
-            .cloned()
-            .collect();
-        let catalog = async {
-            if missing.is_empty() {
-                Ok(Vec::new())
-            } else {
-                client
-                    .simple_query(&dialect::column_flags_query(&missing))
-                    .await
-            }
+            Ok(Response::Ok(ok))
         };
-        let (statement, catalog, stream) = futures::future::join3(
-            client.prepare(&finished.sql),
-            catalog,
-            client.simple_query_raw(&finished.sql),
-        )
-        .await;
-        // In a transaction a failed Describe aborts it and the query then fails with 25P02:
-        // the Describe's error is the one to report.
-        let statement = statement.map_err(error::convert)?;
-        let catalog = catalog.map_err(error::convert)?;
-        let stream = stream.map_err(error::convert)?;
-        record_flags(conn, catalog, missing);
-        let mapped = map_columns(conn, &statement);
-        let columns: Arc<[Column]> = mapped.iter().map(|m| m.column.clone()).collect();
-        let conversions: Vec<Conversion> = mapped.iter().map(|m| m.conversion).collect();
-        let rows = stream.filter_map(move |m| {
-            let out = match m {
-                Ok(SimpleQueryMessage::Row(row)) => Some(Ok((0..row.len())
-                    .map(|i| {
-                        types::convert_value(
-                            row.get(i),
-                            conversions.get(i).copied().unwrap_or(Conversion::AsIs),
-                        )
-                    })
-                    .collect::<Row>())),
-                Ok(_) => None,
-                Err(e) => Some(Err(error::convert(e))),
-            };
-            futures::future::ready(out)
-        });
-        Ok(Response::Rows {
-            columns,
-            rows: rows.boxed(),
-        })
+        let (set, ran) = futures::future::join(savepoint, run).await;
+        set?;
+        return ran;
     }
+    // Describe, look up the column flags of tables not seen yet, and run, in one round
+    // trip: the requests are queued in this order before any answer is read.
+    let missing: Vec<String> = finished
+        .tables
+        .iter()
+        .filter(|t| !conn.flags_looked_up.contains(*t))
+        .cloned()
+        .collect();
+    let catalog = async {
+        if missing.is_empty() {
+            Ok(Vec::new())
+        } else {
+            client
+                .simple_query(&dialect::column_flags_query(&missing))
+                .await
+        }
+    };
+    let (set, statement, catalog, stream) = futures::future::join4(
+        savepoint,
+        client.prepare(&finished.sql),
+        catalog,
+        client.simple_query_raw(&finished.sql),
+    )
+    .await;
+    set?;
+    // In a transaction a failed Describe aborts it and the query then fails with 25P02:
+    // the Describe's error is the one to report.
+    let statement = statement.map_err(error::convert)?;
+    let catalog = catalog.map_err(error::convert)?;
+    let stream = stream.map_err(error::convert)?;
+    record_flags(conn, catalog, missing);
+    let mapped = map_columns(conn, &statement);
+    let columns: Arc<[Column]> = mapped.iter().map(|m| m.column.clone()).collect();
+    let conversions: Vec<Conversion> = mapped.iter().map(|m| m.conversion).collect();
+    let rows = stream.filter_map(move |m| {
+        let out = match m {
+            Ok(SimpleQueryMessage::Row(row)) => Some(Ok((0..row.len())
+                .map(|i| {
+                    types::convert_value(
+                        row.get(i),
+                        conversions.get(i).copied().unwrap_or(Conversion::AsIs),
+                    )
+                })
+                .collect::<Row>())),
+            Ok(_) => None,
+            Err(e) => Some(Err(error::convert(e))),
+        };
+        futures::future::ready(out)
+    });
+    Ok(Response::Rows {
+        columns,
+        rows: rows.boxed(),
+    })
 }
 
 /// Records the column flags a [`dialect::column_flags_query`] answered, and that `looked_up`

@@ -41,8 +41,6 @@ pub enum Conversion {
     /// A `BIT(n)` column held as an integer: its value as MySQL's bytes (big-endian, the
     /// given number of bytes).
     Bits(u8),
-    /// A `BINARY(n)` column held as bytea: the bytes padded with zeros to `n`.
-    BinaryPadded(u32),
 }
 
 /// A column's declared MySQL type that its PostgreSQL type does not show (kept in the column's
@@ -66,7 +64,7 @@ pub enum Declared {
     Blob(u32),
     /// `varbinary(n)`.
     Varbinary(u32),
-    /// `binary(n)`: values are padded with zero bytes to `n`, as MySQL stores them.
+    /// `binary(n)`.
     Binary(u32),
 }
 
@@ -130,9 +128,11 @@ impl Declared {
                 c.length = length;
                 return;
             }
+            // BINARY(n): MySQL pads a shorter value with zero bytes when it stores it;
+            // PostgreSQL's bytea keeps it as it came (reads and comparisons agree with what is
+            // stored: the value is not padded on the way out either).
             Declared::Varbinary(n) | Declared::Binary(n) => {
                 c.column_type = if matches!(self, Declared::Binary(_)) {
-                    m.conversion = Conversion::BinaryPadded(n);
                     ColumnType::MYSQL_TYPE_STRING
                 } else {
                     ColumnType::MYSQL_TYPE_VAR_STRING
@@ -374,13 +374,6 @@ pub fn convert_value(text: Option<&str>, conversion: Conversion) -> Value {
         Conversion::Bytea => decode_hex(text).unwrap_or_else(|| text.as_bytes().to_vec()),
         Conversion::Float => float_text(text).into_bytes(),
         Conversion::Temporal { tz, fsp } => temporal_text(text, tz, fsp).into_bytes(),
-        Conversion::BinaryPadded(n) => {
-            let mut b = decode_hex(text).unwrap_or_else(|| text.as_bytes().to_vec());
-            if b.len() < n as usize {
-                b.resize(n as usize, 0);
-            }
-            b
-        }
         Conversion::Bits(bytes) => match text.parse::<i64>() {
             Ok(n) => (n as u64).to_be_bytes()[8 - usize::from(bytes)..].to_vec(),
             Err(_) => text.as_bytes().to_vec(),
@@ -574,7 +567,7 @@ mod tests {
         assert_eq!(m.column.column_type, ColumnType::MYSQL_TYPE_STRING);
         assert_eq!(
             convert_value(Some("\\x0102"), m.conversion),
-            Value::Bytes(vec![1, 2, 0, 0])
+            Value::Bytes(vec![1, 2])
         );
         let m = declared(&Type::TEXT, "text");
         assert_eq!(

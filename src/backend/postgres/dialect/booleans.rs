@@ -1,5 +1,6 @@
 //! MySQL's 0/1 (and TRUE/FALSE, which the translation writes as 1/0) against native
-//! PostgreSQL `boolean` columns: `flag = 1`, `flag IN (0, 1)` and `INSERT .. VALUES (.., 1)`
+//! PostgreSQL `boolean` columns: `flag = 1`, `flag IN (0, 1)`, `SET flag = 1` and
+//! `INSERT .. VALUES (.., 1)`
 //! fail in PostgreSQL (no implicit integer → boolean cast). When the catalog says a column the
 //! statement compares or inserts is a boolean, the literal becomes `TRUE`/`FALSE`; anything
 //! else is left as written (a column of another type keeps its integer comparison).
@@ -62,6 +63,15 @@ pub(super) fn has_candidates(statement: &Statement) -> bool {
             };
         }),
     );
+    let assigns_zero_or_one = |a: &[Assignment]| a.iter().any(|a| zero_or_one(&a.value).is_some());
+    found |= match statement {
+        Statement::Update(u) => assigns_zero_or_one(&u.assignments),
+        Statement::Insert(i) => match &i.on {
+            Some(OnInsert::DuplicateKeyUpdate(a)) => assigns_zero_or_one(a),
+            _ => false,
+        },
+        _ => false,
+    };
     if let Statement::Insert(i) = statement
         && let Some(source) = &i.source
         && let sqlparser::ast::SetExpr::Values(v) = source.body.as_ref()
@@ -122,6 +132,27 @@ pub(super) fn rewrite(
         }
         ControlFlow::<()>::Continue(())
     });
+    // SET flag = 1 (UPDATE, and an upsert's DO UPDATE).
+    let assignments: Vec<&mut Assignment> = match statement {
+        Statement::Update(u) => u.assignments.iter_mut().collect(),
+        Statement::Insert(i) => match &mut i.on {
+            Some(OnInsert::DuplicateKeyUpdate(a)) => a.iter_mut().collect(),
+            Some(OnInsert::OnConflict(OnConflict {
+                action: OnConflictAction::DoUpdate(d),
+                ..
+            })) => d.assignments.iter_mut().collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    for a in assignments {
+        if let AssignmentTarget::ColumnName(name) = &a.target
+            && let Some(last) = name.0.last().and_then(|p| p.as_ident())
+            && booleans.contains(&last.value.to_lowercase())
+        {
+            to_bool(&mut a.value);
+        }
+    }
     if let Statement::Insert(i) = statement
         && let Some(source) = &mut i.source
         && let sqlparser::ast::SetExpr::Values(v) = source.body.as_mut()

@@ -154,7 +154,13 @@ pub(super) fn rewrite_function(f: &Function) -> Result<Option<Expr>, DialectErro
             if a.is_empty() {
                 return Ok(None);
             }
-            let first = cast(a.remove(0), DataType::Text);
+            // LENGTH is octet_length, which takes text and bytea as they are (a cast of bytea to
+            // text would count its hex form).
+            let first = if name == "LENGTH" {
+                a.remove(0)
+            } else {
+                cast(a.remove(0), DataType::Text)
+            };
             a.insert(0, first);
             // MySQL's LENGTH counts bytes.
             let pg_name = if name == "LENGTH" {
