@@ -95,21 +95,7 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
             i = end;
             continue;
         }
-        let skip_to = match b {
-            b'\'' | b'"' | b'`' => {
-                Some(quoted_end_in(sql, i, backslash_escapes || b == b'`').unwrap_or(sql.len()))
-            }
-            b'#' => Some(line_end(sql, i)),
-            b'-' if dash_comment_at(sql, i) => Some(line_end(sql, i)),
-            b'/' if sql.get(i + 1) == Some(&b'*') => Some(
-                sql[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(sql.len(), |p| i + 2 + p + 2),
-            ),
-            _ => None,
-        };
-        if let Some(end) = skip_to {
+        if let Some(end) = opaque_end(sql, i, backslash_escapes) {
             out.extend_from_slice(&sql[i..end]);
             i = end;
             continue;
@@ -170,6 +156,25 @@ pub fn first_keyword(sql: &str) -> &str {
         .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
         .map_or(b.len(), |p| i + p);
     &sql[i..end]
+}
+
+/// The end of the string, quoted name or comment starting at `i` (to the end of the text when
+/// it is not closed), or `None` when none starts there: what a rewrite of the code around them
+/// copies whole. Strings follow `NO_BACKSLASH_ESCAPES` (`backslash_escapes` false), comments
+/// MariaDB's rules (`#`, `-- `, `/* */`).
+fn opaque_end(b: &[u8], i: usize, backslash_escapes: bool) -> Option<usize> {
+    Some(match b[i] {
+        q @ (b'\'' | b'"' | b'`') => {
+            quoted_end_in(b, i, backslash_escapes || q == b'`').unwrap_or(b.len())
+        }
+        b'#' => line_end(b, i),
+        b'-' if dash_comment_at(b, i) => line_end(b, i),
+        b'/' if b.get(i + 1) == Some(&b'*') => b[i + 2..]
+            .windows(2)
+            .position(|w| w == b"*/")
+            .map_or(b.len(), |p| i + 2 + p + 2),
+        _ => return None,
+    })
 }
 
 /// Appends `X'<hex>'` of `bytes`.
@@ -253,19 +258,7 @@ pub fn rename_system_variables(sql: &str, renames: &[(&str, &str)]) -> Option<St
     let mut i = 0;
     while i < b.len() {
         let c = b[i];
-        let skip_to = match c {
-            b'\'' | b'"' | b'`' => Some(quoted_end(b, i).unwrap_or(b.len())),
-            b'#' => Some(line_end(b, i)),
-            b'-' if dash_comment_at(b, i) => Some(line_end(b, i)),
-            b'/' if b.get(i + 1) == Some(&b'*') => Some(
-                b[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(b.len(), |p| i + 2 + p + 2),
-            ),
-            _ => None,
-        };
-        if let Some(end) = skip_to {
+        if let Some(end) = opaque_end(b, i, true) {
             out.push_str(&sql[i..end]);
             if !matches!(c, b'#' | b'-' | b'/') {
                 item_start = false;

@@ -253,3 +253,77 @@ fn check_and_route_commands() {
         "{err}"
     );
 }
+
+/// The `mariadb` command-line client on a PostgreSQL-backed sharded schema (issue 19): it
+/// connects (its `@@version_comment` probe), creates a sharded table with MySQL DDL, writes and
+/// reads binary and boolean values, and `SHOW TABLES` / `DESC` / `SHOW CREATE TABLE` answer with
+/// the declared MySQL types.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mariadb_command_line_client_works_on_postgresql() {
+    let dbs = common::postgres::pg_databases("clipg", 3).await;
+    let f = Fixture::start(
+        "clipg",
+        Extra {
+            schema_xml: format!(
+                r#"<schema name="PGCLI" dataNode="pgdn1"><table name="things" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" /></schema>
+{}"#,
+                common::postgres::pg_nodes_xml(&dbs)
+            ),
+            users_xml: String::new(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    // root's schemas are set by the fixture: give it PGCLI too.
+    let server = f.dir.path().join("server.xml");
+    let text = std::fs::read_to_string(&server).unwrap();
+    std::fs::write(
+        &server,
+        text.replacen("TESTDB</property>", "TESTDB,PGCLI</property>", 1),
+    )
+    .unwrap();
+    let port = common::start_gateway(f.dir.path()).await;
+    let (ok, out, err) = tokio::task::spawn_blocking(move || {
+        mariadb(
+            port,
+            &["PGCLI"],
+            "CREATE TABLE things (id INT NOT NULL PRIMARY KEY, done TINYINT(1) NOT NULL DEFAULT 0, raw VARBINARY(8), made YEAR);
+             INSERT INTO things (id, done, raw, made) VALUES (1, TRUE, X'00FF', 2024), (2, 0, _binary'ab', 1999), (3, 1, NULL, NULL);
+             SELECT id, done, HEX(raw), made FROM things WHERE done = 1 ORDER BY id;
+             SHOW TABLES; DESC things; SELECT @@version_comment, @@max_allowed_packet;",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "id\tdone\tHEX(raw)\tmade");
+    assert_eq!(lines[1..3], ["1\t1\t00FF\t2024", "3\t1\tNULL\tNULL"]);
+    assert_eq!(lines[3..5], ["Tables_in_PGCLI", "things"]);
+    assert!(lines[5].starts_with("Field\tType"), "{out}");
+    assert!(lines[7].starts_with("done\ttinyint(1)"), "{out}");
+    assert!(lines[8].starts_with("raw\tvarbinary(8)"), "{out}");
+    assert!(lines[9].starts_with("made\tyear"), "{out}");
+    assert!(
+        lines[11].contains("manx") && lines[11].ends_with("16777216"),
+        "{out}"
+    );
+    // Each row is where mod-long puts it.
+    for (i, db) in dbs.iter().enumerate() {
+        let pg = common::postgres::pg(db).await;
+        let n: i64 = pg
+            .query_one(
+                "SELECT count(*) FROM things WHERE id % 3 = $1",
+                &[&(i as i32)],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let all: i64 = pg
+            .query_one("SELECT count(*) FROM things", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!((n, all), (all, all), "{db}");
+    }
+}

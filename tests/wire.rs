@@ -738,7 +738,7 @@ async fn kill_query_interrupts_a_postgresql_statement() {
     let id = a.id();
     let started = Instant::now();
     let sleeper = tokio::spawn(async move {
-        let r = a.query_drop("SELECT 1 FROM pg_sleep(29.73)").await;
+        let r = a.query_drop("SELECT pg_sleep(29.73)").await;
         (a, r)
     });
     // Until the sleep itself runs: pg_stat_activity shows the text from the Describe manx

@@ -373,11 +373,7 @@ impl Router {
     /// the first MySQL dataNode of the current schema (its default node first), else of the
     /// first visible schema that has one. `None` when every visible schema is on PostgreSQL.
     pub fn metadata_node(&self, current: Option<&str>, visible: &[String]) -> Option<String> {
-        let order = current
-            .filter(|c| visible.iter().any(|v| v == c))
-            .into_iter()
-            .chain(visible.iter().map(String::as_str));
-        for name in order {
+        for name in current_first(current, visible) {
             let Some(s) = self.schema(name) else { continue };
             let found = s
                 .default_node
@@ -418,11 +414,7 @@ impl Router {
         current: Option<&str>,
         visible: &[String],
     ) -> Option<String> {
-        let order = current
-            .filter(|c| visible.iter().any(|v| v == c))
-            .into_iter()
-            .chain(visible.iter().map(String::as_str));
-        for name in order {
+        for name in current_first(current, visible) {
             let Some(s) = self.schema(name) else { continue };
             let first = s
                 .default_node
@@ -738,6 +730,17 @@ impl Router {
             host: HostHint::None,
         })
     }
+}
+
+/// The `visible` schemas, the `current` one first when it is one of them.
+fn current_first<'a>(
+    current: Option<&'a str>,
+    visible: &'a [String],
+) -> impl Iterator<Item = &'a str> {
+    current
+        .filter(|c| visible.iter().any(|v| v == c))
+        .into_iter()
+        .chain(visible.iter().map(String::as_str))
 }
 
 /// The derived table of view `m`: one SELECT per schema with rows on this server, the schema

@@ -12,8 +12,16 @@ impl VisitorMut for Rewriter<'_> {
     type Break = DialectError;
 
     fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<DialectError> {
+        if relation.0.len() == 2
+            && let Some(first) = relation.0[0].as_ident()
+            && (first.value == self.database
+                || (first.quote_style.is_none() && first.value.eq_ignore_ascii_case(self.database)))
+        {
+            relation.0.remove(0);
+        }
         // PostgreSQL resolves an unqualified name in `pg_catalog` before the search path: a
-        // client's `pg_authid`, `pg_settings` or `pg_stat_activity` would read the system
+        // client's `pg_authid`, `pg_settings` or `pg_stat_activity` (also written `schema.`
+        // `pg_authid`, whose qualifier is dropped just above) would read or write the system
         // catalogs. Only manx's own metadata queries name them, always qualified.
         if let [one] = relation.0.as_slice()
             && let Some(i) = one.as_ident()
@@ -24,13 +32,6 @@ impl VisitorMut for Rewriter<'_> {
                 "the table name {} (PostgreSQL's system catalogs are not reachable through the gateway)",
                 i.value
             )));
-        }
-        if relation.0.len() == 2
-            && let Some(first) = relation.0[0].as_ident()
-            && (first.value == self.database
-                || (first.quote_style.is_none() && first.value.eq_ignore_ascii_case(self.database)))
-        {
-            relation.0.remove(0);
         }
         ControlFlow::Continue(())
     }

@@ -33,6 +33,20 @@ pub(super) fn data_type(t: &DataType) -> Result<DataType, DialectError> {
         // type turns it back into MySQL's bytes (`declared_type`).
         D::Bit(n) if n.unwrap_or(1) <= 64 => D::BigInt(None),
         D::Custom(name, modifiers) if modifiers.is_empty() && is_year(name) => D::SmallInt(None),
+        // Other PostgreSQL type names: none with modifiers (sqlparser prints a string modifier
+        // with MySQL's quoting), and no `reg*` type (`CAST('pg_authid' AS regclass)` probes
+        // the catalogs).
+        D::Custom(name, modifiers)
+            if !modifiers.is_empty()
+                || name
+                    .to_string()
+                    .to_ascii_lowercase()
+                    .trim_matches('"')
+                    .starts_with("reg") =>
+        {
+            return Err(DialectError::Unsupported(format!("the type {t}")));
+        }
+        D::Regclass => return Err(DialectError::Unsupported("the type REGCLASS".into())),
         D::Enum(..) => return Err(DialectError::Unsupported("the ENUM type".into())),
         D::Set(_) => return Err(DialectError::Unsupported("the SET type".into())),
         D::Zerofill(_) => return Err(DialectError::Unsupported("ZEROFILL".into())),

@@ -954,11 +954,24 @@ mod tests {
     }
 
     #[test]
+    fn catalog_types_and_type_modifiers_are_refused() {
+        assert_eq!(
+            refused("SELECT CAST('pg_authid' AS regclass)"),
+            "the type REGCLASS"
+        );
+        assert!(refused("SELECT CAST('x' AS regrole)").starts_with("the type"));
+        assert!(refused("SELECT CAST('x' AS bpchar('3'))").starts_with("the type"));
+    }
+
+    #[test]
     fn the_system_catalogs_are_not_reachable() {
         for sql in [
             "SELECT * FROM pg_authid",
             "SELECT name FROM PG_SETTINGS",
             "SELECT * FROM t JOIN pg_stat_activity a ON 1 = 1",
+            // The connection's database as qualifier is dropped: the name is then checked.
+            "SELECT rolname FROM db.pg_authid",
+            "UPDATE `db`.`pg_class` SET relname = relname",
         ] {
             assert!(
                 refused(sql).contains("system catalogs are not reachable"),
