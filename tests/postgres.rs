@@ -1765,6 +1765,9 @@ async fn the_postgresql_translation_cannot_be_escaped() {
         "SELECT 'x\\\\\\' || (SELECT string_agg(rolname, ',') FROM pg_catalog.pg_roles) --' AS v"
             .to_string(),
         "SELECT rolname FROM pg_authid".to_string(),
+        "SELECT rolname FROM PGONE.pg_authid".to_string(),
+        "SELECT rolname FROM `PGONE`.`pg_roles`".to_string(),
+        "SELECT CAST(CAST('pg_authid' AS regclass) AS unsigned)".to_string(),
         "SELECT name, setting FROM pg_settings".to_string(),
         "SELECT * FROM pg_read_file('/etc/hostname') x".to_string(),
         "SELECT * FROM pg_ls_dir('/') x".to_string(),
