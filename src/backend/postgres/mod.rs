@@ -683,22 +683,9 @@ impl BackendConn for PgConn {
         }
         // Preparing may fail and, in a transaction, abort it: mark the connection for a reset.
         conn.dirty = true;
-        let missing: Vec<String> = finished
-            .tables
-            .iter()
-            .filter(|t| !conn.flags_looked_up.contains(*t))
-            .cloned()
-            .collect();
+        let missing = unlooked(conn, &finished);
         let client = &conn.client;
-        let catalog = async {
-            if missing.is_empty() {
-                Ok(Vec::new())
-            } else {
-                client
-                    .simple_query(&dialect::column_flags_query(&missing))
-                    .await
-            }
-        };
+        let catalog = flags_lookup(client, &missing);
         let (statement, catalog) =
             futures::future::join(client.prepare(&finished.sql), catalog).await;
         let statement = statement.map_err(error::convert)?;
@@ -975,21 +962,8 @@ async fn run_statement(
     }
     // Describe, look up the column flags of tables not seen yet, and run, in one round
     // trip: the requests are queued in this order before any answer is read.
-    let missing: Vec<String> = finished
-        .tables
-        .iter()
-        .filter(|t| !conn.flags_looked_up.contains(*t))
-        .cloned()
-        .collect();
-    let catalog = async {
-        if missing.is_empty() {
-            Ok(Vec::new())
-        } else {
-            client
-                .simple_query(&dialect::column_flags_query(&missing))
-                .await
-        }
-    };
+    let missing = unlooked(conn, finished);
+    let catalog = flags_lookup(client, &missing);
     let (set, statement, catalog, stream) = futures::future::join4(
         savepoint,
         client.prepare(&finished.sql),
@@ -1026,6 +1000,31 @@ async fn run_statement(
         columns,
         rows: rows.boxed(),
     })
+}
+
+/// The relations a row-returning statement reads whose column flags the connection has not
+/// looked up yet.
+fn unlooked(conn: &Conn, finished: &dialect::Finished) -> Vec<String> {
+    finished
+        .tables
+        .iter()
+        .filter(|t| !conn.flags_looked_up.contains(*t))
+        .cloned()
+        .collect()
+}
+
+/// The catalog lookup of `missing` relations' column flags ([`dialect::column_flags_query`]),
+/// nothing when there are none; queued on `client` when first polled.
+async fn flags_lookup(
+    client: &tokio_postgres::Client,
+    missing: &[String],
+) -> Result<Vec<SimpleQueryMessage>, tokio_postgres::Error> {
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    client
+        .simple_query(&dialect::column_flags_query(missing))
+        .await
 }
 
 /// Records the column flags a [`dialect::column_flags_query`] answered, and that `looked_up`
