@@ -432,23 +432,7 @@ impl Router {
     /// schemas, other than `main`'s: each answers its rows of the views a query reads
     /// ([`Router::metadata_fetch_postgres`]).
     pub fn metadata_postgres_nodes(&self, visible: &[String], main: &str) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for name in visible {
-            let Some(s) = self.schema(name) else { continue };
-            let firsts = s
-                .default_node
-                .iter()
-                .chain(s.tables.values().filter_map(|t| t.nodes.first()));
-            for n in firsts {
-                if !self.is_mysql(n)
-                    && !self.same_server(n, main)
-                    && !out.iter().any(|o| self.same_server(n, o))
-                {
-                    out.push(n.clone());
-                }
-            }
-        }
-        out
+        self.other_servers(visible, main, false)
     }
 
     /// The columns of view `view` as a PostgreSQL dataNode answers them (MySQL 5.7's), or
@@ -541,6 +525,13 @@ impl Router {
     /// `main`, each as the first such dataNode: their rows of the views a query reads are
     /// fetched with [`Router::metadata_fetch`] and carried into the query run on `main`.
     pub fn metadata_other_nodes(&self, visible: &[String], main: &str) -> Vec<String> {
+        self.other_servers(visible, main, true)
+    }
+
+    /// The first dataNode of each server (MySQL dataHost, or PostgreSQL database: see
+    /// [`Router::same_server`]) of kind `mysql` holding tables of the `visible` schemas, other
+    /// than `main`'s.
+    fn other_servers(&self, visible: &[String], main: &str, mysql: bool) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for name in visible {
             let Some(s) = self.schema(name) else { continue };
@@ -549,9 +540,9 @@ impl Router {
                 .iter()
                 .chain(s.tables.values().filter_map(|t| t.nodes.first()));
             for n in firsts {
-                if self.is_mysql(n)
-                    && !self.same_host(n, main)
-                    && !out.iter().any(|o| self.same_host(o, n))
+                if self.is_mysql(n) == mysql
+                    && !self.same_server(n, main)
+                    && !out.iter().any(|o| self.same_server(n, o))
                 {
                     out.push(n.clone());
                 }

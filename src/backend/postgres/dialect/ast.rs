@@ -180,6 +180,17 @@ pub(super) fn rewrite_expr(expr: &Expr) -> Result<Option<Expr>, DialectError> {
         Expr::IsNotTrue(x) => Expr::IsNotTrue(Box::new(as_boolean(x))),
         Expr::IsFalse(x) => Expr::IsFalse(Box::new(as_boolean(x))),
         Expr::IsNotFalse(x) => Expr::IsNotFalse(Box::new(as_boolean(x))),
+        // `DATE '2024-01-01'` and the like: the type goes through the same checks as a CAST's
+        // (`regclass 'pg_authid'` is a catalog probe).
+        Expr::TypedString(ts) => {
+            let new = data_type(&ts.data_type)?;
+            if new == ts.data_type {
+                return Ok(None);
+            }
+            let mut ts = ts.clone();
+            ts.data_type = new;
+            Expr::TypedString(ts)
+        }
         Expr::Function(f) => return rewrite_function(f),
         _ => return Ok(None),
     }))

@@ -8,9 +8,26 @@ pub fn regclass_literal(table: &str) -> String {
     format!("'{}'", table.replace('\'', "''"))
 }
 
+/// Refuses a `pg_*` table name (the relation visitor does not see the names these catalog
+/// queries take as strings; see `Rewriter::pre_visit_relation`).
+fn refuse_catalog(table: &ObjectName) -> Result<(), DialectError> {
+    let last = table
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.as_str());
+    if last.is_some_and(|n| n.len() >= 3 && n[..3].eq_ignore_ascii_case("pg_")) {
+        return Err(DialectError::Unsupported(format!(
+            "the table name {table} (PostgreSQL's system catalogs are not reachable through the gateway)"
+        )));
+    }
+    Ok(())
+}
+
 /// `SHOW COLUMNS FROM t` / `DESC t` as a catalog query with MySQL's column names. An unknown
 /// table fails in the `regclass` cast with `42P01` (MySQL: 1146), as on MySQL.
 pub(super) fn describe(table: &ObjectName) -> Result<Statement, DialectError> {
+    refuse_catalog(table)?;
     let t = regclass_literal(&table.to_string());
     let sql = format!(
         "SELECT a.attname::text AS \"Field\", COALESCE({}, format_type(a.atttypid, a.atttypmod)) AS \"Type\", \
@@ -34,6 +51,7 @@ pub(super) fn describe(table: &ObjectName) -> Result<Statement, DialectError> {
 /// serial columns, defaults without PostgreSQL casts, and the primary key. Indexes other than
 /// the primary key are not shown.
 pub(super) fn show_create_table(table: &ObjectName) -> Result<Statement, DialectError> {
+    refuse_catalog(table)?;
     let t = regclass_literal(&table.to_string());
     let label = format!(
         "'{}'",

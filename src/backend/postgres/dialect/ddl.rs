@@ -36,13 +36,13 @@ pub(super) fn data_type(t: &DataType) -> Result<DataType, DialectError> {
         // Other PostgreSQL type names: none with modifiers (sqlparser prints a string modifier
         // with MySQL's quoting), and no `reg*` type (`CAST('pg_authid' AS regclass)` probes
         // the catalogs).
+        // A schema-qualified type (`pg_catalog.regrole`) is refused whatever it names.
         D::Custom(name, modifiers)
             if !modifiers.is_empty()
-                || name
-                    .to_string()
-                    .to_ascii_lowercase()
-                    .trim_matches('"')
-                    .starts_with("reg") =>
+                || name.0.len() != 1
+                || name.0[0]
+                    .as_ident()
+                    .is_none_or(|i| i.value.to_ascii_lowercase().starts_with("reg")) =>
         {
             return Err(DialectError::Unsupported(format!("the type {t}")));
         }

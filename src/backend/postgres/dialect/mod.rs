@@ -961,6 +961,12 @@ mod tests {
         );
         assert!(refused("SELECT CAST('x' AS regrole)").starts_with("the type"));
         assert!(refused("SELECT CAST('x' AS bpchar('3'))").starts_with("the type"));
+        // Third breaker round: a qualified reg* type, a typed string, SHOW CREATE TABLE.
+        assert!(refused("SELECT CAST(10 AS pg_catalog.regrole)").starts_with("the type"));
+        assert!(refused("SELECT regclass 'pg_authid'").starts_with("the type"));
+        assert!(
+            refused("SHOW CREATE TABLE pg_authid").contains("system catalogs are not reachable")
+        );
     }
 
     #[test]
