@@ -563,9 +563,14 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             COM_QUERY | COM_STMT_PREPARE => {
                 // `_binary'<any bytes>'` (JDBC's byte[] parameters) as `X'<hex>'`: the same
                 // value, in UTF-8 text.
+                // Most statements are UTF-8 without `_binary`: checked once, handed on as they are.
+                let text = std::str::from_utf8(&payload[1..]);
+                let plain =
+                    text.is_ok_and(|t| !crate::sqltext::contains_ignore_ascii_case(t, "_binary"));
                 let backslash_escapes = !self.slot.sql_mode().no_backslash_escapes;
-                if let Some(sql) =
-                    crate::sqltext::binary_literals_as_hex(&payload[1..], backslash_escapes)
+                if !plain
+                    && let Some(sql) =
+                        crate::sqltext::binary_literals_as_hex(&payload[1..], backslash_escapes)
                 {
                     let mut rewritten = Vec::with_capacity(1 + sql.len());
                     rewritten.push(command);
@@ -578,7 +583,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     return;
                 }
                 // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
-                let Ok(sql) = std::str::from_utf8(&payload[1..]) else {
+                let Ok(sql) = text else {
                     self.refuse(1300);
                     return;
                 };

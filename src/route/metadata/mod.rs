@@ -295,6 +295,15 @@ pub(super) fn quote_literal(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
 }
 
+/// `'a', 'b', ...`: the names as a list of SQL string literals.
+pub(super) fn literal_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| quote_literal(n))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A backquoted identifier.
 pub(super) fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
@@ -338,13 +347,7 @@ impl Scope {
                 .map(|db| format!("{s} = {}", quote_literal(db)));
         };
         let t = format!("LOWER(v.{})", quote_ident(table));
-        let list = |names: &[String]| {
-            names
-                .iter()
-                .map(|n| quote_literal(n))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let list = literal_list;
         let mut parts = Vec::new();
         if let Some(db) = &self.default_db {
             parts.push(if self.configured.is_empty() {
@@ -801,16 +804,16 @@ fn case_insensitive(sql: &str) -> Vec<(Range<usize>, String)> {
         Some(rewrite::offset(sql, span.start)?..rewrite::offset(sql, span.end)?)
     };
     let column = |e: &Expr| matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_));
-    let literal =
-        |e: &Expr| matches!(e, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)));
+    // A literal with an escape is left out, and with it its whole comparison: lower-casing
+    // the escape (`\N`) would change the value.
+    let literal = |e: &Expr| {
+        matches!(e, Expr::Value(v) if matches!(v.value, Value::SingleQuotedString(_)))
+            && range(e).is_some_and(|r| !sql[r].contains('\\'))
+    };
     let mut edits = Vec::new();
     let lower = |e: &Expr, edits: &mut Vec<(Range<usize>, String)>| {
         if let Some(r) = range(e) {
             let text = &sql[r.clone()];
-            // Lower-casing an escape (`\N`) would change the value.
-            if literal(e) && text.contains('\\') {
-                return;
-            }
             let new = if literal(e) {
                 text.to_lowercase()
             } else {
@@ -855,6 +858,18 @@ fn case_insensitive(sql: &str) -> Vec<(Range<usize>, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comparisons_with_strings_ignore_case_unless_the_literal_has_an_escape() {
+        let sql = "SELECT x FROM t WHERE a = 'YES' AND b LIKE 'Ab%' AND c IN ('X') AND d = '\\N'";
+        let mut edits = case_insensitive(sql);
+        edits.sort_by_key(|(r, _)| r.start);
+        let texts: Vec<&str> = edits.iter().map(|(_, t)| t.as_str()).collect();
+        assert_eq!(
+            texts,
+            ["LOWER(a)", "'yes'", "LOWER(b)", "'ab%'", "LOWER(c)", "'x'"]
+        );
+    }
 
     #[test]
     fn literals_and_identifiers_are_escaped() {

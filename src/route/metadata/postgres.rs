@@ -15,7 +15,7 @@
 //! The translation writes MySQL's `TRUE`/`FALSE` as `1`/`0`: conditions here are comparisons
 //! (`1 = 1`, `.. IS TRUE`), never boolean literals.
 
-use super::{Mapped, Scope, quote_literal};
+use super::{Mapped, Scope, literal_list, quote_literal};
 use crate::pgcatalog;
 
 /// MySQL 5.7's columns of each view answered here, in order (`information_schema` of MySQL
@@ -136,13 +136,7 @@ pub(super) fn columns(view: &str) -> Option<&'static [&'static str]> {
 /// The condition on the relation name `name` (an SQL expression) selecting what `scope` owns in
 /// `database`; `None` when it owns nothing there.
 fn owned(scope: &Scope, database: &str, name: &str) -> Option<String> {
-    let list = |names: &[String]| {
-        names
-            .iter()
-            .map(|n| quote_literal(n))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let list = literal_list;
     let mut parts = Vec::new();
     if scope.default_db.as_deref() == Some(database) {
         parts.push(if scope.configured.is_empty() {

@@ -882,6 +882,11 @@ mod tests {
             finish("INSERT INTO n (flag, id) VALUES (1, 1)", Some(&info)),
             "INSERT INTO n (flag, id) VALUES (true, 1)"
         );
+        // SET of a boolean column (the breaker's round: PostgreSQL refused integer values).
+        assert_eq!(
+            finish("UPDATE n SET flag = 1, k = 0 WHERE id = 2", None),
+            "UPDATE n SET flag = true, k = 0 WHERE id = 2"
+        );
         // Nothing to look up without a 0/1 literal.
         assert!(
             translate("SELECT * FROM n WHERE flag", "db")
@@ -951,6 +956,16 @@ mod tests {
             refused("SELECT * FROM t AS `q\\\" , 1 --`"),
             "a quoted name holding \" or \\"
         );
+    }
+
+    #[test]
+    fn length_counts_bytes_and_autocommit_is_a_number() {
+        // octet_length of the value itself: a cast of bytea to text would count its hex form.
+        assert_eq!(
+            pg("SELECT LENGTH(b) AS n FROM t"),
+            "SELECT octet_length(b) AS n FROM t"
+        );
+        assert_eq!(pg("SELECT @@autocommit AS a"), "SELECT 1 AS a");
     }
 
     #[test]
