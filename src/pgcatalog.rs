@@ -12,6 +12,11 @@
 /// another MySQL type: `manx:tinyint(1)`, `manx:int unsigned`, ..).
 pub const DECLARED_PREFIX: &str = "manx:";
 
+/// The name prefix of the CHECK constraint that holds an ENUM / SET column (kept as a
+/// PostgreSQL VARCHAR) to its members; the column's name follows it. A violation of it is
+/// MySQL's 1265 ("Data truncated for column").
+pub const VALUE_LIST_CHECK: &str = "manx_values_";
+
 /// The declared MySQL type of column `attnum` of relation `relation` (SQL expressions), or
 /// NULL when it has none.
 pub fn declared(relation: &str, attnum: &str) -> String {

@@ -140,7 +140,8 @@ public class JdbcTypes {
             exec("CREATE TABLE jt (id BIGINT NOT NULL AUTO_INCREMENT, i INT, s SMALLINT, t TINYINT, "
                     + "flag TINYINT(1), m MEDIUMINT, y YEAR, u INT UNSIGNED, bi BIGINT, dec1 DECIMAL(10,2), "
                     + "d DOUBLE, f FLOAT, vc VARCHAR(50), tx TEXT, b BLOB, vb VARBINARY(300), dt DATE, tm TIME, "
-                    + "ts DATETIME, ts3 DATETIME(3), bits BIT(8), fixed BINARY(4), PRIMARY KEY (id))");
+                    + "ts DATETIME, ts3 DATETIME(3), bits BIT(8), fixed BINARY(4), "
+                    + "e ENUM('small','medium','it''s') NOT NULL, st SET('a','b','c') DEFAULT 'b', PRIMARY KEY (id))");
             return "ok";
         });
         byte[] everyByte = new byte[256];
@@ -223,6 +224,27 @@ public class JdbcTypes {
                 st.executeUpdate("UPDATE jt SET bits = b'10100101', fixed = X'01020304' WHERE i = 7");
                 return objects(st.executeQuery("SELECT X'4142', 0x4344, _binary'ef'")) + "/"
                         + objects(st.executeQuery("SELECT bits, fixed FROM jt WHERE bits = b'10100101'"));
+            }
+        });
+        step("enum_set", () -> {
+            try (Statement st = conn.createStatement()) {
+                st.executeUpdate("UPDATE jt SET e = 'it''s', st = 'a,c' WHERE i = 7");
+                String refused;
+                try {
+                    st.executeUpdate("UPDATE jt SET e = 'huge' WHERE i = 7");
+                    refused = "accepted";
+                } catch (SQLException e) {
+                    refused = "refused " + e.getErrorCode() + " " + e.getSQLState();
+                }
+                String refusedSet;
+                try {
+                    st.executeUpdate("UPDATE jt SET st = 'a,d' WHERE i = 7");
+                    refusedSet = "accepted";
+                } catch (SQLException e) {
+                    refusedSet = "refused " + e.getErrorCode() + " " + e.getSQLState();
+                }
+                return objects(st.executeQuery("SELECT e, st FROM jt ORDER BY id")) + "/" + refused + "/"
+                        + refusedSet + "/" + objects(st.executeQuery("SELECT COUNT(*) FROM jt WHERE e = 'small'"));
             }
         });
 

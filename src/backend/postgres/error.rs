@@ -72,6 +72,21 @@ pub fn convert(e: tokio_postgres::Error) -> BackendError {
         if matches!(db.code().code(), "57P01" | "57P02" | "57P03") {
             return BackendError::Closed(db.message().to_string());
         }
+        // An ENUM / SET column's CHECK: what MySQL's strict mode says of a non-member.
+        if let Some(column) = db
+            .constraint()
+            .filter(|_| db.code().code() == "23514")
+            .and_then(|c| c.strip_prefix(crate::pgcatalog::VALUE_LIST_CHECK))
+        {
+            return BackendError::Server {
+                code: 1265,
+                state: "01000".to_string(),
+                message: format!(
+                    "Data truncated for column '{column}': the value is not one of the column's \
+                     ENUM/SET members as declared (letter case and, for a SET, order included)"
+                ),
+            };
+        }
         let (code, state) = mysql_code(db.code().code());
         return BackendError::Server {
             code,

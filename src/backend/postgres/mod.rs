@@ -1169,11 +1169,13 @@ async fn table_info(conn: &mut Conn, table: &str) -> Result<TableInfo, BackendEr
 }
 
 /// A translation failure as the client sees it: a statement that does not parse is a syntax
-/// error (1064/42000); a refused construct is `ER_NOT_SUPPORTED_YET` (1235/42000).
+/// error (1064/42000); a refused construct is `ER_NOT_SUPPORTED_YET` (1235/42000); an error
+/// MySQL would give keeps its code.
 fn dialect_error(e: dialect::DialectError) -> BackendError {
     let (code, state) = match e {
         dialect::DialectError::Parse(_) => (1064, "42000"),
         dialect::DialectError::Unsupported(_) => (1235, "42000"),
+        dialect::DialectError::Server { code, state, .. } => (code, state),
     };
     BackendError::Server {
         code,

@@ -66,6 +66,10 @@ pub enum Declared {
     Varbinary(u32),
     /// `binary(n)`.
     Binary(u32),
+    /// `enum(..)`: a VARCHAR on PostgreSQL (see the translation's `ValueList`).
+    Enum,
+    /// `set(..)`: likewise.
+    Set,
 }
 
 impl Declared {
@@ -103,6 +107,8 @@ impl Declared {
             _ if base.starts_with("varbinary(") && !unsigned => {
                 Declared::Varbinary(base["varbinary(".len()..].strip_suffix(')')?.parse().ok()?)
             }
+            _ if base.starts_with("enum(") && base.ends_with(')') && !unsigned => Declared::Enum,
+            _ if base.starts_with("set(") && base.ends_with(')') && !unsigned => Declared::Set,
             _ if base.starts_with("binary(") && !unsigned => {
                 Declared::Binary(base["binary(".len()..].strip_suffix(')')?.parse().ok()?)
             }
@@ -131,6 +137,17 @@ impl Declared {
             // BINARY(n): MySQL pads a shorter value with zero bytes when it stores it;
             // PostgreSQL's bytea keeps it as it came (reads and comparisons agree with what is
             // stored: the value is not padded on the way out either).
+            // MySQL sends both as a CHAR column with a flag; the VARCHAR's length is theirs.
+            Declared::Enum => {
+                c.column_type = ColumnType::MYSQL_TYPE_STRING;
+                c.flags |= ColumnFlags::ENUM_FLAG;
+                return;
+            }
+            Declared::Set => {
+                c.column_type = ColumnType::MYSQL_TYPE_STRING;
+                c.flags |= ColumnFlags::SET_FLAG;
+                return;
+            }
             Declared::Varbinary(n) | Declared::Binary(n) => {
                 c.column_type = if matches!(self, Declared::Binary(_)) {
                     ColumnType::MYSQL_TYPE_STRING
@@ -179,7 +196,9 @@ impl Declared {
             Declared::Text(_)
             | Declared::Blob(_)
             | Declared::Varbinary(_)
-            | Declared::Binary(_) => {}
+            | Declared::Binary(_)
+            | Declared::Enum
+            | Declared::Set => {}
         }
     }
 }

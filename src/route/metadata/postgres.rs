@@ -204,7 +204,7 @@ fn select(m: &Mapped, logical: &str, cond: &str) -> Option<String> {
                  ELSE NULL END"
             );
             let texty = format!(
-                "{data_type} IN ('varchar', 'char', 'tinytext', 'text', 'mediumtext', 'longtext')"
+                "{data_type} IN ('varchar', 'char', 'tinytext', 'text', 'mediumtext', 'longtext', 'enum', 'set')"
             );
             let precision = format!(
                 "CASE {data_type} WHEN 'tinyint' THEN 3 WHEN 'smallint' THEN 5 WHEN 'mediumint' THEN 7 \

@@ -47,6 +47,8 @@ pub(super) fn data_type(t: &DataType) -> Result<DataType, DialectError> {
             return Err(DialectError::Unsupported(format!("the type {t}")));
         }
         D::Regclass => return Err(DialectError::Unsupported("the type REGCLASS".into())),
+        // A column's ENUM / SET is a VARCHAR with a CHECK (`column_def`); in a CAST, MySQL
+        // has neither.
         D::Enum(..) => return Err(DialectError::Unsupported("the ENUM type".into())),
         D::Set(_) => return Err(DialectError::Unsupported("the SET type".into())),
         D::Zerofill(_) => return Err(DialectError::Unsupported("ZEROFILL".into())),
@@ -62,7 +64,7 @@ fn is_year(name: &ObjectName) -> bool {
             .is_some_and(|i| i.quote_style.is_none() && i.value.eq_ignore_ascii_case("YEAR"))
 }
 
-use crate::pgcatalog::DECLARED_PREFIX;
+use crate::pgcatalog::{DECLARED_PREFIX, VALUE_LIST_CHECK};
 
 /// The MySQL type of a column whose PostgreSQL type would map back to another MySQL type, as
 /// MySQL's `COLUMN_TYPE` spells it (`tinyint(1)`, `int unsigned`, `year`, `bit(8)`, ..), or
@@ -106,9 +108,7 @@ pub(super) fn create_table(
     create.comment = None;
     let mut after = Vec::new();
     for column in &mut create.columns {
-        if let Some(declared) = column_def(column)? {
-            after.push(comment_on(&create.name, &column.name, &declared));
-        }
+        after.extend(column_def(&create.name, column)?);
     }
     let mut constraints = Vec::new();
     for c in std::mem::take(&mut create.constraints) {
@@ -164,18 +164,29 @@ pub(super) fn alter_table(
                     "ADD COLUMN .. FIRST/AFTER (PostgreSQL appends columns)".into(),
                 ));
             }
-            if let Some(declared) = column_def(def)? {
-                after.push(comment_on(&alter.name, &def.name, &declared));
-            }
+            after.extend(column_def(&alter.name, def)?);
         }
     }
     Ok(after)
 }
 
-/// One column definition of CREATE TABLE / ADD COLUMN: its PostgreSQL type and options.
-/// Returns its declared MySQL type when the PostgreSQL one does not show it.
-fn column_def(column: &mut sqlparser::ast::ColumnDef) -> Result<Option<String>, DialectError> {
-    let declared = declared_type(&column.data_type);
+/// One column definition of CREATE TABLE / ADD COLUMN of `table`: its PostgreSQL type and
+/// options. Returns the statements to run after it: the comment recording its declared
+/// MySQL type when the PostgreSQL one does not show it ([`declared_type`]), and for ENUM /
+/// SET the CHECK that holds values to the members ([`ValueList`]).
+fn column_def(
+    table: &ObjectName,
+    column: &mut sqlparser::ast::ColumnDef,
+) -> Result<Vec<String>, DialectError> {
+    let mut after = Vec::new();
+    if let Some(list) = ValueList::of(&column.name.value, &column.data_type)? {
+        list.define(column);
+        after.push(comment_on(table, &column.name, &list.declared()));
+        after.push(list.check(table, &column.name));
+    }
+    if let Some(declared) = declared_type(&column.data_type) {
+        after.push(comment_on(table, &column.name, &declared));
+    }
     let auto_increment = column.options.iter().any(|o| {
         matches!(&o.option, ColumnOption::DialectSpecific(tokens) if tokens.iter().any(|t| {
             matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("AUTO_INCREMENT"))
@@ -222,5 +233,173 @@ fn column_def(column: &mut sqlparser::ast::ColumnDef) -> Result<Option<String>, 
         }
     }
     column.options = options;
-    Ok(declared)
+    Ok(after)
+}
+
+/// A column's ENUM or SET type (MySQL 8.0 reference, "The ENUM Type", "The SET Type"), kept
+/// on PostgreSQL as a `VARCHAR` as long as its longest value, its declaration in the column
+/// comment (`manx:enum('a','b')`), and a CHECK constraint named [`VALUE_LIST_CHECK`] +
+/// column that admits exactly the values MySQL stores:
+/// - ENUM: one of the members, spelled as declared, or NULL; a NOT NULL ENUM without a
+///   DEFAULT defaults to its first member, as in MySQL.
+/// - SET: `''`, or members separated by commas, each once, in the declared order (the form
+///   MySQL stores and returns).
+///
+/// What MySQL would accept and convert is refused (error 1265, as MySQL's strict mode
+/// answers for a non-member): another letter case, trailing spaces, a SET's members out of
+/// order or repeated, an ENUM's index number. Sorting and comparing with `<` follow the text
+/// on PostgreSQL, where MySQL uses the member's position.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ValueList {
+    set: bool,
+    members: Vec<String>,
+}
+
+impl ValueList {
+    /// The value list of a column of type `t` named `column`, `None` if it is neither ENUM
+    /// nor SET. Errors as MySQL's (1291 for a duplicated value, compared without letter case
+    /// and trailing spaces) or for what manx does not take (ClickHouse's numbered members,
+    /// `ENUM8`, a SET member with a comma, more than 64 SET members).
+    pub(super) fn of(column: &str, t: &DataType) -> Result<Option<ValueList>, DialectError> {
+        let (set, members) = match t {
+            DataType::Enum(members, None) => {
+                let names = members
+                    .iter()
+                    .map(|m| match m {
+                        sqlparser::ast::EnumMember::Name(n) => Ok(n.clone()),
+                        _ => Err(DialectError::Unsupported(format!(
+                            "a numbered ENUM member (column {column})"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                (false, names)
+            }
+            DataType::Set(members) => (true, members.clone()),
+            DataType::Enum(..) => {
+                return Err(DialectError::Unsupported(format!("the type {t}")));
+            }
+            _ => return Ok(None),
+        };
+        // MySQL removes trailing spaces from the members when it creates the table.
+        let members: Vec<String> = members
+            .iter()
+            .map(|m| m.trim_end_matches(' ').to_string())
+            .collect();
+        let kind = if set { "SET" } else { "ENUM" };
+        if members.is_empty() || (set && members.len() > 64) || members.len() > 65_535 {
+            return Err(DialectError::Unsupported(format!(
+                "{} values in the {kind} of column {column}",
+                members.len()
+            )));
+        }
+        for (i, m) in members.iter().enumerate() {
+            if set && m.contains(',') {
+                return Err(DialectError::Unsupported(format!(
+                    "the SET member '{m}' of column {column}: it holds a comma"
+                )));
+            }
+            if m.chars().count() > 255 || m.contains('\0') {
+                return Err(DialectError::Unsupported(format!(
+                    "the {kind} member '{m}' of column {column}"
+                )));
+            }
+            let lower = m.to_lowercase();
+            if members[..i].iter().any(|n| n.to_lowercase() == lower) {
+                return Err(DialectError::Server {
+                    code: 1291,
+                    state: "HY000",
+                    message: format!("Column '{column}' has duplicated value '{m}' in {kind}"),
+                });
+            }
+        }
+        Ok(Some(ValueList { set, members }))
+    }
+
+    /// The longest value in characters: a member, or for a SET all of them with commas.
+    fn width(&self) -> u64 {
+        let lengths = self.members.iter().map(|m| m.chars().count() as u64);
+        if self.set {
+            lengths.sum::<u64>() + self.members.len() as u64 - 1
+        } else {
+            lengths.max().unwrap_or(0)
+        }
+        .max(1)
+    }
+
+    /// MySQL's spelling of the type, as `COLUMN_TYPE` shows it: `enum('a','b')`.
+    pub(super) fn declared(&self) -> String {
+        let members: Vec<String> = self.members.iter().map(|m| sql_string(m)).collect();
+        format!(
+            "{}({})",
+            if self.set { "set" } else { "enum" },
+            members.join(",")
+        )
+    }
+
+    /// Gives `column` its PostgreSQL type, and a NOT NULL ENUM without a DEFAULT its first
+    /// member as the default.
+    fn define(&self, column: &mut sqlparser::ast::ColumnDef) {
+        column.data_type = DataType::Varchar(Some(CharacterLength::IntegerLength {
+            length: self.width(),
+            unit: None,
+        }));
+        let not_null = column
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::NotNull));
+        let has_default = column
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::Default(_)));
+        if !self.set && not_null && !has_default {
+            column.options.push(sqlparser::ast::ColumnOptionDef {
+                name: None,
+                option: ColumnOption::Default(Expr::Value(
+                    Value::SingleQuotedString(self.members[0].clone()).into(),
+                )),
+            });
+        }
+    }
+
+    /// `ALTER TABLE table ADD CONSTRAINT "manx_values_<column>" CHECK (..)`: the values the
+    /// column admits (see the type's doc).
+    fn check(&self, table: &ObjectName, column: &Ident) -> String {
+        let condition = if self.set {
+            // Members in order, each followed by a comma, on the value with a comma added:
+            // '' and 'a,' match `^(a,)?(b,)?$` only as the value '' or 'a'.
+            let pattern: String = self
+                .members
+                .iter()
+                .map(|m| format!("({},)?", regex_literal(m)))
+                .collect();
+            format!(
+                "{column} = '' OR ({column} || ',') ~ {}",
+                sql_string(&format!("^{pattern}$"))
+            )
+        } else {
+            let members: Vec<String> = self.members.iter().map(|m| sql_string(m)).collect();
+            format!("{column} IN ({})", members.join(", "))
+        };
+        let name = format!("{VALUE_LIST_CHECK}{}", column.value).replace('"', "\"\"");
+        format!("ALTER TABLE {table} ADD CONSTRAINT \"{name}\" CHECK ({condition})")
+    }
+}
+
+/// A standard SQL string literal (`standard_conforming_strings` is on: only `'` is doubled).
+fn sql_string(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `s` as a PostgreSQL regular expression (ARE) matching exactly `s`: every ASCII character
+/// other than a letter or digit is escaped (a backslash before a non-alphanumeric character
+/// is that character).
+fn regex_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() && !c.is_ascii_alphanumeric() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }

@@ -90,6 +90,13 @@ pub enum DialectError {
     /// A construct without a faithful PostgreSQL translation (named).
     #[error("{0} is not supported on a PostgreSQL dataNode")]
     Unsupported(String),
+    /// An error MySQL itself gives the statement (e.g. 1291, a duplicated ENUM value).
+    #[error("{message}")]
+    Server {
+        code: u16,
+        state: &'static str,
+        message: String,
+    },
 }
 
 /// What the backend knows about the table an INSERT writes (from the PostgreSQL catalog).
@@ -806,6 +813,28 @@ mod tests {
     }
 
     #[test]
+    fn enum_and_set_are_varchars_held_to_their_members() {
+        assert_eq!(
+            pg("CREATE TABLE v (e ENUM('a','it''s ') NOT NULL, s SET('x.y','z') DEFAULT 'z')"),
+            "CREATE TABLE v (e VARCHAR(4) NOT NULL DEFAULT 'a', s VARCHAR(5) DEFAULT 'z'); \
+             COMMENT ON COLUMN v.e IS 'manx:enum(''a'',''it''''s'')'; \
+             ALTER TABLE v ADD CONSTRAINT \"manx_values_e\" CHECK (e IN ('a', 'it''s')); \
+             COMMENT ON COLUMN v.s IS 'manx:set(''x.y'',''z'')'; \
+             ALTER TABLE v ADD CONSTRAINT \"manx_values_s\" CHECK (s = '' OR (s || ',') ~ '^(x\\.y,)?(z,)?$')"
+        );
+        // MySQL's own error for a duplicated member (letter case and trailing spaces aside).
+        let e = translate("CREATE TABLE v (e ENUM('a','A '))", "db")
+            .and_then(|t| t.finish(None, &Default::default()))
+            .unwrap_err();
+        assert!(
+            matches!(&e, DialectError::Server { code: 1291, message, .. }
+                if message == "Column 'e' has duplicated value 'A' in ENUM"),
+            "{e:?}"
+        );
+        assert!(refused("CREATE TABLE v (s SET('a,b'))").contains("comma"));
+    }
+
+    #[test]
     fn declared_types_are_kept_in_column_comments() {
         assert_eq!(
             pg(
@@ -1015,7 +1044,6 @@ mod tests {
             refused("CREATE TABLE t (a TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)"),
             "column option ON UPDATE"
         );
-        assert_eq!(refused("CREATE TABLE t (a ENUM('x','y'))"), "the ENUM type");
         assert_eq!(
             refused("UPDATE t SET a = 1 LIMIT 1"),
             "UPDATE .. ORDER BY/LIMIT"
