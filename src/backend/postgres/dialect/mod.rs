@@ -835,6 +835,15 @@ mod tests {
     }
 
     #[test]
+    fn the_default_of_a_not_null_enum_is_quoted() {
+        assert_eq!(
+            pg("CREATE TABLE v (e ENUM('it''s','b') NOT NULL)"),
+            "CREATE TABLE v (e VARCHAR(4) NOT NULL DEFAULT 'it''s'); \
+             COMMENT ON COLUMN v.e IS 'manx:enum(''it''''s'',''b'')'; \
+             ALTER TABLE v ADD CONSTRAINT \"manx_values_e\" CHECK (e IN ('it''s', 'b'))"
+        );
+    }
+    #[test]
     fn declared_types_are_kept_in_column_comments() {
         assert_eq!(
             pg(
