@@ -112,6 +112,14 @@ async fn child_rows_follow_their_parent_and_parent_child_joins_run_on_every_node
         .unwrap();
     assert_eq!(f.ids_on(2, "order_items").await, [100]);
     assert_eq!(f.ids_on(1, "order_items").await, [101]);
+    // Without a column list the join key is found by the table's column order.
+    c.query_drop("INSERT INTO order_items VALUES (103, 13, 'w')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "order_items").await, [100, 103]);
+    c.query_drop("DELETE FROM order_items WHERE id = 103")
+        .await
+        .unwrap();
     // Inside a transaction the parent inserted moments before (not committed) is found.
     c.query_drop("BEGIN").await.unwrap();
     c.query_drop("INSERT INTO orders (id, customer_id, amount) VALUES (16, 2, 1.00)")

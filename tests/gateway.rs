@@ -357,11 +357,6 @@ async fn bad_statements_get_clear_errors_and_nothing_is_sent() {
             "sharding column:ID not provided",
         ),
         (
-            "INSERT INTO travelrecord VALUES (1, 'x', NULL, NULL, NULL)",
-            1064,
-            "must provide ColumnList",
-        ),
-        (
             "SELECT * FROM nosuchtable",
             1064,
             "NOSUCHTABLE is not defined in schema TESTDB",
@@ -946,4 +941,100 @@ async fn column_metadata_is_the_backends() {
         assert_eq!(direct[4].1, 63, "x'FF00' is binary");
         assert_eq!(direct[2].3, 2, "DECIMAL(10,2) has 2 decimals");
     }
+}
+
+/// INSERT / REPLACE without a column list (what mysqldump and bulk loaders write): the column
+/// order comes from the table's definition on its dataNodes, so each row goes where the same
+/// INSERT with the list written out sends it (Mycat refuses the form); nodes that define the
+/// table differently make it an error that inserts nothing; DDL through manx is seen at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inserts_without_a_column_list_land_where_the_listed_form_would() {
+    let f = Fixture::start("nolist", Extra::default()).await;
+    let mut c = f.client().await;
+    // The nodes disagree on hotnews's columns: refused, nothing written anywhere.
+    f.backend(2)
+        .await
+        .query_drop("ALTER TABLE hotnews ADD COLUMN extra INT")
+        .await
+        .unwrap();
+    let e = server_error(
+        c.query_drop("INSERT INTO hotnews VALUES (1, 'a', 'x'), (2, 'b', 'y')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1105, "{e:?}");
+    assert!(
+        e.2.contains("HOTNEWS") && e.2.contains("dn2") && e.2.contains("EXTRA"),
+        "{e:?}"
+    );
+    for n in 1..=3 {
+        assert!(f.ids_on(n, "hotnews").await.is_empty());
+    }
+    f.backend(2)
+        .await
+        .query_drop("ALTER TABLE hotnews DROP COLUMN extra")
+        .await
+        .unwrap();
+
+    // auto-sharding-long on id (first column), several rows split by node.
+    c.query_drop(
+        "INSERT INTO travelrecord VALUES (1, 'u', '2024-01-02', 1.25, 3), \
+         (5000001, 'v', NULL, NULL, NULL), (10000001, 'w', NULL, 2.5, 1)",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 3);
+    assert_eq!(f.ids_on(1, "travelrecord").await, [1]);
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5_000_001]);
+    assert_eq!(f.ids_on(3, "travelrecord").await, [10_000_001]);
+    let row: Option<(String, String, String, i64)> = f
+        .backend(3)
+        .await
+        .query_first("SELECT user_id, traveldate IS NULL, fee, days FROM travelrecord")
+        .await
+        .unwrap();
+    assert_eq!(
+        row,
+        Some(("w".into(), "1".into(), "2.50".into(), 1)),
+        "values in the table's column order"
+    );
+    // The same rows with the list written out go to the same nodes (hotnews: mod on id).
+    c.query_drop("REPLACE INTO hotnews VALUES (1,'a','x'),(2,'b','y'),(3,'c','z')")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (4,'d'),(5,'e'),(6,'f')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(1, "hotnews").await, [3, 6]);
+    assert_eq!(f.ids_on(2, "hotnews").await, [1, 4]);
+    assert_eq!(f.ids_on(3, "hotnews").await, [2, 5]);
+    // sharding-by-intfile on the third column.
+    c.query_drop("INSERT INTO employee VALUES (1, 'x', 10000), (2, 'y', 10010)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(1, "employee").await, [1]);
+    assert_eq!(f.ids_on(2, "employee").await, [2]);
+    // MySQL's error for a row of the wrong length; nothing written.
+    let e = server_error(
+        c.query_drop("INSERT INTO employee VALUES (3, 'z', 10000), (4, 'q')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((e.0, e.1.as_str()), (1136, "21S01"), "{e:?}");
+    assert_eq!(f.ids_on(1, "employee").await, [1]);
+    // DDL through manx: the next INSERT sees the new column order.
+    c.query_drop("ALTER TABLE employee ADD COLUMN grade INT FIRST")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO employee VALUES (7, 3, 'z', 10010)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "employee").await, [2, 3]);
+    let grade: Option<i64> = f
+        .backend(2)
+        .await
+        .query_first("SELECT grade FROM employee WHERE id = 3")
+        .await
+        .unwrap();
+    assert_eq!(grade, Some(7));
 }

@@ -49,6 +49,8 @@ pub struct Generation {
     /// derived tables that answer metadata queries for the logical schemas list them (they
     /// differ between MySQL versions and MariaDB, never while a server runs).
     pub(super) view_columns: Mutex<ViewColumns>,
+    /// Tables' column orders, read for INSERTs without a column list (emptied after DDL).
+    pub column_orders: crate::route::ColumnOrders,
 }
 
 impl Generation {
@@ -65,6 +67,7 @@ impl Generation {
             router,
             cluster: Arc::new(cluster),
             view_columns: Mutex::default(),
+            column_orders: Default::default(),
         })
     }
 }
@@ -465,6 +468,7 @@ impl Server {
                 router,
                 cluster: cluster.clone(),
                 view_columns: Mutex::default(),
+                column_orders: Default::default(),
             });
             std::mem::replace(&mut *current, next)
         };

@@ -496,6 +496,7 @@ impl Session {
             schema: self.schema.as_deref(),
             mode: self.sql_mode,
             access,
+            columns: self.generation.as_ref().map(|g| &g.column_orders),
         }
     }
 
@@ -1436,6 +1437,77 @@ impl Session {
         }
     }
 
+    /// Reads the column order of the table an INSERT without a column list fills
+    /// ([`Routed::Columns`]) from each of its dataNodes and records it for routing
+    /// ([`crate::route::ColumnOrders`]).
+    ///
+    /// Errors: a node's own error (1146 when the table is missing there); 1105 when the nodes
+    /// define different columns (the INSERT cannot mean one thing on all of them).
+    async fn read_columns(
+        &mut self,
+        lookup: crate::route::ColumnsLookup,
+    ) -> Result<(), MysqlError> {
+        let mut agreed: Option<(String, Vec<String>)> = None;
+        for probe in &lookup.probes {
+            let mut fresh;
+            let conn: &mut dyn BackendConn = match self.pinned.get_mut(&probe.node) {
+                Some(c) => c.as_mut(),
+                None => {
+                    fresh = self
+                        .generation()
+                        .cluster
+                        .acquire(&probe.node, false)
+                        .await?;
+                    Self::apply_state(&self.state, fresh.as_mut(), &probe.node).await?;
+                    fresh.as_mut()
+                }
+            };
+            let failed = |source| crate::engine::EngineError {
+                node: probe.node.clone(),
+                source,
+                applied: None,
+            };
+            let columns: Vec<String> = match conn.query(&probe.sql).await.map_err(failed)? {
+                Response::Rows { columns, mut rows } => {
+                    let names = columns
+                        .iter()
+                        .map(|c| c.name.to_ascii_uppercase())
+                        .collect();
+                    while let Some(row) = rows.next().await {
+                        row.map_err(failed)?;
+                    }
+                    names
+                }
+                Response::Ok(_) => Vec::new(),
+            };
+            match &agreed {
+                None => agreed = Some((probe.node.clone(), columns)),
+                Some((node, first)) if *first != columns => {
+                    return Err(MysqlError::new(
+                        1105,
+                        "HY000",
+                        format!(
+                            "table {} has different columns on dataNode {node} ({}) and on dataNode {} ({}): an INSERT without a column list cannot be placed; name the columns",
+                            lookup.table,
+                            first.join(", "),
+                            probe.node,
+                            columns.join(", ")
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        if let Some((_, columns)) = agreed {
+            self.generation().column_orders.insert(
+                &lookup.schema,
+                &lookup.table,
+                Arc::from(columns),
+            );
+        }
+        Ok(())
+    }
+
     /// Finds the node of an ER child row's parent (SPEC §5.12): the parent's nodes are asked in
     /// order, on the session's pinned connection where it has one (so a parent inserted in the
     /// same transaction is found), and the INSERT is planned for the first that answers a row.
@@ -1534,6 +1606,10 @@ impl Session {
             && let Err(e) = self.end_transaction("COMMIT").await
         {
             return self.error(w, e).await;
+        }
+        if plan.ddl {
+            // Any table's columns may change (INSERT without a column list reads them again).
+            self.generation().column_orders.clear();
         }
         let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
         // A write to several dataNodes outside a transaction runs in one on each node and is
@@ -2927,11 +3003,21 @@ impl Session {
         self.server.registry.question();
         self.slot.set_status(self.status().bits());
         let mut plans = std::mem::take(&mut self.plans);
-        let routed = self
+        let mut routed = self
             .generation()
             .router
             .route_for(query, &self.view(), Some(&mut plans));
         self.plans = plans;
+        // An INSERT without a column list: its table's column order first, then again.
+        if let Ok(Routed::Columns(lookup)) = routed {
+            if let Err(e) = self.read_columns(lookup).await {
+                return self.error(w, e).await;
+            }
+            routed = self
+                .generation()
+                .router
+                .route_for(query, &self.view(), None);
+        }
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         // Every statement starts a new warnings list, except those that read it.
         if (self.warning_count > 0 || !self.warnings.is_empty())
@@ -2962,7 +3048,7 @@ impl Session {
                         Err(e) => self.error(w, e).await,
                     },
                     Ok(Routed::Local(l)) => self.local(l, w).await,
-                    Ok(Routed::Metadata(_)) | Ok(Routed::Sequence(_)) => {
+                    Ok(Routed::Metadata(_)) | Ok(Routed::Sequence(_)) | Ok(Routed::Columns(_)) => {
                         self.next_insert_id = None;
                         let e = MysqlError::new(
                             1003,
@@ -2982,6 +3068,17 @@ impl Session {
                 Ok(plan) => self.execute(plan, w).await,
                 Err(e) => self.error(w, e).await,
             },
+            Ok(Routed::Columns(lookup)) => {
+                let e = MysqlError::new(
+                    1105,
+                    "HY000",
+                    format!(
+                        "the column order of table {} changed while the INSERT was routed: try again",
+                        lookup.table
+                    ),
+                );
+                self.error(w, e).await
+            }
         }
     }
 }

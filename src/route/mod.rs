@@ -36,8 +36,9 @@ pub use lex::SqlMode;
 pub use lex::split_statements;
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
-    Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
-    ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
+    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Grouping, Having, HostHint, Local, Merge,
+    OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey,
+    Target,
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;
@@ -107,8 +108,47 @@ impl RouteError {
     }
 }
 
+/// The column order of tables as their dataNodes define them, by (logical schema, upper-cased
+/// table name): what an INSERT without a column list means (module `statement::insert`). The
+/// session fills it when the router asks ([`Routed::Columns`]); it is emptied after DDL run
+/// through manx, and each configuration generation starts with an empty one.
+#[derive(Debug, Default)]
+pub struct ColumnOrders {
+    tables: std::sync::RwLock<std::collections::HashMap<SchemaTable, Arc<[String]>>>,
+}
+
+/// A logical schema and an upper-cased table name.
+type SchemaTable = (String, String);
+
+impl ColumnOrders {
+    /// The columns of `table` (upper-cased) of `schema`, in order, if known.
+    pub fn get(&self, schema: &str, table: &str) -> Option<Arc<[String]>> {
+        self.tables
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(schema.to_string(), table.to_string()))
+            .cloned()
+    }
+
+    /// Records the columns of `table` (upper-cased) of `schema`.
+    pub fn insert(&self, schema: &str, table: &str, columns: Arc<[String]>) {
+        self.tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((schema.to_string(), table.to_string()), columns);
+    }
+
+    /// Forgets every table (after DDL: any table may have changed).
+    pub fn clear(&self) {
+        self.tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+}
+
 /// What routing needs of the session besides the statement: its current schema, the lexing
-/// part of its `sql_mode`, and what its user may reach.
+/// part of its `sql_mode`, what its user may reach, and the column orders read so far.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SessionView<'a> {
     /// The current logical schema (`USE`), if any.
@@ -118,6 +158,9 @@ pub struct SessionView<'a> {
     /// The user's schemas, `readOnly` and `<privileges>`; `None` for no restriction (the
     /// gateway's own statements and tests of routing alone).
     pub access: Option<&'a Access>,
+    /// Tables' column orders (INSERT without a column list); `None`: such an INSERT into a
+    /// table whose placement needs them gets Mycat's error (`manx route`, routing tests).
+    pub columns: Option<&'a ColumnOrders>,
 }
 
 impl<'a> SessionView<'a> {

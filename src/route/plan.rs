@@ -320,4 +320,18 @@ pub enum Routed {
     /// A query of `information_schema`, answered for the user's logical schemas once the
     /// session knows them (module `metadata`).
     Metadata(super::metadata::MetadataQuery),
+    /// An INSERT without a column list whose placement needs the table's column order: the
+    /// session reads it ([`super::ColumnOrders`]) and routes the statement again.
+    Columns(ColumnsLookup),
+}
+
+/// The table whose column order an INSERT without a column list needs ([`Routed::Columns`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnsLookup {
+    /// The logical schema and the upper-cased table name: the key of [`super::ColumnOrders`].
+    pub schema: String,
+    pub table: String,
+    /// `SELECT * FROM <table as the statement spells it> LIMIT 0` for each dataNode of the
+    /// table: their result columns are its column order, which must agree.
+    pub probes: Vec<Target>,
 }

@@ -15,7 +15,14 @@ pub(super) fn insert_route(
     // Values read from other tables (INSERT ... SELECT, subqueries in VALUES): each node reads
     // only its own rows of a non-global table.
     if let Some(o) = occurrences.iter().find(|o| !is_global(ctx, o)) {
-        return insert_select(ctx, insert, occurrences, &table, o);
+        let columns = match ctx.table(&table) {
+            Some(t) => match insert_columns(ctx, insert, t)? {
+                ControlFlow::Continue(columns) => columns,
+                ControlFlow::Break(read_first) => return Ok(read_first),
+            },
+            None => Vec::new(),
+        };
+        return insert_select(ctx, insert, &columns, occurrences, &table, o);
     }
     let Some(t) = ctx.table(&table) else {
         return match &ctx.s.default_node {
@@ -23,8 +30,20 @@ pub(super) fn insert_route(
             None => Err(unknown_table(&table, &ctx.s.name)),
         };
     };
+    // The column list, as written or read from the table (Break: read it first); only what
+    // places rows needs it.
+    let needs_columns = t.auto_increment
+        || t.rule.is_some()
+        || matches!(t.kind, TableKind::Child { .. } if t.rule.is_none());
+    let columns = match needs_columns && t.kind != TableKind::Global {
+        true => match insert_columns(ctx, insert, t)? {
+            ControlFlow::Continue(columns) => columns,
+            ControlFlow::Break(read_first) => return Ok(read_first),
+        },
+        false => Vec::new(),
+    };
     if t.auto_increment
-        && let Some(routed) = auto_increment(ctx, insert, t)?
+        && let Some(routed) = auto_increment(ctx, insert, &columns, t)?
     {
         return Ok(routed);
     }
@@ -40,7 +59,7 @@ pub(super) fn insert_route(
                 parent_key,
             },
             None,
-        ) => return parent_lookup(ctx, insert, t, parent, join_key, parent_key),
+        ) => return parent_lookup(ctx, insert, &columns, t, parent, join_key, parent_key),
         (_, None) => return Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::Sum)),
         (_, Some(rule)) => rule,
     };
@@ -86,17 +105,7 @@ pub(super) fn insert_route(
             OkMerge::Sum,
         ));
     }
-    if insert.columns.is_empty() {
-        return Err(RouteError::syntax(format!(
-            "partition table {}, insert must provide ColumnList",
-            t.name
-        )));
-    }
-    let Some(position) = insert.columns.iter().position(|c| {
-        c.0.last()
-            .and_then(|p| p.as_ident())
-            .is_some_and(|i| i.value.eq_ignore_ascii_case(column))
-    }) else {
+    let Some(position) = columns.iter().position(|c| c.eq_ignore_ascii_case(column)) else {
         return Err(RouteError::syntax(format!(
             "bad insert sql (sharding column:{column} not provided) for table {}",
             t.name
@@ -112,7 +121,7 @@ pub(super) fn insert_route(
     let mut by_node: std::collections::BTreeMap<String, Vec<usize>> =
         std::collections::BTreeMap::new();
     for (i, row) in values.rows.iter().enumerate() {
-        if row.len() != insert.columns.len() {
+        if row.len() != columns.len() {
             return Err(RouteError {
                 code: 1136,
                 state: "21S01",
@@ -165,6 +174,68 @@ pub(super) fn insert_route(
     }))
 }
 
+/// The columns an INSERT fills, upper-cased: its column list, or without one the table's own
+/// order (MySQL: "If you do not specify a list of column names ..., values for every column
+/// in the table must be provided"), read from its dataNodes once ([`super::super::ColumnOrders`]).
+/// `INSERT ... SET` has no list and needs none (empty). `Break`: the order must be read
+/// first ([`Routed::Columns`]).
+///
+/// Errors: Mycat's `insert must provide ColumnList` where the order cannot be read (routing
+/// without a session).
+fn insert_columns(
+    ctx: &Ctx<'_>,
+    insert: &sqlparser::ast::Insert,
+    t: &TableRoute,
+) -> Result<ControlFlow<Routed, Vec<String>>, RouteError> {
+    if !insert.columns.is_empty() || insert.source.is_none() {
+        return Ok(ControlFlow::Continue(
+            insert
+                .columns
+                .iter()
+                .map(|c| {
+                    c.0.last()
+                        .and_then(|p| p.as_ident())
+                        .map_or_else(String::new, |i| i.value.to_ascii_uppercase())
+                })
+                .collect(),
+        ));
+    }
+    let Some(orders) = ctx.columns else {
+        return Err(RouteError::syntax(format!(
+            "partition table {}, insert must provide ColumnList",
+            t.name
+        )));
+    };
+    if let Some(columns) = orders.get(&ctx.s.name, &t.name) {
+        return Ok(ControlFlow::Continue(columns.to_vec()));
+    }
+    // The table as the statement spells it (backends may distinguish letter case).
+    let spelled = match &insert.table {
+        TableObject::TableName(name) => name.0.last().and_then(|p| p.as_ident()).cloned(),
+        _ => None,
+    }
+    .ok_or_else(|| RouteError::syntax("INSERT INTO a table function is not supported"))?;
+    let probe = format!(
+        "SELECT * FROM `{}` LIMIT 0",
+        spelled.value.replace('`', "``")
+    );
+    let probes = t
+        .nodes
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|node| Target {
+            node: node.clone(),
+            sql: Arc::from(probe.as_str()),
+        })
+        .collect();
+    Ok(ControlFlow::Break(Routed::Columns(ColumnsLookup {
+        schema: ctx.s.name.clone(),
+        table: t.name.clone(),
+        probes,
+    })))
+}
+
 /// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the
 /// expression's SQL text (so `NULL` is the text `NULL`, as in Mycat).
 /// `INSERT ... SELECT` reading a non-global table: run where the rows are read, which is right
@@ -175,6 +246,7 @@ pub(super) fn insert_route(
 pub(super) fn insert_select(
     ctx: &Ctx<'_>,
     insert: &sqlparser::ast::Insert,
+    columns: &[String],
     occurrences: &[Occurrence],
     table: &str,
     first: &Occurrence,
@@ -243,11 +315,9 @@ pub(super) fn insert_select(
     let Some(src_rule) = &src.rule else {
         return refuse("the source table has no sharding rule");
     };
-    let position = insert.columns.iter().position(|c| {
-        c.0.last()
-            .and_then(|p| p.as_ident())
-            .is_some_and(|i| i.value.eq_ignore_ascii_case(&rule.column))
-    });
+    let position = columns
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case(&rule.column));
     let item = position.and_then(|k| sel.projection.get(k));
     let fed = match item {
         Some(SelectItem::UnnamedExpr(e)) | Some(SelectItem::ExprWithAlias { expr: e, .. }) => {
@@ -282,6 +352,7 @@ pub(super) fn insert_select(
 pub(super) fn parent_lookup(
     ctx: &Ctx<'_>,
     insert: &sqlparser::ast::Insert,
+    columns: &[String],
     t: &TableRoute,
     parent: &str,
     join_key: &str,
@@ -320,7 +391,10 @@ pub(super) fn parent_lookup(
                     t.name
                 )));
             }
-            let position = insert.columns.iter().position(named).ok_or_else(missing)?;
+            let position = columns
+                .iter()
+                .position(|c| c.eq_ignore_ascii_case(join_key))
+                .ok_or_else(missing)?;
             values.rows[0].get(position).ok_or_else(missing)?
         }
     };
@@ -478,6 +552,7 @@ pub(super) fn sequence_calls(stmt: &str) -> Option<SequenceRewrite> {
 pub(super) fn auto_increment(
     ctx: &Ctx<'_>,
     insert: &sqlparser::ast::Insert,
+    columns: &[String],
     t: &TableRoute,
 ) -> Result<Option<Routed>, RouteError> {
     let Some(pk) = &t.primary_key else {
@@ -486,11 +561,8 @@ pub(super) fn auto_increment(
             t.name
         )));
     };
-    if insert.columns.iter().any(|c| {
-        c.0.last()
-            .and_then(|p| p.as_ident())
-            .is_some_and(|i| i.value.eq_ignore_ascii_case(pk))
-    }) {
+    // Named, or given by position in an INSERT without a column list.
+    if columns.iter().any(|c| c.eq_ignore_ascii_case(pk)) {
         return Ok(None);
     }
     let Some(first) = insert

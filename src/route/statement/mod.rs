@@ -21,8 +21,8 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SequenceEdit,
-    SequenceRewrite, SessionView, TableRoute, Target,
+    ColumnsLookup, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute,
+    SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
 
@@ -145,6 +145,10 @@ pub(super) fn route(
                 Routed::Sequence(_) => Err(RouteError::syntax(
                     "insert sql using mycat seq,you must provide primaryKey value for explain",
                 )),
+                Routed::Columns(c) => Err(RouteError::syntax(format!(
+                    "EXPLAIN of an INSERT without a column list into {}: give the column list",
+                    c.table
+                ))),
                 Routed::Local(_) | Routed::Metadata(_) => Err(RouteError::syntax(format!(
                     "EXPLAIN of a statement the gateway answers itself: {inner}"
                 ))),
@@ -595,7 +599,13 @@ fn parsed_statement(
             edits.push(call, Replacement::Text(literal.clone()));
         }
     }
-    let ctx = Ctx { r, s, stmt, edits };
+    let ctx = Ctx {
+        r,
+        s,
+        stmt,
+        edits,
+        columns: view.columns,
+    };
     // Occurrences that name configured-or-unknown tables of this schema (not CTEs, not system
     // tables, not other schemas).
     let occurrences: Vec<Occurrence> = c
@@ -810,6 +820,8 @@ struct Ctx<'a> {
     stmt: &'a str,
     /// Per-node replacements (schema qualifiers, DATABASE()).
     edits: Edits,
+    /// Tables' column orders read so far (INSERT without a column list).
+    columns: Option<&'a super::ColumnOrders>,
 }
 
 impl Ctx<'_> {

@@ -169,6 +169,7 @@ pub(super) fn select(
                 s: ctx.s,
                 stmt: ctx.stmt,
                 edits,
+                columns: ctx.columns,
             };
             &limited
         }

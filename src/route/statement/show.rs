@@ -152,6 +152,7 @@ pub(super) fn show(
                 s,
                 stmt,
                 edits: Edits::default(),
+                columns: view.columns,
             };
             Ok(ctx.plan_any(&s.nodes))
         }
