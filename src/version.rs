@@ -12,3 +12,24 @@ pub const VERSION_COMMENT: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (Mycat-compatible MySQL gateway)"
 );
+
+static ANNOUNCED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Announces MySQL version `number` (server.xml's `fakeMySQLVersion`, e.g. `8.0.33`) instead of
+/// 5.7.25 for the rest of the process: [`server_version`] becomes `<number>-manx-<version>`.
+/// Mycat replaces the part before the first `-` the same way (SPEC §3.2). Set once, at
+/// start-up (a reload does not change it, as in Mycat); later calls are ignored.
+pub fn announce(number: Option<&str>) {
+    if let Some(n) = number {
+        let _ = ANNOUNCED.set(format!("{n}-manx-{}", env!("CARGO_PKG_VERSION")));
+    }
+}
+
+/// The version string the greeting, `@@version` and `VERSION()` answer: [`SERVER_VERSION`]
+/// unless [`announce`] named another number.
+pub fn server_version() -> &'static str {
+    ANNOUNCED
+        .get()
+        .map(String::as_str)
+        .unwrap_or(SERVER_VERSION)
+}

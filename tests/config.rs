@@ -537,3 +537,22 @@ fn privileges_must_name_existing_schemas_and_tables() {
     );
     assert!(!e.contains("hotnews "), "{e}");
 }
+
+#[test]
+fn fake_mysql_version_must_be_a_version_number() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replacen(
+            "<system>",
+            "<system>\n\t\t<property name=\"fakeMySQLVersion\">8.0.33'; x</property>",
+            1,
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "server.xml", "name=\"fakeMySQLVersion\"");
+    assert!(
+        e.contains(&format!(
+            "server.xml:{line}: <property name=\"fakeMySQLVersion\">: fakeMySQLVersion '8.0.33'; x' is not a MySQL version number"
+        )),
+        "{e}"
+    );
+}

@@ -1038,3 +1038,42 @@ async fn inserts_without_a_column_list_land_where_the_listed_form_would() {
         .unwrap();
     assert_eq!(grade, Some(7));
 }
+
+/// SHOW TABLES lists a schema's tables as schema.xml spells them; `fakeMySQLVersion` is the
+/// version the greeting, `SELECT VERSION()` and `SELECT @@version` give; the labels of the
+/// SELECTs the gateway answers are the expressions as the client wrote them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_spelling_version_and_labels_are_what_the_client_expects() {
+    let f = Fixture::start(
+        "spell",
+        Extra {
+            schema_xml: r#"<schema name="SPELL"><table name="T_Bill_Item" dataNode="dn1" /><table name="lower_one" dataNode="dn1,dn2" type="global" /></schema>"#.into(),
+            users_xml: format!(
+                r#"<user name="sp"><property name="password">sp</property><property name="schemas">SPELL</property></user>{}"#,
+                common::system_xml(&[("fakeMySQLVersion", "8.0.33")])
+            ),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "sp", "sp", Some("SPELL")))
+        .await
+        .unwrap();
+    let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
+    assert_eq!(tables, ["lower_one", "T_Bill_Item"]);
+    assert_eq!(c.server_version(), (8, 0, 33));
+    let mut result = c.query_iter("SELECT VERSION()").await.unwrap();
+    let label = result.columns().unwrap()[0].name_str().into_owned();
+    let version: Vec<String> = result.collect().await.unwrap();
+    assert_eq!(label, "VERSION()");
+    assert!(version[0].starts_with("8.0.33-manx-"), "{version:?}");
+    let via_variable: Option<String> = c.query_first("select @@version").await.unwrap();
+    assert_eq!(via_variable.as_deref(), Some(version[0].as_str()));
+    let mut result = c.query_iter("select Database()").await.unwrap();
+    let label = result.columns().unwrap()[0].name_str().into_owned();
+    let schema: Vec<String> = result.collect().await.unwrap();
+    assert_eq!(
+        (label.as_str(), schema[0].as_str()),
+        ("Database()", "SPELL")
+    );
+}

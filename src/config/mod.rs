@@ -199,6 +199,9 @@ pub struct SystemConfig {
     pub charset: String,
     /// `mycatVersion` (manx only, DECISIONS.md item 2): which Mycat's placement rules to follow.
     pub mycat_version: MycatVersion,
+    /// `fakeMySQLVersion` (SPEC §3.2): the MySQL version number the gateway announces in
+    /// place of 5.7.25 (greeting, `@@version`, `VERSION()`); digits and dots, checked.
+    pub fake_mysql_version: Option<String>,
     /// `dataNodeHeartbeatPeriod` in milliseconds, default 10 000 (SPEC §3.2, §4.6): how often every
     /// writeHost and readHost runs its dataHost's heartbeat statement.
     pub heartbeat_period_ms: u64,
@@ -376,7 +379,10 @@ pub enum TableKind {
 /// A `schema.xml` `<table>` (names upper-cased, SPEC §1.3).
 #[derive(Debug, Clone)]
 pub struct TableConfig {
+    /// Upper-cased (names match without letter case, as in Mycat).
     pub name: String,
+    /// As schema.xml spells it (`SHOW TABLES` lists it so).
+    pub spelled: String,
     pub kind: TableKind,
     /// Expanded dataNode list; the position is the partition index.
     pub data_nodes: Vec<String>,
@@ -721,6 +727,7 @@ impl Default for SystemConfig {
             shutdown_timeout_s: 30,
             charset: "utf8".to_string(),
             mycat_version: MycatVersion::V1_6_7_6,
+            fake_mysql_version: None,
             heartbeat_period_ms: 10_000,
             heartbeat_timeout_ms: 30_000,
             max_packet_size: 16 * 1024 * 1024,

@@ -252,6 +252,7 @@ fn load_tables(
             }
             Some(TableConfig {
                 name: n.replace('`', "").to_ascii_uppercase(),
+                spelled: n.replace('`', ""),
                 kind: kind.clone(),
                 data_nodes: data_nodes.clone(),
                 primary_key: t
@@ -327,6 +328,7 @@ fn load_children(
         };
         let child = TableConfig {
             name: name.replace('`', "").to_ascii_uppercase(),
+            spelled: name.replace('`', ""),
             kind: TableKind::Child {
                 parent: parent.name.clone(),
                 join_key: join_key.to_ascii_uppercase(),

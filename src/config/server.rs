@@ -273,6 +273,25 @@ pub(super) fn load(
                         format!("requireSecureTransport '{value}' is not true or false"),
                     )),
                 },
+                "fakeMySQLVersion" => {
+                    let parts: Vec<&str> = value.split('.').collect();
+                    if parts.len() >= 2
+                        && parts.len() <= 3
+                        && parts
+                            .iter()
+                            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+                    {
+                        system.fake_mysql_version = Some(value.clone());
+                    } else {
+                        errors.push(ConfigError::new(
+                            &origin,
+                            element,
+                            format!(
+                                "fakeMySQLVersion '{value}' is not a MySQL version number (such as 5.6.29 or 8.0.33)"
+                            ),
+                        ));
+                    }
+                }
                 "mycatVersion" => match value.as_str() {
                     "1.6.5" => system.mycat_version = MycatVersion::V1_6_5,
                     "1.6.7.5" => system.mycat_version = MycatVersion::V1_6_7_5,

@@ -364,7 +364,7 @@ fn show(server: &Arc<Server>, norm: &str, sql: &str) -> Answer {
         },
         ("@@version", None) => Answer::Rows {
             columns: vec![("VERSION", TEXT)],
-            rows: vec![vec![text(crate::version::SERVER_VERSION)]],
+            rows: vec![vec![text(crate::version::server_version())]],
         },
         ("@@time.current", None) => Answer::Rows {
             columns: vec![("TIMESTAMP", LONGLONG)],

@@ -265,6 +265,7 @@ impl Server {
         })?;
         let sequences = Sequences::new(&config);
         let connections = limits::Connections::new(config.system.max_connections);
+        crate::version::announce(config.system.fake_mysql_version.as_deref());
         let first = reload::Generation::first(config, timeouts)?;
         Ok(Server {
             reloads: reload::Reloads::new(first, timeouts),

@@ -643,7 +643,8 @@ impl Session {
                 | Local::LastInsertId(_)
                 | Local::WarningCount(_)
                 | Local::Autocommit(_)
-                | Local::Database
+                | Local::Database(_)
+                | Local::Version(_)
                 | Local::ConnectionId(_)
                 | Local::VersionComment
                 | Local::MaxAllowedPacket(_)
@@ -865,13 +866,12 @@ impl Session {
                 rw.finish().await
             }
             Local::LastInsertId(label) => write_unsigned(w, label, self.last_insert_id).await,
-            Local::Database => {
-                write_text_rows(
-                    w,
-                    &["DATABASE()"],
-                    std::iter::once(vec![self.schema.clone()]),
-                )
-                .await
+            Local::Database(label) => {
+                write_text_rows(w, &[&label], std::iter::once(vec![self.schema.clone()])).await
+            }
+            Local::Version(label) => {
+                let version = crate::version::server_version().to_string();
+                write_text_rows(w, &[&label], std::iter::once(vec![Some(version)])).await
             }
         }
     }
@@ -2458,7 +2458,7 @@ impl AsyncMysqlShim<Writer> for Session {
     type Error = io::Error;
 
     fn version(&self) -> String {
-        crate::version::SERVER_VERSION.to_string()
+        crate::version::server_version().to_string()
     }
 
     fn connect_id(&self) -> u32 {

@@ -186,6 +186,8 @@ pub struct Rule {
 pub struct TableRoute {
     /// Upper-cased logical name.
     pub name: String,
+    /// The name as schema.xml spells it.
+    pub spelled: String,
     pub kind: TableKind,
     /// dataNode names; the position is the partition index.
     pub nodes: Vec<String>,
@@ -437,6 +439,7 @@ impl Router {
                     t.name.clone(),
                     TableRoute {
                         name: t.name.clone(),
+                        spelled: t.spelled.clone(),
                         kind: t.kind.clone(),
                         nodes: t.data_nodes.clone(),
                         rule,

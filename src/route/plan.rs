@@ -228,8 +228,11 @@ pub enum Local {
     Rollback,
     /// `SELECT @@version_comment [LIMIT 1]`.
     VersionComment,
-    /// `SELECT DATABASE()` / `SELECT SCHEMA()`.
-    Database,
+    /// `SELECT DATABASE()` / `SELECT SCHEMA()` (the label as written).
+    Database(String),
+    /// `SELECT VERSION()` / `SELECT @@version` (the label as written): the version the greeting
+    /// announced ([`crate::version::server_version`]).
+    Version(String),
     /// `SELECT @@autocommit` / `SELECT @@session.autocommit` (the label as written): the
     /// session's own setting, which its backend connections do not carry.
     Autocommit(String),

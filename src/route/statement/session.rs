@@ -11,7 +11,7 @@ pub(super) fn canned_select(stmt: &str) -> Option<Local> {
     let canned_start = w.next().is_some_and(|x| x.eq_ignore_ascii_case("select"))
         && w.next().is_some_and(|x| {
             x.starts_with('@')
-                || ["database()", "schema()", "connection_id()"]
+                || ["database()", "schema()", "connection_id()", "version()"]
                     .iter()
                     .any(|f| x.eq_ignore_ascii_case(f))
         });
@@ -23,7 +23,13 @@ pub(super) fn canned_select(stmt: &str) -> Option<Local> {
         "select @@version_comment limit 1" | "select @@version_comment" => {
             Some(Local::VersionComment)
         }
-        "select database()" | "select schema()" => Some(Local::Database),
+        "select database()" | "select schema()" => {
+            Some(Local::Database(stmt[6..].trim().to_string()))
+        }
+        // Mycat answers the version itself (its `SelectHandler`): the one the greeting gave.
+        "select version()" | "select @@version" | "select @@global.version" => {
+            Some(Local::Version(stmt[6..].trim().to_string()))
+        }
         "select connection_id()" => Some(Local::ConnectionId(stmt[6..].trim().to_string())),
         "select @@max_allowed_packet"
         | "select @@session.max_allowed_packet"

@@ -459,11 +459,12 @@ pub(super) fn show_tables(
         && filter_where.is_none()
     {
         // A table the user's `<privileges>` deny everything on is not listed (MariaDB's rule).
+        // As schema.xml spells them (Mycat upper-cases them all).
         let tables = s
             .tables
-            .keys()
-            .filter(|t| !view.access.is_some_and(|a| a.denies_all(&s.name, t)))
-            .map(|t| t.to_ascii_lowercase())
+            .values()
+            .filter(|t| !view.access.is_some_and(|a| a.denies_all(&s.name, &t.name)))
+            .map(|t| t.spelled.clone())
             .filter(|t| pattern.is_none_or(|p| like(t, p)))
             .collect();
         return Ok(Routed::Local(Local::ShowTables {

@@ -24,6 +24,8 @@ enum Source {
     Text(&'static str),
     /// A PostgreSQL expression over the session (its text, parsed as PostgreSQL).
     Sql(&'static str),
+    /// The version the gateway announces ([`crate::version::server_version`]).
+    Version,
 }
 
 /// `@@time_zone` as MySQL prints it: `SYSTEM` while the session keeps the server's zone, the
@@ -90,7 +92,7 @@ const VARIABLES: &[(&str, Source)] = &[
     ("transaction_read_only", Source::Sql(READ_ONLY_TX)),
     ("tx_isolation", Source::Sql(ISOLATION)),
     ("tx_read_only", Source::Sql(READ_ONLY_TX)),
-    ("version", Source::Text(crate::version::SERVER_VERSION)),
+    ("version", Source::Version),
     (
         "version_comment",
         Source::Text(crate::version::VERSION_COMMENT),
@@ -121,6 +123,7 @@ fn source_expr(source: Source) -> Result<Expr, DialectError> {
     Ok(match source {
         Source::Number(n) => Expr::value(Value::Number(n.to_string(), false)),
         Source::Text(s) => string(s),
+        Source::Version => string(crate::version::server_version()),
         Source::Sql(sql) => Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
             .try_with_sql(sql)
             .and_then(|mut p| p.parse_expr())
