@@ -36,7 +36,7 @@ pub use lex::SqlMode;
 pub use lex::split_statements;
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
-    Aggregate, ColumnRef, CompareOp, Grouping, Having, HostHint, Local, Merge, OkMerge,
+    Aggregate, ColumnRef, CompareOp, Completion, Grouping, Having, HostHint, Local, Merge, OkMerge,
     ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;

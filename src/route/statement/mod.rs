@@ -21,10 +21,11 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute, SequenceEdit,
-    SequenceRewrite, SessionView, TableRoute, Target,
+    Completion, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute,
+    SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
+use crate::sqltext::SavepointName;
 
 mod ddl;
 mod hints;
