@@ -98,6 +98,40 @@ async fn savepoints_span_every_node_including_those_that_join_later() {
     );
 }
 
+/// A write to several dataNodes that failed on some after others applied it leaves the
+/// transaction only to be rolled back; going back to a savepoint set before it puts every node
+/// in the same state again, and the transaction goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_to_a_savepoint_repairs_a_write_that_failed_on_some_nodes() {
+    let f = Fixture::start("sprepair", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("BEGIN").await.unwrap();
+    insert(&mut c, DN2).await;
+    c.query_drop("SAVEPOINT before").await.unwrap();
+    // dn1 takes its row, dn2 refuses its duplicate.
+    let sql = format!("INSERT INTO travelrecord (id, user_id) VALUES ({DN1}, 'a'), ({DN2}, 'dup')");
+    let (code, _, message) = server_error(c.query_drop(&sql).await.unwrap_err());
+    assert_eq!(code, 1062, "{message}");
+    // Only ROLLBACK (or ROLLBACK TO) may follow.
+    fails(&mut c, "SAVEPOINT later", 1003, "HY000").await;
+    fails(&mut c, "RELEASE SAVEPOINT before", 1003, "HY000").await;
+    c.query_drop("ROLLBACK TO before").await.unwrap();
+    assert_eq!(seen(&mut c).await, [DN2]);
+    insert(&mut c, DN3).await;
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(on_backends(&f).await, [vec![], vec![DN2], vec![DN3]]);
+
+    // Without the savepoint the transaction can only be rolled back (unchanged behaviour).
+    c.query_drop("BEGIN").await.unwrap();
+    let sql = format!(
+        "INSERT INTO travelrecord (id, user_id) VALUES ({}, 'a'), ({DN2}, 'dup')",
+        DN1 + 1
+    );
+    c.query_drop(&sql).await.unwrap_err();
+    fails(&mut c, "COMMIT", 1003, "HY000").await;
+    assert_eq!(on_backends(&f).await, [vec![], vec![DN2], vec![DN3]]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn savepoint_names_follow_mysql_rules() {
     let f = Fixture::start("spnames", Extra::default()).await;
