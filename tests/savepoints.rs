@@ -526,3 +526,45 @@ async fn savepoints_on_postgresql_nodes() {
         assert_eq!(pg_ids(&dbs[2]).await, [8], "{prefix}");
     }
 }
+
+/// `mariadb-dump --single-transaction` (START TRANSACTION WITH CONSISTENT SNAPSHOT, UNLOCK
+/// TABLES, then per table SAVEPOINT sp / ROLLBACK TO SAVEPOINT sp / RELEASE SAVEPOINT sp)
+/// dumps a sharded table's rows from every dataNode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_dump_single_transaction_through_the_gateway() {
+    let f = Fixture::start("spdump", Extra::default()).await;
+    let mut c = f.client().await;
+    for id in [DN1, DN2, DN3] {
+        insert(&mut c, id).await;
+    }
+    let port = f.port;
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("mariadb-dump")
+            .args([
+                "-h127.0.0.1",
+                &format!("-P{port}"),
+                "-uroot",
+                "-p123456",
+                "--skip-ssl",
+                "--single-transaction",
+                "--no-tablespaces",
+                "TESTDB",
+                "travelrecord",
+                "company",
+            ])
+            .output()
+            .expect("mariadb-dump is installed (with the mariadb client)")
+    })
+    .await
+    .unwrap();
+    let dump = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{dump}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for id in [DN1, DN2, DN3] {
+        assert!(dump.contains(&format!("({id},'u{id}'")), "{id}: {dump}");
+    }
+    assert!(dump.contains("CREATE TABLE `company`"), "{dump}");
+}

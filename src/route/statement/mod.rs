@@ -119,6 +119,18 @@ pub(super) fn route(
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
         }
+        // `UNLOCK TABLES` alone (mysqldump --single-transaction sends it after its START
+        // TRANSACTION): the session cannot hold table locks or the global read lock, as
+        // `LOCK TABLES` and `FLUSH TABLES WITH READ LOCK` are refused, so there is nothing to
+        // unlock and MySQL answers OK without ending the transaction.
+        "UNLOCK"
+            if matches!(
+                scan::words_before_comment(stmt).as_slice(),
+                [_, t] if t == "TABLES" || t == "TABLE"
+            ) =>
+        {
+            Ok(Routed::Local(Local::Ok))
+        }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
         "EXPLAIN" if words.len() > 1 => {
