@@ -332,9 +332,71 @@ pub fn rename_system_variables(sql: &str, renames: &[(&str, &str)]) -> Option<St
     changed.then_some(out)
 }
 
+/// A savepoint name the gateway accepted from a client (`SAVEPOINT name`, module `route`):
+/// 1 to 64 ASCII letters, digits, `_` or `$` (not digits only when unquoted), written bare or
+/// in backquotes. Anything else is refused: the name is the only text of a client's savepoint
+/// statement that reaches a backend, and it reaches it re-quoted by the backend's own rules
+/// ([`SavepointName::mysql`], [`SavepointName::postgres`]), never as the client wrote it.
+///
+/// MySQL compares savepoint names without regard to case: two names are the same savepoint
+/// when their [`SavepointName::key`]s are equal, and backends are sent the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavepointName {
+    /// The name in lower case: what identifies it and what backends get.
+    key: String,
+    /// The name as the client wrote it, without its backquotes (for messages).
+    written: String,
+}
+
+/// Longest savepoint name accepted (MySQL's identifier limit).
+const MAX_SAVEPOINT_NAME: usize = 64;
+
+impl SavepointName {
+    /// Reads one token of a statement as a savepoint name: a bare identifier, or a backquoted
+    /// one (`` ` `` doubled inside, which the allowed characters exclude anyway). `None` for
+    /// anything else.
+    pub fn parse(token: &str) -> Option<SavepointName> {
+        let (inner, quoted) = match token.strip_prefix('`') {
+            Some(rest) => (rest.strip_suffix('`')?, true),
+            None => (token, false),
+        };
+        let allowed = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
+        let ok = !inner.is_empty()
+            && inner.len() <= MAX_SAVEPOINT_NAME
+            && inner.bytes().all(allowed)
+            && (quoted || !inner.bytes().all(|c| c.is_ascii_digit()));
+        ok.then(|| SavepointName {
+            key: inner.to_ascii_lowercase(),
+            written: inner.to_string(),
+        })
+    }
+
+    /// The name that identifies the savepoint (lower case).
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The name as the client wrote it (without backquotes), for messages.
+    pub fn written(&self) -> &str {
+        &self.written
+    }
+
+    /// The name as a MySQL identifier: `` `key` ``.
+    pub fn mysql(&self) -> String {
+        format!("`{}`", self.key)
+    }
+
+    /// The name as a PostgreSQL identifier: `"key"`.
+    pub fn postgres(&self) -> String {
+        format!("\"{}\"", self.key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{binary_literals_as_hex, first_keyword, quoted_end, rename_system_variables};
+    use super::{
+        SavepointName, binary_literals_as_hex, first_keyword, quoted_end, rename_system_variables,
+    };
 
     #[test]
     fn quotes_end_where_mysql_ends_them() {
@@ -437,5 +499,36 @@ mod tests {
             binary_literals_as_hex(b"SELECT t._binary 'x', @_binary 'y'", true),
             None
         );
+    }
+    #[test]
+    fn savepoint_names_are_identifiers_only() {
+        let n = SavepointName::parse("Sa_1$").unwrap();
+        assert_eq!((n.key(), n.written()), ("sa_1$", "Sa_1$"));
+        assert_eq!(n.mysql(), "`sa_1$`");
+        assert_eq!(n.postgres(), "\"sa_1$\"");
+        assert_eq!(SavepointName::parse("`sp`").unwrap().key(), "sp");
+        assert_eq!(SavepointName::parse("`12`").unwrap().key(), "12");
+        assert_eq!(SavepointName::parse("1a").unwrap().key(), "1a");
+        for bad in [
+            "",
+            "``",
+            "12",
+            "a b",
+            "`a b`",
+            "a;",
+            "a`b",
+            "`a``b`",
+            "`a",
+            "a`",
+            "'a'",
+            "\"a\"",
+            "a-b",
+            "é",
+            "a/*",
+            &"x".repeat(65),
+        ] {
+            assert_eq!(SavepointName::parse(bad), None, "{bad}");
+        }
+        assert!(SavepointName::parse(&"x".repeat(64)).is_some());
     }
 }

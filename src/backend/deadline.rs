@@ -212,6 +212,15 @@ impl BackendConn for Deadline {
         bounded(self.timeout, self.expiry(), self.inner.begin()).await
     }
 
+    async fn savepoint(
+        &mut self,
+        op: super::SavepointOp,
+        name: &crate::sqltext::SavepointName,
+    ) -> Result<(), BackendError> {
+        self.usable()?;
+        bounded(self.timeout, self.expiry(), self.inner.savepoint(op, name)).await
+    }
+
     async fn describe(&mut self, sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
         self.usable()?;
         bounded(self.timeout, self.expiry(), self.inner.describe(sql)).await

@@ -136,6 +136,42 @@ impl BackendError {
 
 /// A connection to one physical database server, checked out of its pool. Dropping it returns
 /// it to the pool.
+/// A savepoint statement of a client's transaction ([`BackendConn::savepoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavepointOp {
+    /// `SAVEPOINT name`.
+    Set,
+    /// `ROLLBACK TO SAVEPOINT name`: the work since it is undone, it stays, later ones go.
+    RollbackTo,
+    /// `RELEASE SAVEPOINT name`: it and later ones go, the work stays.
+    Release,
+}
+
+impl SavepointOp {
+    /// The statement in MySQL's syntax, the name backquoted.
+    pub fn mysql(self, name: &crate::sqltext::SavepointName) -> String {
+        self.with_name(&name.mysql())
+    }
+
+    /// The statement with `quoted` (a name quoted for the backend) as its savepoint.
+    pub fn with_name(self, quoted: &str) -> String {
+        match self {
+            SavepointOp::Set => format!("SAVEPOINT {quoted}"),
+            SavepointOp::RollbackTo => format!("ROLLBACK TO SAVEPOINT {quoted}"),
+            SavepointOp::Release => format!("RELEASE SAVEPOINT {quoted}"),
+        }
+    }
+
+    /// The statement's leading words, for messages.
+    pub fn verb(self) -> &'static str {
+        match self {
+            SavepointOp::Set => "SAVEPOINT",
+            SavepointOp::RollbackTo => "ROLLBACK TO SAVEPOINT",
+            SavepointOp::Release => "RELEASE SAVEPOINT",
+        }
+    }
+}
+
 #[async_trait]
 pub trait BackendConn: Send + Sync {
     /// The server's `host:port` (the [`Backend::address`] of the pool it came from).
@@ -155,6 +191,30 @@ pub trait BackendConn: Send + Sync {
     /// Errors: the server refused it or the connection broke (when sent at once).
     async fn begin(&mut self) -> Result<(), BackendError> {
         match self.query("START TRANSACTION").await? {
+            Response::Ok(_) => Ok(()),
+            Response::Rows { mut rows, .. } => {
+                while let Some(r) = futures::StreamExt::next(&mut rows).await {
+                    r?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs a client's savepoint statement in the connection's open transaction (MySQL
+    /// `SAVEPOINT`, `ROLLBACK TO SAVEPOINT`, `RELEASE SAVEPOINT` with the name backquoted;
+    /// PostgreSQL's own forms, which keep its statement savepoint apart). Like any statement
+    /// it sends a deferred [`BackendConn::begin`] first.
+    ///
+    /// Errors: the server's (MySQL 1305 for a savepoint it does not hold) or a broken
+    /// connection.
+    async fn savepoint(
+        &mut self,
+        op: SavepointOp,
+        name: &crate::sqltext::SavepointName,
+    ) -> Result<(), BackendError> {
+        let sql = op.mysql(name);
+        match self.query(&sql).await? {
             Response::Ok(_) => Ok(()),
             Response::Rows { mut rows, .. } => {
                 while let Some(r) = futures::StreamExt::next(&mut rows).await {

@@ -33,13 +33,15 @@ use super::registry::{Handle, Registry};
 use super::reload::Generation;
 use super::tap::{ColumnMeta, ErrPacket, ErrorSlot, Tap};
 use super::tls::{self, ClientWrite};
+use crate::backend::SavepointOp;
 use crate::backend::{BackendConn, Column, OkInfo, Response};
 use crate::datahost::Intent;
 use crate::engine::{self, Output};
 use crate::route::{
-    Access, HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed, SessionSet,
-    SessionView, SqlMode,
+    Access, Completion, HostHint, Local, OkMerge, ParentLookup, Plan, PlanCache, Routed,
+    SessionSet, SessionView, SqlMode,
 };
+use crate::sqltext::SavepointName;
 
 type Writer = Tap<ClientWrite>;
 
@@ -93,6 +95,7 @@ pub async fn run(
         xa: None,
         interrupted: None,
         pinned: HashMap::new(),
+        savepoints: Vec::new(),
         prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
@@ -179,6 +182,26 @@ struct Session {
     interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
+    /// The open transaction's savepoints, oldest first (`SAVEPOINT name`; a name set again
+    /// moves to the end, as MySQL replaces it).
+    ///
+    /// Across dataNodes: a savepoint is set on every connection pinned to the transaction
+    /// when the client sets it, and a dataNode that joins the transaction later gets all the
+    /// savepoints of this list set on its connection when it joins, before its first
+    /// statement runs ([`Session::replay_savepoints`]). That is exact: the node has done
+    /// nothing in the transaction before it joins, so its state at each earlier savepoint is
+    /// its state at the join, and a later `ROLLBACK TO sp` (sent to every pinned connection)
+    /// undoes all it did since, which is all it did after `sp`, while its connection stays in
+    /// the transaction. Every pinned connection therefore holds every savepoint of this list,
+    /// in the list's order, and `ROLLBACK TO` / `RELEASE` are sent to all of them alike. The
+    /// alternative (rolling such a node back whole at `ROLLBACK TO`) would need a branch
+    /// rollback and restart under XA; the cost here is one round trip per savepoint when a
+    /// node joins a transaction that holds savepoints.
+    ///
+    /// The list is the truth for the client: a name not in it gets 1305 without asking any
+    /// backend. A savepoint statement that fails on some connection leaves the nodes
+    /// disagreeing, and marks the transaction [`Session::interrupted`].
+    savepoints: Vec<SavepointName>,
     /// `SET XA = ON` was issued: the session's next (or current, still empty) transaction is
     /// an XA transaction (Mycat's rule: for one transaction, SPEC §7.4).
     xa_on: bool,
@@ -325,6 +348,16 @@ async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlErr
             applied: None,
         })
     })
+}
+
+/// MySQL's 1305 for a savepoint the transaction does not hold, naming it as the client wrote
+/// it.
+fn no_such_savepoint(name: &SavepointName) -> MysqlError {
+    MysqlError::new(
+        1305,
+        "42000",
+        format!("SAVEPOINT {} does not exist", name.written()),
+    )
 }
 
 /// Whether a statement's error means its server rolled back the whole transaction, not only
@@ -658,7 +691,7 @@ impl Session {
 
     async fn answer_local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         match l {
-            Local::Commit | Local::Begin | Local::SetAutocommit(true)
+            Local::Commit(_) | Local::Begin | Local::SetAutocommit(true)
                 if self.interrupted.is_some() =>
             {
                 // The transaction can only be rolled back: do it and say so (DECISIONS.md 16).
@@ -820,18 +853,80 @@ impl Session {
                 self.in_transaction = true;
                 self.ok(w, OkInfo::default()).await
             }
-            Local::Commit | Local::Rollback => {
+            Local::Commit(completion) | Local::Rollback(completion) => {
                 self.interrupted = None;
-                let sql = if l == Local::Commit {
+                let sql = if matches!(l, Local::Commit(_)) {
                     "COMMIT"
                 } else {
                     "ROLLBACK"
                 };
-                let result = self.end_transaction(sql).await;
-                match result {
-                    Ok(()) => self.ok(w, OkInfo::default()).await,
-                    Err(e) => self.error(w, e).await,
+                // `AND CHAIN`'s "same characteristics": an XA transaction chains into another.
+                let xa = self.xa.is_some() || self.xa_on;
+                if let Err(e) = self.end_transaction(sql).await {
+                    return self.error(w, e).await;
                 }
+                match completion {
+                    Completion::Plain => self.ok(w, OkInfo::default()).await,
+                    Completion::Chain => {
+                        self.in_transaction = true;
+                        self.xa_on = xa;
+                        self.ok(w, OkInfo::default()).await
+                    }
+                    Completion::Release => {
+                        // MySQL answers, then closes the connection: the OK goes out with the
+                        // command's flush, then the session ends as a KILL ends it.
+                        let answered = self.ok(w, OkInfo::default()).await;
+                        tracing::debug!(
+                            connection = self.id,
+                            "{sql} RELEASE: closing the connection"
+                        );
+                        self.handle.kill();
+                        answered
+                    }
+                }
+            }
+            Local::Savepoint(name) => {
+                if !self.transaction_open() {
+                    // MySQL accepts it outside a transaction and keeps nothing.
+                    return self.ok(w, OkInfo::default()).await;
+                }
+                if let Some(reason) = &self.interrupted {
+                    let message = format!("Transaction error, need to rollback: {reason}");
+                    return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+                }
+                if let Err(e) = self.savepoint_on_each(SavepointOp::Set, &name).await {
+                    return self.error(w, e).await;
+                }
+                self.savepoints.retain(|s| s.key() != name.key());
+                self.savepoints.push(name);
+                self.ok(w, OkInfo::default()).await
+            }
+            Local::RollbackToSavepoint(name) => {
+                let Some(at) = self.savepoint_index(&name) else {
+                    return self.error(w, no_such_savepoint(&name)).await;
+                };
+                // Allowed in an interrupted transaction: back to a savepoint set before the
+                // statement that failed part-way, every node agrees again.
+                if let Err(e) = self.savepoint_on_each(SavepointOp::RollbackTo, &name).await {
+                    return self.error(w, e).await;
+                }
+                self.savepoints.truncate(at + 1);
+                self.interrupted = None;
+                self.ok(w, OkInfo::default()).await
+            }
+            Local::ReleaseSavepoint(name) => {
+                let Some(at) = self.savepoint_index(&name) else {
+                    return self.error(w, no_such_savepoint(&name)).await;
+                };
+                if let Some(reason) = &self.interrupted {
+                    let message = format!("Transaction error, need to rollback: {reason}");
+                    return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+                }
+                if let Err(e) = self.savepoint_on_each(SavepointOp::Release, &name).await {
+                    return self.error(w, e).await;
+                }
+                self.savepoints.truncate(at);
+                self.ok(w, OkInfo::default()).await
             }
             Local::Explain(plan) => {
                 let rows: Vec<Vec<Option<String>>> = plan
@@ -876,6 +971,88 @@ impl Session {
         }
     }
 
+    /// Whether a transaction is open for the client: `BEGIN` ran, or `autocommit` is off (every
+    /// statement is in one), or connections are pinned to one.
+    fn transaction_open(&self) -> bool {
+        self.in_transaction || !self.autocommit || !self.pinned.is_empty()
+    }
+
+    /// Where savepoint `name` is in the open transaction's list ([`Session::savepoints`]).
+    fn savepoint_index(&self, name: &SavepointName) -> Option<usize> {
+        self.savepoints.iter().position(|s| s.key() == name.key())
+    }
+
+    /// Runs a savepoint statement on every connection pinned to the transaction, all at once
+    /// (each connection holds every savepoint of the list, see [`Session::savepoints`]).
+    ///
+    /// Errors: the first failing node's server error (or 1105), with a message naming the
+    /// nodes where it failed and those where it succeeded. The nodes then disagree about the
+    /// transaction's state: it is marked interrupted (only `ROLLBACK` ends it).
+    async fn savepoint_on_each(
+        &mut self,
+        op: SavepointOp,
+        name: &SavepointName,
+    ) -> Result<(), MysqlError> {
+        let results = futures::future::join_all(
+            self.pinned
+                .iter_mut()
+                .map(|(node, conn)| async move { (node.clone(), conn.savepoint(op, name).await) }),
+        )
+        .await;
+        let mut done = Vec::new();
+        let mut failed = Vec::new();
+        let mut first: Option<MysqlError> = None;
+        for (node, result) in results {
+            match result {
+                Ok(()) => done.push(node),
+                Err(e) => {
+                    first
+                        .get_or_insert_with(|| MysqlError::backend(format!("dataNode {node}"), &e));
+                    failed.push(format!("{node} ({e})"));
+                }
+            }
+        }
+        let Some(mut error) = first else {
+            return Ok(());
+        };
+        done.sort();
+        failed.sort();
+        let reason = format!(
+            "{} {} failed on dataNode {}; it succeeded on [{}]",
+            op.verb(),
+            name.written(),
+            failed.join(", "),
+            done.join(", ")
+        );
+        tracing::warn!(connection = self.id, "{reason}");
+        error.message = format!("{reason}; the transaction can only be rolled back");
+        self.interrupted = Some(reason);
+        Err(error)
+    }
+
+    /// Sets the open transaction's savepoints, oldest first, on the connection of `node`,
+    /// which joins the transaction now (see [`Session::savepoints`] for why this is exact).
+    ///
+    /// Errors: the server's, naming the node; the connection is then not pinned.
+    async fn replay_savepoints(
+        savepoints: &[SavepointName],
+        conn: &mut dyn BackendConn,
+        node: &str,
+    ) -> Result<(), MysqlError> {
+        for name in savepoints {
+            conn.savepoint(SavepointOp::Set, name).await.map_err(|e| {
+                let mut error = MysqlError::backend(format!("dataNode {node}"), &e);
+                error.message = format!(
+                    "dataNode {node} joining the transaction: SAVEPOINT {} failed: {}",
+                    name.written(),
+                    error.message
+                );
+                error
+            })?;
+        }
+        Ok(())
+    }
+
     /// Sends `sql` (COMMIT or ROLLBACK) on every pinned connection and releases them.
     ///
     /// Errors: names the dataNodes where it failed and those where it succeeded (DECISIONS.md
@@ -883,6 +1060,7 @@ impl Session {
     async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
         self.in_transaction = false;
         self.xa_on = false;
+        self.savepoints.clear();
         let mut pinned: Vec<_> = self.pinned.drain().collect();
         pinned.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(tx) = self.xa.take() {
@@ -1670,6 +1848,11 @@ impl Session {
                     None => begin_on(conn.as_mut(), &t.node).await,
                 };
                 if let Err(e) = started {
+                    return self.error(w, e).await;
+                }
+                if let Err(e) =
+                    Self::replay_savepoints(&self.savepoints, conn.as_mut(), &t.node).await
+                {
                     return self.error(w, e).await;
                 }
                 self.pinned.insert(t.node.clone(), conn);

@@ -36,8 +36,8 @@ pub use lex::SqlMode;
 pub use lex::split_statements;
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
-    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Grouping, Having, HostHint, Local, Merge,
-    OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey,
+    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, Grouping, Having, HostHint, Local,
+    Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey,
     Target,
 };
 pub use rewrite::placeholders;

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+pub use crate::sqltext::SavepointName;
+
 /// One statement to run on one dataNode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
@@ -201,10 +203,7 @@ pub enum Local {
     ShowCreateDatabase(String),
     /// `SHOW WARNINGS` [`LIMIT [offset,] n`]: the warnings of the session's last statement, kept
     /// from the backend connections that ran it (which return to their pools right after).
-    ShowWarnings {
-        offset: usize,
-        limit: Option<usize>,
-    },
+    ShowWarnings { offset: usize, limit: Option<usize> },
     /// `SHOW [FULL] TABLES [LIKE 'p']` of a schema without a default dataNode: the configured
     /// tables, lower-cased (SPEC §5.16).
     ShowTables {
@@ -223,9 +222,20 @@ pub enum Local {
         autocommit: Option<bool>,
         items: Vec<SessionSet>,
     },
+    /// `BEGIN` / `START TRANSACTION`.
     Begin,
-    Commit,
-    Rollback,
+    /// `COMMIT [WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
+    Commit(Completion),
+    /// `ROLLBACK [WORK] [AND [NO] CHAIN] [[NO] RELEASE]`.
+    Rollback(Completion),
+    /// `SAVEPOINT name`: set on every backend connection of the open transaction (and on
+    /// those that join it later); outside a transaction, accepted and nothing done (MySQL's).
+    Savepoint(SavepointName),
+    /// `ROLLBACK [WORK] TO [SAVEPOINT] name`: every connection of the transaction back to it;
+    /// the savepoint stays, later ones go.
+    RollbackToSavepoint(SavepointName),
+    /// `RELEASE SAVEPOINT name`: removes it and every later savepoint.
+    ReleaseSavepoint(SavepointName),
     /// `SELECT @@version_comment [LIMIT 1]`.
     VersionComment,
     /// `SELECT DATABASE()` / `SELECT SCHEMA()` (the label as written).
@@ -260,13 +270,21 @@ pub enum Local {
     /// `KILL [HARD|SOFT] [CONNECTION|QUERY] id` (MySQL/MariaDB syntax): `id` is a gateway
     /// connection id (`CONNECTION_ID()`, the handshake's); `query` when only the running
     /// statement is to be interrupted.
-    Kill {
-        query: bool,
-        id: u64,
-    },
+    Kill { query: bool, id: u64 },
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Plan),
+}
+
+/// What follows the end of a transaction (`COMMIT` / `ROLLBACK`'s optional clauses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// Nothing (also `AND NO CHAIN`, `NO RELEASE`).
+    Plain,
+    /// `AND CHAIN`: a new transaction begins at once, with the same characteristics.
+    Chain,
+    /// `RELEASE`: the client connection is closed once the answer is sent.
+    Release,
 }
 
 /// An INSERT into an ER child table placed where its parent row is (SPEC §5.12: a child below

@@ -50,8 +50,8 @@ use tokio_postgres::{NoTls, SimpleQueryMessage};
 
 use super::grants::{self, ExcessPrivilege};
 use super::{
-    Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, StringWeights,
-    Xid,
+    Backend, BackendConn, BackendError, Column, ColumnFlags, OkInfo, Response, Row, SavepointOp,
+    StringWeights, Xid,
 };
 use dialect::TableInfo;
 use types::{Conversion, Mapped};
@@ -721,6 +721,41 @@ impl BackendConn for PgConn {
                 "SELECT pg_is_in_recovery() returned no row".to_string(),
             )),
         }
+    }
+
+    /// The client's savepoint statement in PostgreSQL's syntax (the name double-quoted), sent
+    /// as is, beside the statement savepoint of [`StatementGuard`]. PostgreSQL's `ROLLBACK TO`
+    /// and `RELEASE` destroy every savepoint set after theirs, so a client's savepoint must
+    /// never be set above `manx_statement`, which the next statement releases: `SAVEPOINT` is
+    /// sent as `RELEASE SAVEPOINT manx_statement; SAVEPOINT "name"` (the last statement's work
+    /// stays), and the next statement sets `manx_statement` again, above the client's. After
+    /// `ROLLBACK TO` or `RELEASE` of a client's savepoint, `manx_statement` (always the latest)
+    /// is gone too and is set again by the next statement. A failure that came while a
+    /// statement's rows streamed is undone first, as before any statement.
+    async fn savepoint(
+        &mut self,
+        op: SavepointOp,
+        name: &crate::sqltext::SavepointName,
+    ) -> Result<(), BackendError> {
+        let conn = self.conn().await?;
+        conn.undo_streamed_failure().await;
+        let statement = op.with_name(&name.postgres());
+        let sql = if op == SavepointOp::Set && conn.guard.savepoint {
+            format!("RELEASE SAVEPOINT {STATEMENT_SAVEPOINT}; {statement}")
+        } else {
+            statement
+        };
+        // Released here or destroyed by the client's ROLLBACK TO / RELEASE.
+        conn.guard.savepoint = false;
+        let done = conn
+            .client
+            .batch_execute(&sql)
+            .await
+            .map_err(error::convert);
+        if done.is_err() {
+            conn.dirty = true;
+        }
+        done
     }
 
     /// `BEGIN` (through [`BackendConn::begin`]): PostgreSQL names a transaction only when it

@@ -21,10 +21,11 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    ColumnsLookup, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SchemaRoute,
-    SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
+    ColumnsLookup, Completion, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router,
+    SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
+use crate::sqltext::SavepointName;
 
 mod ddl;
 mod hints;
@@ -117,6 +118,18 @@ pub(super) fn route(
         "SET" => super::set::set(stmt, &|n| r.knows_function(n)).map(Routed::Local),
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
+        }
+        // `UNLOCK TABLES` alone (mysqldump --single-transaction sends it after its START
+        // TRANSACTION): the session cannot hold table locks or the global read lock, as
+        // `LOCK TABLES` and `FLUSH TABLES WITH READ LOCK` are refused, so there is nothing to
+        // unlock and MySQL answers OK without ending the transaction.
+        "UNLOCK"
+            if matches!(
+                scan::words_before_comment(stmt).as_slice(),
+                [_, t] if t == "TABLES" || t == "TABLE"
+            ) =>
+        {
+            Ok(Routed::Local(Local::Ok))
         }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),

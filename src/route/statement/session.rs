@@ -127,34 +127,217 @@ pub(super) fn last_insert_id(stmt: &str) -> Option<Local> {
     })
 }
 
-/// `BEGIN`, `START TRANSACTION`, `COMMIT`, `ROLLBACK` with their optional words; chains,
-/// releases and savepoints are refused.
+/// Transaction control: `BEGIN [WORK]`, `START TRANSACTION ...`, `COMMIT` / `ROLLBACK`
+/// `[WORK] [AND [NO] CHAIN] [[NO] RELEASE]`, `SAVEPOINT name`, `ROLLBACK [WORK] TO
+/// [SAVEPOINT] name` and `RELEASE SAVEPOINT name`.
+///
+/// The forms with a savepoint name are read by an allow-list, as the statement's text never
+/// reaches a backend (the session sends its own, with the name re-quoted): the statement must
+/// be exactly those keywords and one identifier ([`SavepointName::parse`]), with only white
+/// space and `/* */` comments between them.
+///
+/// Errors: 1064 for any other form (`SAVEPOINT a b`, a quoted string as the name, `AND CHAIN
+/// RELEASE` together, which MySQL refuses too).
 pub(super) fn transaction(stmt: &str) -> Result<Local, RouteError> {
-    let w = scan::words_before_comment(stmt);
-    let rest: Vec<&str> = w
-        .iter()
-        .skip(1)
-        .map(String::as_str)
-        .filter(|x| *x != "WORK")
-        .collect();
     let unsupported = || RouteError::syntax(format!("transaction statement not supported: {stmt}"));
+    let w = scan::words_before_comment(stmt);
     match w[0].as_str() {
-        "BEGIN" if rest.is_empty() => Ok(Local::Begin),
+        "BEGIN" if w[1..].iter().all(|x| x == "WORK") && w.len() <= 2 => Ok(Local::Begin),
         "START" if w.get(1).map(String::as_str) == Some("TRANSACTION") => Ok(Local::Begin),
-        "COMMIT" | "ROLLBACK" => {
-            // Only the defaults may be spelled out: AND NO CHAIN, NO RELEASE.
-            let ok = matches!(
-                rest.as_slice(),
-                [] | ["AND", "NO", "CHAIN"]
-                    | ["NO", "RELEASE"]
-                    | ["AND", "NO", "CHAIN", "NO", "RELEASE"]
-            );
-            match (ok, w[0].as_str()) {
-                (true, "COMMIT") => Ok(Local::Commit),
-                (true, _) => Ok(Local::Rollback),
-                (false, _) => Err(unsupported()),
-            }
+        "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
+            let tokens = control_tokens(stmt).ok_or_else(unsupported)?;
+            control(&tokens).ok_or_else(unsupported)
         }
         _ => Err(unsupported()),
+    }
+}
+
+/// The tokens of a transaction-control statement: bare words (ASCII letters, digits, `_`, `$`)
+/// and backquoted names (with their quotes), white space and `/* */` comments dropped. `None`
+/// when the text holds anything else (a string, an operator, a `;`, an open quote).
+fn control_tokens(stmt: &str) -> Option<Vec<&str>> {
+    let b = stmt.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if b[i..].starts_with(b"/*") {
+            // The canonical text keeps only plain comments (module `lex`): they end at `*/`.
+            i += 2 + stmt[i + 2..].find("*/")? + 2;
+        } else if c == b'`' {
+            let end = crate::sqltext::quoted_end(b, i)?;
+            out.push(&stmt[i..end]);
+            i = end;
+        } else if word(c) {
+            let start = i;
+            while i < b.len() && word(b[i]) {
+                i += 1;
+            }
+            out.push(&stmt[start..i]);
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// [`transaction`]'s `COMMIT`, `ROLLBACK`, `SAVEPOINT` and `RELEASE` forms, from their
+/// tokens; `None` for anything else.
+fn control(tokens: &[&str]) -> Option<Local> {
+    let kw = |t: &str, k: &str| !t.starts_with('`') && t.eq_ignore_ascii_case(k);
+    let first = tokens.first()?;
+    if kw(first, "SAVEPOINT") {
+        return match tokens {
+            [_, name] => SavepointName::parse(name).map(Local::Savepoint),
+            _ => None,
+        };
+    }
+    if kw(first, "RELEASE") {
+        return match tokens {
+            [_, s, name] if kw(s, "SAVEPOINT") => {
+                SavepointName::parse(name).map(Local::ReleaseSavepoint)
+            }
+            _ => None,
+        };
+    }
+    let commit = kw(first, "COMMIT");
+    if !commit && !kw(first, "ROLLBACK") {
+        return None;
+    }
+    let mut rest = &tokens[1..];
+    if rest.first().is_some_and(|t| kw(t, "WORK")) {
+        rest = &rest[1..];
+    }
+    if !commit && rest.first().is_some_and(|t| kw(t, "TO")) {
+        // `ROLLBACK [WORK] TO [SAVEPOINT] name` (`ROLLBACK TO SAVEPOINT` alone names a
+        // savepoint called `savepoint`, as MySQL reads it).
+        return match &rest[1..] {
+            [s, name] if kw(s, "SAVEPOINT") => SavepointName::parse(name),
+            [name] => SavepointName::parse(name),
+            _ => None,
+        }
+        .map(Local::RollbackToSavepoint);
+    }
+    let mut chain = false;
+    match rest {
+        [a, c, ..] if kw(a, "AND") && kw(c, "CHAIN") => {
+            chain = true;
+            rest = &rest[2..];
+        }
+        [a, n, c, ..] if kw(a, "AND") && kw(n, "NO") && kw(c, "CHAIN") => rest = &rest[3..],
+        _ => {}
+    }
+    let release = match rest {
+        [] => false,
+        [r] if kw(r, "RELEASE") => true,
+        [n, r] if kw(n, "NO") && kw(r, "RELEASE") => false,
+        _ => return None,
+    };
+    let completion = match (chain, release) {
+        (false, false) => Completion::Plain,
+        (true, false) => Completion::Chain,
+        (false, true) => Completion::Release,
+        // MySQL's syntax error too: a chained transaction on a closed connection.
+        (true, true) => return None,
+    };
+    Some(if commit {
+        Local::Commit(completion)
+    } else {
+        Local::Rollback(completion)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(n: &str) -> SavepointName {
+        SavepointName::parse(n).unwrap()
+    }
+
+    #[test]
+    fn transaction_control_forms() {
+        let ok = |s: &str| transaction(s).unwrap_or_else(|e| panic!("{s}: {e:?}"));
+        assert_eq!(ok("BEGIN"), Local::Begin);
+        assert_eq!(ok("begin work"), Local::Begin);
+        assert_eq!(ok("START TRANSACTION READ ONLY"), Local::Begin);
+        assert_eq!(ok("COMMIT"), Local::Commit(Completion::Plain));
+        assert_eq!(ok("commit/*x*/"), Local::Commit(Completion::Plain));
+        assert_eq!(
+            ok("COMMIT WORK AND NO CHAIN NO RELEASE"),
+            Local::Commit(Completion::Plain)
+        );
+        assert_eq!(ok("commit and chain"), Local::Commit(Completion::Chain));
+        assert_eq!(
+            ok("COMMIT AND CHAIN NO RELEASE"),
+            Local::Commit(Completion::Chain)
+        );
+        assert_eq!(ok("commit release"), Local::Commit(Completion::Release));
+        assert_eq!(
+            ok("ROLLBACK WORK AND NO CHAIN RELEASE"),
+            Local::Rollback(Completion::Release)
+        );
+        assert_eq!(ok("rollback and chain"), Local::Rollback(Completion::Chain));
+        assert_eq!(ok("SAVEPOINT sa_1"), Local::Savepoint(name("sa_1")));
+        assert_eq!(ok("savepoint /* c */ `Sp`"), Local::Savepoint(name("Sp")));
+        assert_eq!(
+            ok("ROLLBACK TO SAVEPOINT sp"),
+            Local::RollbackToSavepoint(name("sp"))
+        );
+        assert_eq!(
+            ok("rollback work to `sp`"),
+            Local::RollbackToSavepoint(name("sp"))
+        );
+        // MySQL reads it as the savepoint named `savepoint`.
+        assert_eq!(
+            ok("ROLLBACK TO SAVEPOINT"),
+            Local::RollbackToSavepoint(name("SAVEPOINT"))
+        );
+        assert_eq!(
+            ok("RELEASE SAVEPOINT sp"),
+            Local::ReleaseSavepoint(name("sp"))
+        );
+    }
+
+    #[test]
+    fn malformed_control_statements_are_refused() {
+        for s in [
+            "SAVEPOINT",
+            "SAVEPOINT a b",
+            "SAVEPOINT a; DROP TABLE x",
+            "SAVEPOINT a;",
+            "SAVEPOINT 'a'",
+            "SAVEPOINT \"a\"",
+            "SAVEPOINT `a b`",
+            "SAVEPOINT `a",
+            "SAVEPOINT a /* open",
+            "SAVEPOINT 12",
+            "SAVEPOINT a-b",
+            "SAVEPOINT a.b",
+            "SAVEPOINT @a",
+            "SAVEPOINT `a``; DROP TABLE x; --`",
+            "RELEASE a",
+            "RELEASE SAVEPOINT",
+            "RELEASE SAVEPOINT a b",
+            "RELEASE `SAVEPOINT` a",
+            "ROLLBACK TO",
+            "ROLLBACK TO a b",
+            "ROLLBACK TO SAVEPOINT a b",
+            "ROLLBACK TO SAVEPOINT a, b",
+            "ROLLBACK AND CHAIN RELEASE",
+            "COMMIT AND CHAIN RELEASE",
+            "COMMIT TO a",
+            "COMMIT AND",
+            "COMMIT CHAIN",
+            "COMMIT NO",
+            "COMMIT RELEASE RELEASE",
+            "COMMIT `AND` CHAIN",
+            "BEGIN a",
+        ] {
+            assert!(transaction(s).is_err(), "{s} accepted");
+        }
     }
 }
