@@ -1077,3 +1077,74 @@ async fn table_spelling_version_and_labels_are_what_the_client_expects() {
         ("Database()", "SPELL")
     );
 }
+
+/// A statement whose tables are all qualified with another logical schema the user may use is
+/// routed by that schema's rules (SQLAlchemy's `test_schema`); mixing the two is refused by
+/// name; DATABASE() still answers the session's schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_logical_schema_named_in_a_statement_routes_by_its_rules() {
+    let f = Fixture::start(
+        "otherschema",
+        Extra {
+            schema_xml: r#"<schema name="OTHER" dataNode="dn3"><table name="split" dataNode="dn1,dn2,dn3" rule="mod-long" /></schema>"#.into(),
+            users_xml: r#"<user name="two"><property name="password">two</property><property name="schemas">TESTDB,OTHER</property></user><user name="one"><property name="password">one</property><property name="schemas">TESTDB</property></user>"#.into(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(opts(f.port, "two", "two", Some("TESTDB")))
+        .await
+        .unwrap();
+    // An undeclared table of OTHER: its default dataNode (dn3).
+    c.query_drop("CREATE TABLE OTHER.loose (id INT PRIMARY KEY, v VARCHAR(10))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO OTHER.loose (id, v) VALUES (1, 'a'), (2, 'b')")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(3, "loose").await, [1, 2]);
+    let rows: Vec<(String, i64)> = c
+        .query("SELECT DATABASE(), id FROM OTHER.loose ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(rows, [("TESTDB".into(), 1), ("TESTDB".into(), 2)]);
+    // A sharded table of OTHER: placed by OTHER's rule (mod-long on id over dn1..dn3).
+    for n in 1..=3 {
+        f.backend(n)
+            .await
+            .query_drop("CREATE TABLE split (id BIGINT PRIMARY KEY)")
+            .await
+            .unwrap();
+    }
+    c.query_drop("INSERT INTO OTHER.split (id) VALUES (3), (4), (5)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(1, "split").await, [3]);
+    assert_eq!(f.ids_on(2, "split").await, [4]);
+    assert_eq!(f.ids_on(3, "split").await, [5]);
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM OTHER.split WHERE id > 3")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(2));
+    // Tables of both schemas in one statement: refused, naming the schemas.
+    let e = server_error(
+        c.query_drop("SELECT * FROM travelrecord t JOIN OTHER.loose l ON l.id = t.id")
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        e.2.contains("several schemas") && e.2.contains("OTHER"),
+        "{e:?}"
+    );
+    // A user without OTHER cannot reach it this way.
+    let mut one = mysql_async::Conn::new(opts(f.port, "one", "one", Some("TESTDB")))
+        .await
+        .unwrap();
+    let e = server_error(
+        one.query_drop("SELECT * FROM OTHER.loose")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1044, "{e:?}");
+}

@@ -571,8 +571,27 @@ fn parsed_statement(
         return Ok(Routed::Metadata(q));
     }
     // Names written as `schema.table` where schema is configured decide the schema when the
-    // session has none; naming another schema than the session's is not supported yet.
+    // session has none, and when every table the statement names is qualified with the same
+    // other logical schema (`CREATE TABLE test_schema.t ..` from schema `test`: routed by
+    // test_schema's rules, as after `USE test_schema`); a statement mixing the session's
+    // tables with another schema's is not supported yet.
+    let only_other = match (schema, c.qualifiers.iter().collect::<Vec<_>>().as_slice()) {
+        (Some(s), [q]) if *q != s => c
+            .occurrences
+            .iter()
+            .filter(|o| o.qualifier.is_some() || !(c.ctes.contains(&o.name) || o.name == "DUAL"))
+            .filter(|o| {
+                !o.qualifier.as_deref().is_some_and(|q| {
+                    metadata::is_information_schema(q)
+                        || SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q))
+                })
+            })
+            .all(|o| o.qualifier.as_deref() == Some(q.as_str()))
+            .then_some(q.as_str()),
+        _ => None,
+    };
     let schema = match (schema, c.qualifiers.iter().next()) {
+        (Some(_), Some(q)) if only_other == Some(q.as_str()) => q.as_str(),
         (Some(s), _) => {
             if let Some(other) = c.qualifiers.iter().find(|q| *q != s) {
                 return Err(RouteError::syntax(format!(
@@ -606,8 +625,9 @@ fn parsed_statement(
     }
     let mut edits = Edits::qualifiers(stmt, &c.qualifier_spans);
     if !is_ddl(&statement) {
-        // DATABASE() answers the logical schema, not the dataNode's database.
-        let literal = format!("'{}'", s.name.replace('\\', "\\\\").replace('\'', "''"));
+        // DATABASE() answers the session's logical schema, not the dataNode's database.
+        let current = view.schema.unwrap_or(&s.name);
+        let literal = format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
         for call in rewrite::database_calls(stmt) {
             edits.push(call, Replacement::Text(literal.clone()));
         }
