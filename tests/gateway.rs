@@ -1148,3 +1148,58 @@ async fn another_logical_schema_named_in_a_statement_routes_by_its_rules() {
     );
     assert_eq!(e.0, 1044, "{e:?}");
 }
+
+/// SHOW GRANTS answers the user's rights at the gateway (server.xml), never the backend
+/// account's; another user's grants are MySQL's 1044; SHOW LOCAL STATUS and SHOW CREATE VIEW
+/// (a view on a schema's default dataNode) work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_grants_local_status_and_create_view() {
+    let f = Fixture::start(
+        "grants",
+        Extra {
+            schema_xml: r#"<schema name="VIEWS" dataNode="dn2"></schema>"#.into(),
+            users_xml: r#"<user name="ro"><property name="password">ro</property><property name="schemas">TESTDB,VIEWS</property><property name="readOnly">true</property></user>"#.into(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = f.client().await;
+    let grants: Vec<String> = c.query("SHOW GRANTS").await.unwrap();
+    assert_eq!(
+        grants,
+        [
+            "GRANT USAGE ON *.* TO 'root'@'%'",
+            "GRANT ALL PRIVILEGES ON `TESTDB`.* TO 'root'@'%'"
+        ]
+    );
+    let same: Vec<String> = c.query("SHOW GRANTS FOR CURRENT_USER()").await.unwrap();
+    assert_eq!(same, grants);
+    let e = server_error(c.query_drop("SHOW GRANTS FOR ro").await.unwrap_err());
+    assert_eq!((e.0, e.1.as_str()), (1044, "42000"), "{e:?}");
+    let mut ro = mysql_async::Conn::new(opts(f.port, "ro", "ro", Some("VIEWS")))
+        .await
+        .unwrap();
+    let grants: Vec<String> = ro.query("SHOW GRANTS FOR 'ro'@'%'").await.unwrap();
+    assert_eq!(
+        grants,
+        [
+            "GRANT USAGE ON *.* TO 'ro'@'%'",
+            "GRANT SELECT ON `TESTDB`.* TO 'ro'@'%'",
+            "GRANT SELECT ON `VIEWS`.* TO 'ro'@'%'"
+        ]
+    );
+    let status: Vec<(String, String)> = c
+        .query("SHOW LOCAL STATUS LIKE 'Com_select'")
+        .await
+        .unwrap();
+    assert_eq!(status.len(), 1);
+    f.backend(2)
+        .await
+        .query_drop("CREATE TABLE base (id INT); CREATE VIEW v AS SELECT id FROM base")
+        .await
+        .unwrap();
+    let create: Vec<(String, String, String, String)> =
+        ro.query("SHOW CREATE VIEW v").await.unwrap();
+    assert_eq!(create[0].0, "v");
+    assert!(create[0].1.contains("select `base`.`id`"), "{create:?}");
+}

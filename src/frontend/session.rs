@@ -736,6 +736,9 @@ impl Session {
                     .collect();
                 write_warnings(w, rows).await
             }
+            Local::ShowGrants { label, grants } => {
+                write_text_rows(w, &[&label], grants.into_iter().map(|g| vec![Some(g)])).await
+            }
             Local::ShowCreateDatabase(name) => {
                 if let Err(e) = self.check_schema(&name) {
                     return self.error(w, e).await;

@@ -201,6 +201,9 @@ pub enum Local {
     ShowDatabases(Option<String>),
     /// `SHOW CREATE DATABASE name` of a logical schema.
     ShowCreateDatabase(String),
+    /// `SHOW GRANTS [FOR CURRENT_USER | own user]`: what server.xml lets the user do, as MySQL
+    /// GRANT statements (the column label, the statements).
+    ShowGrants { label: String, grants: Vec<String> },
     /// `SHOW WARNINGS` [`LIMIT [offset,] n`]: the warnings of the session's last statement, kept
     /// from the backend connections that ran it (which return to their pools right after).
     ShowWarnings { offset: usize, limit: Option<usize> },

@@ -55,6 +55,12 @@ pub(super) fn show(
             };
             Ok(Routed::Local(Local::ShowWarnings { offset, limit }))
         }
+        "GRANTS" if !full => show_grants(&words[i + 1..], view),
+        "CREATE" if is(words.get(i + 1), "VIEW") && words.len() == i + 3 => {
+            // A view of a schema's default dataNode, described there as a table would be.
+            let (node, table_text) = table_node(r, words[i + 2], view)?;
+            Ok(single(node, format!("SHOW CREATE VIEW {table_text}"), true))
+        }
         "GRANTS" | "PROCESSLIST" => Err(RouteError {
             code: 1227,
             state: "42000",
@@ -134,7 +140,7 @@ pub(super) fn show(
         // What describes the server's settings and the session, nothing of other databases, its
         // users or its logs: forwarded with LIKE only (a WHERE could carry a subquery).
         "VARIABLES" | "STATUS" | "WARNINGS" | "ERRORS" | "ENGINES" | "COLLATION" | "CHARSET"
-        | "CHARACTER" | "PLUGINS" | "PRIVILEGES" | "SESSION" | "GLOBAL" | "COUNT(*)"
+        | "CHARACTER" | "PLUGINS" | "PRIVILEGES" | "SESSION" | "LOCAL" | "GLOBAL" | "COUNT(*)"
             if server_show_form(stmt) =>
         {
             // Server-level SHOW (VARIABLES, STATUS, WARNINGS, ...): any node of the schema, or
@@ -170,6 +176,80 @@ pub(super) fn show(
             ),
         }),
     }
+}
+
+/// `SHOW GRANTS [FOR CURRENT_USER[()] | user[@host]]` (`rest`: the words after GRANTS): the
+/// user's own rights at the gateway from server.xml — USAGE, then per logical schema `ALL
+/// PRIVILEGES`, `SELECT` for a `readOnly` user, or the DML its `<privileges>` mask grants
+/// (MySQL lists privileges in the order SELECT, INSERT, UPDATE, DELETE), and a line per table
+/// with its own mask. Another user's grants need rights on `mysql` in MySQL: 1044, as MySQL
+/// answers such a user. Without a user (the gateway's own statements): 1227.
+fn show_grants(rest: &[&str], view: &SessionView<'_>) -> Result<Routed, RouteError> {
+    let Some(access) = view.access else {
+        return Err(RouteError {
+            code: 1227,
+            state: "42000",
+            message: "Access denied; SHOW GRANTS needs a user".into(),
+        });
+    };
+    let user = &access.user;
+    match rest {
+        [] => {}
+        [f, who] if f.eq_ignore_ascii_case("FOR") => {
+            let name = who.split('@').next().unwrap_or("");
+            let name = name.trim_matches(|c| c == '\'' || c == '`' || c == '"');
+            let own = who.eq_ignore_ascii_case("CURRENT_USER")
+                || who.eq_ignore_ascii_case("CURRENT_USER()")
+                || name == user;
+            if !own {
+                return Err(RouteError {
+                    code: 1044,
+                    state: "42000",
+                    message: format!("Access denied for user '{user}'@'%' to database 'mysql'"),
+                });
+            }
+        }
+        _ => {
+            return Err(RouteError::syntax(
+                "SHOW GRANTS supports only FOR CURRENT_USER or the session's own user here",
+            ));
+        }
+    }
+    let to = format!("TO '{}'@'%'", user.replace('\'', "''"));
+    // server.xml's mask order: INSERT, UPDATE, SELECT, DELETE.
+    let dml = |mask: &[bool; 4]| {
+        let names: Vec<&str> = [(2, "SELECT"), (0, "INSERT"), (1, "UPDATE"), (3, "DELETE")]
+            .iter()
+            .filter(|(i, _)| mask[*i] && (!access.read_only || *i == 2))
+            .map(|(_, n)| *n)
+            .collect();
+        if names.is_empty() {
+            "USAGE".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let mut grants = vec![format!("GRANT USAGE ON *.* {to}")];
+    for schema in &access.schemas {
+        let checked = access.privileges.as_ref().and_then(|p| p.get(schema));
+        let privileges = match checked {
+            Some(p) => dml(&p.dml),
+            None if access.read_only => "SELECT".to_string(),
+            None => "ALL PRIVILEGES".to_string(),
+        };
+        grants.push(format!("GRANT {privileges} ON `{schema}`.* {to}"));
+        for (table, mask) in checked.map(|p| &p.tables).into_iter().flatten() {
+            grants.push(format!(
+                "GRANT {} ON `{schema}`.`{}` {to}",
+                dml(mask),
+                table.replace('`', "``")
+            ));
+        }
+    }
+    Ok(Routed::Local(Local::ShowGrants {
+        label: format!("Grants for {user}@%"),
+        grants,
+    }))
 }
 
 /// The SHOW statements answered from `information_schema` for the logical schemas.
