@@ -161,3 +161,54 @@ async fn the_firewall_whitehost_list_admits_only_listed_addresses() {
     assert_eq!((code, state.as_str()), (1045, "28000"), "{msg}");
     assert!(msg.contains("with host '127.0.0.1'"), "{msg}");
 }
+
+/// COM_CHANGE_USER (mysql_async's `change_user`, as connection pools send it): the new user's
+/// password is checked against server.xml and the session becomes that user (its `readOnly`
+/// applies at once); a wrong password is MySQL's 1045 and the connection is closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_user_re_authenticates_against_server_xml() {
+    use mysql_async::prelude::Queryable;
+    let f = Fixture::start(
+        "chuser",
+        Extra {
+            users_xml: r#"<user name="ro"><property name="password">ro-pass</property><property name="schemas">TESTDB</property><property name="readOnly">true</property></user>"#.into(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = f.client().await;
+    c.query_drop("SET @kept = 1").await.unwrap();
+    c.change_user(
+        mysql_async::ChangeUserOpts::default()
+            .with_user(Some("ro".into()))
+            .with_pass(Some("ro-pass".into()))
+            .with_db_name(Some("TESTDB".into())),
+    )
+    .await
+    .unwrap();
+    let grants: Vec<String> = c.query("SHOW GRANTS").await.unwrap();
+    assert_eq!(grants[0], "GRANT USAGE ON *.* TO 'ro'@'%'");
+    let e = common::server_error(
+        c.query_drop("INSERT INTO travelrecord (id) VALUES (1)")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.0, 1495, "the new user's readOnly applies: {e:?}");
+    let kept: Option<Option<i64>> = c.query_first("SELECT @kept").await.unwrap();
+    assert_eq!(kept, Some(None), "session state is reset");
+    assert!(f.ids_on(1, "travelrecord").await.is_empty());
+    // A wrong password: 1045, and the connection is gone.
+    let e = c
+        .change_user(
+            mysql_async::ChangeUserOpts::default()
+                .with_user(Some("root".into()))
+                .with_pass(Some("wrong".into())),
+        )
+        .await
+        .unwrap_err();
+    match &e {
+        mysql_async::Error::Server(s) => assert_eq!(s.code, 1045, "{e:?}"),
+        other => panic!("expected 1045, got {other:?}"),
+    }
+    assert!(c.query_drop("SELECT 1").await.is_err());
+}

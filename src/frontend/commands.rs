@@ -8,9 +8,9 @@
 //! - `COM_RESET_CONNECTION` (0x1F) is diverted ([`Diverted::ResetConnection`]), so the session
 //!   really resets: its transaction is rolled back and its pinned connections go
 //!   back to their pools.
-//! - `COM_CHANGE_USER` (0x11) closes the connection: opensrv would answer OK without checking
-//!   the new user's password or switching user, and a client that believes it has become
-//!   another (say, read-only) user must not go on as the first one.
+//! - `COM_CHANGE_USER` (0x11) is diverted with its fields ([`Diverted::ChangeUser`]): the
+//!   session checks the new user's proof against server.xml (opensrv would answer OK without
+//!   checking or switching) and resets itself; a packet it cannot read closes the connection.
 //!
 //! - `COM_STMT_RESET` (0x1A), which opensrv does not know (it would answer an error), is
 //!   diverted and answered with OK ([`Diverted::StmtReset`]): manx binds parameters at each
@@ -82,8 +82,71 @@ pub enum Diverted {
     Ping,
     /// `COM_FIELD_LIST` with its arguments as sent (the table name, a NUL, the wildcard).
     FieldList(String),
+    /// `COM_CHANGE_USER`, read ([`ChangeUser`]).
+    ChangeUser(ChangeUser),
     /// A command the reader refused: the error answering it.
     Refused(MysqlError),
+}
+
+/// The fields of a `COM_CHANGE_USER` (MySQL's protocol documentation,
+/// "COM_CHANGE_USER"): the user, the proof of its password computed with the connection's
+/// original scramble, the schema to use (empty: none) and the client's authentication plugin
+/// (`None` when the client did not name one).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ChangeUser {
+    pub user: String,
+    pub auth_response: Vec<u8>,
+    pub database: String,
+    pub plugin: Option<String>,
+}
+
+impl std::fmt::Debug for ChangeUser {
+    // The proof is a password hash: never in logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeUser")
+            .field("user", &self.user)
+            .field("database", &self.database)
+            .field("plugin", &self.plugin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads a `COM_CHANGE_USER` payload (the command byte first) of a client with capabilities
+/// `caps`: `user NUL`, the auth response (1-byte length with `CLIENT_SECURE_CONNECTION`, else
+/// NUL-terminated), `database NUL`, then, when present, the character set (2 bytes) and with
+/// `CLIENT_PLUGIN_AUTH` the plugin name (NUL-terminated); connection attributes are ignored.
+/// `None` for a payload that does not hold those fields.
+pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
+    const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
+    const CLIENT_PLUGIN_AUTH: u32 = 0x0008_0000;
+    let nul_terminated = |from: usize| -> Option<(&[u8], usize)> {
+        let rest = payload.get(from..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some((&rest[..end], from + end + 1))
+    };
+    let (user, at) = nul_terminated(1)?;
+    let (auth_response, at) = if caps & CLIENT_SECURE_CONNECTION != 0 {
+        let len = usize::from(*payload.get(at)?);
+        (payload.get(at + 1..at + 1 + len)?, at + 1 + len)
+    } else {
+        nul_terminated(at)?
+    };
+    let (database, at) = match payload.get(at) {
+        None => (&[][..], at),
+        Some(_) => nul_terminated(at)?,
+    };
+    let plugin = if caps & CLIENT_PLUGIN_AUTH != 0 && payload.len() > at + 2 {
+        let (name, _) = nul_terminated(at + 2)?;
+        Some(String::from_utf8(name.to_vec()).ok()?)
+    } else {
+        None
+    };
+    Some(ChangeUser {
+        user: String::from_utf8(user.to_vec()).ok()?,
+        auth_response: auth_response.to_vec(),
+        database: String::from_utf8(database.to_vec()).ok()?,
+        plugin,
+    })
 }
 
 /// The detail of the refusal of an execution whose long data went over the connection's bound.
@@ -505,11 +568,14 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     tracing::debug!(statement = id, "long data for an unknown statement dropped");
                 }
             }
-            COM_CHANGE_USER => {
-                tracing::info!("COM_CHANGE_USER is not supported: closing the connection");
-                self.closed = true;
-                self.input.clear();
-            }
+            COM_CHANGE_USER => match read_change_user(&payload, self.slot.client_capabilities()) {
+                Some(change) => self.divert(0, Diverted::ChangeUser(change)),
+                None => {
+                    tracing::info!("COM_CHANGE_USER that cannot be read: closing the connection");
+                    self.closed = true;
+                    self.input.clear();
+                }
+            },
             COM_STATISTICS => self.divert(0, Diverted::Statistics),
             COM_PING => self.divert(0, Diverted::Ping),
             COM_FIELD_LIST => {
@@ -739,7 +805,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn reset_becomes_a_query_and_change_user_closes() {
+    async fn reset_becomes_a_query_and_an_unreadable_change_user_closes() {
         let mut input = packet(0, b"\x03SELECT 1");
         input.extend(packet(1, &[0x1F])); // not a command packet: passes
         input.extend(packet(0, &[0x1F]));
@@ -762,6 +828,29 @@ mod tests {
         );
         assert_eq!(slot.take_diverted(), Some(Diverted::ResetConnection));
         assert_eq!(slot.take_diverted(), None);
+    }
+
+    #[test]
+    fn change_user_fields() {
+        // user, 20-byte proof, database, charset 45, plugin, attributes.
+        let mut p = b"\x11bob\0\x14".to_vec();
+        p.extend([7u8; 20]);
+        p.extend(b"TESTDB\0\x2d\x00mysql_native_password\0\x00");
+        let caps = 0x8000 | 0x0008_0000;
+        let c = read_change_user(&p, caps).unwrap();
+        assert_eq!(
+            (c.user.as_str(), c.auth_response.len(), c.database.as_str()),
+            ("bob", 20, "TESTDB")
+        );
+        assert_eq!(c.plugin.as_deref(), Some("mysql_native_password"));
+        // Without a schema or the optional fields.
+        let mut p = b"\x11bob\0\x00\0".to_vec();
+        let c = read_change_user(&p, caps).unwrap();
+        assert_eq!((c.auth_response.len(), c.database.as_str()), (0, ""));
+        assert_eq!(c.plugin, None);
+        // A proof longer than the packet.
+        p = b"\x11bob\0\x14abc".to_vec();
+        assert_eq!(read_change_user(&p, caps), None);
     }
 
     fn query(seq: u8, sql: &str) -> Vec<u8> {
