@@ -134,8 +134,6 @@ impl BackendError {
     }
 }
 
-/// A connection to one physical database server, checked out of its pool. Dropping it returns
-/// it to the pool.
 /// A savepoint statement of a client's transaction ([`BackendConn::savepoint`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SavepointOp {
@@ -172,6 +170,8 @@ impl SavepointOp {
     }
 }
 
+/// A connection to one physical database server, checked out of its pool. Dropping it returns
+/// it to the pool.
 #[async_trait]
 pub trait BackendConn: Send + Sync {
     /// The server's `host:port` (the [`Backend::address`] of the pool it came from).
