@@ -1,0 +1,107 @@
+//! Golden plan files: SQL in, the router's full answer out — the statement each dataNode gets,
+//! and the merge the engine then runs (order, grouping, limit) — checked without a database.
+//!
+//! Each file under `tests/plans/` holds cases: a line `> SQL` (the statement, routed in the
+//! schema the file's first line `schema: NAME` names, on the bundled configuration), then the
+//! rendered answer, then a blank line. A change of routing shows as a diff of these files;
+//! after checking it, `MANX_BLESS=1 cargo test --test plans` writes the new answers.
+
+use std::path::{Path, PathBuf};
+
+use manx::config::Config;
+use manx::route::{Routed, Router};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The router's answer as the golden files spell it.
+fn render(routed: Result<Routed, manx::route::RouteError>) -> String {
+    match routed {
+        Err(e) => format!("error {} {}: {}", e.code, e.state, e.message),
+        Ok(Routed::Plan(p)) => {
+            let mut out = format!(
+                "plan read_only={} ok_merge={:?} ddl={} host={:?}",
+                p.read_only, p.ok_merge, p.ddl, p.host
+            );
+            if p.fallback.is_empty() {
+                for t in &p.targets {
+                    out.push_str(&format!("\n  {}: {}", t.node, t.sql));
+                }
+            } else {
+                // A read any node can answer: which one is drawn at random (balance).
+                let mut any: Vec<_> = p.targets.iter().chain(&p.fallback).collect();
+                any.sort_by(|a, b| a.node.cmp(&b.node));
+                for t in any {
+                    out.push_str(&format!("\n  any of {}: {}", t.node, t.sql));
+                }
+            }
+            if let Some(m) = &p.merge {
+                out.push_str(&format!(
+                    "\n  merge hidden={} node_order={:?} order={:?} limit={:?}",
+                    m.hidden, m.node_order, m.order, m.limit
+                ));
+                if let Some(g) = &m.grouping {
+                    out.push_str(&format!("\n  grouping {g:?}"));
+                }
+            }
+            out
+        }
+        Ok(other) => format!("{other:?}"),
+    }
+}
+
+/// Routes every case of `file` and returns the file as it should read.
+fn answer(router: &Router, file: &Path) -> (String, String) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap_or_default();
+    let schema = header
+        .strip_prefix("schema: ")
+        .unwrap_or_else(|| panic!("{}: first line must be `schema: NAME`", file.display()));
+    let mut out = format!("{header}\n");
+    for line in lines {
+        if let Some(sql) = line.strip_prefix("> ") {
+            out.push_str(&format!(
+                "\n{line}\n{}\n",
+                render(router.route(sql, Some(schema)))
+            ));
+        } else if line.starts_with('#') {
+            out.push_str(&format!("\n{line}"));
+        }
+    }
+    (text, out)
+}
+
+#[test]
+fn plans_match_the_golden_files() {
+    let config = Config::load(&repo()).unwrap();
+    let router = Router::new(&config).unwrap();
+    let bless = std::env::var_os("MANX_BLESS").is_some();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/plans"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no golden plan files");
+    let mut stale = Vec::new();
+    for file in files {
+        let (was, now) = answer(&router, &file);
+        if was != now {
+            if bless {
+                std::fs::write(&file, now).unwrap();
+            } else {
+                stale.push(format!(
+                    "{}:\n--- expected\n{was}\n--- got\n{now}",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "plans changed (check, then MANX_BLESS=1 cargo test --test plans):\n{}",
+        stale.join("\n")
+    );
+}
