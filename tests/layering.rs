@@ -64,3 +64,45 @@ fn lower_modules_never_import_higher_ones() {
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
+
+/// External crates stay where they belong (issue 23): the MySQL wire library only in the front
+/// end; the SQL parser only in `route` and in the PostgreSQL translation
+/// (`backend/postgres/dialect`, which reads MySQL to print PostgreSQL); no async runtime in the
+/// pure layers (`route`, `config`, `stats`), which therefore never wait on I/O.
+#[test]
+fn external_crates_stay_in_their_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let rules: &[(&str, &dyn Fn(&str) -> bool)] = &[
+        ("opensrv_mysql", &|rel: &str| rel.starts_with("frontend/")),
+        ("sqlparser", &|rel: &str| {
+            rel.starts_with("route/")
+                || rel.starts_with("backend/postgres/dialect/")
+                || rel == "pgcatalog.rs"
+        }),
+        ("tokio", &|rel: &str| {
+            !(rel.starts_with("route/") || rel.starts_with("config/") || rel.starts_with("stats/"))
+        }),
+    ];
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut violations = Vec::new();
+    for f in files {
+        let rel = f
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for (krate, allowed) in rules {
+                let named =
+                    code.contains(&format!("{krate}::")) || code.contains(&format!("use {krate}"));
+                if named && !allowed(&rel) {
+                    violations.push(format!("src/{rel}:{}: {krate}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
