@@ -196,6 +196,22 @@ async fn change_user_re_authenticates_against_server_xml() {
     assert_eq!(e.0, 1495, "the new user's readOnly applies: {e:?}");
     let kept: Option<Option<i64>> = c.query_first("SELECT @kept").await.unwrap();
     assert_eq!(kept, Some(None), "session state is reset");
+    // A schema the new user may not use: 1044 (MySQL's answer to such a login), connection gone.
+    let mut other = f.client().await;
+    let e = other
+        .change_user(
+            mysql_async::ChangeUserOpts::default()
+                .with_user(Some("ro".into()))
+                .with_pass(Some("ro-pass".into()))
+                .with_db_name(Some("NOSUCH".into())),
+        )
+        .await
+        .unwrap_err();
+    match &e {
+        mysql_async::Error::Server(s) => assert!(s.code == 1049 || s.code == 1044, "{e:?}"),
+        other => panic!("expected 1044/1049, got {other:?}"),
+    }
+    assert!(other.query_drop("SELECT 1").await.is_err());
     assert!(f.ids_on(1, "travelrecord").await.is_empty());
     // A wrong password: 1045, and the connection is gone.
     let e = c

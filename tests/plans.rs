@@ -3,13 +3,15 @@
 //!
 //! Each file under `tests/plans/` holds cases: a line `> SQL` (the statement, routed in the
 //! schema the file's first line `schema: NAME` names, on the bundled configuration), then the
-//! rendered answer, then a blank line. A change of routing shows as a diff of these files;
+//! rendered answer, then a blank line. A line `columns: TABLE a, b, c` gives the router the
+//! column order a session would have read from the nodes for an INSERT without a column list
+//! (without it, such an INSERT gets Mycat's error). A change of routing shows as a diff of these files;
 //! after checking it, `MANX_BLESS=1 cargo test --test plans` writes the new answers.
 
 use std::path::{Path, PathBuf};
 
 use manx::config::Config;
-use manx::route::{Routed, Router};
+use manx::route::{ColumnOrders, Routed, Router, SessionView};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,12 +62,23 @@ fn answer(router: &Router, file: &Path) -> (String, String) {
         .strip_prefix("schema: ")
         .unwrap_or_else(|| panic!("{}: first line must be `schema: NAME`", file.display()));
     let mut out = format!("{header}\n");
+    let orders = ColumnOrders::default();
     for line in lines {
         if let Some(sql) = line.strip_prefix("> ") {
+            let view = SessionView {
+                schema: Some(schema),
+                columns: Some(&orders),
+                ..SessionView::default()
+            };
             out.push_str(&format!(
                 "\n{line}\n{}\n",
-                render(router.route(sql, Some(schema)))
+                render(router.route_for(sql, &view, None))
             ));
+        } else if let Some(spec) = line.strip_prefix("columns: ") {
+            let (table, list) = spec.split_once(' ').unwrap_or((spec, ""));
+            let columns: Vec<String> = list.split(',').map(|c| c.trim().to_string()).collect();
+            orders.insert(schema, table, columns.into(), orders.epoch());
+            out.push_str(&format!("\n{line}"));
         } else if line.starts_with('#') {
             out.push_str(&format!("\n{line}"));
         }

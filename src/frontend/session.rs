@@ -1628,6 +1628,7 @@ impl Session {
         &mut self,
         lookup: crate::route::ColumnsLookup,
     ) -> Result<(), MysqlError> {
+        let epoch = self.generation().column_orders.epoch();
         let mut agreed: Option<(String, Vec<String>)> = None;
         for probe in &lookup.probes {
             let mut fresh;
@@ -1650,10 +1651,7 @@ impl Session {
             };
             let columns: Vec<String> = match conn.query(&probe.sql).await.map_err(failed)? {
                 Response::Rows { columns, mut rows } => {
-                    let names = columns
-                        .iter()
-                        .map(|c| c.name.to_ascii_uppercase())
-                        .collect();
+                    let names = columns.iter().map(|c| c.name.clone()).collect();
                     while let Some(row) = rows.next().await {
                         row.map_err(failed)?;
                     }
@@ -1663,7 +1661,13 @@ impl Session {
             };
             match &agreed {
                 None => agreed = Some((probe.node.clone(), columns)),
-                Some((node, first)) if *first != columns => {
+                Some((node, first))
+                    if first.len() != columns.len()
+                        || first
+                            .iter()
+                            .zip(&columns)
+                            .any(|(a, b)| !a.eq_ignore_ascii_case(b)) =>
+                {
                     return Err(MysqlError::new(
                         1105,
                         "HY000",
@@ -1684,6 +1688,7 @@ impl Session {
                 &lookup.schema,
                 &lookup.table,
                 Arc::from(columns),
+                epoch,
             );
         }
         Ok(())
@@ -1756,7 +1761,22 @@ impl Session {
         ))
     }
 
-    async fn execute(
+    /// Runs a plan and answers on `w` ([`Session::run_plan`]). Around DDL the tables' column
+    /// orders are forgotten, before (the statement may change any table) and after (an order
+    /// read by another session while it ran may predate it).
+    async fn execute(&mut self, plan: Plan, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
+        let ddl = plan.ddl;
+        if ddl {
+            self.generation().column_orders.clear();
+        }
+        let done = self.run_plan(plan, w).await;
+        if ddl {
+            self.generation().column_orders.clear();
+        }
+        done
+    }
+
+    async fn run_plan(
         &mut self,
         mut plan: Plan,
         w: QueryResultWriter<'_, Writer>,
@@ -1787,10 +1807,6 @@ impl Session {
             && let Err(e) = self.end_transaction("COMMIT").await
         {
             return self.error(w, e).await;
-        }
-        if plan.ddl {
-            // Any table's columns may change (INSERT without a column list reads them again).
-            self.generation().column_orders.clear();
         }
         let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
         // A write to several dataNodes outside a transaction runs in one on each node and is
@@ -3052,9 +3068,10 @@ impl Session {
     /// the firewall's whitehost list first, then `mysql_native_password` or
     /// `caching_sha2_password` against the connection's scramble); on success the session is
     /// reset as by COM_RESET_CONNECTION, becomes that user (its schemas, `readOnly`,
-    /// `<privileges>`) and uses the schema named (1044/1049 as for `USE`). A wrong user or
-    /// password gets MySQL's 1045 and the connection is closed, as MySQL does; so does a proof
-    /// for another plugin (manx does not switch plugins mid-session).
+    /// `<privileges>`) and uses the schema named. A wrong user or password gets MySQL's 1045 and
+    /// the connection is closed, as MySQL does; so does a proof for another plugin (manx does
+    /// not switch plugins mid-session), and a schema the new user may not use (1044/1049, as a
+    /// login naming it).
     async fn change_user(
         &mut self,
         change: super::commands::ChangeUser,
@@ -3108,7 +3125,10 @@ impl Session {
         tracing::info!(connection = self.id, user = %name, "COM_CHANGE_USER");
         if !change.database.is_empty() {
             if let Err(e) = self.check_schema(&change.database) {
-                return self.error(w, e).await;
+                // As a login naming that schema: refused, and the connection ends.
+                let answered = self.error(w, e).await;
+                self.handle.kill();
+                return answered;
             }
             self.schema = Some(change.database);
         }

@@ -108,20 +108,24 @@ impl RouteError {
     }
 }
 
-/// The column order of tables as their dataNodes define them, by (logical schema, upper-cased
-/// table name): what an INSERT without a column list means (module `statement::insert`). The
-/// session fills it when the router asks ([`Routed::Columns`]); it is emptied after DDL run
-/// through manx, and each configuration generation starts with an empty one.
+/// The column order of tables as their dataNodes define them, by (logical schema, table name
+/// as the statement spells it — the physical table the statement reaches, which a backend with
+/// `lower_case_table_names=0` tells apart from another spelling): what an INSERT without a
+/// column list means (module `statement::insert`). The session fills it when the router asks
+/// ([`Routed::Columns`]); DDL through manx empties it before and after it runs, and an order
+/// read while a DDL ran is not kept ([`ColumnOrders::epoch`]); each configuration generation
+/// starts with an empty one.
 #[derive(Debug, Default)]
 pub struct ColumnOrders {
     tables: std::sync::RwLock<std::collections::HashMap<SchemaTable, Arc<[String]>>>,
+    epoch: std::sync::atomic::AtomicU64,
 }
 
-/// A logical schema and an upper-cased table name.
+/// A logical schema and a table name as spelled.
 type SchemaTable = (String, String);
 
 impl ColumnOrders {
-    /// The columns of `table` (upper-cased) of `schema`, in order, if known.
+    /// The columns of `table` (as spelled) of `schema`, in order, if known.
     pub fn get(&self, schema: &str, table: &str) -> Option<Arc<[String]>> {
         self.tables
             .read()
@@ -130,20 +134,26 @@ impl ColumnOrders {
             .cloned()
     }
 
-    /// Records the columns of `table` (upper-cased) of `schema`.
-    pub fn insert(&self, schema: &str, table: &str, columns: Arc<[String]>) {
-        self.tables
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((schema.to_string(), table.to_string()), columns);
+    /// How many times the orders were forgotten: read it before reading a table's order, and
+    /// hand it to [`ColumnOrders::insert`].
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Forgets every table (after DDL: any table may have changed).
+    /// Records the columns of `table` (as spelled) of `schema`, read since `epoch`; dropped
+    /// when a DDL forgot the orders meanwhile (the columns may predate it).
+    pub fn insert(&self, schema: &str, table: &str, columns: Arc<[String]>, epoch: u64) {
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        if self.epoch() == epoch {
+            tables.insert((schema.to_string(), table.to_string()), columns);
+        }
+    }
+
+    /// Forgets every table (around DDL: any table may change).
     pub fn clear(&self) {
-        self.tables
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tables.clear();
     }
 }
 

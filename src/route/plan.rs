@@ -352,7 +352,8 @@ pub enum Routed {
 /// The table whose column order an INSERT without a column list needs ([`Routed::Columns`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnsLookup {
-    /// The logical schema and the upper-cased table name: the key of [`super::ColumnOrders`].
+    /// The logical schema and the table name as the statement spells it: the key of
+    /// [`super::ColumnOrders`].
     pub schema: String,
     pub table: String,
     /// `SELECT * FROM <table as the statement spells it> LIMIT 0` for each dataNode of the

@@ -22,6 +22,8 @@ pub(super) fn insert_route(
             },
             None => Vec::new(),
         };
+        let listed = listed(ctx, insert, &columns)?;
+        let ctx = listed.as_ref().unwrap_or(ctx);
         return insert_select(ctx, insert, &columns, occurrences, &table, o);
     }
     let Some(t) = ctx.table(&table) else {
@@ -42,6 +44,8 @@ pub(super) fn insert_route(
         },
         false => Vec::new(),
     };
+    let listed = listed(ctx, insert, &columns)?;
+    let ctx = listed.as_ref().unwrap_or(ctx);
     if t.auto_increment
         && let Some(routed) = auto_increment(ctx, insert, &columns, t)?
     {
@@ -206,15 +210,16 @@ fn insert_columns(
             t.name
         )));
     };
-    if let Some(columns) = orders.get(&ctx.s.name, &t.name) {
-        return Ok(ControlFlow::Continue(columns.to_vec()));
-    }
-    // The table as the statement spells it (backends may distinguish letter case).
+    // The table as the statement spells it: the physical table it reaches (a backend with
+    // `lower_case_table_names=0` tells `t` and `T` apart), so the key of its order.
     let spelled = match &insert.table {
         TableObject::TableName(name) => name.0.last().and_then(|p| p.as_ident()).cloned(),
         _ => None,
     }
     .ok_or_else(|| RouteError::syntax("INSERT INTO a table function is not supported"))?;
+    if let Some(columns) = orders.get(&ctx.s.name, &spelled.value) {
+        return Ok(ControlFlow::Continue(columns.to_vec()));
+    }
     let probe = format!(
         "SELECT * FROM `{}` LIMIT 0",
         spelled.value.replace('`', "``")
@@ -231,9 +236,47 @@ fn insert_columns(
         .collect();
     Ok(ControlFlow::Break(Routed::Columns(ColumnsLookup {
         schema: ctx.s.name.clone(),
-        table: t.name.clone(),
+        table: spelled.value,
         probes,
     })))
+}
+
+/// For an INSERT without a column list whose columns were read from the table
+/// ([`insert_columns`]): the context whose statements carry that list, written after the
+/// table name, so each node stores the values in the columns the rows were placed by even if
+/// the table changed since its order was read (a changed table then fails with the node's
+/// error instead of storing a row where its sharding value does not belong). `None` when the
+/// INSERT has its own list or none is needed.
+fn listed<'a>(
+    ctx: &Ctx<'a>,
+    insert: &sqlparser::ast::Insert,
+    columns: &[String],
+) -> Result<Option<Ctx<'a>>, RouteError> {
+    if !insert.columns.is_empty() || insert.source.is_none() || columns.is_empty() {
+        return Ok(None);
+    }
+    let TableObject::TableName(name) = &insert.table else {
+        return Ok(None);
+    };
+    let at = name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .and_then(|i| rewrite::offset(ctx.stmt, i.span.end))
+        .ok_or_else(|| RouteError::syntax("cannot place the INSERT's column list"))?;
+    let list: Vec<String> = columns
+        .iter()
+        .map(|c| format!("`{}`", c.replace('`', "``")))
+        .collect();
+    let mut edits = ctx.edits.clone();
+    edits.push(at..at, Replacement::Text(format!(" ({})", list.join(", "))));
+    Ok(Some(Ctx {
+        r: ctx.r,
+        s: ctx.s,
+        stmt: ctx.stmt,
+        edits,
+        columns: ctx.columns,
+    }))
 }
 
 /// The routing text of an INSERT value (SPEC §2.2, 1.6.7): a literal's value, otherwise the

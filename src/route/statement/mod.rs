@@ -629,7 +629,13 @@ fn parsed_statement(
         let current = view.schema.unwrap_or(&s.name);
         let literal = format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
         for call in rewrite::database_calls(stmt) {
-            edits.push(call, Replacement::Text(literal.clone()));
+            // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
+            // concatenates adjacent strings), so it goes in parentheses there.
+            let text = match stmt[call.end..].chars().next() {
+                Some('\'' | '"') => format!("({literal})"),
+                _ => literal.clone(),
+            };
+            edits.push(call, Replacement::Text(text));
         }
     }
     let ctx = Ctx {
