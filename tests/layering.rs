@@ -72,7 +72,8 @@ fn lower_modules_never_import_higher_ones() {
 #[test]
 fn external_crates_stay_in_their_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let rules: &[(&str, &dyn Fn(&str) -> bool)] = &[
+    type Allowed = dyn Fn(&str) -> bool;
+    let rules: &[(&str, &Allowed)] = &[
         ("opensrv_mysql", &|rel: &str| rel.starts_with("frontend/")),
         ("sqlparser", &|rel: &str| {
             rel.starts_with("route/")
