@@ -1715,7 +1715,6 @@ struct ColumnMeta {
     charset: u16,
 }
 
-#[derive(Clone)]
 struct Answer {
     columns: Vec<ColumnMeta>,
     rows: Vec<Vec<Cell>>,
@@ -1875,45 +1874,10 @@ fn show_rows(rows: &[Vec<Cell>]) -> String {
     s
 }
 
-/// Whether two result columns carry the same metadata. A text column's decimals are 0 or 39
-/// (`NOT_FIXED_DEC`) by MariaDB's plan, not by its value: `SELECT MIN(status) FROM t` reports
-/// 39 and `... GROUP BY qty` 0, and `MIN(status)` beside `COUNT(DISTINCT grp)` 39 while the
-/// same query ordered by `MAX(amount)` reports 0 (MariaDB 10.11). A merge that makes the nodes
-/// group more finely (issue 18) gets either; for text columns both mean "no decimals".
-fn same_meta(g: &ColumnMeta, r: &ColumnMeta) -> bool {
-    let text = |c: &ColumnMeta| {
-        c.charset != 63
-            && matches!(
-                c.ty,
-                ColumnType::MYSQL_TYPE_VAR_STRING
-                    | ColumnType::MYSQL_TYPE_STRING
-                    | ColumnType::MYSQL_TYPE_VARCHAR
-                    | ColumnType::MYSQL_TYPE_BLOB
-            )
-    };
-    if g == r {
-        return true;
-    }
-    let plan_decimals = |d: u8| d == 0 || d == 39;
-    text(g)
-        && ColumnMeta {
-            decimals: r.decimals,
-            ..g.clone()
-        } == *r
-        && plan_decimals(g.decimals)
-        && plan_decimals(r.decimals)
-}
-
 /// Compares the gateway's answer with the reference's; `full` is the reference's answer to the
 /// unlimited query for [`Check::LimitNoOrder`].
 fn compare(q: &Query, gw: &Answer, rf: &Answer, full: Option<&Answer>) -> Result<(), String> {
-    if gw.columns.len() != rf.columns.len()
-        || gw
-            .columns
-            .iter()
-            .zip(&rf.columns)
-            .any(|(g, r)| !same_meta(g, r))
-    {
+    if gw.columns != rf.columns {
         let mut why = format!(
             "columns differ ({} through the gateway, {} on the reference):",
             gw.columns.len(),
@@ -2460,17 +2424,6 @@ fn comparison_detects_differences() {
     assert!(compare(&unordered, &renamed, &ab, None).is_ok());
     renamed.columns[1].decimals = 4;
     assert!(compare(&unordered, &renamed, &ab, None).is_err());
-    // A text column's decimals 0 / 39 are MariaDB's plan, not the value; others must match.
-    renamed.columns[1].decimals = 0;
-    renamed.columns[0].charset = 45;
-    let mut text39 = renamed.clone();
-    text39.columns[0].decimals = 39;
-    assert!(compare(&unordered, &text39, &renamed, None).is_ok());
-    text39.columns[0].decimals = 2;
-    assert!(compare(&unordered, &text39, &renamed, None).is_err());
-    text39.columns[0].decimals = 0;
-    text39.columns[1].decimals = 39;
-    assert!(compare(&unordered, &text39, &renamed, None).is_err());
     let retyped = ans(
         &[STR, DOUBLE],
         &[&[Some("a"), Some("1.50")], &[Some("b"), None]],

@@ -628,6 +628,8 @@ pub(super) fn plan(
     let mut new_order: Option<String> = None;
     // Sub-keys the nodes group by beside the client's GROUP BY (their text).
     let mut sub_group: Vec<String> = Vec::new();
+    // The nodes' result goes through a temporary table (`SQL_BUFFER_RESULT`).
+    let mut buffer_result = false;
     let mut having_edit: Option<Edits> = None;
     // Whether each node may stop after offset + count rows.
     let mut node_limit = true;
@@ -807,6 +809,11 @@ pub(super) fn plan(
             } else {
                 merge.node_order = keys.clone();
                 merge.node_order.extend(sub_keys.iter().copied());
+                // One server sorts such groups through a temporary table, and MariaDB describes
+                // the columns of a result read from one (a YEAR() column's length 5, not 4,
+                // GROUP_CONCAT's BLOB length, MIN(varchar)'s decimals 0, not 39); the nodes'
+                // statements, which now group in their order without one, say so too.
+                buffer_result = !sub_keys.is_empty();
                 merge.order = order;
                 let mut text = key_text.clone();
                 text.extend(sub_order.iter().cloned());
@@ -839,6 +846,18 @@ pub(super) fn plan(
         for r in h.ranges() {
             edits.push(r, Replacement::Text(String::new()));
         }
+    }
+    if buffer_result
+        && !select
+            .select_modifiers
+            .as_ref()
+            .is_some_and(|m| m.sql_buffer_result)
+        && let Some(first) = p.layout.items.first()
+    {
+        edits.push(
+            first.start..first.start,
+            Replacement::Text("SQL_BUFFER_RESULT ".to_string()),
+        );
     }
     // Text inserted where an ORDER BY / LIMIT would stand when the statement has none.
     let mut tail = String::new();
@@ -1005,6 +1024,26 @@ mod tests {
             node,
             "SELECT GROUP_CONCAT(name), @@SESSION.group_concat_max_len AS `__manx_0` FROM t"
         );
+    }
+
+    #[test]
+    fn groups_ordered_by_an_aggregate_are_buffered_on_the_nodes_as_one_server_would() {
+        let (m, node) = planned(
+            "SELECT grp, COUNT(DISTINCT a) AS n FROM t GROUP BY grp ORDER BY n DESC, SUM(q)",
+        )
+        .unwrap();
+        assert!(
+            node.starts_with("SELECT SQL_BUFFER_RESULT grp, COUNT(DISTINCT a) AS n,"),
+            "{node}"
+        );
+        assert_eq!(m.order.len(), 2);
+        // Ordered by the group keys: no temporary table on one server either.
+        let (_, node) =
+            planned("SELECT grp, COUNT(DISTINCT a) FROM t GROUP BY grp ORDER BY grp").unwrap();
+        assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
+        let (_, node) =
+            planned("SELECT grp, COUNT(a) FROM t GROUP BY grp ORDER BY COUNT(a)").unwrap();
+        assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
     }
 
     #[test]
