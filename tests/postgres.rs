@@ -625,6 +625,11 @@ async fn sharded_postgresql_table_answers_like_one_database() {
             "",
         ),
         ("SELECT COUNT(DISTINCT cust) FROM orders WHERE id < 0", ""),
+        // Ordered by an aggregate: the nodes' statements carry SQL_BUFFER_RESULT.
+        (
+            "SELECT cust, COUNT(DISTINCT qty) AS n FROM orders GROUP BY cust ORDER BY n DESC, cust",
+            "",
+        ),
     ];
     for (sql, reference_sql) in queries {
         let reference_sql = if reference_sql.is_empty() {
