@@ -611,4 +611,13 @@ async fn distinct_aggregates_and_group_concat_equal_one_database() {
         assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
         assert!(msg.contains(text), "{sql}: {msg}");
     }
+    // MySQL tells SUM(DISTINCT)'s string values apart as numbers ('1' = '1.0'): refused when
+    // the merge sees the column's type.
+    let (code, state, msg) = server_error(
+        c.query_drop("SELECT SUM(DISTINCT user_id) FROM travelrecord")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(msg.contains("SUM/AVG(DISTINCT) of string column"), "{msg}");
 }

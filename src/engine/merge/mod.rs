@@ -69,6 +69,21 @@ struct Key {
     desc: bool,
 }
 
+/// A string or BLOB column type (text or binary).
+fn is_text_type(c: &Column) -> bool {
+    use ColumnType::*;
+    matches!(
+        c.column_type,
+        MYSQL_TYPE_VARCHAR
+            | MYSQL_TYPE_VAR_STRING
+            | MYSQL_TYPE_STRING
+            | MYSQL_TYPE_TINY_BLOB
+            | MYSQL_TYPE_MEDIUM_BLOB
+            | MYSQL_TYPE_LONG_BLOB
+            | MYSQL_TYPE_BLOB
+    )
+}
+
 /// 1235 `ER_NOT_SUPPORTED_YET`, for a merge the result's column types do not allow.
 fn not_supported(what: String) -> BackendError {
     BackendError::Server {
@@ -138,6 +153,21 @@ pub(super) fn rows<'a>(
             .map(|(c, a)| fold(&columns, at(*c)?, a, &at, mixed_weights))
             .collect::<Result<_, _>>()?;
         let sub: Vec<Key> = g.sub_keys.iter().map(key).collect::<Result<_, _>>()?;
+        // SUM / AVG (DISTINCT x) of a string x: MySQL tells the values apart as numbers ('1'
+        // and '1.0' are one), the sub-keys as strings.
+        if let Some(k) = sub.iter().find(|k| {
+            matches!(k.kind, Kind::Weight(_))
+                || columns[k.at].charset == BINARY_CHARSET && is_text_type(&columns[k.at])
+        }) && g
+            .aggregates
+            .iter()
+            .any(|(_, a)| matches!(a, Aggregate::Distinct(DistinctOp::Sum | DistinctOp::Avg)))
+        {
+            return Err(not_supported(format!(
+                "SUM/AVG(DISTINCT) of string column {} over several dataNodes",
+                columns[k.at].name
+            )));
+        }
         let fx = Folding {
             folds,
             sub,
@@ -402,17 +432,15 @@ mod tests {
         );
     }
 
-    /// `SELECT g, COUNT(DISTINCT s), SUM(DISTINCT s), AVG(DISTINCT s), COUNT(*) ... GROUP BY g`
-    /// as the nodes answer it grouped by (g, s): `s` a string column whose weights make 'a'
-    /// and 'A' equal (from two nodes: one value), NULL ignored.
+    /// `SELECT g, COUNT(DISTINCT s), COUNT(*) ... GROUP BY g` as the nodes answer it grouped
+    /// by (g, s): `s` a string column whose weights make 'a' and 'A' equal (from two nodes:
+    /// one value), NULL ignored, COUNT(*) over every sub-group.
     #[tokio::test]
-    async fn distinct_aggregates_skip_values_repeated_across_nodes() {
-        // g, cd, sd, ad, n | s, weight(s)
+    async fn count_distinct_skips_values_repeated_across_nodes() {
+        // g, cd, n | s, weight(s)
         let cols = vec![
             column("g", ColumnType::MYSQL_TYPE_LONG, 63, 0),
             column("cd", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
-            column("sd", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 0),
-            column("ad", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 4),
             column("n", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
             column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
             column("w", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
@@ -432,9 +460,7 @@ mod tests {
                         ColumnRef::Visible(1),
                         Aggregate::Distinct(DistinctOp::Count),
                     ),
-                    (ColumnRef::Visible(2), Aggregate::Distinct(DistinctOp::Sum)),
-                    (ColumnRef::Visible(3), Aggregate::Distinct(DistinctOp::Avg)),
-                    (ColumnRef::Visible(4), Aggregate::Count),
+                    (ColumnRef::Visible(2), Aggregate::Count),
                 ],
                 having: None,
                 sub_keys: vec![sub],
@@ -443,43 +469,27 @@ mod tests {
             order: Vec::new(),
             limit: None,
         };
-        // Each row: the node's group (g, s): COUNT(DISTINCT s) 1 or 0, SUM/AVG(DISTINCT s)
-        // the value as a number ('1', '2'...: numeric strings), COUNT(*) of the sub-group.
         let row = |g: &'static str, s: Option<&'static str>, n: &'static str| {
-            let (cd, sd, ad, w) = match s {
-                None => ("0", None, None, None),
-                Some(x) => (
-                    "1",
-                    Some(x),
-                    Some(match x {
-                        "1" => "1.0000",
-                        "2" => "2.0000",
-                        _ => "0.0000",
-                    }),
-                    Some(match x {
-                        "a" | "A" => "A",
-                        other => other,
-                    }),
-                ),
-            };
-            vec![Some(g), Some(cd), sd, ad, Some(n), s, w]
+            let w = s.map(|x| if x == "a" { "A" } else { x });
+            vec![
+                Some(g),
+                Some(if s.is_some() { "1" } else { "0" }),
+                Some(n),
+                s,
+                w,
+            ]
         };
         let out = run(
             &m,
-            cols,
+            cols.clone(),
             vec![
                 stream(vec![
                     row("1", None, "2"),
                     row("1", Some("1"), "1"),
-                    row("1", Some("2"), "3"),
                     row("1", Some("a"), "1"),
                 ]),
-                stream(vec![
-                    row("1", Some("2"), "1"),
-                    row("1", Some("A"), "2"),
-                    row("2", None, "1"),
-                ]),
-                stream(vec![row("1", Some("1"), "4")]),
+                stream(vec![row("1", Some("A"), "2"), row("2", None, "1")]),
+                stream(vec![row("1", Some("1"), "4"), row("1", Some("b"), "1")]),
             ],
         )
         .await;
@@ -487,13 +497,81 @@ mod tests {
         assert_eq!(
             out,
             [
-                // Distinct non-NULL values 1, 2, a: 3; SUM 1 + 2 + 0 ('a' is 0); AVG 1;
-                // COUNT(*) adds every sub-group: 2 + 1 + 3 + 1 + 1 + 2 + 4.
-                vec![s("1"), s("3"), s("3"), s("1.0000"), s("14")],
-                // Only NULL: COUNT 0, SUM and AVG NULL.
-                vec![s("2"), s("0"), None, None, s("1")],
+                // Distinct non-NULL values 1, a, b; COUNT(*) 2 + 1 + 1 + 2 + 4 + 1.
+                vec![s("1"), s("3"), s("11")],
+                // Only NULL: COUNT 0.
+                vec![s("2"), s("0"), s("1")],
             ]
         );
+        // SUM / AVG (DISTINCT) of a string: MySQL compares the values as numbers.
+        let mut m2 = m.clone();
+        if let Some(g) = &mut m2.grouping {
+            g.aggregates[0].1 = Aggregate::Distinct(DistinctOp::Sum);
+        }
+        let e = super::rows(&m2, Arc::from(cols), vec![stream(vec![])], false)
+            .err()
+            .expect("refused");
+        let (code, _, message) = e.server_error().unwrap();
+        assert_eq!(code, 1235, "{message}");
+        assert!(
+            message.contains("SUM/AVG(DISTINCT) of string column s"),
+            "{message}"
+        );
+    }
+
+    /// `SUM(DISTINCT d), AVG(DISTINCT d)` of a DECIMAL: '1.50' and '1.5' from two nodes are one
+    /// value; the AVG column's own decimals (MySQL: the argument's + 4) are kept.
+    #[tokio::test]
+    async fn sum_and_avg_distinct_add_each_value_once() {
+        // sd, ad | d
+        let cols = vec![
+            column("sd", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2),
+            column("ad", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 6),
+            column("d", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2),
+        ];
+        let sub = SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: None,
+            desc: false,
+        };
+        let m = Merge {
+            hidden: 1,
+            node_order: vec![sub],
+            grouping: Some(Grouping {
+                keys: Vec::new(),
+                aggregates: vec![
+                    (ColumnRef::Visible(0), Aggregate::Distinct(DistinctOp::Sum)),
+                    (ColumnRef::Visible(1), Aggregate::Distinct(DistinctOp::Avg)),
+                ],
+                having: None,
+                sub_keys: vec![sub],
+                max_group_bytes: 1 << 20,
+            }),
+            order: Vec::new(),
+            limit: None,
+        };
+        let row = |sd: Option<&'static str>, ad: Option<&'static str>, d: Option<&'static str>| {
+            vec![sd, ad, d]
+        };
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![
+                    row(None, None, None),
+                    row(Some("-1.00"), Some("-1.000000"), Some("-1.00")),
+                    row(Some("1.50"), Some("1.500000"), Some("1.50")),
+                ]),
+                stream(vec![
+                    row(Some("1.5"), Some("1.500000"), Some("1.5")),
+                    row(Some("2.00"), Some("2.000000"), Some("2.00")),
+                ]),
+            ],
+        )
+        .await;
+        let s = |x: &str| Some(x.to_string());
+        // -1 + 1.5 + 2 = 2.50; / 3 = 0.833333 (half up at 6 places).
+        assert_eq!(out, [vec![s("2.50"), s("0.833333")]]);
     }
 
     fn concat_merge(distinct: bool, implicit: bool) -> Merge {

@@ -11,7 +11,9 @@
 //! - for `COUNT/SUM/AVG(DISTINCT ...)` and `GROUP_CONCAT`, the arguments (and GROUP_CONCAT's
 //!   ORDER BY keys) are added to the nodes' `GROUP BY` (one is written when the statement has
 //!   none) and to their `ORDER BY` after the group keys, by the extra columns' aliases; the
-//!   separator and `@@SESSION.group_concat_max_len` come back as extra columns.
+//!   separator and `@@SESSION.group_concat_max_len` come back as extra columns; when the
+//!   client orders such groups by an aggregate, the nodes get `SQL_BUFFER_RESULT`, so that
+//!   they describe the columns as one server sorting through a temporary table does.
 //!
 //! What cannot be combined exactly is refused with an error naming it (two DISTINCT
 //! aggregates over different expressions, aggregates inside expressions, `HAVING` forms the
