@@ -159,10 +159,7 @@ async fn strings_merge_in_the_column_collation_and_unmergeable_reads_are_refused
     assert_eq!(last, "c");
 
     for (sql, text) in [
-        (
-            "SELECT GROUP_CONCAT(user_id) FROM travelrecord",
-            "GROUP_CONCAT",
-        ),
+        ("SELECT STDDEV_POP(fee) FROM travelrecord", "statistical"),
         (
             "SELECT SUM(fee) / COUNT(*) FROM travelrecord",
             "aggregate inside an expression",
@@ -309,6 +306,20 @@ async fn groups_on_a_text_hashed_sharding_column_are_merged_across_nodes() {
     );
     let distinct: Vec<String> = c.query("SELECT DISTINCT code FROM m").await.unwrap();
     assert_eq!(distinct.len(), 3, "{distinct:?}");
+    // The same values counted once across the nodes, in the column's collation.
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(DISTINCT code) FROM m")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(3));
+    let concat: Option<String> = c
+        .query_first("SELECT GROUP_CONCAT(DISTINCT LOWER(code) ORDER BY LOWER(code) DESC) FROM m")
+        .await
+        .unwrap();
+    assert!(
+        matches!(concat.as_deref(), Some("bb,b,a" | "bb,b,ä")),
+        "{concat:?}"
+    );
     let pairs: Option<i64> = c
         .query_first("SELECT COUNT(*) FROM m x JOIN m y ON x.code = y.code")
         .await
@@ -336,4 +347,277 @@ async fn lock_in_share_mode_reads_route_like_any_read() {
         .unwrap();
     assert_eq!(all, [5000001, 1]);
     c.query_drop("COMMIT").await.unwrap();
+}
+
+/// A reference database on the sandbox primary holding the same travelrecord rows unsharded.
+async fn reference(db: &str, rows: &str) -> mysql_async::Conn {
+    let mut admin = common::primary(None).await;
+    admin
+        .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .unwrap();
+    admin
+        .query_drop(format!(
+            "CREATE DATABASE {db} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
+        ))
+        .await
+        .unwrap();
+    let mut c = common::primary(Some(db)).await;
+    for stmt in common::sample_statements() {
+        c.query_drop(stmt).await.unwrap();
+    }
+    c.query_drop(rows).await.unwrap();
+    c
+}
+
+/// A result as text: column (name, type, decimals) and rows.
+type Answer = (Vec<(String, u8, u8)>, Vec<Vec<Option<String>>>);
+
+async fn answer(c: &mut mysql_async::Conn, sql: &str) -> Answer {
+    let r = c
+        .query_iter(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = r
+        .columns_ref()
+        .iter()
+        .map(|c| {
+            (
+                c.name_str().into_owned(),
+                c.column_type() as u8,
+                c.decimals(),
+            )
+        })
+        .collect();
+    let rows: Vec<mysql_async::Row> = r.collect_and_drop().await.unwrap();
+    let rows = rows
+        .into_iter()
+        .map(|row| {
+            row.unwrap()
+                .into_iter()
+                .map(|v| match v {
+                    mysql_async::Value::NULL => None,
+                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                    other => Some(format!("{other:?}")),
+                })
+                .collect()
+        })
+        .collect();
+    (columns, rows)
+}
+
+/// Equal under utf8mb4_general_ci for these rows: case, trailing spaces, é / e.
+fn fold(s: &str) -> String {
+    s.to_lowercase()
+        .replace('é', "e")
+        .split(',')
+        .map(|p| p.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Issue 18: COUNT / SUM / AVG (DISTINCT) and GROUP_CONCAT over three dataNodes answer what
+/// one database holding the same rows answers: NULLs ignored, a value on several nodes counted
+/// once, 'a' / 'A' / 'a ' / 'é' / 'e' equal as utf8mb4_general_ci makes them, empty tables
+/// and groups, HAVING and ORDER BY / LIMIT on the merged groups, group_concat_max_len.
+#[tokio::test]
+async fn distinct_aggregates_and_group_concat_equal_one_database() {
+    let f = Fixture::start("dagg", Extra::default()).await;
+    let mut c = f.client().await;
+    let mut rf = reference("t_dagg_ref", "SELECT 1").await;
+    // Nothing yet: the implicit group of no rows.
+    for sql in [
+        "SELECT COUNT(DISTINCT fee), SUM(DISTINCT fee), AVG(DISTINCT fee), GROUP_CONCAT(DISTINCT fee ORDER BY fee), MIN(user_id), COUNT(*) FROM travelrecord",
+        "SELECT GROUP_CONCAT(DISTINCT user_id ORDER BY user_id) FROM travelrecord",
+        "SELECT COUNT(DISTINCT user_id), COUNT(*) FROM travelrecord",
+        "SELECT days, COUNT(DISTINCT user_id) FROM travelrecord GROUP BY days",
+    ] {
+        assert_eq!(
+            answer(&mut c, sql).await,
+            answer(&mut rf, sql).await,
+            "{sql}"
+        );
+    }
+    let rows = "INSERT INTO travelrecord (id, user_id, fee, days) VALUES \
+        (1, 'a', 1.50, 1), (2, 'A', 2.00, 2), (3, NULL, NULL, 3), (4, 'b', 1.50, 1), (5, '\u{e9}', 3.00, NULL), \
+        (5000001, 'a ', 1.50, 2), (5000002, 'B', NULL, 2), (5000003, 'c', 2.00, 1), (5000004, 'e', 3.00, 1), \
+        (10000001, 'A', 4.25, 3), (10000002, 'c', 1.50, NULL), (10000003, NULL, 2.00, 3), (10000004, 'd', -1.00, 3)";
+    c.query_drop(rows).await.unwrap();
+    rf.query_drop(rows).await.unwrap();
+    for n in 1..=3 {
+        assert_eq!(f.ids_on(n, "travelrecord").await.len(), [5, 4, 4][n - 1]);
+    }
+    // (query, compare strings folded)
+    let queries: &[(&str, bool)] = &[
+        ("SELECT COUNT(DISTINCT user_id) FROM travelrecord", false),
+        (
+            "SELECT COUNT(DISTINCT user_id, days) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT COUNT(DISTINCT days, user_id) AS n, COUNT(*), SUM(fee), MIN(fee), MAX(days), AVG(fee) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT SUM(DISTINCT fee), AVG(DISTINCT fee), COUNT(DISTINCT fee), COUNT(fee) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT SUM(DISTINCT days), AVG(DISTINCT days) FROM travelrecord WHERE fee > 0",
+            false,
+        ),
+        (
+            "SELECT days, COUNT(DISTINCT user_id), COUNT(*), SUM(fee), MAX(user_id) FROM travelrecord GROUP BY days ORDER BY days",
+            true,
+        ),
+        (
+            "SELECT days, COUNT(DISTINCT fee) AS n, SUM(DISTINCT fee), AVG(DISTINCT fee), MIN(fee) FROM travelrecord GROUP BY days ORDER BY days DESC",
+            false,
+        ),
+        (
+            "SELECT days, COUNT(DISTINCT user_id) AS n FROM travelrecord GROUP BY days HAVING n > 1 ORDER BY n DESC, days LIMIT 2",
+            false,
+        ),
+        (
+            "SELECT days, COUNT(DISTINCT user_id) FROM travelrecord GROUP BY days HAVING COUNT(DISTINCT user_id) >= 2 AND SUM(fee) > 1 ORDER BY COUNT(DISTINCT user_id), days",
+            false,
+        ),
+        (
+            "SELECT LOWER(user_id) AS u, COUNT(DISTINCT days) FROM travelrecord GROUP BY u ORDER BY u LIMIT 1, 3",
+            true,
+        ),
+        (
+            "SELECT COUNT(DISTINCT user_id) FROM travelrecord WHERE id > 20000000",
+            false,
+        ),
+        (
+            "SELECT days, SUM(DISTINCT fee) FROM travelrecord WHERE user_id IS NULL GROUP BY days ORDER BY days",
+            false,
+        ),
+        (
+            "SELECT days, GROUP_CONCAT(fee ORDER BY fee DESC SEPARATOR '|') FROM travelrecord GROUP BY days ORDER BY days",
+            false,
+        ),
+        (
+            "SELECT days, GROUP_CONCAT(id ORDER BY id) AS ids, COUNT(*) FROM travelrecord GROUP BY days ORDER BY days",
+            false,
+        ),
+        (
+            "SELECT GROUP_CONCAT(DISTINCT fee ORDER BY fee) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT GROUP_CONCAT(DISTINCT fee ORDER BY fee DESC SEPARATOR ''), COUNT(DISTINCT fee), SUM(DISTINCT fee) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT GROUP_CONCAT(DISTINCT user_id ORDER BY user_id) FROM travelrecord",
+            true,
+        ),
+        (
+            "SELECT GROUP_CONCAT(DISTINCT days, '-', fee ORDER BY days, fee) FROM travelrecord",
+            false,
+        ),
+        (
+            "SELECT days, GROUP_CONCAT(DISTINCT user_id ORDER BY user_id DESC SEPARATOR ', ') FROM travelrecord GROUP BY days ORDER BY days",
+            true,
+        ),
+        (
+            "SELECT GROUP_CONCAT(id ORDER BY id) FROM travelrecord WHERE id > 20000000",
+            false,
+        ),
+    ];
+    for (sql, folded) in queries {
+        let (gc, gr) = answer(&mut c, sql).await;
+        let (rc, rr) = answer(&mut rf, sql).await;
+        assert_eq!(gc, rc, "{sql}: columns");
+        let norm = |rows: Vec<Vec<Option<String>>>| -> Vec<Vec<Option<String>>> {
+            rows.into_iter()
+                .map(|r| {
+                    r.into_iter()
+                        .map(|v| v.map(|s| if *folded { fold(&s) } else { s }))
+                        .collect()
+                })
+                .collect()
+        };
+        assert_eq!(norm(gr), norm(rr), "{sql}");
+    }
+    // Without ORDER BY the concatenation's order is the server's choice: compare as sets.
+    let sql = "SELECT days, GROUP_CONCAT(id) FROM travelrecord GROUP BY days ORDER BY days";
+    let sorted = |rows: Vec<Vec<Option<String>>>| -> Vec<(Option<String>, Vec<String>)> {
+        rows.into_iter()
+            .map(|r| {
+                let mut ids: Vec<String> = r[1]
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(String::from)
+                    .collect();
+                ids.sort();
+                (r[0].clone(), ids)
+            })
+            .collect()
+    };
+    assert_eq!(
+        sorted(answer(&mut c, sql).await.1),
+        sorted(answer(&mut rf, sql).await.1)
+    );
+
+    // group_concat_max_len, the session's: cut at the same byte, and past the bound of
+    // maxPacketSize (16 MiB) it would be refused rather than held.
+    for conn in [&mut c, &mut rf] {
+        conn.query_drop("SET SESSION group_concat_max_len = 7")
+            .await
+            .unwrap();
+    }
+    for sql in [
+        "SELECT GROUP_CONCAT(fee ORDER BY fee) FROM travelrecord",
+        "SELECT days, GROUP_CONCAT(id ORDER BY id DESC) FROM travelrecord GROUP BY days ORDER BY days",
+        "SELECT GROUP_CONCAT(DISTINCT user_id ORDER BY user_id SEPARATOR '\u{e9}') FROM travelrecord WHERE user_id <> 'a'",
+    ] {
+        let (gc, gr) = answer(&mut c, sql).await;
+        let (rc, rr) = answer(&mut rf, sql).await;
+        assert_eq!(gc, rc, "{sql}: columns");
+        assert_eq!(gr, rr, "{sql}");
+    }
+
+    // EXPLAIN shows the pushed-down grouping of each node.
+    let rows: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT COUNT(DISTINCT user_id) FROM travelrecord")
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter().all(|(_, sql)| sql
+            == "SELECT COUNT(DISTINCT user_id), user_id AS `__manx_0`, WEIGHT_STRING(RTRIM(user_id)) AS `__manx_1` FROM travelrecord GROUP BY user_id ORDER BY `__manx_0` "),
+        "{rows:?}"
+    );
+
+    for (sql, text) in [
+        (
+            "SELECT COUNT(DISTINCT user_id), COUNT(DISTINCT days) FROM travelrecord",
+            "DISTINCT aggregates over different expressions",
+        ),
+        (
+            "SELECT id, COUNT(DISTINCT user_id) FROM travelrecord",
+            "beside DISTINCT aggregates or GROUP_CONCAT without GROUP BY",
+        ),
+        (
+            "SELECT days, GROUP_CONCAT(user_id) AS g FROM travelrecord GROUP BY days ORDER BY g",
+            "ordering by a GROUP_CONCAT",
+        ),
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(msg.contains(text), "{sql}: {msg}");
+    }
+    // MySQL tells SUM(DISTINCT)'s string values apart as numbers ('1' = '1.0'): refused when
+    // the merge sees the column's type.
+    let (code, state, msg) = server_error(
+        c.query_drop("SELECT SUM(DISTINCT user_id) FROM travelrecord")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(msg.contains("SUM/AVG(DISTINCT) of string column"), "{msg}");
 }

@@ -613,6 +613,23 @@ async fn sharded_postgresql_table_answers_like_one_database() {
             "SELECT id, cust FROM PGDB.orders WHERE id IN (5, 6) ORDER BY id",
             "SELECT id, cust FROM orders WHERE id IN (5, 6) ORDER BY id",
         ),
+        // DISTINCT aggregates (issue 18): the nodes group by the value, the merge counts
+        // each value once; PostgreSQL compares strings by bytes ('ann' and 'Ann' differ).
+        (
+            "SELECT COUNT(DISTINCT qty), SUM(DISTINCT qty), COUNT(*) FROM orders",
+            "",
+        ),
+        ("SELECT COUNT(DISTINCT cust) FROM orders", ""),
+        (
+            "SELECT cust, COUNT(DISTINCT qty), SUM(qty) FROM orders GROUP BY cust ORDER BY cust",
+            "",
+        ),
+        ("SELECT COUNT(DISTINCT cust) FROM orders WHERE id < 0", ""),
+        // Ordered by an aggregate: the nodes' statements carry SQL_BUFFER_RESULT.
+        (
+            "SELECT cust, COUNT(DISTINCT qty) AS n FROM orders GROUP BY cust ORDER BY n DESC, cust",
+            "",
+        ),
     ];
     for (sql, reference_sql) in queries {
         let reference_sql = if reference_sql.is_empty() {

@@ -36,9 +36,9 @@ pub use lex::SqlMode;
 pub use lex::split_statements;
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
-    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, Grouping, Having, HostHint, Local,
-    Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite, SessionSet, SortKey,
-    Target,
+    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, DistinctOp, Grouping, Having,
+    HostHint, Local, Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite,
+    SessionSet, SortKey, Target,
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;
@@ -340,6 +340,10 @@ pub struct Router {
     hosts: BTreeMap<String, (String, bool)>,
     /// Some dataHost is PostgreSQL: its catalog functions may be called (module `builtins`).
     postgresql: bool,
+    /// The most bytes one merged group may accumulate (a GROUP_CONCAT): server.xml
+    /// `maxPacketSize`, the gateway's `max_allowed_packet`, which no row sent to a client may
+    /// exceed anyway ([`Grouping::max_group_bytes`]).
+    max_group_bytes: usize,
 }
 
 impl Router {
@@ -527,6 +531,7 @@ impl Router {
             databases,
             postgresql: hosts.values().any(|(_, mysql)| !*mysql),
             hosts,
+            max_group_bytes: config.system.max_packet_size,
         })
     }
 

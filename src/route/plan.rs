@@ -108,6 +108,32 @@ pub enum Aggregate {
         sum: ColumnRef,
         count: ColumnRef,
     },
+    /// `COUNT(DISTINCT ...)`, `SUM(DISTINCT x)`, `AVG(DISTINCT x)`: the nodes group by the
+    /// group keys and the DISTINCT arguments ([`Grouping::sub_keys`]), so each node row holds
+    /// the aggregate over one distinct value (COUNT 1 or 0 for NULL, SUM and AVG the value
+    /// itself, typed as MySQL types the aggregate); rows whose sub-keys equal the previous
+    /// row's (the same value from another node) are skipped, the others counted, summed or
+    /// averaged. MySQL ignores NULL values (and COUNT a tuple with a NULL member).
+    Distinct(DistinctOp),
+    /// `GROUP_CONCAT([DISTINCT] e, ... [ORDER BY ...] [SEPARATOR 's'])`: each node row holds
+    /// the concatenation of one sub-group (ordered by [`Grouping::sub_keys`]); the pieces are
+    /// joined with the separator (`separator`: the literal, returned by the nodes) in the
+    /// merged order and cut at `group_concat_max_len` bytes (`max_len`: the session value, as
+    /// the nodes report it), at a character boundary, as MySQL cuts. `distinct` skips a piece
+    /// whose sub-keys equal the previous piece's.
+    GroupConcat {
+        distinct: bool,
+        separator: Option<ColumnRef>,
+        max_len: ColumnRef,
+    },
+}
+
+/// Which aggregate an [`Aggregate::Distinct`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DistinctOp {
+    Count,
+    Sum,
+    Avg,
 }
 
 /// Groups that span nodes: rows with equal keys are combined into one.
@@ -121,6 +147,18 @@ pub struct Grouping {
     pub aggregates: Vec<(ColumnRef, Aggregate)>,
     /// `HAVING`, evaluated on the merged groups (the nodes' statements carry none).
     pub having: Option<Having>,
+    /// Keys the nodes also group by, after `keys` (the arguments of DISTINCT aggregates and
+    /// the ORDER BY of GROUP_CONCAT): the nodes return one row per group and sub-key value,
+    /// sorted by the group keys and then these, so equal values from several nodes arrive
+    /// one after the other. Empty when the nodes return one row per group.
+    pub sub_keys: Vec<SortKey>,
+    /// (With sub-keys and no group keys the nodes' statements carry a `GROUP BY` the
+    /// client's has not: when no node returns a row, the merge still returns the one row of
+    /// the implicit group, COUNT 0 and every other value NULL, as MySQL does.)
+    /// The most bytes a group's GROUP_CONCAT may hold while merging (server.xml
+    /// `maxPacketSize`: no row longer than the gateway's `max_allowed_packet` can reach a
+    /// client); past it the statement fails with 1235 rather than grow.
+    pub max_group_bytes: usize,
 }
 
 /// A `HAVING` condition on merged groups: comparisons of an aggregate (or group column) with a
@@ -276,7 +314,7 @@ pub enum Local {
     Kill { query: bool, id: u64 },
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
-    Explain(Plan),
+    Explain(Box<Plan>),
 }
 
 /// What follows the end of a transaction (`COMMIT` / `ROLLBACK`'s optional clauses).

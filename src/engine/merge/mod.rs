@@ -4,7 +4,10 @@
 //! - **MergeSort**: a k-way merge of the nodes' sorted streams; one row per node is held.
 //! - **Group**: adjacent rows with equal keys (the input is sorted by them) combined into one,
 //!   aggregates folded: `COUNT` and `SUM` added exactly, `MIN` / `MAX` compared, `AVG` from the
-//!   nodes' sums and counts. One group is held at a time.
+//!   nodes' sums and counts; `COUNT/SUM/AVG(DISTINCT)` over rows whose sub-keys (the DISTINCT
+//!   values, sorted after the group keys) differ from the previous row's; `GROUP_CONCAT`'s
+//!   pieces joined and cut at `group_concat_max_len`. One group (and its last row) is held at
+//!   a time; a concatenation past `maxPacketSize` is refused.
 //! - **Sort**: only when groups must be ordered by something the nodes could not sort by (an
 //!   aggregate): the groups are collected and sorted.
 //! - **Limit**, then the extra columns are cut off.
@@ -22,7 +25,7 @@ use bigdecimal::{BigDecimal, RoundingMode};
 use futures::StreamExt;
 
 use crate::backend::{BackendError, Column, ColumnFlags, ColumnType, Row, RowStream, Value};
-use crate::route::{Aggregate, ColumnRef, CompareOp, Having, Merge, SortKey};
+use crate::route::{Aggregate, ColumnRef, CompareOp, DistinctOp, Having, Merge, SortKey};
 
 mod compare;
 mod filter;
@@ -64,6 +67,21 @@ struct Key {
     at: usize,
     kind: Kind,
     desc: bool,
+}
+
+/// A string or BLOB column type (text or binary).
+fn is_text_type(c: &Column) -> bool {
+    use ColumnType::*;
+    matches!(
+        c.column_type,
+        MYSQL_TYPE_VARCHAR
+            | MYSQL_TYPE_VAR_STRING
+            | MYSQL_TYPE_STRING
+            | MYSQL_TYPE_TINY_BLOB
+            | MYSQL_TYPE_MEDIUM_BLOB
+            | MYSQL_TYPE_LONG_BLOB
+            | MYSQL_TYPE_BLOB
+    )
 }
 
 /// 1235 `ER_NOT_SUPPORTED_YET`, for a merge the result's column types do not allow.
@@ -134,8 +152,30 @@ pub(super) fn rows<'a>(
             .iter()
             .map(|(c, a)| fold(&columns, at(*c)?, a, &at, mixed_weights))
             .collect::<Result<_, _>>()?;
-        let decimals = columns.iter().map(|c| c.decimals).collect();
-        rows = group(rows, keys, folds, decimals);
+        let sub: Vec<Key> = g.sub_keys.iter().map(key).collect::<Result<_, _>>()?;
+        // SUM / AVG (DISTINCT x) of a string x: MySQL tells the values apart as numbers ('1'
+        // and '1.0' are one), the sub-keys as strings.
+        if let Some(k) = sub.iter().find(|k| {
+            matches!(k.kind, Kind::Weight(_))
+                || columns[k.at].charset == BINARY_CHARSET && is_text_type(&columns[k.at])
+        }) && g
+            .aggregates
+            .iter()
+            .any(|(_, a)| matches!(a, Aggregate::Distinct(DistinctOp::Sum | DistinctOp::Avg)))
+        {
+            return Err(not_supported(format!(
+                "SUM/AVG(DISTINCT) of string column {} over several dataNodes",
+                columns[k.at].name
+            )));
+        }
+        let fx = Folding {
+            folds,
+            sub,
+            decimals: columns.iter().map(|c| c.decimals).collect(),
+            bound: g.max_group_bytes,
+            width: total,
+        };
+        rows = group(rows, keys, fx);
         if let Some(h) = &g.having {
             let condition = Condition::new(h, &columns, &at)?;
             rows = rows
@@ -341,6 +381,8 @@ mod tests {
                     ),
                 ],
                 having: None,
+                sub_keys: Vec::new(),
+                max_group_bytes: 1 << 20,
             }),
             order: vec![key(1, true)],
             limit: None,
@@ -388,6 +430,300 @@ mod tests {
                 vec![s("2"), s("1"), None, None, None],
             ]
         );
+    }
+
+    /// `SELECT g, COUNT(DISTINCT s), COUNT(*) ... GROUP BY g` as the nodes answer it grouped
+    /// by (g, s): `s` a string column whose weights make 'a' and 'A' equal (from two nodes:
+    /// one value), NULL ignored, COUNT(*) over every sub-group.
+    #[tokio::test]
+    async fn count_distinct_skips_values_repeated_across_nodes() {
+        // g, cd, n | s, weight(s)
+        let cols = vec![
+            column("g", ColumnType::MYSQL_TYPE_LONG, 63, 0),
+            column("cd", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
+            column("n", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
+            column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("w", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
+        ];
+        let sub = SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: Some(ColumnRef::Hidden(1)),
+            desc: false,
+        };
+        let m = Merge {
+            hidden: 2,
+            node_order: vec![key(0, false), sub],
+            grouping: Some(Grouping {
+                keys: vec![key(0, false)],
+                aggregates: vec![
+                    (
+                        ColumnRef::Visible(1),
+                        Aggregate::Distinct(DistinctOp::Count),
+                    ),
+                    (ColumnRef::Visible(2), Aggregate::Count),
+                ],
+                having: None,
+                sub_keys: vec![sub],
+                max_group_bytes: 1 << 20,
+            }),
+            order: Vec::new(),
+            limit: None,
+        };
+        let row = |g: &'static str, s: Option<&'static str>, n: &'static str| {
+            let w = s.map(|x| if x == "a" { "A" } else { x });
+            vec![
+                Some(g),
+                Some(if s.is_some() { "1" } else { "0" }),
+                Some(n),
+                s,
+                w,
+            ]
+        };
+        let out = run(
+            &m,
+            cols.clone(),
+            vec![
+                stream(vec![
+                    row("1", None, "2"),
+                    row("1", Some("1"), "1"),
+                    row("1", Some("a"), "1"),
+                ]),
+                stream(vec![row("1", Some("A"), "2"), row("2", None, "1")]),
+                stream(vec![row("1", Some("1"), "4"), row("1", Some("b"), "1")]),
+            ],
+        )
+        .await;
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(
+            out,
+            [
+                // Distinct non-NULL values 1, a, b; COUNT(*) 2 + 1 + 1 + 2 + 4 + 1.
+                vec![s("1"), s("3"), s("11")],
+                // Only NULL: COUNT 0.
+                vec![s("2"), s("0"), s("1")],
+            ]
+        );
+        // SUM / AVG (DISTINCT) of a string: MySQL compares the values as numbers.
+        let mut m2 = m.clone();
+        if let Some(g) = &mut m2.grouping {
+            g.aggregates[0].1 = Aggregate::Distinct(DistinctOp::Sum);
+        }
+        let e = super::rows(&m2, Arc::from(cols), vec![stream(vec![])], false)
+            .err()
+            .expect("refused");
+        let (code, _, message) = e.server_error().unwrap();
+        assert_eq!(code, 1235, "{message}");
+        assert!(
+            message.contains("SUM/AVG(DISTINCT) of string column s"),
+            "{message}"
+        );
+    }
+
+    /// `SUM(DISTINCT d), AVG(DISTINCT d)` of a DECIMAL: '1.50' and '1.5' from two nodes are one
+    /// value; the AVG column's own decimals (MySQL: the argument's + 4) are kept.
+    #[tokio::test]
+    async fn sum_and_avg_distinct_add_each_value_once() {
+        // sd, ad | d
+        let cols = vec![
+            column("sd", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2),
+            column("ad", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 6),
+            column("d", ColumnType::MYSQL_TYPE_NEWDECIMAL, 63, 2),
+        ];
+        let sub = SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: None,
+            desc: false,
+        };
+        let m = Merge {
+            hidden: 1,
+            node_order: vec![sub],
+            grouping: Some(Grouping {
+                keys: Vec::new(),
+                aggregates: vec![
+                    (ColumnRef::Visible(0), Aggregate::Distinct(DistinctOp::Sum)),
+                    (ColumnRef::Visible(1), Aggregate::Distinct(DistinctOp::Avg)),
+                ],
+                having: None,
+                sub_keys: vec![sub],
+                max_group_bytes: 1 << 20,
+            }),
+            order: Vec::new(),
+            limit: None,
+        };
+        let row = |sd: Option<&'static str>, ad: Option<&'static str>, d: Option<&'static str>| {
+            vec![sd, ad, d]
+        };
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![
+                    row(None, None, None),
+                    row(Some("-1.00"), Some("-1.000000"), Some("-1.00")),
+                    row(Some("1.50"), Some("1.500000"), Some("1.50")),
+                ]),
+                stream(vec![
+                    row(Some("1.5"), Some("1.500000"), Some("1.5")),
+                    row(Some("2.00"), Some("2.000000"), Some("2.00")),
+                ]),
+            ],
+        )
+        .await;
+        let s = |x: &str| Some(x.to_string());
+        // -1 + 1.5 + 2 = 2.50; / 3 = 0.833333 (half up at 6 places).
+        assert_eq!(out, [vec![s("2.50"), s("0.833333")]]);
+    }
+
+    fn concat_merge(distinct: bool, implicit: bool) -> Merge {
+        // GROUP_CONCAT(...) | sub-key s, weight, separator, @@group_concat_max_len
+        let sub = SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: Some(ColumnRef::Hidden(1)),
+            desc: false,
+        };
+        let keys = if implicit {
+            vec![]
+        } else {
+            vec![key(1, false)]
+        };
+        Merge {
+            hidden: 4,
+            node_order: keys.iter().copied().chain([sub]).collect(),
+            grouping: Some(Grouping {
+                keys,
+                aggregates: vec![(
+                    ColumnRef::Visible(0),
+                    Aggregate::GroupConcat {
+                        distinct,
+                        separator: Some(ColumnRef::Hidden(2)),
+                        max_len: ColumnRef::Hidden(3),
+                    },
+                )],
+                having: None,
+                sub_keys: vec![sub],
+                max_group_bytes: 12,
+            }),
+            order: Vec::new(),
+            limit: None,
+        }
+    }
+
+    fn concat_cols() -> Vec<Column> {
+        vec![
+            column("gc", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("g", ColumnType::MYSQL_TYPE_LONG, 63, 0),
+            column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("w", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
+            column("sep", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("max", ColumnType::MYSQL_TYPE_LONGLONG, 63, 0),
+        ]
+    }
+
+    #[tokio::test]
+    async fn group_concat_joins_pieces_in_order_and_cuts_at_max_len() {
+        let row = |piece: Option<&'static str>, g, s: &'static str, max: &'static str| {
+            vec![piece, Some(g), Some(s), Some(s), Some(";"), Some(max)]
+        };
+        let streams = |max: &'static str| {
+            vec![
+                stream(vec![
+                    row(Some("a;a"), "1", "A", max),
+                    row(Some("c"), "1", "C", max),
+                    row(None, "2", "N", max),
+                ]),
+                stream(vec![
+                    row(Some("A"), "1", "A", max),
+                    row(Some("b"), "1", "B", max),
+                    row(Some(""), "3", "", max),
+                    row(Some("x"), "3", "X", max),
+                ]),
+            ]
+        };
+        let s = |x: &str| Some(x.to_string());
+        let out = run(&concat_merge(false, false), concat_cols(), streams("1024")).await;
+        assert_eq!(
+            out,
+            [
+                vec![s("a;a;A;b;c"), s("1")],
+                vec![None, s("2")],
+                // An empty piece is a value: the separator follows it.
+                vec![s(";x"), s("3")]
+            ]
+        );
+        let out = run(&concat_merge(true, false), concat_cols(), streams("1024")).await;
+        assert_eq!(
+            out[0][0],
+            s("a;a;b;c"),
+            "'A' repeats 'a' (a;a is one node's piece)"
+        );
+        // group_concat_max_len 6: cut, the separator counting.
+        let out = run(&concat_merge(false, false), concat_cols(), streams("6")).await;
+        assert_eq!(out[0][0], s("a;a;A;"));
+    }
+
+    #[tokio::test]
+    async fn group_concat_cuts_at_a_character_and_refuses_past_the_bound() {
+        let row = |piece: &'static str, s: &'static str, max: &'static str| {
+            vec![
+                Some(piece),
+                Some("1"),
+                Some(s),
+                Some(s),
+                Some(";"),
+                Some(max),
+            ]
+        };
+        let s = |x: &str| Some(x.to_string());
+        // 'é' is two bytes: a cut at 4 bytes would split it, so 3 are kept.
+        let out = run(
+            &concat_merge(false, true),
+            concat_cols(),
+            vec![
+                stream(vec![row("ab", "1", "4")]),
+                stream(vec![row("é", "2", "4")]),
+            ],
+        )
+        .await;
+        assert_eq!(out, [vec![s("ab;"), s("1")]]);
+        // max_len above the 12-byte bound: refused once the bytes pass it, not grown.
+        let m = concat_merge(false, true);
+        let (_, rows) = super::rows(
+            &m,
+            Arc::from(concat_cols()),
+            vec![
+                stream(vec![row("abcdefgh", "1", "100")]),
+                stream(vec![row("ijklmnop", "2", "100")]),
+            ],
+            false,
+        )
+        .unwrap();
+        let got: Vec<Result<Row, BackendError>> = rows.collect().await;
+        let err = got.into_iter().find_map(|r| r.err()).expect("refused");
+        let (code, _, message) = err.server_error().unwrap();
+        assert_eq!(code, 1235, "{message}");
+        assert!(message.contains("12 bytes"), "{message}");
+    }
+
+    #[tokio::test]
+    async fn an_implicit_group_of_no_rows_is_one_row() {
+        let m = concat_merge(false, true);
+        let mut m2 = m.clone();
+        if let Some(g) = &mut m2.grouping {
+            g.aggregates[0].1 = Aggregate::Distinct(DistinctOp::Count);
+        }
+        let s = |x: &str| Some(x.to_string());
+        let out = run(&m, concat_cols(), vec![stream(vec![]), stream(vec![])]).await;
+        assert_eq!(out, [vec![None, None]]);
+        let out = run(&m2, concat_cols(), vec![stream(vec![]), stream(vec![])]).await;
+        assert_eq!(out, [vec![s("0"), None]]);
+        // With group keys, no rows are no groups.
+        let out = run(
+            &concat_merge(false, false),
+            concat_cols(),
+            vec![stream(vec![])],
+        )
+        .await;
+        assert!(out.is_empty());
     }
 
     #[tokio::test]

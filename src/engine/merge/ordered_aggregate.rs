@@ -1,4 +1,4 @@
-//! Group: adjacent rows with equal keys combined into one, aggregates folded exactly (COUNT and SUM added, MIN/MAX compared, AVG from sums and counts).
+//! Group: adjacent rows with equal keys combined into one, aggregates folded exactly (COUNT and SUM added, MIN/MAX compared, AVG from sums and counts, DISTINCT aggregates over the distinct values, GROUP_CONCAT pieces joined).
 
 use super::*;
 
@@ -21,6 +21,26 @@ pub(super) enum FoldOp {
         number: Number,
         /// Decimals of the AVG column (MySQL: the argument's scale + div_precision_increment).
         decimals: u8,
+    },
+    /// `COUNT(DISTINCT ...)`: the rows' counts (1, or 0 for a NULL value) added, repeats skipped.
+    DistinctCount,
+    /// `SUM(DISTINCT x)`: the rows' values added, repeats skipped.
+    DistinctSum(Number),
+    /// `AVG(DISTINCT x)`: the rows' values added and the non-NULL ones counted, repeats skipped.
+    DistinctAvg {
+        number: Number,
+        decimals: u8,
+    },
+    /// `GROUP_CONCAT`: the pieces joined (repeats skipped when `distinct`).
+    Concat {
+        distinct: bool,
+        /// The column holding the separator literal; `None`: `,`.
+        separator: Option<usize>,
+        /// The column holding `@@group_concat_max_len`.
+        max_len: usize,
+        /// The result is binary (cut at any byte) rather than text (cut at a UTF-8
+        /// character boundary).
+        binary: bool,
     },
 }
 
@@ -55,6 +75,22 @@ pub(super) fn fold(
             weight.map(resolve).transpose()?,
             mixed_weights,
         )?),
+        Aggregate::Distinct(DistinctOp::Count) => FoldOp::DistinctCount,
+        Aggregate::Distinct(DistinctOp::Sum) => FoldOp::DistinctSum(number(&columns[at])),
+        Aggregate::Distinct(DistinctOp::Avg) => FoldOp::DistinctAvg {
+            number: number(&columns[at]),
+            decimals: columns[at].decimals,
+        },
+        Aggregate::GroupConcat {
+            distinct,
+            separator,
+            max_len,
+        } => FoldOp::Concat {
+            distinct: *distinct,
+            separator: separator.map(resolve).transpose()?,
+            max_len: resolve(*max_len)?,
+            binary: columns[at].charset == BINARY_CHARSET,
+        },
         Aggregate::Avg { sum, count } => {
             let sum = resolve(*sum)?;
             FoldOp::Avg {
@@ -72,6 +108,9 @@ pub(super) fn fold(
 pub(super) struct GroupState {
     row: Row,
     acc: Vec<Acc>,
+    /// The group's last row when it is not the first (its sub-keys tell a repeated distinct
+    /// value); kept only with sub-keys.
+    last: Option<Row>,
 }
 
 #[derive(Debug, Clone)]
@@ -85,6 +124,65 @@ pub(super) enum Acc {
     Row,
     /// AVG: the sum (`Null` while every sum was NULL) and the count.
     Avg(Box<Acc>, i128),
+    /// GROUP_CONCAT: the bytes so far (`None` while every piece was NULL) and whether they
+    /// were cut at `group_concat_max_len` (later pieces are then dropped).
+    Concat(Option<Vec<u8>>, bool),
+}
+
+/// Where bytes may be cut at most `max` bytes in: `max` for binary results, else the last
+/// UTF-8 character boundary at or before `max` (MySQL cuts GROUP_CONCAT at a character).
+fn cut_point(bytes: &[u8], max: usize, binary: bool) -> usize {
+    if binary || max >= bytes.len() {
+        return max.min(bytes.len());
+    }
+    let mut at = max;
+    while at > 0 && (bytes[at] & 0xC0) == 0x80 {
+        at -= 1;
+    }
+    at
+}
+
+/// Adds one GROUP_CONCAT piece: separator and value appended, the whole cut at `max_len`
+/// (MySQL: `group_concat_max_len`, the separator counts), and at most `bound` bytes held.
+///
+/// Errors: 1235 when the concatenation would hold more than `bound` bytes
+/// ([`crate::route::Grouping::max_group_bytes`]).
+fn concat(
+    acc: Acc,
+    piece: &Value,
+    separator: &[u8],
+    max_len: usize,
+    binary: bool,
+    bound: usize,
+) -> Result<Acc, BackendError> {
+    let (mut bytes, cut) = match acc {
+        Acc::Concat(b, cut) => (b, cut),
+        _ => (None, false),
+    };
+    if cut || matches!(piece, Value::Null) {
+        return Ok(Acc::Concat(bytes, cut));
+    }
+    let piece = super::compare::bytes(piece);
+    // (An empty piece still counts: MySQL writes the separator after it.)
+    let first = bytes.is_none();
+    let out = bytes.get_or_insert_with(Vec::new);
+    let added = piece.len() + if first { 0 } else { separator.len() };
+    if out.len().saturating_add(added).min(max_len) > bound {
+        return Err(not_supported(format!(
+            "a GROUP_CONCAT over several dataNodes longer than {bound} bytes (maxPacketSize) while group_concat_max_len is {max_len}"
+        )));
+    }
+    if !first {
+        out.extend_from_slice(separator);
+    }
+    out.extend_from_slice(&piece);
+    let mut cut = false;
+    if out.len() > max_len {
+        let at = cut_point(out, max_len, binary);
+        out.truncate(at);
+        cut = true;
+    }
+    Ok(Acc::Concat(bytes, cut))
 }
 
 pub(super) fn add(acc: Acc, v: &Value, number: Number) -> Acc {
@@ -120,13 +218,32 @@ pub(super) fn add(acc: Acc, v: &Value, number: Number) -> Acc {
     }
 }
 
+/// What the group stream folds rows with.
+pub(super) struct Folding {
+    pub(super) folds: Vec<Fold>,
+    /// The sub-keys ([`crate::route::Grouping::sub_keys`]): a row whose sub-keys equal the
+    /// previous row's in its group repeats a distinct value (from another node).
+    pub(super) sub: Vec<Key>,
+    /// Each column's decimals.
+    pub(super) decimals: Vec<u8>,
+    /// [`crate::route::Grouping::max_group_bytes`].
+    pub(super) bound: usize,
+    /// Columns per row.
+    pub(super) width: usize,
+}
+
+/// MySQL's default `group_concat_max_len`, for a row that carries none (the implicit group
+/// of no rows, which has no GROUP_CONCAT piece anyway).
+const GROUP_CONCAT_MAX_LEN: usize = 1024;
+
 impl GroupState {
-    fn new(row: Row, folds: &[Fold]) -> GroupState {
-        let acc = folds
-            .iter()
-            .map(|f| match f.op {
-                FoldOp::Count => Acc::Int(int(&row[f.at]).unwrap_or(0)),
-                FoldOp::Sum(n) => add(Acc::Null, &row[f.at], n),
+    fn new(row: Row, fx: &Folding) -> Result<GroupState, BackendError> {
+        let mut acc = Vec::with_capacity(fx.folds.len());
+        for f in &fx.folds {
+            let v = &row[f.at];
+            acc.push(match f.op {
+                FoldOp::Count | FoldOp::DistinctCount => Acc::Int(int(v).unwrap_or(0)),
+                FoldOp::Sum(n) | FoldOp::DistinctSum(n) => add(Acc::Null, v, n),
                 FoldOp::Min(_) | FoldOp::Max(_) => Acc::Row,
                 FoldOp::Avg {
                     sum, count, number, ..
@@ -134,16 +251,67 @@ impl GroupState {
                     Box::new(add(Acc::Null, &row[sum], number)),
                     int(&row[count]).unwrap_or(0),
                 ),
-            })
-            .collect();
-        GroupState { row, acc }
+                FoldOp::DistinctAvg { number, .. } => Acc::Avg(
+                    Box::new(add(Acc::Null, v, number)),
+                    i128::from(!matches!(v, Value::Null)),
+                ),
+                FoldOp::Concat { .. } => Self::concat_piece(&row, &row, f, Acc::Null, fx)?,
+            });
+        }
+        Ok(GroupState {
+            row,
+            acc,
+            last: None,
+        })
     }
 
-    fn add(&mut self, row: Row, folds: &[Fold]) {
-        for (f, acc) in folds.iter().zip(self.acc.iter_mut()) {
+    /// `acc` with the GROUP_CONCAT piece of `row` added; `first` is the group's first row,
+    /// which carries the separator and `group_concat_max_len`.
+    fn concat_piece(
+        first: &Row,
+        row: &Row,
+        f: &Fold,
+        acc: Acc,
+        fx: &Folding,
+    ) -> Result<Acc, BackendError> {
+        let FoldOp::Concat {
+            separator,
+            max_len,
+            binary,
+            ..
+        } = f.op
+        else {
+            return Ok(acc);
+        };
+        let separator = match separator {
+            Some(at) => bytes(&first[at]),
+            None => std::borrow::Cow::Borrowed(&b","[..]),
+        };
+        let max_len = int(&first[max_len])
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(GROUP_CONCAT_MAX_LEN);
+        concat(acc, &row[f.at], &separator, max_len, binary, fx.bound)
+    }
+
+    fn add(&mut self, row: Row, fx: &Folding) -> Result<(), BackendError> {
+        let repeat =
+            !fx.sub.is_empty() && same(&fx.sub, self.last.as_ref().unwrap_or(&self.row), &row);
+        for (f, acc) in fx.folds.iter().zip(self.acc.iter_mut()) {
+            let distinct = matches!(
+                f.op,
+                FoldOp::DistinctCount
+                    | FoldOp::DistinctSum(_)
+                    | FoldOp::DistinctAvg { .. }
+                    | FoldOp::Concat { distinct: true, .. }
+            );
+            if repeat && distinct {
+                continue;
+            }
             *acc = match (std::mem::replace(acc, Acc::Null), &f.op) {
-                (Acc::Int(c), FoldOp::Count) => Acc::Int(c + int(&row[f.at]).unwrap_or(0)),
-                (a, FoldOp::Sum(n)) => add(a, &row[f.at], *n),
+                (Acc::Int(c), FoldOp::Count | FoldOp::DistinctCount) => {
+                    Acc::Int(c + int(&row[f.at]).unwrap_or(0))
+                }
+                (a, FoldOp::Sum(n) | FoldOp::DistinctSum(n)) => add(a, &row[f.at], *n),
                 (a, FoldOp::Min(kind)) | (a, FoldOp::Max(kind)) => {
                     let o = compare_values(*kind, &row[f.at], &self.row[f.at], &row, &self.row);
                     let replace = !matches!(row[f.at], Value::Null)
@@ -169,9 +337,18 @@ impl GroupState {
                     Box::new(add(*s, &row[*sum], *number)),
                     c + int(&row[*count]).unwrap_or(0),
                 ),
+                (Acc::Avg(s, c), FoldOp::DistinctAvg { number, .. }) => Acc::Avg(
+                    Box::new(add(*s, &row[f.at], *number)),
+                    c + i128::from(!matches!(row[f.at], Value::Null)),
+                ),
+                (a, FoldOp::Concat { .. }) => Self::concat_piece(&self.row, &row, f, a, fx)?,
                 (a, _) => a,
             };
         }
+        if !fx.sub.is_empty() {
+            self.last = Some(row);
+        }
+        Ok(())
     }
 
     /// The group's row, aggregates written in MySQL's text form.
@@ -180,13 +357,17 @@ impl GroupState {
             let value = match (acc, &f.op) {
                 (Acc::Row, _) => continue,
                 (Acc::Null, _) => Value::Null,
-                (Acc::Int(i), FoldOp::Sum(_)) => {
+                (Acc::Concat(bytes, _), _) => bytes.map_or(Value::Null, Value::Bytes),
+                (Acc::Int(i), FoldOp::Sum(_) | FoldOp::DistinctSum(_)) => {
                     decimal_text(&BigDecimal::from(i), columns_decimals[f.at])
                 }
                 (Acc::Int(i), _) => Value::Bytes(i.to_string().into_bytes()),
                 (Acc::Decimal(d), _) => decimal_text(&d, columns_decimals[f.at]),
                 (Acc::Float(x), _) => Value::Bytes(double_text(x).into_bytes()),
-                (Acc::Avg(sum, count), FoldOp::Avg { decimals, .. }) => {
+                (
+                    Acc::Avg(sum, count),
+                    FoldOp::Avg { decimals, .. } | FoldOp::DistinctAvg { decimals, .. },
+                ) => {
                     if count == 0 {
                         Value::Null
                     } else {
@@ -250,58 +431,66 @@ pub(super) fn double_text(x: f64) -> String {
     }
 }
 
-/// Combines adjacent rows with equal `keys` (all rows when `keys` is empty).
-pub(super) fn group<'a>(
-    input: RowStream<'a>,
-    keys: Vec<Key>,
-    folds: Vec<Fold>,
-    decimals: Vec<u8>,
-) -> RowStream<'a> {
+/// Combines adjacent rows with equal `keys` (all rows when `keys` is empty). With sub-keys and
+/// no keys, no input at all still gives the implicit group's row (COUNT 0, all else NULL).
+pub(super) fn group<'a>(input: RowStream<'a>, keys: Vec<Key>, fx: Folding) -> RowStream<'a> {
     struct State<'a> {
         input: RowStream<'a>,
         current: Option<GroupState>,
         done: bool,
         keys: Vec<Key>,
-        folds: Vec<Fold>,
-        decimals: Vec<u8>,
+        fx: Folding,
     }
     let state = State {
         input,
         current: None,
         done: false,
         keys,
-        folds,
-        decimals,
+        fx,
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {
             if st.done {
                 return None;
             }
-            match st.input.next().await {
+            let step = match st.input.next().await {
                 Some(Ok(row)) => match st.current.take() {
-                    Some(mut g) if same(&st.keys, &g.row, &row) => {
-                        g.add(row, &st.folds);
+                    Some(mut g) if same(&st.keys, &g.row, &row) => g.add(row, &st.fx).map(|()| {
                         st.current = Some(g);
-                    }
-                    Some(g) => {
-                        st.current = Some(GroupState::new(row, &st.folds));
-                        let out = g.finish(&st.folds, &st.decimals);
-                        return Some((Ok(out), st));
-                    }
-                    None => {
-                        st.current = Some(GroupState::new(row, &st.folds));
-                    }
+                        None
+                    }),
+                    Some(g) => GroupState::new(row, &st.fx).map(|next| {
+                        st.current = Some(next);
+                        Some(g.finish(&st.fx.folds, &st.fx.decimals))
+                    }),
+                    None => GroupState::new(row, &st.fx).map(|g| {
+                        st.current = Some(g);
+                        None
+                    }),
                 },
-                Some(Err(e)) => {
-                    st.done = true;
-                    return Some((Err(e), st));
-                }
+                Some(Err(e)) => Err(e),
                 None => {
                     st.done = true;
-                    let g = st.current.take()?;
-                    let out = g.finish(&st.folds, &st.decimals);
+                    let g = match st.current.take() {
+                        Some(g) => g,
+                        None if st.keys.is_empty() && !st.fx.sub.is_empty() => {
+                            match GroupState::new(vec![Value::Null; st.fx.width], &st.fx) {
+                                Ok(g) => g,
+                                Err(e) => return Some((Err(e), st)),
+                            }
+                        }
+                        None => return None,
+                    };
+                    let out = g.finish(&st.fx.folds, &st.fx.decimals);
                     return Some((Ok(out), st));
+                }
+            };
+            match step {
+                Ok(Some(out)) => return Some((Ok(out), st)),
+                Ok(None) => {}
+                Err(e) => {
+                    st.done = true;
+                    return Some((Err(e), st));
                 }
             }
         }

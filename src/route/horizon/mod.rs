@@ -7,11 +7,17 @@
 //!   the node's collation), `SUM(x)` and `COUNT(x)` for each `AVG(x)`;
 //! - the `ORDER BY` each node sorts by (the group keys when groups span nodes);
 //! - `LIMIT m, n` becomes `LIMIT m + n` when the nodes' order is the final one, and is dropped
-//!   when every group is needed.
+//!   when every group is needed;
+//! - for `COUNT/SUM/AVG(DISTINCT ...)` and `GROUP_CONCAT`, the arguments (and GROUP_CONCAT's
+//!   ORDER BY keys) are added to the nodes' `GROUP BY` (one is written when the statement has
+//!   none) and to their `ORDER BY` after the group keys, by the extra columns' aliases; the
+//!   separator and `@@SESSION.group_concat_max_len` come back as extra columns; when the
+//!   client orders such groups by an aggregate, the nodes get `SQL_BUFFER_RESULT`, so that
+//!   they describe the columns as one server sorting through a temporary table does.
 //!
-//! What cannot be combined exactly is refused with an error naming it (`COUNT(DISTINCT)`,
-//! `GROUP_CONCAT`, aggregates inside expressions, `HAVING` over groups that span nodes):
-//! never a wrong answer.
+//! What cannot be combined exactly is refused with an error naming it (two DISTINCT
+//! aggregates over different expressions, aggregates inside expressions, `HAVING` forms the
+//! merge cannot evaluate): never a wrong answer.
 
 use std::ops::Range;
 
@@ -24,7 +30,7 @@ use sqlparser::tokenizer::Token;
 
 use super::RouteError;
 use super::analyze;
-use super::plan::{Aggregate, ColumnRef, CompareOp, Grouping, Having, Merge, SortKey};
+use super::plan::{Aggregate, ColumnRef, CompareOp, DistinctOp, Grouping, Having, Merge, SortKey};
 use super::rewrite::{self, Edits, Replacement, is_keyword};
 
 mod aggregate;
@@ -97,6 +103,123 @@ struct Planner<'a> {
     /// Byte ranges the per-node edits already change (schema qualifiers): text copied from
     /// them would lose the edit.
     edited: Vec<Range<usize>>,
+    /// What the DISTINCT aggregates and GROUP_CONCATs planned so far need the nodes to group by.
+    sub: SubKeys,
+    /// Groups span nodes and are merged: a GROUP_CONCAT's per-node value is then a piece, not
+    /// something to sort by.
+    merging: bool,
+}
+
+/// One expression the nodes group by for DISTINCT aggregates / GROUP_CONCAT: its normalised
+/// tokens (for comparing expressions as written), its text range, and descending order.
+#[derive(Clone)]
+struct SubKey {
+    tokens: Vec<String>,
+    range: Range<usize>,
+    desc: bool,
+}
+
+/// The sub-keys ([`Grouping::sub_keys`]) the aggregates of one SELECT need, collected as they
+/// are planned.
+///
+/// - `COUNT/SUM/AVG(DISTINCT args)` and `GROUP_CONCAT(DISTINCT args ...)`: the sub-keys are
+///   exactly `args` (as a set), so that rows with equal argument values are adjacent and the
+///   merge can skip repeats by comparing each row with the previous one. Two such aggregates
+///   over different expressions cannot both be served by one node order: refused.
+/// - `GROUP_CONCAT(... ORDER BY k ...)`: the sub-keys start with `k` in its directions, so the
+///   pieces arrive in the concatenation's order. With DISTINCT, `k` must be among the
+///   arguments (else the order would separate equal values).
+/// - `GROUP_CONCAT(e)` without either needs none: each node's value per group is a piece.
+#[derive(Default)]
+struct SubKeys {
+    set: Option<Vec<SubKey>>,
+    prefix: Option<Vec<SubKey>>,
+}
+
+fn unsupported_sub_keys(what: &str) -> RouteError {
+    RouteError::syntax(format!(
+        "{what} in one SELECT over several dataNodes is not supported: use one DISTINCT expression list (and a GROUP_CONCAT ORDER BY over it), group by the sharding column, or route to one dataNode"
+    ))
+}
+
+impl SubKeys {
+    fn same_set(a: &[SubKey], b: &[SubKey]) -> bool {
+        let norm = |v: &[SubKey]| {
+            let mut t: Vec<Vec<String>> = v.iter().map(|k| k.tokens.clone()).collect();
+            t.sort();
+            t.dedup();
+            t
+        };
+        norm(a) == norm(b)
+    }
+
+    /// Records what `call` needs. Errors: a need that conflicts with an earlier one (named).
+    fn add(&mut self, layout: &Layout, call: &AggregateCall) -> Result<(), RouteError> {
+        if !call.needs_sub_keys() {
+            return Ok(());
+        }
+        let key = |r: &Range<usize>, desc: bool| SubKey {
+            tokens: layout.normalized(r),
+            range: r.clone(),
+            desc,
+        };
+        if call.distinct {
+            let mut args: Vec<SubKey> = Vec::new();
+            for r in &call.arg_list {
+                let k = key(r, false);
+                if !args.iter().any(|a| a.tokens == k.tokens) {
+                    args.push(k);
+                }
+            }
+            match &self.set {
+                Some(set) if !Self::same_set(set, &args) => {
+                    return Err(unsupported_sub_keys(
+                        "DISTINCT aggregates over different expressions",
+                    ));
+                }
+                Some(_) => {}
+                None => self.set = Some(args),
+            }
+        }
+        if !call.order.is_empty() {
+            let order: Vec<SubKey> = call.order.iter().map(|(r, d)| key(r, *d)).collect();
+            match &self.prefix {
+                Some(p)
+                    if p.len() != order.len()
+                        || p.iter()
+                            .zip(&order)
+                            .any(|(a, b)| a.tokens != b.tokens || a.desc != b.desc) =>
+                {
+                    return Err(unsupported_sub_keys(
+                        "GROUP_CONCATs with different ORDER BY",
+                    ));
+                }
+                Some(_) => {}
+                None => self.prefix = Some(order),
+            }
+        }
+        if let (Some(set), Some(prefix)) = (&self.set, &self.prefix)
+            && prefix
+                .iter()
+                .any(|k| !set.iter().any(|s| s.tokens == k.tokens))
+        {
+            return Err(unsupported_sub_keys(
+                "a GROUP_CONCAT ORDER BY over expressions beside the DISTINCT ones",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The sub-keys in node order: the ORDER BY prefix, then the other DISTINCT expressions.
+    fn list(&self) -> Vec<SubKey> {
+        let mut out: Vec<SubKey> = self.prefix.clone().unwrap_or_default();
+        for k in self.set.iter().flatten() {
+            if !out.iter().any(|o| o.tokens == k.tokens) {
+                out.push(k.clone());
+            }
+        }
+        out
+    }
 }
 
 impl<'a> Planner<'a> {
@@ -235,6 +358,11 @@ impl<'a> Planner<'a> {
         if aggregate.is_some_and(|a| matches!(a.name, "COUNT" | "SUM" | "AVG")) {
             return Ok(None);
         }
+        if self.merging && aggregate.is_some_and(|a| a.name == "GROUP_CONCAT") {
+            return Err(RouteError::syntax(
+                "ordering by a GROUP_CONCAT over groups that span several dataNodes is not supported",
+            ));
+        }
         // A MIN / MAX key sorts by the weight its fold keeps up to date (one column for both).
         if let Some(call) = aggregate.filter(|a| matches!(a.name, "MIN" | "MAX")) {
             return self.minmax_weight(call);
@@ -267,7 +395,22 @@ impl<'a> Planner<'a> {
     /// The aggregate entry for a select-list aggregate or a hidden one.
     fn aggregate(&mut self, call: &AggregateCall, at: ColumnRef) -> Result<Aggregate, RouteError> {
         let args = self.text(&call.args)?.to_string();
+        self.sub.add(&self.layout, call)?;
         Ok(match call.name {
+            "COUNT" if call.distinct => Aggregate::Distinct(DistinctOp::Count),
+            "SUM" if call.distinct => Aggregate::Distinct(DistinctOp::Sum),
+            "AVG" if call.distinct => Aggregate::Distinct(DistinctOp::Avg),
+            "GROUP_CONCAT" => {
+                let separator = match &call.separator {
+                    Some(r) => Some(self.add_hidden(self.text(r)?.to_string())),
+                    None => None,
+                };
+                Aggregate::GroupConcat {
+                    distinct: call.distinct,
+                    separator,
+                    max_len: self.add_hidden("@@SESSION.group_concat_max_len".to_string()),
+                }
+            }
             "COUNT" => Aggregate::Count,
             "SUM" => Aggregate::Sum,
             "MIN" | "MAX" => {
@@ -299,6 +442,7 @@ pub(super) fn plan(
     edited: Vec<Range<usize>>,
     shard: Option<ShardColumn<'_>>,
     auto_limit: Option<u64>,
+    max_group_bytes: usize,
 ) -> Result<Planned, RouteError> {
     let SetExpr::Select(select) = &*q.body else {
         return Err(RouteError::syntax(
@@ -333,6 +477,8 @@ pub(super) fn plan(
         items: Vec::new(),
         hidden: Vec::new(),
         edited,
+        sub: SubKeys::default(),
+        merging: false,
     };
     for (i, item) in select.projection.iter().enumerate() {
         let range = p.layout.items[i].clone();
@@ -482,6 +628,10 @@ pub(super) fn plan(
         limit,
     };
     let mut new_order: Option<String> = None;
+    // Sub-keys the nodes group by beside the client's GROUP BY (their text).
+    let mut sub_group: Vec<String> = Vec::new();
+    // The nodes' result goes through a temporary table (`SQL_BUFFER_RESULT`).
+    let mut buffer_result = false;
     let mut having_edit: Option<Edits> = None;
     // Whether each node may stop after offset + count rows.
     let mut node_limit = true;
@@ -511,6 +661,7 @@ pub(super) fn plan(
         if p.items.iter().any(|i| i.nested_aggregate) {
             return Err(unsupported_aggregate());
         }
+        p.merging = true;
         // Group keys: GROUP BY items, or every selected column for DISTINCT.
         let mut keys: Vec<SortKey> = Vec::new();
         let mut key_text: Vec<String> = Vec::new();
@@ -582,9 +733,54 @@ pub(super) fn plan(
             }
             order.push(k);
         }
-        if keys.is_empty() {
-            // Aggregates without GROUP BY: one row per node, combined into one.
+        // DISTINCT aggregates and GROUP_CONCAT: the nodes also group by the sub-keys, which
+        // follow the group keys in the nodes' order (named by their extra column's alias there,
+        // so that a select-list alias of the same name cannot stand in for them).
+        let sub_list = p.sub.list();
+        let mut sub_keys: Vec<SortKey> = Vec::new();
+        let mut sub_order: Vec<String> = Vec::new();
+        for k in &sub_list {
+            let text = p.text(&k.range)?.to_string();
+            let column = p.add_hidden(text.clone());
+            let weight = p.weight(&k.range, None)?;
+            let ColumnRef::Hidden(i) = column else {
+                unreachable!("add_hidden gives a hidden column")
+            };
+            sub_order.push(format!("`__manx_{i}`{}", if k.desc { " DESC" } else { "" }));
+            sub_keys.push(SortKey {
+                column,
+                weight,
+                desc: k.desc,
+            });
+            sub_group.push(text);
+        }
+        if !sub_keys.is_empty() {
+            // The nodes return a row per sub-group: their LIMIT would count those.
             node_limit = false;
+            if select.into.is_some() {
+                return Err(RouteError::syntax(
+                    "SELECT ... INTO with DISTINCT aggregates or GROUP_CONCAT over several dataNodes is not supported",
+                ));
+            }
+            if keys.is_empty()
+                && let Some(i) = p.items.iter().position(|i| i.aggregate.is_none())
+            {
+                // Without GROUP BY the nodes now group: when no row matches, the merge makes
+                // the implicit group's row itself, and can do that only for aggregates.
+                return Err(RouteError::syntax(format!(
+                    "select item {} beside DISTINCT aggregates or GROUP_CONCAT without GROUP BY over several dataNodes is not supported: select only aggregates there",
+                    i + 1
+                )));
+            }
+        }
+        if keys.is_empty() {
+            // Aggregates without GROUP BY: one row per node, combined into one (or, with
+            // sub-keys, one row per node and sub-key).
+            node_limit = false;
+            if !sub_keys.is_empty() {
+                merge.node_order = sub_keys.clone();
+                new_order = Some(sub_order.join(", "));
+            }
         } else {
             let in_keys = |k: &SortKey| keys.iter().any(|g| g.column == k.column);
             if order.iter().all(in_keys) {
@@ -608,12 +804,22 @@ pub(super) fn plan(
                         text.push(t.clone());
                     }
                 }
+                node_order.extend(sub_keys.iter().copied());
+                text.extend(sub_order.iter().cloned());
                 merge.node_order = node_order;
                 new_order = Some(text.join(", "));
             } else {
                 merge.node_order = keys.clone();
+                merge.node_order.extend(sub_keys.iter().copied());
+                // One server sorts such groups through a temporary table, and MariaDB describes
+                // the columns of a result read from one (a YEAR() column's length 5, not 4,
+                // GROUP_CONCAT's BLOB length, MIN(varchar)'s decimals 0, not 39); the nodes'
+                // statements, which now group in their order without one, say so too.
+                buffer_result = !sub_keys.is_empty();
                 merge.order = order;
-                new_order = Some(key_text.join(", "));
+                let mut text = key_text.clone();
+                text.extend(sub_order.iter().cloned());
+                new_order = Some(text.join(", "));
                 node_limit = false;
             }
         }
@@ -621,6 +827,8 @@ pub(super) fn plan(
             keys,
             aggregates,
             having,
+            sub_keys,
+            max_group_bytes,
         });
     }
 
@@ -641,8 +849,43 @@ pub(super) fn plan(
             edits.push(r, Replacement::Text(String::new()));
         }
     }
+    if buffer_result
+        && !select
+            .select_modifiers
+            .as_ref()
+            .is_some_and(|m| m.sql_buffer_result)
+        && let Some(first) = p.layout.items.first()
+    {
+        edits.push(
+            first.start..first.start,
+            Replacement::Text("SQL_BUFFER_RESULT ".to_string()),
+        );
+    }
     // Text inserted where an ORDER BY / LIMIT would stand when the statement has none.
     let mut tail = String::new();
+    if !sub_group.is_empty() {
+        let list = sub_group.join(", ");
+        // (Two insertions at one point would be one edit: text for the statement's end goes
+        // into `tail`, before its ORDER BY.)
+        match p.layout.group.last() {
+            Some(last) if last.end == p.layout.tail => tail.push_str(&format!(", {list}")),
+            Some(last) => edits.push(last.end..last.end, Replacement::Text(format!(", {list}"))),
+            None => {
+                // Before HAVING (removed for the nodes), ORDER BY, LIMIT, FOR UPDATE / LOCK IN
+                // SHARE MODE, or the end.
+                let at = match (&p.layout.having, &p.layout.order) {
+                    (Some(h), _) => h.start,
+                    (None, Some((o, _))) => o.start,
+                    (None, None) => p.layout.tail,
+                };
+                if at == p.layout.tail {
+                    tail.push_str(&format!(" GROUP BY {list}"));
+                } else {
+                    edits.push(at..at, Replacement::Text(format!("GROUP BY {list} ")));
+                }
+            }
+        }
+    }
     if let Some(text) = new_order {
         match &p.layout.order {
             Some((range, _)) => {
@@ -678,4 +921,193 @@ pub(super) fn plan(
     }
     merge.hidden = p.hidden.len();
     Ok(Planned { merge, edits })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::ast::Statement;
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    /// The merge and the node statement of `sql` over several nodes (no sharding column known).
+    fn planned(sql: &str) -> Result<(Merge, String), RouteError> {
+        let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
+        let Statement::Query(q) = &stmts[0] else {
+            panic!("not a query: {sql}")
+        };
+        let p = plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096)?;
+        Ok((p.merge, p.edits.apply(sql, "db")))
+    }
+
+    fn refused(sql: &str) -> String {
+        match planned(sql) {
+            Ok((_, node)) => panic!("{sql} was planned: {node}"),
+            Err(e) => {
+                assert_eq!((e.code, e.state), (1064, "42000"), "{sql}: {}", e.message);
+                e.message
+            }
+        }
+    }
+
+    #[test]
+    fn count_distinct_groups_the_nodes_by_its_arguments() {
+        let (m, node) = planned("SELECT COUNT(DISTINCT name) FROM t").unwrap();
+        assert_eq!(
+            node,
+            "SELECT COUNT(DISTINCT name), name AS `__manx_0`, WEIGHT_STRING(RTRIM(name)) AS `__manx_1` FROM t GROUP BY name ORDER BY `__manx_0` "
+        );
+        let g = m.grouping.unwrap();
+        assert!(g.keys.is_empty());
+        assert_eq!(
+            g.aggregates,
+            [(
+                ColumnRef::Visible(0),
+                Aggregate::Distinct(DistinctOp::Count)
+            )]
+        );
+        assert_eq!(
+            g.sub_keys,
+            [SortKey {
+                column: ColumnRef::Hidden(0),
+                weight: Some(ColumnRef::Hidden(1)),
+                desc: false,
+            }]
+        );
+        assert_eq!(m.node_order, g.sub_keys);
+        assert_eq!(g.max_group_bytes, 4096);
+    }
+
+    #[test]
+    fn distinct_sub_keys_follow_the_group_keys_and_limits_stay_off_the_nodes() {
+        let (m, node) = planned(
+            "SELECT grp, COUNT(DISTINCT a, b), COUNT(*), AVG(q) FROM t WHERE x > 1 GROUP BY grp HAVING COUNT(DISTINCT b, a) > 1 ORDER BY grp DESC LIMIT 2",
+        )
+        .unwrap();
+        assert_eq!(
+            node,
+            "SELECT grp, COUNT(DISTINCT a, b), COUNT(*), AVG(q), WEIGHT_STRING(RTRIM(grp)) AS `__manx_0`, SUM(q) AS `__manx_1`, COUNT(q) AS `__manx_2`, COUNT(DISTINCT b, a) AS `__manx_3`, a AS `__manx_4`, WEIGHT_STRING(RTRIM(a)) AS `__manx_5`, b AS `__manx_6`, WEIGHT_STRING(RTRIM(b)) AS `__manx_7` FROM t WHERE x > 1 GROUP BY grp, a, b  ORDER BY grp DESC, `__manx_4`, `__manx_6` "
+        );
+        let g = m.grouping.as_ref().unwrap();
+        assert_eq!(g.sub_keys.len(), 2);
+        assert_eq!(m.node_order.len(), 3);
+        assert_eq!(m.node_order[1..], g.sub_keys[..]);
+        assert_eq!(m.limit, Some((0, 2)));
+        assert!(g.having.is_some());
+    }
+
+    #[test]
+    fn group_concat_order_leads_the_sub_keys_and_its_separator_is_a_column() {
+        let (m, node) = planned(
+            "SELECT grp, GROUP_CONCAT(DISTINCT name, code ORDER BY code DESC SEPARATOR '; ') AS g FROM t GROUP BY grp",
+        )
+        .unwrap();
+        assert_eq!(
+            node,
+            "SELECT grp, GROUP_CONCAT(DISTINCT name, code ORDER BY code DESC SEPARATOR '; ') AS g, WEIGHT_STRING(RTRIM(grp)) AS `__manx_0`, '; ' AS `__manx_1`, @@SESSION.group_concat_max_len AS `__manx_2`, code AS `__manx_3`, WEIGHT_STRING(RTRIM(code)) AS `__manx_4`, name AS `__manx_5`, WEIGHT_STRING(RTRIM(name)) AS `__manx_6` FROM t GROUP BY grp, code, name ORDER BY grp, `__manx_3` DESC, `__manx_5` "
+        );
+        let g = m.grouping.unwrap();
+        assert_eq!(
+            g.aggregates,
+            [(
+                ColumnRef::Visible(1),
+                Aggregate::GroupConcat {
+                    distinct: true,
+                    separator: Some(ColumnRef::Hidden(1)),
+                    max_len: ColumnRef::Hidden(2),
+                }
+            )]
+        );
+        assert!(g.sub_keys[0].desc && !g.sub_keys[1].desc);
+        // Without DISTINCT or ORDER BY each node's GROUP_CONCAT is a piece: no sub-keys.
+        let (m, node) = planned("SELECT GROUP_CONCAT(name) FROM t").unwrap();
+        assert!(m.grouping.unwrap().sub_keys.is_empty());
+        assert_eq!(
+            node,
+            "SELECT GROUP_CONCAT(name), @@SESSION.group_concat_max_len AS `__manx_0` FROM t"
+        );
+    }
+
+    #[test]
+    fn groups_ordered_by_an_aggregate_are_buffered_on_the_nodes_as_one_server_would() {
+        let (m, node) = planned(
+            "SELECT grp, COUNT(DISTINCT a) AS n FROM t GROUP BY grp ORDER BY n DESC, SUM(q)",
+        )
+        .unwrap();
+        assert!(
+            node.starts_with("SELECT SQL_BUFFER_RESULT grp, COUNT(DISTINCT a) AS n,"),
+            "{node}"
+        );
+        assert_eq!(m.order.len(), 2);
+        // Ordered by the group keys: no temporary table on one server either.
+        let (_, node) =
+            planned("SELECT grp, COUNT(DISTINCT a) FROM t GROUP BY grp ORDER BY grp").unwrap();
+        assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
+        let (_, node) =
+            planned("SELECT grp, COUNT(a) FROM t GROUP BY grp ORDER BY COUNT(a)").unwrap();
+        assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
+    }
+
+    #[test]
+    fn group_by_is_placed_before_having_order_and_limit() {
+        let (_, node) = planned(
+            "SELECT SUM(DISTINCT q) FROM t WHERE a = 1 HAVING SUM(DISTINCT q) > 2 ORDER BY 1 LIMIT 1 FOR UPDATE",
+        )
+        .unwrap();
+        assert_eq!(
+            node,
+            "SELECT SUM(DISTINCT q), q AS `__manx_0`, WEIGHT_STRING(RTRIM(q)) AS `__manx_1` FROM t WHERE a = 1 GROUP BY q  ORDER BY `__manx_0`  FOR UPDATE"
+        );
+        let (_, node) = planned("SELECT AVG(DISTINCT 1) FROM t ORDER BY 1").unwrap();
+        assert_eq!(
+            node,
+            "SELECT AVG(DISTINCT 1), 1 AS `__manx_0` FROM t GROUP BY 1 ORDER BY `__manx_0`"
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_merged_exactly_is_refused_by_name() {
+        for (sql, text) in [
+            (
+                "SELECT COUNT(DISTINCT a), COUNT(DISTINCT b) FROM t",
+                "DISTINCT aggregates over different expressions",
+            ),
+            (
+                "SELECT GROUP_CONCAT(a ORDER BY a), GROUP_CONCAT(b ORDER BY b DESC) FROM t",
+                "GROUP_CONCATs with different ORDER BY",
+            ),
+            (
+                "SELECT COUNT(DISTINCT a), GROUP_CONCAT(b ORDER BY c) FROM t",
+                "GROUP_CONCAT ORDER BY over expressions beside the DISTINCT ones",
+            ),
+            (
+                "SELECT GROUP_CONCAT(DISTINCT a ORDER BY b) FROM t",
+                "GROUP_CONCAT ORDER BY over expressions beside the DISTINCT ones",
+            ),
+            (
+                "SELECT GROUP_CONCAT(a SEPARATOR \"-\") FROM t",
+                "a SEPARATOR that is not one single-quoted string",
+            ),
+            (
+                "SELECT GROUP_CONCAT(a ORDER BY 1) FROM t",
+                "an ORDER BY position",
+            ),
+            (
+                "SELECT grp, GROUP_CONCAT(a) AS c FROM t GROUP BY grp ORDER BY c",
+                "ordering by a GROUP_CONCAT",
+            ),
+            (
+                "SELECT 'x', COUNT(DISTINCT a) FROM t",
+                "select item 1 beside DISTINCT aggregates",
+            ),
+            (
+                "SELECT COUNT(DISTINCT a) + 1 FROM t",
+                "an aggregate inside an expression",
+            ),
+            ("SELECT STDDEV_POP(a) FROM t", "statistical"),
+        ] {
+            let message = refused(sql);
+            assert!(message.contains(text), "{sql}: {message}");
+        }
+    }
 }

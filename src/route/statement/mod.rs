@@ -143,9 +143,9 @@ pub(super) fn route(
                 return Err(RouteError::syntax("EXPLAIN of EXPLAIN is not supported"));
             }
             match route(r, inner, view, None)? {
-                Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(plan))),
+                Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(Box::new(plan)))),
                 // The statements that would look for the parent row.
-                Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Plan {
+                Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Box::new(Plan {
                     tables: Default::default(),
                     targets: l.probes,
                     read_only: true,
@@ -154,7 +154,7 @@ pub(super) fn route(
                     fallback: Vec::new(),
                     ddl: false,
                     host: HostHint::None,
-                }))),
+                })))),
                 Routed::Sequence(_) => Err(RouteError::syntax(
                     "insert sql using mycat seq,you must provide primaryKey value for explain",
                 )),

@@ -246,6 +246,7 @@ pub(super) fn select(
         merge_edits.ranges(),
         shard,
         auto_limit,
+        ctx.r.max_group_bytes,
     )?;
     let targets = nodes
         .into_iter()

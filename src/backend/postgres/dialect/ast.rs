@@ -53,6 +53,18 @@ impl VisitorMut for Rewriter<'_> {
         }
         // `SELECT @@x` is labelled `@@x` by MySQL: keep the label once the value replaces it.
         if let sqlparser::ast::SetExpr::Select(select) = query.body.as_mut() {
+            // MySQL's optimizer and cache hints (HIGH_PRIORITY, STRAIGHT_JOIN, SQL_SMALL_RESULT,
+            // SQL_BIG_RESULT, SQL_BUFFER_RESULT, SQL_NO_CACHE; MySQL 8.4 reference 15.2.13)
+            // change how MySQL runs a SELECT, never its rows; PostgreSQL has none of them and
+            // would read the word as a column. (The cross-node merge adds SQL_BUFFER_RESULT.)
+            if let Some(m) = &mut select.select_modifiers {
+                m.high_priority = false;
+                m.straight_join = false;
+                m.sql_small_result = false;
+                m.sql_big_result = false;
+                m.sql_buffer_result = false;
+                m.sql_no_cache = false;
+            }
             for item in &mut select.projection {
                 if let SelectItem::UnnamedExpr(e) = item
                     && system_variable(e).is_some()

@@ -734,6 +734,14 @@ mod tests {
     }
 
     #[test]
+    fn mysql_execution_hints_are_dropped() {
+        assert_eq!(
+            pg("SELECT SQL_BUFFER_RESULT SQL_NO_CACHE a, COUNT(DISTINCT b) FROM t GROUP BY a"),
+            "SELECT a, COUNT(DISTINCT b) AS \"COUNT(DISTINCT b)\" FROM t GROUP BY a"
+        );
+    }
+
+    #[test]
     fn merge_weight() {
         assert_eq!(
             pg(
