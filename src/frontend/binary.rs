@@ -25,20 +25,7 @@ fn invalid(what: &str, text: &[u8], c: &WireColumn) -> io::Error {
 }
 
 fn lenenc<W: Write>(w: &mut W, b: &[u8]) -> io::Result<()> {
-    let n = b.len() as u64;
-    if n < 251 {
-        w.write_all(&[n as u8])?;
-    } else if n < 1 << 16 {
-        w.write_all(&[0xFC])?;
-        w.write_all(&(n as u16).to_le_bytes())?;
-    } else if n < 1 << 24 {
-        w.write_all(&[0xFD])?;
-        w.write_all(&(n as u32).to_le_bytes()[..3])?;
-    } else {
-        w.write_all(&[0xFE])?;
-        w.write_all(&n.to_le_bytes())?;
-    }
-    w.write_all(b)
+    super::lenenc::write_str(w, b)
 }
 
 /// `YYYY-MM-DD[ hh:mm:ss[.ffffff]]` as the binary DATE / DATETIME / TIMESTAMP encoding: a

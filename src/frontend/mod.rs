@@ -7,6 +7,7 @@ mod binary;
 pub mod cluster;
 mod commands;
 mod error;
+mod lenenc;
 mod limits;
 mod long_data;
 pub mod manager;

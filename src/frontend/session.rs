@@ -2560,17 +2560,7 @@ fn wire_column(c: &Column) -> WireColumn {
 fn field_definition(schema: &str, table: &str, c: &Column) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
     for s in ["def", schema, table, table, &c.name, &c.name] {
-        let len = s.len();
-        if len < 0xFB {
-            p.push(len as u8);
-        } else if len <= 0xFFFF {
-            p.push(0xFC);
-            p.extend_from_slice(&(len as u16).to_le_bytes());
-        } else {
-            p.push(0xFD);
-            p.extend_from_slice(&(len as u32).to_le_bytes()[..3]);
-        }
-        p.extend_from_slice(s.as_bytes());
+        super::lenenc::write_str(&mut p, s.as_bytes()).expect("a Vec takes every write");
     }
     p.push(0x0C);
     p.extend_from_slice(&c.charset.to_le_bytes());

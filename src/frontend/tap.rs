@@ -288,22 +288,16 @@ impl ErrorSlot {
 fn patch_column(payload: &mut [u8], meta: ColumnMeta) -> bool {
     let mut p = 0usize;
     for _ in 0..6 {
-        let Some(&first) = payload.get(p) else {
+        let Some((len, size)) = payload.get(p..).and_then(super::lenenc::read_int) else {
             return false;
         };
-        let (len, size) = match first {
-            0..=0xFA => (first as usize, 1),
-            0xFC => match payload.get(p + 1..p + 3) {
-                Some(b) => (u16::from_le_bytes([b[0], b[1]]) as usize, 3),
-                None => return false,
-            },
-            0xFD => match payload.get(p + 1..p + 4) {
-                Some(b) => (u32::from_le_bytes([b[0], b[1], b[2], 0]) as usize, 4),
-                None => return false,
-            },
+        match usize::try_from(len)
+            .ok()
+            .and_then(|len| p.checked_add(size)?.checked_add(len))
+        {
+            Some(next) if next <= payload.len() => p = next,
             _ => return false,
-        };
-        p += size + len;
+        }
     }
     if payload.len() < p + 11 || payload[p] != 0x0C {
         return false;
@@ -381,23 +375,14 @@ fn patch_eof(payload: &mut [u8], status: u16, warnings: u16) {
 /// Sets the warning count of an OK packet (`00 affected insert-id status warnings [info]`,
 /// the two counts length-encoded), which opensrv-mysql 0.7 always writes as 0.
 fn patch_ok_warnings(payload: &mut [u8], warnings: u16) {
-    /// The size of the length-encoded integer starting with `first`.
-    fn lenenc(first: u8) -> usize {
-        match first {
-            0xFC => 3,
-            0xFD => 4,
-            0xFE => 9,
-            _ => 1,
-        }
-    }
-    let Some(&affected) = payload.get(1) else {
+    let Some((_, affected)) = payload.get(1..).and_then(super::lenenc::read_int) else {
         return;
     };
-    let insert_id = 1 + lenenc(affected);
-    let Some(&first) = payload.get(insert_id) else {
+    let insert_id = 1 + affected;
+    let Some((_, size)) = payload.get(insert_id..).and_then(super::lenenc::read_int) else {
         return;
     };
-    let at = insert_id + lenenc(first) + 2;
+    let at = insert_id + size + 2;
     if let Some(w) = payload.get_mut(at..at + 2) {
         w.copy_from_slice(&warnings.to_le_bytes());
     }
@@ -574,11 +559,7 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 let next = match *stage {
                     // The column-count packet: it must announce as many columns as we have.
                     Stage::Count => {
-                        let count = match payload {
-                            [n @ 0..=0xFA, ..] => Some(*n as usize),
-                            [0xFC, a, b, ..] => Some(u16::from_le_bytes([*a, *b]) as usize),
-                            _ => None,
-                        };
+                        let count = super::lenenc::read_int(payload).map(|(n, _)| n as usize);
                         (count == Some(metas.len())).then_some(Stage::Columns)
                     }
                     // 0x00, statement id (4), columns (2), parameters (2), filler, warnings.
