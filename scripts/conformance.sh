@@ -139,9 +139,6 @@ start_mariadb() {
 launch_mariadb() {
     local as_root=""
     [[ $(id -u) -eq 0 ]] && as_root="user = root"
-    if [[ ! -e $DB_DIR/.installed ]]; then
-        rm -rf "$DB_DIR"
-    fi
     mkdir -p "$DB_DIR/tmp" "$DB_DIR/files/tmp"
     [[ -s $DB_DIR/port ]] || free_port >"$DB_DIR/port"
     DB_PORT=$(cat "$DB_DIR/port")
@@ -214,7 +211,14 @@ stop_mariadb() {
     rm -f "$DB_DIR/m.pid"
 }
 
-if ((RESTART_ONLY)); then start_mariadb; exit 0; fi
+if ((RESTART_ONLY)); then
+    # called by mysqltest_run.py when a file broke the server: a fresh installation, same port
+    log "a test broke the server: reinstalling it"
+    stop_mariadb
+    find "$DB_DIR" -mindepth 1 -maxdepth 1 ! -name port -exec rm -rf {} +
+    start_mariadb
+    exit 0
+fi
 
 # --- The manx gateway ---------------------------------------------------------------
 # One logical schema per database the suites use, each with a default dataNode holding the
@@ -308,7 +312,7 @@ run_mysqltest() {
     "$VENV/bin/python" "$HERE/mysqltest_run.py" --list "$list" --every "$every" \
         --socket "$DB_DIR/s.sock" --direct-port "$DB_PORT" --manx-port "$MANX_PORT" \
         --vardir "$DB_DIR/files" --out "$dir" \
-        --restart-cmd "MANX_CONFORMANCE_RESTART=1 $SCRIPT_PATH --restart-mariadb"
+        --restart-cmd "$SCRIPT_PATH --restart-mariadb"
 }
 
 # Python suites: pytest with JUnit XML, once per target; every database of the suite is
@@ -346,13 +350,15 @@ run_sqlalchemy() {
     ((QUICK)) && paths=(test/dialect/mysql)
     mkdir -p "$dir"
     suite_globals sqlalchemy
+    local plugin
     for target in direct manx; do
-        port=$DB_PORT
-        [[ $target == manx ]] && port=$MANX_PORT
+        port=$DB_PORT plugin=()
+        # through manx: scripts/conformance/sa_version_probe.py says why
+        [[ $target == manx ]] && port=$MANX_PORT plugin=(-p sa_version_probe)
         reset_databases test test_schema test_schema_2
-        (cd "$src" && run_pytest sqlalchemy "$dir" "$target" "$port" 2400 \
+        (cd "$src" && PYTHONPATH=$HERE run_pytest sqlalchemy "$dir" "$target" "$port" 2400 \
             "$VENV/bin/python" -m pytest "${paths[@]}" --backend-only --maxfail=100000 -q -rN \
-            -p no:randomly --dburi "mysql+pymysql://root:@127.0.0.1:$port/test?charset=utf8mb4")
+            "${plugin[@]}" --dburi "mysql+pymysql://root:@127.0.0.1:$port/test?charset=utf8mb4")
     done
 }
 

@@ -18,7 +18,12 @@ The classes (by the error number and text the suite reports; first match wins):
   parser        1064 from sqlparser ("sql parser error: ...") on a statement MariaDB accepts
   state         session state lost between statements: temporary tables, user variables,
                 locks, savepoints, prepared statements
+  unsupported   manx's 1064 "... not supported yet" (statements over several schemas, ...):
+                a feature gap, not a security rule
   wrong         the statement ran but the answer differs: result, metadata, another error
+  version       (pytest suites) skipped through manx because the client takes the gateway for
+                MySQL 5.7.25 (its greeting) and leaves out MariaDB features: RETURNING,
+                sequences, insertmanyvalues
   other         anything else
 """
 import argparse
@@ -28,13 +33,15 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 
-CLASSES = ["parser", "refused", "wrong", "protocol", "state", "other"]
+CLASSES = ["parser", "refused", "unsupported", "wrong", "protocol", "state", "version", "other"]
 CLASS_NAMES = {
     "parser": "parser gap (sqlparser 1064)",
     "refused": "refused by design",
+    "unsupported": "not supported yet (manx's own refusal, not a security rule)",
     "wrong": "wrong answer or metadata",
     "protocol": "protocol (connection, packets, hang)",
     "state": "session state lost",
+    "version": "skipped: the client sees MySQL 5.7.25 (manx's greeting), not MariaDB",
     "other": "other",
 }
 SUITE_NAMES = {
@@ -71,6 +78,8 @@ def classify(code, msg, text=""):
         if "after `LOAD`" in m:   # LOAD DATA is refused on purpose; the parser says it first
             return "refused", "statement kind not forwarded (LOAD DATA)"
         return "parser", "sqlparser refuses it"
+    if code == 1064 and "not supported yet" in m:
+        return "unsupported", re.sub(r"\(.*", "", m).strip()
     if code == 1064 and "not supported by the gateway" in m:
         kind = m.split(" is not supported")[0]
         return "refused", f"statement kind not forwarded ({kind})"
@@ -168,14 +177,16 @@ def junit(path):
     except ET.ParseError:
         return res
     for tc in root.iter("testcase"):
-        tid = tc.get("classname", "") + "::" + tc.get("name", "")
+        # SQLAlchemy names its backend test classes after the server: Foo_mariadb+pymysql_10_11_19_0
+        cls = re.sub(r"_(mariadb|mysql)\+\w+?_[\d_]+$", "", tc.get("classname", ""))
+        tid = cls + "::" + tc.get("name", "")
         outcome, msg, text = "pass", "", ""
         for child in tc:
             if child.tag in ("failure", "error"):
                 outcome, msg, text = "fail", child.get("message", ""), child.text or ""
                 break
             if child.tag == "skipped":
-                outcome = "skip"
+                outcome, msg = "skip", child.get("message", "")
         res[tid] = (outcome, msg, text)
     return res
 
@@ -190,7 +201,13 @@ def pytest_suite(out, suite):
         if outcome == "pass":
             continue
         if outcome == "skip":
-            losses.append((t, "other", "skipped through manx", normalize(msg)))
+            # the only input to SQLAlchemy's and PyMySQL's skip decisions that differs is the
+            # server's identity (greeting and version probes)
+            if True:
+                losses.append((t, "version", "the client sees MySQL 5.7.25, not MariaDB 10.11",
+                               normalize("skipped: " + re.sub(r"^'[^']*' ", "", msg))))
+            else:
+                losses.append((t, "other", "skipped through manx", normalize("skipped: " + msg)))
             continue
         blob = msg + "\n" + text
         em = ERR_RE.search(blob)

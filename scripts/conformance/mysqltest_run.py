@@ -139,6 +139,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--restart-cmd")
     a = ap.parse_args()
+    a.out, a.vardir, a.socket = map(os.path.abspath, (a.out, a.vardir, a.socket))
 
     if a.tests:
         names = a.tests.split(",")
@@ -152,15 +153,25 @@ def main():
     shutil.rmtree(detail, ignore_errors=True)
     os.makedirs(detail)
     rows = []
+    rewrite(a.out, rows)
     started = time.monotonic()
     for i, name in enumerate(names):
-        if not alive(a.socket):
+        broken = not alive(a.socket)
+        if not broken:
+            try:
+                reset(a.socket)
+            except pymysql.MySQLError:
+                broken = True   # e.g. sp-destruct leaves mysql.proc damaged
+        if broken:
+            # the previous file broke the server (stopped it, emptied mysql.user, damaged a
+            # system table): a fresh installation, and that file is not counted
             if not a.restart_cmd:
-                sys.exit("the MariaDB server is gone and no --restart-cmd")
+                sys.exit("the MariaDB server is broken and no --restart-cmd")
             subprocess.run(a.restart_cmd, shell=True, check=True)
             if rows:
-                rows[-1][1] = "server-died"
-        reset(a.socket)
+                rows[-1][1] = "server-broken"
+                rewrite(a.out, rows)
+            reset(a.socket)
         d_status, d_secs, d_msg, d_out, _ = run_one(
             name, a.direct_port, a.vardir, os.path.join(a.out, "log-direct"), a.timeout)
         m_status, m_secs, m_msg = "-", 0.0, ""
@@ -180,13 +191,22 @@ def main():
         rows.append([name, d_status, m_status, f"{d_secs:.2f}", f"{m_secs:.2f}",
                      (m_msg if m_status not in ("pass", "-") else d_msg if d_status != "pass" else "")
                      .replace("\t", " ").replace("\n", " ")[:1000]])
+        with open(os.path.join(a.out, "results.tsv"), "a") as f:
+            f.write("\t".join(rows[-1]) + "\n")
         if (i + 1) % 25 == 0:
             print(f"[mysqltest] {i + 1}/{len(names)} files, {time.monotonic() - started:.0f} s",
                   file=sys.stderr, flush=True)
-    if not alive(a.socket) and a.restart_cmd:
-        subprocess.run(a.restart_cmd, shell=True, check=True)
-        rows[-1][1] = "server-died"
-    with open(os.path.join(a.out, "results.tsv"), "w") as f:
+    if a.restart_cmd:
+        try:
+            reset(a.socket)
+        except pymysql.MySQLError:
+            subprocess.run(a.restart_cmd, shell=True, check=True)
+            rows[-1][1] = "server-broken"
+    rewrite(a.out, rows)
+
+
+def rewrite(out, rows):
+    with open(os.path.join(out, "results.tsv"), "w") as f:
         f.write("test\tdirect\tmanx\tdirect_s\tmanx_s\terror\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
