@@ -308,7 +308,7 @@ run_mysqltest() {
     ((QUICK)) && every=4
     mkdir -p "$dir"
     suite_globals mysqltest
-    log "mysqltest: $(grep -c . "$list") files in $list$( ((every > 1)) && echo ", every $every th (--quick)")"
+    log "mysqltest: $(grep -vc "^#" "$list") files in $list$( ((every > 1)) && echo ", every $every th (--quick)")"
     "$VENV/bin/python" "$HERE/mysqltest_run.py" --list "$list" --every "$every" \
         --socket "$DB_DIR/s.sock" --direct-port "$DB_PORT" --manx-port "$MANX_PORT" \
         --vardir "$DB_DIR/files" --out "$dir" \
@@ -325,7 +325,7 @@ run_pytest() {   # suite dir target port timeout -- pytest args...
     timeout --kill-after=10 "$limit" "$@" -p no:cacheprovider -o junit_family=xunit1 \
         --junitxml="$dir/$target.xml" >"$dir/$target.log" 2>&1 || rc=$?
     ((rc == 124 || rc == 137)) && log "$suite: the run through $target was stopped after $limit s"
-    log "$suite ($target): $(tail -1 "$dir/$target.log")"
+    log "$suite ($target): $(grep -E '(passed|failed|error).* in [0-9.]+s' "$dir/$target.log" | tail -1 | tr -d '=')"
 }
 run_pymysql() {
     local dir=$OUT/pymysql src=$SRC/PyMySQL-0.10.1 target port
