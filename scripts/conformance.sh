@@ -22,7 +22,7 @@
 # Usage:
 #   scripts/conformance.sh [--quick] [--suite mysqltest|pymysql|sqlalchemy]... [--keep]
 #   scripts/conformance.sh --select      # re-derive the mysqltest list (the 925 candidate files
-#                                        # directly, ~10 min) and write it to scripts/conformance/
+#                                        # directly, ~20 min) and write it to scripts/conformance/
 #
 #   --quick   mysqltest: every 4th file of the list; sqlalchemy: test/dialect/mysql only.
 #   --keep    leave the MariaDB and manx started for the run running (they are stopped at exit
