@@ -254,6 +254,26 @@ pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// Byte ranges of the `VERSION()` calls of `sql` (unquoted, not qualified, without
+/// arguments), outside strings and comments.
+pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
+    if !sql.to_ascii_lowercase().contains("version") {
+        return Vec::new();
+    }
+    let Some(toks) = tokens(sql) else {
+        return Vec::new();
+    };
+    (0..toks.len().saturating_sub(2))
+        .filter(|&i| {
+            matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("VERSION"))
+                && matches!(toks[i + 1].0, Token::LParen)
+                && matches!(toks[i + 2].0, Token::RParen)
+                && !(i > 0 && matches!(toks[i - 1].0, Token::Period))
+        })
+        .map(|i| toks[i].1.start..toks[i + 2].1.end)
+        .collect()
+}
+
 /// How many operator-like tokens (keywords such as `AND`, `OR`, `DIV`, and symbols such as `+`,
 /// `=`) a statement has: a bound on how deep its expression trees can be, which the parser's
 /// visitors walk recursively.

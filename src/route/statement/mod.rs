@@ -637,6 +637,16 @@ fn parsed_statement(
             };
             edits.push(call, Replacement::Text(text));
         }
+        // VERSION() answers the version the greeting announced, not the backend's (drivers
+        // check one against the other: SQLAlchemy's `SELECT VERSION() LIKE '%MariaDB%'`).
+        let version = format!("'{}'", crate::version::server_version());
+        for call in rewrite::version_calls(stmt) {
+            let text = match stmt[call.end..].chars().next() {
+                Some('\'' | '"') => format!("({version})"),
+                _ => version.clone(),
+            };
+            edits.push(call, Replacement::Text(text));
+        }
     }
     let ctx = Ctx {
         r,
