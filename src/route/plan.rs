@@ -271,6 +271,12 @@ pub enum Local {
     /// connection id (`CONNECTION_ID()`, the handshake's); `query` when only the running
     /// statement is to be interrupted.
     Kill { query: bool, id: u64 },
+    /// `LOCK TABLES ...` (SPEC §7.6): run on every dataNode of the tables, each node's
+    /// statement naming its tables only; the connections then stay with the session until
+    /// `UNLOCK TABLES`.
+    LockTables(super::LockTables),
+    /// `UNLOCK TABLES`: the session's table locks go (OK when it holds none).
+    UnlockTables,
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Plan),
