@@ -85,10 +85,7 @@ async fn a_temporary_table_stays_with_its_session() {
         .await
         .unwrap();
     churn(&f).await;
-    let ids: Vec<i64> = t
-        .query("SELECT id FROM hotnews ORDER BY id")
-        .await
-        .unwrap();
+    let ids: Vec<i64> = t.query("SELECT id FROM hotnews ORDER BY id").await.unwrap();
     assert_eq!(ids, [1, 2, 3]);
     for n in 1..=3 {
         assert_eq!(f.ids_on(n, "hotnews").await, Vec::<i64>::new(), "node {n}");
@@ -125,7 +122,11 @@ async fn user_variables_and_named_locks_stay_with_their_session() {
         .query_first("SELECT IS_FREE_LOCK('manx_aff_lock')")
         .await
         .unwrap();
-    assert_eq!(free, Some(0), "the named lock was lost when the pool reset its connection");
+    assert_eq!(
+        free,
+        Some(0),
+        "the named lock was lost when the pool reset its connection"
+    );
     // The session that holds it releases it.
     let released: Option<i64> = c
         .query_first("SELECT RELEASE_LOCK('manx_aff_lock')")

@@ -2139,8 +2139,7 @@ impl Session {
         // A read any node can answer: when the chosen node's server cannot be reached, the next.
         let on_held = self.pinned.contains_key(&plan.targets[0].node)
             || (keeps && self.kept.contains_key(&plan.targets[0].node));
-        if !plan.fallback.is_empty() && !on_held
-        {
+        if !plan.fallback.is_empty() && !on_held {
             let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
             loop {
                 match server

@@ -177,6 +177,30 @@ pub(super) fn lock_tables(
     Ok(LockTables { tables, targets })
 }
 
+/// Whether `stmt` is exactly `ALTER TABLE [schema.]name {DISABLE | ENABLE} KEYS` (what
+/// mysqldump writes around a table's rows).
+pub(super) fn keys_toggle(stmt: &str) -> bool {
+    let Some(toks) = super::rewrite::tokens(stmt) else {
+        return false;
+    };
+    let toks: Vec<Token> = toks
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .filter(|t| !matches!(t, Token::SemiColon))
+        .collect();
+    let keyword = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let name = |t: &Token| matches!(t, Token::Word(_));
+    let tail = match toks.as_slice() {
+        [a, t, n, rest @ ..] if keyword(a, "ALTER") && keyword(t, "TABLE") && name(n) => rest,
+        _ => return false,
+    };
+    let tail = match tail {
+        [Token::Period, n, rest @ ..] if name(n) => rest,
+        other => other,
+    };
+    matches!(tail, [d, k] if (keyword(d, "DISABLE") || keyword(d, "ENABLE")) && keyword(k, "KEYS"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +233,24 @@ mod tests {
         );
         assert!(l.holds("COMPANY") && l.holds("TRAVELRECORD") && !l.holds("HOTNEWS"));
         assert!(l.tables[1].write && !l.tables[0].write);
+    }
+
+    #[test]
+    fn keys_toggles_are_recognised_exactly() {
+        for sql in [
+            "ALTER TABLE `t` DISABLE KEYS",
+            "alter table TESTDB.t enable keys",
+            "ALTER TABLE t ENABLE KEYS;",
+        ] {
+            assert!(keys_toggle(sql), "{sql}");
+        }
+        for sql in [
+            "ALTER TABLE t DISABLE KEYS, ADD COLUMN x INT",
+            "ALTER TABLE t ADD COLUMN keys INT",
+            "ALTER TABLE t DISABLE",
+        ] {
+            assert!(!keys_toggle(sql), "{sql}");
+        }
     }
 
     #[test]
