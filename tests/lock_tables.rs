@@ -163,6 +163,13 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
     let m = fails(&mut c, "LOCK TABLES company READ", 1003, "HY000").await;
     assert_eq!(m, "can't lock table in transaction!");
     c.query_drop("ROLLBACK").await.unwrap();
+    // With autocommit off, once the transaction ran a statement (before any, LOCK TABLES is
+    // MySQL's own pattern and works: see the differential test).
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("SELECT * FROM company").await.unwrap();
+    fails(&mut c, "LOCK TABLES company READ", 1003, "HY000").await;
+    c.query_drop("ROLLBACK").await.unwrap();
+    c.query_drop("SET autocommit = 1").await.unwrap();
 
     // BEGIN releases the locks, as in MySQL.
     c.query_drop("LOCK TABLES company WRITE").await.unwrap();
@@ -290,6 +297,20 @@ async fn lock_tables_answers_as_mariadb_does() {
         "UNLOCK TABLES",
         "SELECT id, name FROM company ORDER BY id",
         "SELECT id, user_id FROM travelrecord ORDER BY id",
+        // mysqldump --no-autocommit's restore: LOCK TABLES with autocommit off and nothing
+        // run yet, UNLOCK TABLES commits, autocommit restored from a user variable.
+        "SET autocommit = 0",
+        "SET @OLD_AUTOCOMMIT=@@AUTOCOMMIT, @@AUTOCOMMIT=0",
+        "LOCK TABLES company WRITE",
+        "INSERT INTO company (id, name) VALUES (6, 'f')",
+        "UNLOCK TABLES",
+        "ROLLBACK",
+        "SELECT @OLD_AUTOCOMMIT",
+        "SET AUTOCOMMIT=@OLD_AUTOCOMMIT",
+        "SELECT @@autocommit",
+        "SET autocommit = 1",
+        "SET autocommit = @no_such_variable",
+        "SELECT id, name FROM company ORDER BY id",
     ];
     let mut plain = primary(Some(plain_db)).await;
     let mut gw = f.client().await;
@@ -324,4 +345,55 @@ async fn lock_tables_answers_as_mariadb_does() {
             (a, b) => panic!("{sql}: MariaDB {a:?} / gateway {b:?}"),
         }
     }
+}
+
+/// PostgreSQL dataNodes: `LOCK TABLE` there holds only until the end of a transaction, so
+/// MySQL's session-long locks have no faithful translation: refused with 1235 naming the
+/// construct, nothing locked on any node (the MySQL ones included), the session usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_on_postgresql_data_nodes_is_refused_by_name() {
+    use common::postgres::{pg, pg_databases, pg_nodes_xml};
+    let dbs = pg_databases("lkpg", 3).await;
+    for db in &dbs {
+        pg(db)
+            .await
+            .batch_execute("CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20))")
+            .await
+            .unwrap();
+    }
+    let f = Fixture::start(
+        "lkpg",
+        Extra {
+            schema_xml: format!(
+                r#"<schema name="PGDB" checkSQLschema="false">
+  <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
+  <table name="company" primaryKey="id" type="global" dataNode="dn1,dn2,dn3" />
+</schema>
+{}"#,
+                pg_nodes_xml(&dbs)
+            ),
+            users_xml: r#"<user name="pg"><property name="password">pg</property><property name="schemas">PGDB</property></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap();
+    let m = fails(
+        &mut c,
+        "LOCK TABLES company WRITE, orders READ",
+        1235,
+        "42000",
+    )
+    .await;
+    assert!(m.contains("LOCK TABLES") && m.contains("PostgreSQL"), "{m}");
+    // Nothing was locked: the MySQL table's nodes are free, the session reads anything.
+    assert_eq!(all_writable(&f, "company").await, [true; 3]);
+    c.query_drop("SELECT * FROM orders").await.unwrap();
+    c.query_drop("LOCK TABLES company WRITE").await.unwrap();
+    assert_eq!(all_writable(&f, "company").await, [false; 3]);
+    c.query_drop("UNLOCK TABLES").await.unwrap();
+    assert_eq!(all_writable(&f, "company").await, [true; 3]);
 }

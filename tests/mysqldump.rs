@@ -136,12 +136,15 @@ async fn mariadb_dump_round_trip_keeps_every_row_on_its_data_node() {
             db.to_string(),
         ]
     };
-    let variants: [&[&str]; 5] = [
+    let variants: [&[&str]; 6] = [
         &[],
         &["--single-transaction"],
         &["--complete-insert"],
         &["--skip-extended-insert"],
         &["--extended-insert", "--add-locks"],
+        // SET @OLD_AUTOCOMMIT=@@AUTOCOMMIT, @@AUTOCOMMIT=0; LOCK TABLES ...; UNLOCK TABLES;
+        // COMMIT; SET AUTOCOMMIT=@OLD_AUTOCOMMIT
+        &["--no-autocommit"],
     ];
     for options in variants {
         empty_copy(&copy).await;

@@ -842,6 +842,20 @@ impl Session {
                 self.autocommit = on;
                 self.ok(w, OkInfo::default()).await
             }
+            Local::SetAutocommitFrom(variable) => {
+                // The user variable as the session set it (`SET @v = ...`, replayed state).
+                let value = self
+                    .state
+                    .iter()
+                    .find(|s| s.key.eq_ignore_ascii_case(&variable))
+                    .and_then(|s| s.assignment.split_once('=').map(|(_, v)| v.trim()))
+                    .unwrap_or("NULL")
+                    .to_string();
+                match crate::route::switch_value("autocommit", &value) {
+                    Ok(on) => Box::pin(self.local(Local::SetAutocommit(on), w)).await,
+                    Err(e) => self.error(w, e.into()).await,
+                }
+            }
             Local::SetXa(on) => {
                 // Mycat's rules and texts (SPEC §7.4).
                 let refusal = if !on {
@@ -1244,7 +1258,11 @@ impl Session {
     /// Errors: a node's own (1100, 1146, 1099...), naming it; the nodes locked before it are
     /// unlocked again, so either every node holds the locks or none does.
     async fn lock_tables(&mut self, l: crate::route::LockTables) -> Result<(), MysqlError> {
-        if self.transaction_open() {
+        // Mycat refuses it whenever autocommit is off; with autocommit off and nothing run
+        // yet there is nothing to commit, and MySQL's own pattern (`SET autocommit = 0; LOCK
+        // TABLES ...; ...; COMMIT; UNLOCK TABLES`, also what `mysqldump --no-autocommit`
+        // writes) must work, so only a transaction that began (BEGIN, or statements) is.
+        if self.in_transaction || !self.pinned.is_empty() {
             return Err(MysqlError::new(
                 1003,
                 "HY000",
@@ -1480,6 +1498,22 @@ impl Session {
     async fn set_state(&mut self, mut items: Vec<SessionSet>) -> Result<(), MysqlError> {
         if items.is_empty() {
             return Ok(());
+        }
+        // `SET @OLD_AUTOCOMMIT = @@AUTOCOMMIT` (mysqldump --no-autocommit): the session's
+        // autocommit is the gateway's, not the backend connection's (always on).
+        for item in items.iter_mut().filter(|i| i.key.starts_with('@')) {
+            let value = item
+                .assignment
+                .split_once('=')
+                .map_or("", |(_, v)| v.trim())
+                .to_ascii_lowercase();
+            if matches!(
+                value.as_str(),
+                "@@autocommit" | "@@session.autocommit" | "@@local.autocommit"
+            ) {
+                item.assignment = format!("{} = {}", item.key, u8::from(self.autocommit));
+                item.evaluate = false;
+            }
         }
         // A node of the current schema, else of one of the user's schemas: never a node the
         // user has no schema on (its database is none of the user's business, and a backend

@@ -213,6 +213,9 @@ pub enum Local {
     },
     /// `SET autocommit = 0|1` alone.
     SetAutocommit(bool),
+    /// `SET autocommit = @var` alone (mysqldump `--no-autocommit`'s restore of
+    /// `@OLD_AUTOCOMMIT`): the value of the session's user variable `@var` (as written).
+    SetAutocommitFrom(String),
     /// `SET XA = ON|OFF` (Mycat's, SPEC §7.4), alone: the session's next transaction commits
     /// in two phases.
     SetXa(bool),
