@@ -228,7 +228,41 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_tables_text_never_reaches_a_backend_as_written() {
-    let f = Fixture::start("lktext", Extra::default()).await;
+    let f = Fixture::start(
+        "lktext",
+        Extra {
+            users_xml: r#"<user name="masked"><property name="password">masked</property><property name="schemas">TESTDB</property>
+        <privileges check="true">
+            <schema name="TESTDB" dml="1111">
+                <table name="hotnews" dml="0000" />
+                <table name="company" dml="0010" />
+            </schema>
+        </privileges></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    // `<privileges>` govern it as a read (READ) or an update (WRITE) of each table.
+    let mut masked =
+        mysql_async::Conn::new(common::opts(f.port, "masked", "masked", Some("TESTDB")))
+            .await
+            .unwrap();
+    fails(
+        &mut masked,
+        "LOCK TABLES travelrecord READ, hotnews READ",
+        3012,
+        "HY000",
+    )
+    .await;
+    fails(&mut masked, "LOCK TABLES company WRITE", 3012, "HY000").await;
+    assert_eq!(all_writable(&f, "travelrecord").await, [true; 3]);
+    masked
+        .query_drop("LOCK TABLES company READ, travelrecord WRITE")
+        .await
+        .unwrap();
+    assert_eq!(all_writable(&f, "travelrecord").await, [false; 3]);
+    masked.query_drop("UNLOCK TABLES").await.unwrap();
     let mut c = f.client().await;
     // Outside the grammar, other databases, unknown tables.
     fails(&mut c, "LOCK TABLES travelrecord", 1064, "42000").await;
