@@ -159,3 +159,38 @@ async fn user_variables_and_named_locks_stay_with_their_session() {
     }
     assert!(freed, "the named lock outlived its session");
 }
+
+/// A kept connection that is lost (killed on its server) takes the session's state with it:
+/// the client gets the error, then its connection is closed, rather than going on without a
+/// temporary table it made or locks it thinks it holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_a_kept_connection_ends_the_session() {
+    let f = Fixture::start("afflost", affinity_schema()).await;
+    let mut c = aff_client(&f, "AFF").await;
+    c.query_drop("CREATE TEMPORARY TABLE scratch (id INT)")
+        .await
+        .unwrap();
+    // The backend thread of the kept connection (the expression keeps the gateway from
+    // answering CONNECTION_ID() itself).
+    let thread: Option<u64> = c
+        .query_first("SELECT CONNECTION_ID() + 0 FROM scratch UNION ALL SELECT CONNECTION_ID() + 0")
+        .await
+        .unwrap();
+    let thread = thread.expect("a thread id");
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("KILL CONNECTION {thread}"))
+        .await
+        .unwrap();
+    let e = c.query_drop("SELECT * FROM scratch").await.unwrap_err();
+    assert!(
+        !matches!(&e, mysql_async::Error::Server(s) if s.code == 1146),
+        "the statement ran on a fresh connection: {e}"
+    );
+    // Then the session is gone.
+    let after = c.ping().await;
+    assert!(after.is_err(), "the session went on after losing its state");
+    // Other clients are served.
+    let mut d = aff_client(&f, "AFF").await;
+    d.query_drop("SELECT * FROM hotnews").await.unwrap();
+}

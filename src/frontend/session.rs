@@ -2427,8 +2427,22 @@ impl Session {
                 {
                     self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
                 }
+                // A connection the session keeps for its state (temporary tables, table
+                // locks...) was lost: that state is gone on its server, and going on with a
+                // fresh connection would hide it (a table thought locked, a temporary table
+                // missing). As when a MySQL server connection is lost, the client's ends,
+                // after this error.
+                let lost = keeps && (e.source.is_closed() || e.source.is_timeout());
                 let e = self.logical_names(&e.node.clone(), e.into());
-                send_error(&slot, w, e).await
+                let answered = send_error(&slot, w, e).await;
+                if lost {
+                    tracing::warn!(
+                        connection = id,
+                        "a backend connection holding the session's state was lost: the session is closed"
+                    );
+                    self.handle.kill();
+                }
+                answered
             }
             Ok(mut ok) => {
                 // The warnings stay on the backend connections, which go back to their pools
