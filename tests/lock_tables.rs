@@ -203,6 +203,12 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
     c.query_drop("LOCK TABLES company WRITE, travelrecord WRITE")
         .await
         .unwrap();
+    // ... here in the middle of a transaction (no XA under table locks).
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    fails(&mut c, "SET XA = ON", 3012, "HY000").await;
+    c.query_drop("INSERT INTO company (id, name) VALUES (50, 'uncommitted')")
+        .await
+        .unwrap();
     drop(c);
     let mut freed = false;
     for _ in 0..50 {
@@ -213,6 +219,13 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
     }
     assert!(freed, "the locks of a client that left were not released");
     assert_eq!(all_writable(&f, "travelrecord").await, [true; 3]);
+    for n in 1..=3 {
+        assert_eq!(
+            f.ids_on(n, "company").await,
+            [1, 2, 4],
+            "node {n}: rolled back"
+        );
+    }
     // Every pooled connection is free of locks: many clients write both tables.
     for i in 0..8 {
         let mut c = f.client().await;
