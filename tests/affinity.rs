@@ -194,3 +194,37 @@ async fn losing_a_kept_connection_ends_the_session() {
     let mut d = aff_client(&f, "AFF").await;
     d.query_drop("SELECT * FROM hotnews").await.unwrap();
 }
+
+/// With `twoPhaseCommit`, transactions run as XA on pooled connections: a kept temporary table
+/// survives them (the coordinator keeps an XA transaction's connections at its end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_state_survives_two_phase_transactions() {
+    let mut extra = affinity_schema();
+    extra.users_xml = format!(
+        "{}{}",
+        common::system_xml(&[("twoPhaseCommit", "true"), ("instanceId", "affxa")]),
+        extra.users_xml
+    );
+    let f = Fixture::start("affxa", extra).await;
+    let mut c = aff_client(&f, "TESTDB").await;
+    c.query_drop("CREATE TEMPORARY TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(200))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        .await
+        .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'x'), (5000001, 'y')")
+        .await
+        .unwrap();
+    c.query_drop("COMMIT").await.unwrap();
+    assert_eq!(f.ids_on(1, "travelrecord").await, [1]);
+    assert_eq!(f.ids_on(2, "travelrecord").await, [5000001]);
+    churn(&f).await;
+    let ids: Vec<i64> = c.query("SELECT id FROM hotnews ORDER BY id").await.unwrap();
+    assert_eq!(
+        ids,
+        [1, 2, 3],
+        "the temporary tables went with the XA transaction"
+    );
+}

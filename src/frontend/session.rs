@@ -205,7 +205,12 @@ struct Session {
     /// `LAST_INSERT_ID()` are answered by the gateway from its own counts, so neither needs
     /// affinity. Returned to its pool, a kept connection is reset (`COM_RESET_CONNECTION`:
     /// temporary tables, variables and named locks go); one holding table locks gets `UNLOCK
-    /// TABLES` first, and is closed when that fails.
+    /// TABLES` first, and is closed when that fails. A kept connection that is lost ends the
+    /// session after the statement's error (its state is gone). Limits: an XA transaction
+    /// (`SET XA = ON`, `twoPhaseCommit`) runs on pooled connections, not the kept ones (the
+    /// coordinator keeps its connections at the end, and the state would go with them): the
+    /// kept state is not visible inside it, and state made inside it does not outlive it; such
+    /// a session's multi-node autocommit writes are not two-phase.
     kept: HashMap<String, Box<dyn BackendConn>>,
     /// What made the session keep its connections ([`Session::kept`]), for logs; `None` until
     /// a statement leaves such state.
@@ -2204,7 +2209,12 @@ impl Session {
                 }
                 // The session's kept connection joins the transaction (it holds the session's
                 // state, or its table locks).
-                let kept = self.kept.remove(&t.node);
+                // Not into an XA transaction: the coordinator keeps its connections at the
+                // end, and the kept state would go with them; the XA transaction takes pooled
+                // connections, and the kept ones wait for it to end.
+                let xa = self.locks.is_none()
+                    && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
+                let kept = if xa { None } else { self.kept.remove(&t.node) };
                 let was_kept = kept.is_some();
                 let acquired = match kept {
                     Some(c) => Ok(c),
