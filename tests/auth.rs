@@ -178,6 +178,9 @@ async fn change_user_re_authenticates_against_server_xml() {
     .await;
     let mut c = f.client().await;
     c.query_drop("SET @kept = 1").await.unwrap();
+    c.query_drop("LOCK TABLES travelrecord WRITE")
+        .await
+        .unwrap();
     c.change_user(
         mysql_async::ChangeUserOpts::default()
             .with_user(Some("ro".into()))
@@ -213,6 +216,16 @@ async fn change_user_re_authenticates_against_server_xml() {
     }
     assert!(other.query_drop("SELECT 1").await.is_err());
     assert!(f.ids_on(1, "travelrecord").await.is_empty());
+    // The table locks went with the old user: another session writes at once.
+    let mut direct = f.backend(1).await;
+    direct
+        .query_drop("SET SESSION lock_wait_timeout = 3")
+        .await
+        .unwrap();
+    direct
+        .query_drop("INSERT INTO travelrecord (id) VALUES (2)")
+        .await
+        .unwrap();
     // A wrong password: 1045, and the connection is gone.
     let e = c
         .change_user(

@@ -270,7 +270,8 @@ async fn read_tx(c: &mut mysql_async::Conn) -> Vec<String> {
 async fn read_only_transactions_leave_their_connections_clean() {
     // START TRANSACTION and COMMIT leave nothing on a connection once the transaction ended:
     // a transaction of plain SELECTs needs no COM_RESET_CONNECTION before or after it. One that
-    // left state (a GET_LOCK) is still reset, and at once.
+    // left state (a GET_LOCK) stays with the session, and is reset at once when the client
+    // resets.
     let server = Throwaway::start("pool-tx", 1).await;
     let (_dir, _, mut c) = gateway(&server).await;
     insert_rows(&mut c).await;
@@ -297,6 +298,18 @@ async fn read_only_transactions_leave_their_connections_clean() {
     assert_eq!(got, Some(1));
     c.query_drop("COMMIT").await.unwrap();
     let mut direct = server.conn(None).await;
+    // A named lock outlives the transaction, as on MySQL (the session keeps the connection
+    // that holds it: session affinity), until the client's COM_RESET_CONNECTION.
+    let held: Option<i64> = direct
+        .query_first("SELECT IS_FREE_LOCK('manx_tx_lock')")
+        .await
+        .unwrap();
+    assert_eq!(
+        held,
+        Some(0),
+        "the session's GET_LOCK ended with its transaction"
+    );
+    c.reset().await.unwrap();
     let mut free = None;
     for _ in 0..50 {
         free = direct
@@ -308,7 +321,11 @@ async fn read_only_transactions_leave_their_connections_clean() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert_eq!(free, Some(1), "the transaction's GET_LOCK outlived it");
+    assert_eq!(
+        free,
+        Some(1),
+        "the session's GET_LOCK outlived COM_RESET_CONNECTION"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -95,6 +95,9 @@ pub async fn run(
         xa: None,
         interrupted: None,
         pinned: HashMap::new(),
+        kept: HashMap::new(),
+        sticky: None,
+        locks: None,
         savepoints: Vec::new(),
         prepared: HashMap::new(),
         next_statement: 1,
@@ -182,6 +185,42 @@ struct Session {
     interrupted: Option<String>,
     /// Connections pinned to the open transaction, by dataNode.
     pinned: HashMap<String, Box<dyn BackendConn>>,
+    /// Connections kept for the session outside its transactions, by dataNode: session
+    /// affinity, as ProxySQL disables multiplexing.
+    ///
+    /// The rule: once a statement of the session may have left state in its backend
+    /// connection that a later statement reads — a temporary table (`CREATE TEMPORARY
+    /// TABLE`), a user variable assigned inside a statement (`SELECT @x := 5`; a `SET @x` is
+    /// replayed on every connection instead, see [`Session::state`]), a named lock
+    /// (`GET_LOCK`) — the session keeps every backend connection it takes from then on, for
+    /// the rest of the session: its statements run on them (a dataNode it had no connection
+    /// for gets one, kept too), a transaction's pinned connections come from them and go back
+    /// to them at `COMMIT` / `ROLLBACK`. Only `COM_RESET_CONNECTION` (which clears that state
+    /// on the backends too), `COM_CHANGE_USER` and the end of the session let them go. Nothing
+    /// proves such state gone earlier (a `DROP TEMPORARY TABLE` may leave another one), so
+    /// nothing else does. `LOCK TABLES` keeps connections the same way ([`Session::locks`]),
+    /// and `UNLOCK TABLES` lets them go when nothing else made the session sticky.
+    ///
+    /// `PREPARE` / `EXECUTE` stay refused by the router (dynamic SQL), and `FOUND_ROWS()`,
+    /// `LAST_INSERT_ID()` are answered by the gateway from its own counts, so neither needs
+    /// affinity. Returned to its pool, a kept connection is reset (`COM_RESET_CONNECTION`:
+    /// temporary tables, variables and named locks go); one holding table locks gets `UNLOCK
+    /// TABLES` first, and is closed when that fails. A kept connection that is lost ends the
+    /// session after the statement's error (its state is gone). Limits: an XA transaction
+    /// (`SET XA = ON`, `twoPhaseCommit`) runs on pooled connections, not the kept ones (the
+    /// coordinator keeps its connections at the end, and the state would go with them): the
+    /// kept state is not visible inside it, and state made inside it does not outlive it; such
+    /// a session's multi-node autocommit writes are not two-phase.
+    kept: HashMap<String, Box<dyn BackendConn>>,
+    /// What made the session keep its connections ([`Session::kept`]), for logs; `None` until
+    /// a statement leaves such state.
+    sticky: Option<&'static str>,
+    /// The tables the session locked with `LOCK TABLES` (SPEC §7.6), until `UNLOCK TABLES`,
+    /// `BEGIN` / `START TRANSACTION` (which unlock, as in MySQL), `COM_RESET_CONNECTION` or
+    /// the end of the session. Each target's connection is in [`Session::kept`] (or, inside
+    /// a transaction, [`Session::pinned`]) while it is set. A statement naming a table
+    /// outside the set gets 1100 from the gateway; `COMMIT` / `ROLLBACK` keep the locks.
+    locks: Option<crate::route::LockTables>,
     /// The open transaction's savepoints, oldest first (`SAVEPOINT name`; a name set again
     /// moves to the end, as MySQL replaces it).
     ///
@@ -301,6 +340,37 @@ impl Drop for Session {
                 });
             }
         }
+        if self.locks.take().is_some() {
+            // Table locks never go back to a pool: `UNLOCK TABLES` on every connection that
+            // may hold them (a transaction's too, after its rollback below), and a connection
+            // where it fails is closed instead.
+            let mut conns: Vec<_> = self.kept.drain().collect();
+            let pinned: Vec<_> = self.pinned.drain().collect();
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let pending = super::Pending::new(&self.server);
+                let id = self.id;
+                handle.spawn(async move {
+                    let _pending = pending;
+                    for (node, mut conn) in pinned {
+                        let _ = run_simple(conn.as_mut(), "ROLLBACK").await;
+                        conns.push((node, conn));
+                    }
+                    for (node, mut conn) in conns {
+                        if let Err(e) = run_simple(conn.as_mut(), "UNLOCK TABLES").await {
+                            tracing::info!(connection = id, %node, error = %e, "UNLOCK TABLES after the client left failed: the connection is closed");
+                            conn.abandon();
+                        }
+                    }
+                });
+            } else {
+                for (_, mut conn) in conns.into_iter().chain(pinned) {
+                    conn.abandon();
+                }
+            }
+            return;
+        }
+        // Kept connections go back to their pools, which reset them.
+        self.kept.clear();
         if self.pinned.is_empty() {
             return;
         }
@@ -780,12 +850,30 @@ impl Session {
                 self.autocommit = on;
                 self.ok(w, OkInfo::default()).await
             }
+            Local::SetAutocommitFrom(variable) => {
+                // The user variable as the session set it (`SET @v = ...`, replayed state).
+                let value = self
+                    .state
+                    .iter()
+                    .find(|s| s.key.eq_ignore_ascii_case(&variable))
+                    .and_then(|s| s.assignment.split_once('=').map(|(_, v)| v.trim()))
+                    .unwrap_or("NULL")
+                    .to_string();
+                match crate::route::switch_value("autocommit", &value) {
+                    Ok(on) => Box::pin(self.local(Local::SetAutocommit(on), w)).await,
+                    Err(e) => self.error(w, e.into()).await,
+                }
+            }
             Local::SetXa(on) => {
                 // Mycat's rules and texts (SPEC §7.4).
                 let refusal = if !on {
                     Some("set xa cmd off not for external use ")
                 } else if self.autocommit && !self.in_transaction {
                     Some("set xa cmd on can't used in autocommit connection ")
+                } else if self.locks.is_some() {
+                    Some(
+                        "set xa cmd on can't be used while tables are locked (LOCK TABLES): UNLOCK TABLES first",
+                    )
                 } else if !self.pinned.is_empty() && self.xa.is_none() {
                     Some(
                         "set xa cmd on can't be used once the transaction has run statements: COMMIT or ROLLBACK first",
@@ -811,6 +899,23 @@ impl Session {
                 }
             }
             Local::Ok => self.ok(w, OkInfo::default()).await,
+            Local::LockTables(l) => match self.lock_tables(l).await {
+                Ok(()) => self.ok(w, OkInfo::default()).await,
+                Err(e) => self.error(w, e).await,
+            },
+            Local::UnlockTables => {
+                if self.locks.is_some() {
+                    // With table locks held, UNLOCK TABLES commits the open transaction first
+                    // (MySQL's rule); without, it ends nothing.
+                    if let Err(e) = self.end_transaction("COMMIT").await {
+                        return self.error(w, e).await;
+                    }
+                }
+                match self.unlock_tables().await {
+                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Err(e) => self.error(w, e).await,
+                }
+            }
             Local::MaxAllowedPacket(label) => {
                 let size = self.generation().config.system.max_packet_size as u64;
                 write_unsigned(w, label, size).await
@@ -848,8 +953,12 @@ impl Session {
             Local::Begin => {
                 // `SET XA = ON` before BEGIN holds for the transaction BEGIN starts.
                 let xa_on = self.xa_on && self.pinned.is_empty() && self.xa.is_none();
-                // BEGIN inside a transaction commits it first, as MySQL does.
+                // BEGIN inside a transaction commits it first, and releases table locks, as
+                // MySQL does.
                 if let Err(e) = self.end_transaction("COMMIT").await {
+                    return self.error(w, e).await;
+                }
+                if let Err(e) = self.unlock_tables().await {
                     return self.error(w, e).await;
                 }
                 self.xa_on = xa_on;
@@ -1077,14 +1186,185 @@ impl Session {
                 .collect();
             return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
         }
-        end_on_each(
+        let ended = end_on_each(
             pinned
                 .iter_mut()
                 .map(|(node, conn)| (node.as_str(), conn.as_mut())),
             sql,
             self.id,
         )
-        .await
+        .await;
+        if self.locks.is_some() {
+            // The transaction ran under `SET autocommit = 0` on them ([`Session::open_tx`]):
+            // the connections' own autocommit comes back, their table locks stay.
+            for (node, conn) in &mut pinned {
+                if let Err(e) = run_simple(conn.as_mut(), "SET autocommit = 1").await {
+                    tracing::warn!(connection = self.id, %node, error = %e, "SET autocommit = 1 after the transaction failed");
+                }
+            }
+        }
+        if self.keeps() {
+            // COMMIT and ROLLBACK release neither table locks nor session state.
+            self.kept.extend(pinned);
+        }
+        ended
+    }
+
+    /// Whether the session keeps its backend connections between statements
+    /// ([`Session::kept`]).
+    fn keeps(&self) -> bool {
+        self.sticky.is_some() || self.locks.is_some()
+    }
+
+    /// Starts the transaction on a connection joining it: `START TRANSACTION` (or `XA START`),
+    /// or under table locks `SET autocommit = 0` (MySQL's way to use transactions with
+    /// `LOCK TABLES`: `START TRANSACTION` would release the locks).
+    async fn open_tx(&mut self, conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
+        if self.locks.is_some() {
+            return run_simple(conn, "SET autocommit = 0")
+                .await
+                .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e));
+        }
+        let two_phase = self.generation().config.system.two_phase_commit;
+        if self.xa.is_none() && (self.xa_on || two_phase) {
+            self.xa = Some(XaTx {
+                gtrid: self.server.xa.begin(self.id),
+                written: Default::default(),
+            });
+        }
+        match &self.xa {
+            Some(tx) => xa_start_on(&self.server.xa, conn, &tx.gtrid, node).await,
+            None => begin_on(conn, node).await,
+        }
+    }
+
+    /// The connection the session holds for `node` that a statement reading `table`
+    /// (upper-cased) may use: the transaction's, else a kept one — unless tables are locked and
+    /// `table` is not among them (the backend would refuse it there with 1100, while a pooled
+    /// connection reads it: the gateway's own look-ups, such as an ER parent's row, do that).
+    fn held_conn(&mut self, node: &str, table: Option<&str>) -> Option<&mut Box<dyn BackendConn>> {
+        if self.pinned.contains_key(node) {
+            return self.pinned.get_mut(node);
+        }
+        let usable = match (&self.locks, table) {
+            (Some(l), Some(t)) => l.holds(&t.to_ascii_uppercase()),
+            _ => true,
+        };
+        if usable {
+            self.kept.get_mut(node)
+        } else {
+            None
+        }
+    }
+
+    /// `LOCK TABLES` (SPEC §7.6): refused in a transaction and while tables are locked
+    /// (Mycat's 1003 texts); otherwise each dataNode's statement runs on the session's
+    /// connection to that node (taken from its pool when it has none, in dataNode order, so
+    /// two sessions locking the same tables wait for each other rather than deadlock), and
+    /// those connections are kept until `UNLOCK TABLES`.
+    ///
+    /// Errors: a node's own (1100, 1146, 1099...), naming it; the nodes locked before it are
+    /// unlocked again, so either every node holds the locks or none does.
+    async fn lock_tables(&mut self, l: crate::route::LockTables) -> Result<(), MysqlError> {
+        // Mycat refuses it whenever autocommit is off; with autocommit off and nothing run
+        // yet there is nothing to commit, and MySQL's own pattern (`SET autocommit = 0; LOCK
+        // TABLES ...; ...; COMMIT; UNLOCK TABLES`, also what `mysqldump --no-autocommit`
+        // writes) must work, so only a transaction that began (BEGIN, or statements) is.
+        if self.in_transaction || !self.pinned.is_empty() {
+            return Err(MysqlError::new(
+                1003,
+                "HY000",
+                "can't lock table in transaction!",
+            ));
+        }
+        if self.locks.is_some() {
+            return Err(MysqlError::new(1003, "HY000", "can't lock multi-table"));
+        }
+        let server = self.generation();
+        let mut taken: Vec<(String, Box<dyn BackendConn>)> = Vec::new();
+        let mut failure = None;
+        for t in &l.targets {
+            let mut conn = match self.kept.remove(&t.node) {
+                Some(c) => c,
+                None => match server.cluster.acquire(&t.node, false).await {
+                    Ok(mut c) => {
+                        if let Err(e) = Self::apply_state(&self.state, c.as_mut(), &t.node).await {
+                            failure = Some(e);
+                            break;
+                        }
+                        c
+                    }
+                    Err(e) => {
+                        failure = Some(e.into());
+                        break;
+                    }
+                },
+            };
+            let done = run_simple(conn.as_mut(), &t.sql).await;
+            match done {
+                Ok(()) => taken.push((t.node.clone(), conn)),
+                Err(e) => {
+                    let error = self.logical_names(
+                        &t.node,
+                        MysqlError::backend(format!("dataNode {}", t.node), &e),
+                    );
+                    if self.sticky.is_some() {
+                        self.kept.insert(t.node.clone(), conn);
+                    }
+                    failure = Some(error);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for (node, mut conn) in taken {
+                if run_simple(conn.as_mut(), "UNLOCK TABLES").await.is_err() {
+                    conn.abandon();
+                    continue;
+                }
+                if self.sticky.is_some() {
+                    self.kept.insert(node, conn);
+                }
+            }
+            return Err(e);
+        }
+        tracing::debug!(connection = self.id, nodes = taken.len(), "LOCK TABLES");
+        self.kept.extend(taken);
+        self.locks = Some(l);
+        Ok(())
+    }
+
+    /// Releases the session's table locks (`UNLOCK TABLES` on every connection that holds
+    /// them); its kept connections go back to their pools when nothing else keeps them
+    /// ([`Session::kept`]). Nothing to do without locks.
+    ///
+    /// Errors: a node where `UNLOCK TABLES` failed (its connection is closed, never pooled:
+    /// the locks end with it); the others are unlocked all the same.
+    async fn unlock_tables(&mut self) -> Result<(), MysqlError> {
+        let Some(l) = self.locks.take() else {
+            return Ok(());
+        };
+        let mut failed = None;
+        for t in &l.targets {
+            let Some(conn) = self.kept.get_mut(&t.node) else {
+                continue;
+            };
+            if let Err(e) = run_simple(conn.as_mut(), "UNLOCK TABLES").await {
+                tracing::warn!(connection = self.id, node = %t.node, error = %e, "UNLOCK TABLES failed: the connection is closed");
+                if let Some(mut c) = self.kept.remove(&t.node) {
+                    c.abandon();
+                }
+                failed
+                    .get_or_insert_with(|| MysqlError::backend(format!("dataNode {}", t.node), &e));
+            }
+        }
+        if !self.keeps() {
+            self.kept.clear();
+        }
+        match failed {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// Draws the sequence values a statement needs and writes them in (SPEC §5.17). For an
@@ -1227,6 +1507,22 @@ impl Session {
         if items.is_empty() {
             return Ok(());
         }
+        // `SET @OLD_AUTOCOMMIT = @@AUTOCOMMIT` (mysqldump --no-autocommit): the session's
+        // autocommit is the gateway's, not the backend connection's (always on).
+        for item in items.iter_mut().filter(|i| i.key.starts_with('@')) {
+            let value = item
+                .assignment
+                .split_once('=')
+                .map_or("", |(_, v)| v.trim())
+                .to_ascii_lowercase();
+            if matches!(
+                value.as_str(),
+                "@@autocommit" | "@@session.autocommit" | "@@local.autocommit"
+            ) {
+                item.assignment = format!("{} = {}", item.key, u8::from(self.autocommit));
+                item.evaluate = false;
+            }
+        }
         // A node of the current schema, else of one of the user's schemas: never a node the
         // user has no schema on (its database is none of the user's business, and a backend
         // account scoped to the user's databases could not use it).
@@ -1247,7 +1543,11 @@ impl Session {
             })
             .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
         let mut fresh;
-        let conn: &mut dyn BackendConn = match self.pinned.get_mut(&node) {
+        let held = match self.pinned.get_mut(&node) {
+            Some(c) => Some(c),
+            None => self.kept.get_mut(&node),
+        };
+        let conn: &mut dyn BackendConn = match held {
             Some(c) => c.as_mut(),
             None => {
                 fresh = self.generation().cluster.acquire(&node, false).await?;
@@ -1344,6 +1644,18 @@ impl Session {
                 Self::apply_state(&items, c.as_mut(), &n).await?;
             }
         }
+        let checked_on_kept = !self.pinned.contains_key(&node);
+        let kept: Vec<String> = self
+            .kept
+            .keys()
+            .filter(|n| !(checked_on_kept && **n == node))
+            .cloned()
+            .collect();
+        for n in kept {
+            if let Some(c) = self.kept.get_mut(&n) {
+                Self::apply_state(&items, c.as_mut(), &n).await?;
+            }
+        }
         for item in items {
             self.state.retain(|s| s.key != item.key);
             self.state.push(item);
@@ -1367,7 +1679,7 @@ impl Session {
             return Vec::new();
         };
         let hidden = plan.merge.as_ref().map_or(0, |m| m.hidden);
-        let described = match self.pinned.get_mut(&target.node) {
+        let described = match self.held_conn(&target.node, None) {
             Some(c) => c.describe(&target.sql).await,
             None => match self.generation().cluster.acquire(&target.node, false).await {
                 Ok(mut c) => match Self::apply_state(&self.state, c.as_mut(), &target.node).await {
@@ -1516,7 +1828,7 @@ impl Session {
     ) -> Result<Vec<Vec<String>>, MysqlError> {
         use crate::backend::{ColumnType as T, Value};
         let mut fresh;
-        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+        let conn: &mut dyn BackendConn = match self.held_conn(node, None) {
             Some(c) => c.as_mut(),
             None => {
                 fresh = self
@@ -1585,7 +1897,7 @@ impl Session {
     async fn describe_view(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
         let sql = format!("SELECT * FROM information_schema.`{view}` WHERE 1 = 0");
         let mut fresh;
-        let conn: &mut dyn BackendConn = match self.pinned.get_mut(node) {
+        let conn: &mut dyn BackendConn = match self.held_conn(node, None) {
             Some(c) => c.as_mut(),
             None => {
                 fresh = self
@@ -1632,7 +1944,8 @@ impl Session {
         let mut agreed: Option<(String, Vec<String>)> = None;
         for probe in &lookup.probes {
             let mut fresh;
-            let conn: &mut dyn BackendConn = match self.pinned.get_mut(&probe.node) {
+            let conn: &mut dyn BackendConn = match self.held_conn(&probe.node, Some(&lookup.table))
+            {
                 Some(c) => c.as_mut(),
                 None => {
                     fresh = self
@@ -1702,7 +2015,8 @@ impl Session {
     async fn find_parent(&mut self, lookup: ParentLookup) -> Result<Plan, MysqlError> {
         for (probe, insert) in lookup.probes.iter().zip(lookup.inserts) {
             let mut fresh;
-            let conn: &mut dyn BackendConn = match self.pinned.get_mut(&probe.node) {
+            let conn: &mut dyn BackendConn = match self.held_conn(&probe.node, Some(&lookup.parent))
+            {
                 Some(c) => c.as_mut(),
                 None => {
                     fresh = self
@@ -1761,25 +2075,71 @@ impl Session {
         ))
     }
 
-    /// Runs a plan and answers on `w` ([`Session::run_plan`]). Around DDL the tables' column
-    /// orders are forgotten, before (the statement may change any table) and after (an order
-    /// read by another session while it ran may predate it).
+    /// Runs a plan ([`Session::execute_on`]); afterwards the connections it took from pools
+    /// are kept when the session keeps its connections ([`Session::kept`]), which the
+    /// statement itself may have begun (a temporary table, `SELECT @x := ...`, `GET_LOCK`).
+    /// Around DDL the tables' column orders are forgotten, before (the statement may change
+    /// any table) and after (an order read by another session while it ran may predate it).
     async fn execute(&mut self, plan: Plan, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         let ddl = plan.ddl;
         if ddl {
             self.generation().column_orders.clear();
         }
-        let done = self.run_plan(plan, w).await;
+        if self.sticky.is_none()
+            && let Some(reason) = plan
+                .targets
+                .iter()
+                .find_map(|t| crate::route::session_state(&t.sql))
+        {
+            tracing::debug!(
+                connection = self.id,
+                reason,
+                "the session keeps its backend connections from now on"
+            );
+            self.sticky = Some(reason);
+        }
+        let mut fresh = Vec::new();
+        let mut nodes = Vec::new();
+        let done = self.execute_on(plan, w, &mut fresh, &mut nodes).await;
+        if self.keeps() {
+            for (node, conn) in nodes.into_iter().zip(fresh) {
+                self.kept.entry(node).or_insert(conn);
+            }
+        }
         if ddl {
             self.generation().column_orders.clear();
         }
         done
     }
 
-    async fn run_plan(
+    /// MySQL's 1100 for a statement naming a table outside the session's `LOCK TABLES` set
+    /// (spelled as the statement spells it), before anything reaches a backend.
+    fn unlocked_table(&self, plan: &Plan) -> Option<MysqlError> {
+        let locks = self.locks.as_ref()?;
+        let missing = plan.tables.iter().find(|t| !locks.holds(t))?;
+        let text = plan.targets.first().map_or("", |t| &t.sql);
+        let spelled = text
+            .to_ascii_uppercase()
+            .find(missing.as_str())
+            .map_or(missing.to_ascii_lowercase(), |at| {
+                text[at..at + missing.len()].to_string()
+            });
+        Some(MysqlError::new(
+            1100,
+            "HY000",
+            format!("Table '{spelled}' was not locked with LOCK TABLES"),
+        ))
+    }
+
+    /// Runs a plan on the transaction's pinned connections, the session's kept ones, or
+    /// connections taken for it, which are left in `fresh` (their dataNodes in `nodes`, in
+    /// the same order) for [`Session::execute`].
+    async fn execute_on(
         &mut self,
         mut plan: Plan,
         w: QueryResultWriter<'_, Writer>,
+        fresh: &mut Vec<Box<dyn BackendConn>>,
+        nodes: &mut Vec<String>,
     ) -> io::Result<()> {
         self.tally.planned = true;
         self.tally.read = plan.read_only;
@@ -1801,6 +2161,10 @@ impl Session {
             let message = format!("Transaction error, need to rollback: {reason}");
             return self.error(w, MysqlError::new(1003, "HY000", message)).await;
         }
+        if let Some(e) = self.unlocked_table(&plan) {
+            return self.error(w, e).await;
+        }
+        let keeps = self.keeps();
         // DDL commits the open transaction first, as in MySQL, and runs outside it.
         if plan.ddl
             && (self.in_transaction || !self.pinned.is_empty())
@@ -1813,9 +2177,21 @@ impl Session {
         // committed only where all succeeded, so a failure leaves nothing half applied.
         let implicit = !transactional && !plan.read_only && !plan.ddl && plan.targets.len() > 1;
         let server = self.generation();
-        let mut fresh: Vec<Box<dyn BackendConn>> = Vec::new();
+        // A read any node can answer, in a session that keeps connections: one it holds.
+        if keeps
+            && !plan.fallback.is_empty()
+            && !self.kept.contains_key(&plan.targets[0].node)
+            && let Some(i) = plan
+                .fallback
+                .iter()
+                .position(|t| self.kept.contains_key(&t.node))
+        {
+            std::mem::swap(&mut plan.targets[0], &mut plan.fallback[i]);
+        }
         // A read any node can answer: when the chosen node's server cannot be reached, the next.
-        if !plan.fallback.is_empty() && !self.pinned.contains_key(&plan.targets[0].node) {
+        let on_held = self.pinned.contains_key(&plan.targets[0].node)
+            || (keeps && self.kept.contains_key(&plan.targets[0].node));
+        if !plan.fallback.is_empty() && !on_held {
             let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
             loop {
                 match server
@@ -1825,6 +2201,7 @@ impl Session {
                 {
                     Ok(c) => {
                         fresh.push(c);
+                        nodes.push(plan.targets[0].node.clone());
                         break;
                     }
                     Err(e) if e.source.server_error().is_none() => match candidates.next() {
@@ -1843,30 +2220,38 @@ impl Session {
                 if self.pinned.contains_key(&t.node) {
                     continue;
                 }
-                let acquired = match fresh.pop() {
+                // The session's kept connection joins the transaction (it holds the session's
+                // state, or its table locks).
+                // Not into an XA transaction: the coordinator keeps its connections at the
+                // end, and the kept state would go with them; the XA transaction takes pooled
+                // connections, and the kept ones wait for it to end.
+                let xa = self.locks.is_none()
+                    && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
+                let kept = if xa { None } else { self.kept.remove(&t.node) };
+                let was_kept = kept.is_some();
+                let acquired = match kept {
                     Some(c) => Ok(c),
-                    None => server.cluster.acquire(&t.node, false).await,
+                    None => match fresh.pop() {
+                        Some(c) => {
+                            nodes.pop();
+                            Ok(c)
+                        }
+                        None => server.cluster.acquire(&t.node, false).await,
+                    },
                 };
                 let mut conn = match acquired {
                     Ok(c) => c,
                     Err(e) => return self.error(w, e.into()).await,
                 };
-                if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                if !was_kept
+                    && let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await
+                {
                     return self.error(w, e).await;
                 }
-                if self.xa.is_none() && (self.xa_on || server.config.system.two_phase_commit) {
-                    self.xa = Some(XaTx {
-                        gtrid: self.server.xa.begin(self.id),
-                        written: Default::default(),
-                    });
-                }
-                let started = match &self.xa {
-                    Some(tx) => {
-                        xa_start_on(&self.server.xa, conn.as_mut(), &tx.gtrid, &t.node).await
+                if let Err(e) = self.open_tx(conn.as_mut(), &t.node).await {
+                    if was_kept {
+                        self.kept.insert(t.node.clone(), conn);
                     }
-                    None => begin_on(conn.as_mut(), &t.node).await,
-                };
-                if let Err(e) = started {
                     return self.error(w, e).await;
                 }
                 if let Err(e) =
@@ -1876,7 +2261,29 @@ impl Session {
                 }
                 self.pinned.insert(t.node.clone(), conn);
             }
+        } else if fresh.is_empty() && keeps {
+            // Session affinity: the kept connections, and new ones (on the writeHost, as the
+            // state may be a write's) for the other nodes, kept afterwards.
+            for t in &plan.targets {
+                let conn = match self.kept.remove(&t.node) {
+                    Some(c) => c,
+                    None => match server.cluster.acquire(&t.node, false).await {
+                        Ok(mut c) => {
+                            if let Err(e) =
+                                Self::apply_state(&self.state, c.as_mut(), &t.node).await
+                            {
+                                return self.error(w, e).await;
+                            }
+                            c
+                        }
+                        Err(e) => return self.error(w, e.into()).await,
+                    },
+                };
+                fresh.push(conn);
+                nodes.push(t.node.clone());
+            }
         } else if fresh.is_empty() {
+            nodes.extend(plan.targets.iter().map(|t| t.node.clone()));
             let acquired = futures::future::join_all(
                 plan.targets
                     .iter()
@@ -1890,7 +2297,7 @@ impl Session {
                 }
             }
         }
-        if !transactional && !self.state.is_empty() {
+        if !transactional && !self.state.is_empty() && !keeps {
             for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
                 if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
                     return self.error(w, e).await;
@@ -1898,25 +2305,32 @@ impl Session {
             }
         }
         // With `twoPhaseCommit`, that implicit transaction is an XA transaction.
-        let implicit_xa = (implicit && server.config.system.two_phase_commit)
+        // (Not for a session that keeps its connections: the coordinator would take them.)
+        let implicit_xa = (implicit && server.config.system.two_phase_commit && !keeps)
             .then(|| self.server.xa.begin(self.id));
+        let locked = self.locks.is_some();
         if implicit {
             for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
                 let started = match &implicit_xa {
                     Some(gtrid) => {
                         xa_start_on(&self.server.xa, conn.as_mut(), gtrid, &t.node).await
                     }
+                    // START TRANSACTION would release the table locks.
+                    None if locked => run_simple(conn.as_mut(), "SET autocommit = 0")
+                        .await
+                        .map_err(|e| MysqlError::backend(format!("dataNode {}", t.node), &e)),
                     None => begin_on(conn.as_mut(), &t.node).await,
                 };
                 if let Err(e) = started {
                     if let Some(gtrid) = &implicit_xa {
                         let _ = finish_implicit(
                             &self.server.xa,
-                            &mut fresh,
+                            fresh,
                             &plan,
                             "ROLLBACK",
                             Some(gtrid),
                             self.id,
+                            false,
                         )
                         .await;
                     }
@@ -1936,13 +2350,13 @@ impl Session {
         slot.set_status(status.bits());
         let id = self.id;
         let handle = self.handle.clone();
-        let conns = held(transactional, &mut self.pinned, &mut fresh, &plan.targets);
+        let conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
         let binary = self.binary;
         let ran = run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await;
         let (w, finished) = match ran {
             Ran::Rows(sent) => {
                 return self
-                    .rows_sent(sent, transactional, &mut fresh, &plan.targets)
+                    .rows_sent(sent, transactional, fresh, &plan.targets)
                     .await;
             }
             Ran::Done(w, finished) => (w, finished),
@@ -1955,6 +2369,7 @@ impl Session {
         let (w, finished) = match finished {
             Err(e)
                 if !transactional
+                    && !keeps
                     && plan.read_only
                     && e.source.is_closed()
                     && !handle.is_killed() =>
@@ -1996,7 +2411,7 @@ impl Session {
                     fresh.iter_mut().map(|b| b.as_mut()).collect();
                 match run_plan(&plan, conns, w, &slot, binary, &handle, false).await {
                     Ran::Rows(sent) => {
-                        return self.rows_sent(sent, false, &mut fresh, &plan.targets).await;
+                        return self.rows_sent(sent, false, fresh, &plan.targets).await;
                     }
                     Ran::Done(w, again) => (w, again),
                 }
@@ -2020,11 +2435,12 @@ impl Session {
                 if implicit {
                     let _ = finish_implicit(
                         &self.server.xa,
-                        &mut fresh,
+                        fresh,
                         &plan,
                         "ROLLBACK",
                         implicit_xa.as_deref(),
                         id,
+                        locked,
                     )
                     .await;
                 } else if transactional
@@ -2034,15 +2450,28 @@ impl Session {
                 {
                     self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
                 }
+                // A connection the session keeps for its state (temporary tables, table
+                // locks...) was lost: that state is gone on its server, and going on with a
+                // fresh connection would hide it (a table thought locked, a temporary table
+                // missing). As when a MySQL server connection is lost, the client's ends,
+                // after this error.
+                let lost = keeps && (e.source.is_closed() || e.source.is_timeout());
                 let e = self.logical_names(&e.node.clone(), e.into());
-                send_error(&slot, w, e).await
+                let answered = send_error(&slot, w, e).await;
+                if lost {
+                    tracing::warn!(
+                        connection = id,
+                        "a backend connection holding the session's state was lost: the session is closed"
+                    );
+                    self.handle.kill();
+                }
+                answered
             }
             Ok(mut ok) => {
                 // The warnings stay on the backend connections, which go back to their pools
                 // now: read them while they are held, for a later SHOW WARNINGS.
                 if ok.warnings > 0 {
-                    let mut conns =
-                        held(transactional, &mut self.pinned, &mut fresh, &plan.targets);
+                    let mut conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
                     // A global table's write ran on every node: its first node's warnings are
                     // the statement's (as its OK packet is).
                     if plan.ok_merge == OkMerge::First {
@@ -2054,11 +2483,12 @@ impl Session {
                 if implicit
                     && let Err(e) = finish_implicit(
                         &self.server.xa,
-                        &mut fresh,
+                        fresh,
                         &plan,
                         "COMMIT",
                         implicit_xa.as_deref(),
                         id,
+                        locked,
                     )
                     .await
                 {
@@ -2445,6 +2875,7 @@ async fn finish_implicit(
     sql: &str,
     gtrid: Option<&str>,
     id: u32,
+    locked: bool,
 ) -> Result<(), MysqlError> {
     if let Some(gtrid) = gtrid {
         // The coordinator takes the connections: it owns them until every branch is resolved.
@@ -2463,7 +2894,16 @@ async fn finish_implicit(
         .iter_mut()
         .zip(&plan.targets)
         .map(|(conn, t)| (t.node.as_str(), conn.as_mut()));
-    end_on_each(each, sql, id).await
+    let ended = end_on_each(each, sql, id).await;
+    if locked {
+        // Opened with `SET autocommit = 0` under table locks: back to autocommit.
+        for (conn, t) in conns.iter_mut().zip(&plan.targets) {
+            if let Err(e) = run_simple(conn.as_mut(), "SET autocommit = 1").await {
+                tracing::warn!(connection = id, node = %t.node, error = %e, "SET autocommit = 1 failed");
+            }
+        }
+    }
+    ended
 }
 
 /// Ends XA transaction `gtrid` over `branches` with `sql`'s outcome (`COMMIT` or `ROLLBACK`)
@@ -3030,15 +3470,7 @@ impl Session {
     ) -> io::Result<()> {
         match command {
             Diverted::ResetConnection => {
-                // End the transaction (rolled back) and its pinned connections, back to the
-                // session's initial settings.
-                self.interrupted = None;
-                let _ = self.end_transaction("ROLLBACK").await;
-                self.autocommit = true;
-                // Session variables (and with them sql_mode) are the server's defaults again.
-                self.state.clear();
-                self.sql_mode = SqlMode::default();
-                self.slot.set_sql_mode(self.sql_mode);
+                self.reset().await;
                 self.ok(w, OkInfo::default()).await
             }
             Diverted::StmtReset | Diverted::Ping => self.ok(w, OkInfo::default()).await,
@@ -3052,6 +3484,22 @@ impl Session {
             Diverted::ChangeUser(change) => self.change_user(change, w).await,
             Diverted::Refused(e) => self.error(w, e).await,
         }
+    }
+
+    /// What COM_RESET_CONNECTION resets (COM_CHANGE_USER too): the transaction is rolled back
+    /// and its pinned connections go, table locks go, and with them and the session's state
+    /// its kept connections (reset in their pools, as the client's reset asks); autocommit,
+    /// session variables and sql_mode are the server's defaults again.
+    async fn reset(&mut self) {
+        self.interrupted = None;
+        let _ = self.end_transaction("ROLLBACK").await;
+        let _ = self.unlock_tables().await;
+        self.sticky = None;
+        self.kept.clear();
+        self.autocommit = true;
+        self.state.clear();
+        self.sql_mode = SqlMode::default();
+        self.slot.set_sql_mode(self.sql_mode);
     }
 
     /// COM_CHANGE_USER: the new user's proof is checked against server.xml (as at login:
@@ -3100,12 +3548,7 @@ impl Session {
             return answered;
         }
         // Everything COM_RESET_CONNECTION resets, then the user and its view of the schemas.
-        self.interrupted = None;
-        let _ = self.end_transaction("ROLLBACK").await;
-        self.autocommit = true;
-        self.state.clear();
-        self.sql_mode = SqlMode::default();
-        self.slot.set_sql_mode(self.sql_mode);
+        self.reset().await;
         self.user = OnceLock::new();
         let _ = self.user.set(name.clone());
         self.handle.set_user(&name);
@@ -3159,7 +3602,7 @@ impl Session {
             return self.error(w, missing()).await;
         };
         let mut fresh;
-        let conn: &mut dyn BackendConn = match self.pinned.get_mut(&target.node) {
+        let conn: &mut dyn BackendConn = match self.held_conn(&target.node, Some(table)) {
             Some(c) => c.as_mut(),
             None => {
                 fresh = match self.generation().cluster.acquire(&target.node, false).await {

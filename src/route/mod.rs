@@ -9,12 +9,14 @@
 
 mod access;
 mod admit;
+mod affinity;
 mod analyze;
 mod boundaries;
 mod builtins;
 pub mod function;
 mod horizon;
 pub mod lex;
+mod lock;
 mod metadata;
 mod plan;
 mod rewrite;
@@ -31,9 +33,11 @@ use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
 use function::{BuildContext, PartitionFunction};
 
 pub use access::{Access, TableAccess};
+pub use affinity::session_state;
 pub use analyze::Partitions;
 pub use lex::SqlMode;
 pub use lex::split_statements;
+pub use lock::{LockTables, LockedTable};
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
     Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, DistinctOp, Grouping, Having,
@@ -42,6 +46,7 @@ pub use plan::{
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;
+pub use set::switch_value;
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};
 pub use statement::like;
 
@@ -545,6 +550,11 @@ impl Router {
     /// The schema named `name` (case-sensitive), if configured.
     pub fn schema(&self, name: &str) -> Option<&SchemaRoute> {
         self.schemas.get(name)
+    }
+
+    /// Whether `node` is on a MySQL/MariaDB dataHost (else PostgreSQL).
+    pub fn is_mysql_node(&self, node: &str) -> bool {
+        self.hosts.get(node).is_some_and(|(_, mysql)| *mysql)
     }
 
     /// The physical database of a dataNode.

@@ -254,6 +254,9 @@ pub enum Local {
     },
     /// `SET autocommit = 0|1` alone.
     SetAutocommit(bool),
+    /// `SET autocommit = @var` alone (mysqldump `--no-autocommit`'s restore of
+    /// `@OLD_AUTOCOMMIT`): the value of the session's user variable `@var` (as written).
+    SetAutocommitFrom(String),
     /// `SET XA = ON|OFF` (Mycat's, SPEC §7.4), alone: the session's next transaction commits
     /// in two phases.
     SetXa(bool),
@@ -312,6 +315,12 @@ pub enum Local {
     /// connection id (`CONNECTION_ID()`, the handshake's); `query` when only the running
     /// statement is to be interrupted.
     Kill { query: bool, id: u64 },
+    /// `LOCK TABLES ...` (SPEC §7.6): run on every dataNode of the tables, each node's
+    /// statement naming its tables only; the connections then stay with the session until
+    /// `UNLOCK TABLES`.
+    LockTables(super::LockTables),
+    /// `UNLOCK TABLES`: the session's table locks go (OK when it holds none).
+    UnlockTables,
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Box<Plan>),

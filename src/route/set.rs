@@ -335,6 +335,7 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         return standalone("transaction");
     }
     let mut autocommit = None;
+    let mut autocommit_from = None;
     let mut xa = None;
     let mut items = Vec::new();
     for item in split_top(&toks) {
@@ -344,6 +345,17 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
             continue;
         }
         if key == "autocommit" {
+            // `SET AUTOCOMMIT = @OLD_AUTOCOMMIT` (mysqldump --no-autocommit): the session's
+            // own user variable, looked up by the session.
+            if let Some(name) = value.strip_prefix('@')
+                && !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
+            {
+                autocommit_from = Some(format!("@{name}"));
+                continue;
+            }
             autocommit = Some(switch_value(&key, value)?);
             continue;
         }
@@ -379,6 +391,14 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         }
         return Ok(Local::SetXa(v));
     }
+    if let Some(variable) = autocommit_from {
+        if !items.is_empty() || autocommit.is_some() {
+            return Err(RouteError::not_supported(
+                "SET autocommit from a user variable must be a statement of its own".to_string(),
+            ));
+        }
+        return Ok(Local::SetAutocommitFrom(variable));
+    }
     if items.is_empty()
         && let Some(v) = autocommit
     {
@@ -391,7 +411,7 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
 /// `0`/`OFF`/`FALSE`, quoted or not, in any case.
 ///
 /// Errors: MySQL's 1231 naming the variable and the value.
-fn switch_value(key: &str, value: &str) -> Result<bool, RouteError> {
+pub fn switch_value(key: &str, value: &str) -> Result<bool, RouteError> {
     let v = super::scan::unquote(value).to_ascii_lowercase();
     match v.as_str() {
         "1" | "on" | "true" => Ok(true),

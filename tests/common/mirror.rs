@@ -14,7 +14,8 @@
 //! The mirror of a user ([`mirror_grants`]) follows the rules of `src/route/access.rs`: for each
 //! table of each of the user's schemas, on each of its dataNodes' databases, the privileges of
 //! its `dml` mask (INSERT, UPDATE, SELECT, DELETE; all four when unchecked), plus CREATE, DROP,
-//! ALTER, INDEX when the mask has every write bit; only SELECT when `readOnly`; for a schema
+//! ALTER, INDEX when the mask has every write bit; only SELECT when `readOnly`; LOCK TABLES on
+//! each of those databases (its tables still need SELECT); for a schema
 //! with a default dataNode, the same on the whole database (MariaDB's grants only add, so a
 //! `<privileges>` table entry inside such a schema cannot be mirrored: [`mirror_grants`] refuses
 //! it). MariaDB also asks for SELECT on the columns an UPDATE or DELETE reads, which manx's
@@ -198,6 +199,22 @@ pub fn mirror_grants(config: &Config, user: &str) -> Result<Vec<String>, String>
                 grants.push(format!("GRANT {privs} ON `{db}`.* TO {account}"));
             }
         }
+    }
+    // `LOCK TABLES` reaches the backends (the gateway builds it from the parse): the privilege
+    // is database-wide in MariaDB, and the table privileges above still decide which tables
+    // (SELECT for any lock), as manx's checks do.
+    let mut databases: Vec<String> = grants
+        .iter()
+        .filter_map(|g| {
+            let at = g.find(" ON `")? + 5;
+            let end = at + g[at..].find('`')?;
+            Some(g[at..end].to_string())
+        })
+        .collect();
+    databases.sort();
+    databases.dedup();
+    for db in databases {
+        grants.push(format!("GRANT LOCK TABLES ON `{db}`.* TO {account}"));
     }
     Ok(grants)
 }

@@ -119,17 +119,30 @@ pub(super) fn route(
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
         }
-        // `UNLOCK TABLES` alone (mysqldump --single-transaction sends it after its START
-        // TRANSACTION): the session cannot hold table locks or the global read lock, as
-        // `LOCK TABLES` and `FLUSH TABLES WITH READ LOCK` are refused, so there is nothing to
-        // unlock and MySQL answers OK without ending the transaction.
+        // `LOCK TABLES` (SPEC §7.6): the session locks on every dataNode of the tables
+        // (module `lock`); `LOCK INSTANCE` and the like go on to be refused by the parse.
+        "LOCK"
+            if scan::words_before_comment(stmt)
+                .get(1)
+                .is_some_and(|t| t == "TABLES" || t == "TABLE") =>
+        {
+            super::lock::lock_tables(r, stmt, view).map(|l| Routed::Local(Local::LockTables(l)))
+        }
+        // mysqldump's `/*!40000 ALTER TABLE t DISABLE KEYS */` and `ENABLE KEYS` around a
+        // table's rows: a no-op on InnoDB, and on MyISAM/Aria only a deferral of non-unique
+        // index updates, so the gateway answers OK (as Mycat answers a whole version comment)
+        // rather than sending the same deferral to every dataNode.
+        "ALTER" if super::lock::keys_toggle(stmt) => Ok(Routed::Local(Local::Ok)),
+        // `UNLOCK TABLES`, exactly those two words (Mycat's rule): the session's table locks
+        // go; without any, MySQL answers OK and an open transaction goes on (mysqldump
+        // --single-transaction sends it after its START TRANSACTION).
         "UNLOCK"
             if matches!(
                 scan::words_before_comment(stmt).as_slice(),
                 [_, t] if t == "TABLES" || t == "TABLE"
             ) =>
         {
-            Ok(Routed::Local(Local::Ok))
+            Ok(Routed::Local(Local::UnlockTables))
         }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
@@ -252,7 +265,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
 /// The logical schema `schema` names, if the session's user may use it.
 ///
 /// Errors: 1046 without a name, 1049 for an unknown schema, 1044 for one the user may not use.
-fn require_schema<'r>(
+pub(in crate::route) fn require_schema<'r>(
     r: &'r Router,
     schema: Option<&str>,
     view: &SessionView<'_>,

@@ -1,0 +1,56 @@
+//! Which statements leave state in their backend connection that later statements of the
+//! session read, so that the session must keep that connection (session affinity, frontend
+//! `session`): temporary tables, user variables assigned inside a statement, named locks.
+
+use sqlparser::tokenizer::Token;
+
+/// What `sql` (a statement as sent to a dataNode) may leave in its connection for later
+/// statements, named for logs; `None` when nothing of the kind. Read on the tokens, so words
+/// inside strings and comments do not count; erring towards `Some` only costs pooling.
+pub fn session_state(sql: &str) -> Option<&'static str> {
+    if !sql.contains(":=")
+        && !crate::sqltext::contains_ignore_ascii_case(sql, "TEMPORARY")
+        && !crate::sqltext::contains_ignore_ascii_case(sql, "GET_LOCK")
+    {
+        return None;
+    }
+    let Some(toks) = super::rewrite::tokens(sql) else {
+        // Unreadable here: assume the worst.
+        return Some("a statement the gateway could not read");
+    };
+    let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    for i in 0..toks.len() {
+        if word(i, "CREATE") && word(i + 1, "TEMPORARY") {
+            return Some("a temporary table");
+        }
+        if matches!(toks[i].0, Token::Assignment) {
+            return Some("a user variable assigned in a statement");
+        }
+        if word(i, "GET_LOCK") && matches!(toks.get(i + 1), Some((Token::LParen, _, _))) {
+            return Some("a named lock (GET_LOCK)");
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::session_state;
+
+    #[test]
+    fn statements_that_leave_state() {
+        assert_eq!(
+            session_state("CREATE TEMPORARY TABLE t (id int)"),
+            Some("a temporary table")
+        );
+        assert!(session_state("SELECT @x := 5").is_some());
+        assert!(session_state("select get_lock('a', 0)").is_some());
+        for sql in [
+            "SELECT 'CREATE TEMPORARY TABLE', ':=', 'get_lock('",
+            "SELECT * FROM travelrecord WHERE id = 1",
+            "CREATE TABLE temporary_things (id int)",
+        ] {
+            assert_eq!(session_state(sql), None, "{sql}");
+        }
+    }
+}

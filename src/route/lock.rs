@@ -1,0 +1,269 @@
+//! `LOCK TABLES` (SPEC §7.6): parsed by the gateway, checked like any table access, and turned
+//! into one statement per dataNode naming only that node's tables, built from the parse (the
+//! client's text never reaches a backend).
+//!
+//! Grammar (MySQL's and MariaDB's): `LOCK {TABLE | TABLES} tbl [[AS] alias] lock_type [, ...]`
+//! with `lock_type` one of `READ [LOCAL]`, `[LOW_PRIORITY] WRITE`, `WRITE CONCURRENT`
+//! (MariaDB). `tbl` is `name` or `schema.name`, the schema a logical one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sqlparser::tokenizer::Token;
+
+use super::access::TableAccess;
+use super::{RouteError, Router, SessionView, Target};
+
+/// One table of a `LOCK TABLES` statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedTable {
+    /// The logical schema it is in.
+    pub schema: String,
+    /// Upper-cased table name (as routing names tables).
+    pub table: String,
+    /// A write lock (`WRITE`, `LOW_PRIORITY WRITE`, `WRITE CONCURRENT`).
+    pub write: bool,
+}
+
+/// A `LOCK TABLES` statement, routed: the tables it locks and, per dataNode, the statement
+/// that locks that node's share of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockTables {
+    pub tables: Vec<LockedTable>,
+    /// `LOCK TABLES ...` per dataNode, sorted by dataNode name.
+    pub targets: Vec<Target>,
+}
+
+impl LockTables {
+    /// Whether `table` (upper-cased) is in the lock set, under any alias. The backend itself
+    /// holds the finer rules (a table locked under an alias must be named by it).
+    pub fn holds(&self, table: &str) -> bool {
+        self.tables.iter().any(|t| t.table == table)
+    }
+}
+
+/// A `` `name` `` quoted for MySQL.
+fn quoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// Routes `LOCK {TABLE|TABLES} ...` (`stmt`: the canonical text, module `lex`).
+///
+/// Errors: 1064 for text outside the grammar; 1046 / 1049 / 1044 for the schema; 1146 for a
+/// table the schema does not have (and no default dataNode); 1044 / 1495 / 3012 as the access
+/// checks give them (a `WRITE` lock counts as an UPDATE of the table); 1235 for a table on a
+/// PostgreSQL dataNode (PostgreSQL's `LOCK TABLE` lives only inside a transaction, so MySQL's
+/// session-long locks have no translation).
+pub(super) fn lock_tables(
+    r: &Router,
+    stmt: &str,
+    view: &SessionView<'_>,
+) -> Result<LockTables, RouteError> {
+    let toks: Vec<Token> = super::rewrite::tokens(stmt)
+        .ok_or_else(|| RouteError::syntax("the statement cannot be tokenized"))?
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .collect();
+    let bad = || RouteError::syntax(format!("LOCK TABLES syntax not understood: {stmt}"));
+    let keyword = |i: usize, w: &str| matches!(toks.get(i), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let ident = |i: usize| match toks.get(i) {
+        Some(Token::Word(x)) => Some(x.value.clone()),
+        _ => None,
+    };
+    if !keyword(0, "LOCK") || !(keyword(1, "TABLES") || keyword(1, "TABLE")) {
+        return Err(bad());
+    }
+    let mut i = 2;
+    // Per dataNode: the node's lock items, in the statement's order.
+    let mut per_node: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut tables = Vec::new();
+    loop {
+        let first = ident(i).ok_or_else(bad)?;
+        i += 1;
+        let (qualifier, name) = if matches!(toks.get(i), Some(Token::Period)) {
+            let name = ident(i + 1).ok_or_else(bad)?;
+            i += 2;
+            (Some(first), name)
+        } else {
+            (None, first)
+        };
+        let mut alias = None;
+        if keyword(i, "AS") {
+            alias = Some(ident(i + 1).ok_or_else(bad)?);
+            i += 2;
+        } else if let Some(Token::Word(w)) = toks.get(i)
+            && (w.quote_style.is_some()
+                || !["READ", "WRITE", "LOW_PRIORITY"]
+                    .iter()
+                    .any(|k| w.value.eq_ignore_ascii_case(k)))
+        {
+            alias = Some(w.value.clone());
+            i += 1;
+        }
+        let (mode, write) = if keyword(i, "READ") && keyword(i + 1, "LOCAL") {
+            i += 2;
+            ("READ LOCAL", false)
+        } else if keyword(i, "READ") {
+            i += 1;
+            ("READ", false)
+        } else if keyword(i, "LOW_PRIORITY") && keyword(i + 1, "WRITE") {
+            i += 2;
+            ("LOW_PRIORITY WRITE", true)
+        } else if keyword(i, "WRITE") && keyword(i + 1, "CONCURRENT") {
+            i += 2;
+            ("WRITE CONCURRENT", true)
+        } else if keyword(i, "WRITE") {
+            i += 1;
+            ("WRITE", true)
+        } else {
+            return Err(bad());
+        };
+        let schema =
+            super::statement::require_schema(r, qualifier.as_deref().or(view.schema), view)?;
+        if let Some(access) = view.access {
+            let how = if write {
+                TableAccess::Update
+            } else {
+                TableAccess::Select
+            };
+            access.check_table(&schema.name, &name, how)?;
+        }
+        let upper = name.to_ascii_uppercase();
+        let nodes: Vec<String> = match (schema.tables.get(&upper), &schema.default_node) {
+            (Some(t), _) => t.nodes.clone(),
+            (None, Some(d)) => vec![d.clone()],
+            (None, None) => {
+                return Err(RouteError {
+                    code: 1146,
+                    state: "42S02",
+                    message: format!("Table '{}.{name}' doesn't exist", schema.name),
+                });
+            }
+        };
+        for node in nodes {
+            if !r.is_mysql_node(&node) {
+                return Err(RouteError::not_supported(format!(
+                    "LOCK TABLES of table {name} on dataNode {node} (PostgreSQL) is not supported by the gateway: PostgreSQL's LOCK TABLE holds only until the end of a transaction"
+                )));
+            }
+            let database = r.database_of(&node).ok_or_else(bad)?;
+            let mut item = format!("{}.{}", quoted(database), quoted(&name));
+            if let Some(a) = &alias {
+                item.push_str(" AS ");
+                item.push_str(&quoted(a));
+            }
+            item.push(' ');
+            item.push_str(mode);
+            per_node.entry(node).or_default().push(item);
+        }
+        tables.push(LockedTable {
+            schema: schema.name.clone(),
+            table: upper,
+            write,
+        });
+        match toks.get(i) {
+            Some(Token::Comma) => i += 1,
+            None | Some(Token::SemiColon) if toks.len() <= i + 1 => break,
+            _ => return Err(bad()),
+        }
+    }
+    let targets = per_node
+        .into_iter()
+        .map(|(node, items)| Target {
+            node,
+            sql: Arc::from(format!("LOCK TABLES {}", items.join(", "))),
+        })
+        .collect();
+    Ok(LockTables { tables, targets })
+}
+
+/// Whether `stmt` is exactly `ALTER TABLE [schema.]name {DISABLE | ENABLE} KEYS` (what
+/// mysqldump writes around a table's rows).
+pub(super) fn keys_toggle(stmt: &str) -> bool {
+    let Some(toks) = super::rewrite::tokens(stmt) else {
+        return false;
+    };
+    let toks: Vec<Token> = toks
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .filter(|t| !matches!(t, Token::SemiColon))
+        .collect();
+    let keyword = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let name = |t: &Token| matches!(t, Token::Word(_));
+    let tail = match toks.as_slice() {
+        [a, t, n, rest @ ..] if keyword(a, "ALTER") && keyword(t, "TABLE") && name(n) => rest,
+        _ => return false,
+    };
+    let tail = match tail {
+        [Token::Period, n, rest @ ..] if name(n) => rest,
+        other => other,
+    };
+    matches!(tail, [d, k] if (keyword(d, "DISABLE") || keyword(d, "ENABLE")) && keyword(k, "KEYS"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn router() -> Router {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let config = crate::config::Config::load(dir).expect("bundled config");
+        Router::new(&config).expect("router")
+    }
+
+    fn lock(sql: &str) -> Result<LockTables, RouteError> {
+        lock_tables(&router(), sql, &SessionView::schema(Some("TESTDB")))
+    }
+
+    #[test]
+    fn each_node_gets_its_tables_qualified_by_its_database() {
+        let l = lock("LOCK TABLES travelrecord READ LOCAL, TESTDB.company AS c LOW_PRIORITY WRITE")
+            .unwrap();
+        let sqls: Vec<(String, String)> = l
+            .targets
+            .iter()
+            .map(|t| (t.node.clone(), t.sql.to_string()))
+            .collect();
+        assert!(
+            sqls.contains(&(
+                "dn1".to_string(),
+                "LOCK TABLES `db1`.`travelrecord` READ LOCAL, `db1`.`company` AS `c` LOW_PRIORITY WRITE".to_string()
+            )),
+            "{sqls:?}"
+        );
+        assert!(l.holds("COMPANY") && l.holds("TRAVELRECORD") && !l.holds("HOTNEWS"));
+        assert!(l.tables[1].write && !l.tables[0].write);
+    }
+
+    #[test]
+    fn keys_toggles_are_recognised_exactly() {
+        for sql in [
+            "ALTER TABLE `t` DISABLE KEYS",
+            "alter table TESTDB.t enable keys",
+            "ALTER TABLE t ENABLE KEYS;",
+        ] {
+            assert!(keys_toggle(sql), "{sql}");
+        }
+        for sql in [
+            "ALTER TABLE t DISABLE KEYS, ADD COLUMN x INT",
+            "ALTER TABLE t ADD COLUMN keys INT",
+            "ALTER TABLE t DISABLE",
+        ] {
+            assert!(!keys_toggle(sql), "{sql}");
+        }
+    }
+
+    #[test]
+    fn text_outside_the_grammar_is_refused() {
+        for sql in [
+            "LOCK TABLES travelrecord",
+            "LOCK TABLES travelrecord READ; DROP TABLE x",
+            "LOCK TABLES travelrecord READ,",
+            "LOCK TABLES travelrecord READ company WRITE",
+            "LOCK TABLES mysql.user READ",
+            "LOCK TABLES nosuch READ",
+        ] {
+            assert!(lock(sql).is_err(), "{sql}");
+        }
+    }
+}
