@@ -1943,35 +1943,8 @@ impl Session {
         let epoch = self.generation().column_orders.epoch();
         let mut agreed: Option<(String, Vec<String>)> = None;
         for probe in &lookup.probes {
-            let mut fresh;
-            let conn: &mut dyn BackendConn = match self.held_conn(&probe.node, Some(&lookup.table))
-            {
-                Some(c) => c.as_mut(),
-                None => {
-                    fresh = self
-                        .generation()
-                        .cluster
-                        .acquire(&probe.node, false)
-                        .await?;
-                    Self::apply_state(&self.state, fresh.as_mut(), &probe.node).await?;
-                    fresh.as_mut()
-                }
-            };
-            let failed = |source| crate::engine::EngineError {
-                node: probe.node.clone(),
-                source,
-                applied: None,
-            };
-            let columns: Vec<String> = match conn.query(&probe.sql).await.map_err(failed)? {
-                Response::Rows { columns, mut rows } => {
-                    let names = columns.iter().map(|c| c.name.clone()).collect();
-                    while let Some(row) = rows.next().await {
-                        row.map_err(failed)?;
-                    }
-                    names
-                }
-                Response::Ok(_) => Vec::new(),
-            };
+            let (columns, _) = self.probe(probe, &lookup.table).await?;
+            let columns: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
             match &agreed {
                 None => agreed = Some((probe.node.clone(), columns)),
                 Some((node, first))
@@ -2007,6 +1980,48 @@ impl Session {
         Ok(())
     }
 
+    /// Runs a small lookup the router asked for (`target`: a node and a statement reading
+    /// `table`) on the connection the session holds for that node (its transaction's, its
+    /// kept one, so rows it wrote itself are seen) or on one from the pool with the session's
+    /// settings: the result's columns and how many rows it had (the rows are read, not kept).
+    ///
+    /// Errors: a connection that cannot be had, or the node's own error, naming the node.
+    async fn probe(
+        &mut self,
+        target: &crate::route::Target,
+        table: &str,
+    ) -> Result<(Arc<[Column]>, usize), MysqlError> {
+        let mut fresh;
+        let conn: &mut dyn BackendConn = match self.held_conn(&target.node, Some(table)) {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self
+                    .generation()
+                    .cluster
+                    .acquire(&target.node, false)
+                    .await?;
+                Self::apply_state(&self.state, fresh.as_mut(), &target.node).await?;
+                fresh.as_mut()
+            }
+        };
+        let failed = |source| crate::engine::EngineError {
+            node: target.node.clone(),
+            source,
+            applied: None,
+        };
+        match conn.query(&target.sql).await.map_err(failed)? {
+            Response::Rows { columns, mut rows } => {
+                let mut count = 0;
+                while let Some(row) = rows.next().await {
+                    row.map_err(failed)?;
+                    count += 1;
+                }
+                Ok((columns, count))
+            }
+            Response::Ok(_) => Ok((Arc::from(Vec::new()), 0)),
+        }
+    }
+
     /// Finds the node of an ER child row's parent (SPEC §5.12): the parent's nodes are asked in
     /// order, on the session's pinned connection where it has one (so a parent inserted in the
     /// same transaction is found), and the INSERT is planned for the first that answers a row.
@@ -2014,44 +2029,8 @@ impl Session {
     /// Errors: a node that cannot be asked; no node holding the parent row (1064, Mycat's text).
     async fn find_parent(&mut self, lookup: ParentLookup) -> Result<Plan, MysqlError> {
         for (probe, insert) in lookup.probes.iter().zip(lookup.inserts) {
-            let mut fresh;
-            let conn: &mut dyn BackendConn = match self.held_conn(&probe.node, Some(&lookup.parent))
-            {
-                Some(c) => c.as_mut(),
-                None => {
-                    fresh = self
-                        .generation()
-                        .cluster
-                        .acquire(&probe.node, false)
-                        .await?;
-                    Self::apply_state(&self.state, fresh.as_mut(), &probe.node).await?;
-                    fresh.as_mut()
-                }
-            };
-            let found = match conn.query(&probe.sql).await {
-                Ok(Response::Rows { mut rows, .. }) => {
-                    let mut found = false;
-                    while let Some(row) = rows.next().await {
-                        row.map_err(|source| crate::engine::EngineError {
-                            node: probe.node.clone(),
-                            source,
-                            applied: None,
-                        })?;
-                        found = true;
-                    }
-                    found
-                }
-                Ok(Response::Ok(_)) => false,
-                Err(source) => {
-                    return Err(crate::engine::EngineError {
-                        node: probe.node.clone(),
-                        source,
-                        applied: None,
-                    }
-                    .into());
-                }
-            };
-            if found {
+            let (_, rows) = self.probe(probe, &lookup.parent).await?;
+            if rows > 0 {
                 tracing::debug!(connection = self.id, child = %lookup.child, parent = %lookup.parent, node = %insert.node, "parent row found");
                 return Ok(Plan {
                     tables: Default::default(),
