@@ -7,7 +7,8 @@
 #      files listed in scripts/conformance/mysqltest-main.list (how that list was made: see
 #      --select below and README "Conformance"), each run with `mariadb-test` (mysqltest)
 #      against a running server and compared with its .result file.
-#   2. pymysql: PyMySQL 1.1.1's own tests (pymysql/tests of the PyPI sdist).
+#   2. pymysql: PyMySQL's own tests (pymysql/tests of the PyPI sdist 0.10.1, the last one that
+#      ships them), run with that sdist's driver.
 #   3. sqlalchemy: SQLAlchemy 2.0.36's test/dialect/mysql and test/sql (PyPI sdist), with
 #      --backend-only (the tests that talk to a database; the rest only compile SQL strings).
 #
@@ -350,15 +351,13 @@ run_sqlalchemy() {
     ((QUICK)) && paths=(test/dialect/mysql)
     mkdir -p "$dir"
     suite_globals sqlalchemy
-    local plugin
     for target in direct manx; do
-        port=$DB_PORT plugin=()
-        # through manx: scripts/conformance/sa_version_probe.py says why
-        [[ $target == manx ]] && port=$MANX_PORT plugin=(-p sa_version_probe)
+        port=$DB_PORT
+        [[ $target == manx ]] && port=$MANX_PORT
         reset_databases test test_schema test_schema_2
         (cd "$src" && PYTHONPATH=$HERE run_pytest sqlalchemy "$dir" "$target" "$port" 2400 \
             "$VENV/bin/python" -m pytest "${paths[@]}" --backend-only --maxfail=100000 -q -rN \
-            "${plugin[@]}" --dburi "mysql+pymysql://root:@127.0.0.1:$port/test?charset=utf8mb4")
+            --dburi "mysql+pymysql://root:@127.0.0.1:$port/test?charset=utf8mb4")
     done
 }
 

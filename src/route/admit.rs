@@ -262,8 +262,22 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
     struct Calls {
         /// Where each called name starts (line, column), as the tokenizer counts.
         names: BTreeSet<(u64, u64)>,
+        /// Where each SQL-standard niladic function written without parentheses starts
+        /// (`CURRENT_DATE`): a keyword to MariaDB, never a stored function.
+        bare: BTreeSet<(u64, u64)>,
         quoted: Option<String>,
     }
+    /// The functions SQL (and MariaDB) lets a statement write as a bare keyword.
+    const NILADIC: &[&str] = &[
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+    ];
     impl Visitor for Calls {
         type Break = ();
         fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
@@ -274,8 +288,15 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
                     self.quoted = Some(id.value.clone());
                     return ControlFlow::Break(());
                 }
-                self.names
-                    .insert((id.span.start.line, id.span.start.column));
+                let at = (id.span.start.line, id.span.start.column);
+                if matches!(f.args, sqlparser::ast::FunctionArguments::None)
+                    && f.name.0.len() == 1
+                    && NILADIC.iter().any(|n| id.value.eq_ignore_ascii_case(n))
+                {
+                    self.bare.insert(at);
+                } else {
+                    self.names.insert(at);
+                }
             }
             ControlFlow::Continue(())
         }
@@ -287,6 +308,7 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
     };
     let mut calls = Calls {
         names: BTreeSet::new(),
+        bare: BTreeSet::new(),
         quoted: None,
     };
     let _ = statement.visit(&mut calls);
@@ -343,10 +365,19 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
                 return Err(spelling(&w.value));
             }
         }
-        if !calls
-            .names
-            .contains(&(t.span.start.line, t.span.start.column))
-        {
+        let at = (t.span.start.line, t.span.start.column);
+        if calls.bare.contains(&at) {
+            // `CURRENT_DATE` alone; `CURRENT_DATE ()` (a gap, then a parenthesis) stays
+            // refused below as any other spelling.
+            let next = tokens[i + 1..]
+                .iter()
+                .find(|t| !matches!(t.token, Token::Whitespace(_)));
+            if next.is_some_and(|t| matches!(t.token, Token::LParen)) {
+                return Err(spelling(&w.value));
+            }
+            continue;
+        }
+        if !calls.names.contains(&at) {
             continue;
         }
         found += 1;
@@ -859,6 +890,9 @@ mod tests {
             "INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)",
             "SELECT\n  concat('a', 'b'),\n  ifnull(x, 1) FROM t",
             "SELECT trim(v), substring(v, 1, 2), point(1, 2) FROM t",
+            // SQL's niladic functions written as keywords (SQLAlchemy's server defaults).
+            "SELECT CURRENT_DATE, current_timestamp, LOCALTIME, utc_timestamp FROM t",
+            "CREATE TABLE t (a TIMESTAMP DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)",
         ] {
             assert!(admit(&parse(sql), sql, &|_| false, &known).is_ok(), "{sql}");
         }
@@ -868,6 +902,8 @@ mod tests {
             "SELECT `now`()",
             "SELECT max (a) FROM t",
             "SELECT a FROM t WHERE b = curdate\n()",
+            "SELECT CURRENT_DATE ()",
+            "SELECT current_timestamp/**/(3)",
             // Parsed as expressions of their own, not calls.
             "SELECT trim (1)",
             "SELECT substring/**/(v, 1) FROM t",
