@@ -237,27 +237,21 @@ pub fn limit_clause(sql: &str) -> Option<Range<usize>> {
 /// Byte ranges of `DATABASE()` and `SCHEMA()` calls, which must answer the logical schema, not
 /// the dataNode's database.
 pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
-    let lower = sql.to_ascii_lowercase();
-    if !lower.contains("database") && !lower.contains("schema") {
-        return Vec::new();
-    }
-    let Some(toks) = tokens(sql) else {
-        return Vec::new();
-    };
-    toks.windows(3)
-        .filter(|w| {
-            (is_keyword(&w[0].0, Keyword::DATABASE) || is_keyword(&w[0].0, Keyword::SCHEMA))
-                && matches!(w[1].0, Token::LParen)
-                && matches!(w[2].0, Token::RParen)
-        })
-        .map(|w| w[0].1.start..w[2].1.end)
-        .collect()
+    niladic_calls(sql, &["DATABASE", "SCHEMA"])
 }
 
-/// Byte ranges of the `VERSION()` calls of `sql` (unquoted, not qualified, without
-/// arguments), outside strings and comments.
+/// Byte ranges of the `VERSION()` calls, which must answer the version the greeting announced.
 pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
-    if !sql.to_ascii_lowercase().contains("version") {
+    niladic_calls(sql, &["VERSION"])
+}
+
+/// Byte ranges of calls without arguments of the functions `names` (upper case) in `sql`:
+/// the name unquoted and not qualified, then `(` and `)`; none inside strings and comments.
+fn niladic_calls(sql: &str, names: &[&str]) -> Vec<Range<usize>> {
+    if !names
+        .iter()
+        .any(|n| super::scan::contains_ignore_ascii_case(sql, n))
+    {
         return Vec::new();
     }
     let Some(toks) = tokens(sql) else {
@@ -265,7 +259,8 @@ pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
     };
     (0..toks.len().saturating_sub(2))
         .filter(|&i| {
-            matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("VERSION"))
+            matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none()
+                && names.iter().any(|n| w.value.eq_ignore_ascii_case(n)))
                 && matches!(toks[i + 1].0, Token::LParen)
                 && matches!(toks[i + 2].0, Token::RParen)
                 && !(i > 0 && matches!(toks[i - 1].0, Token::Period))

@@ -641,24 +641,22 @@ fn parsed_statement(
         // DATABASE() answers the session's logical schema, not the dataNode's database.
         let current = view.schema.unwrap_or(&s.name);
         let literal = format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
-        for call in rewrite::database_calls(stmt) {
-            // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
-            // concatenates adjacent strings), so it goes in parentheses there.
-            let text = match stmt[call.end..].chars().next() {
-                Some('\'' | '"') => format!("({literal})"),
-                _ => literal.clone(),
-            };
-            edits.push(call, Replacement::Text(text));
-        }
         // VERSION() answers the version the greeting announced, not the backend's (drivers
         // check one against the other: SQLAlchemy's `SELECT VERSION() LIKE '%MariaDB%'`).
         let version = format!("'{}'", crate::version::server_version());
-        for call in rewrite::version_calls(stmt) {
-            let text = match stmt[call.end..].chars().next() {
-                Some('\'' | '"') => format!("({version})"),
-                _ => version.clone(),
-            };
-            edits.push(call, Replacement::Text(text));
+        for (calls, value) in [
+            (rewrite::database_calls(stmt), &literal),
+            (rewrite::version_calls(stmt), &version),
+        ] {
+            for call in calls {
+                // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
+                // concatenates adjacent strings), so it goes in parentheses there.
+                let text = match stmt[call.end..].chars().next() {
+                    Some('\'' | '"') => format!("({value})"),
+                    _ => value.clone(),
+                };
+                edits.push(call, Replacement::Text(text));
+            }
         }
     }
     let ctx = Ctx {
