@@ -599,3 +599,24 @@ impl Router {
         statement::route(self, sql, &SessionView::schema(schema), Some(cache))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ColumnOrders;
+
+    #[test]
+    fn an_order_read_across_a_ddl_is_not_kept() {
+        let orders = ColumnOrders::default();
+        let before = orders.epoch();
+        orders.insert("S", "t", vec!["a".to_string()].into(), before);
+        assert_eq!(orders.get("S", "t").as_deref(), Some(&["a".to_string()][..]));
+        // Another session reads while a DDL runs: the DDL's clear moves the epoch on.
+        let read_at = orders.epoch();
+        orders.clear();
+        orders.insert("S", "t", vec!["stale".to_string()].into(), read_at);
+        assert_eq!(orders.get("S", "t"), None);
+        // Spellings are apart: `T` is another physical table on a case-sensitive backend.
+        orders.insert("S", "t", vec!["a".to_string()].into(), orders.epoch());
+        assert_eq!(orders.get("S", "T"), None);
+    }
+}
