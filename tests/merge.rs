@@ -450,6 +450,15 @@ async fn distinct_aggregates_and_group_concat_equal_one_database() {
     // (query, compare strings folded)
     let queries: &[(&str, bool)] = &[
         ("SELECT COUNT(DISTINCT user_id) FROM travelrecord", false),
+        // One string MAX twice: the copies share a hidden weight column.
+        (
+            "SELECT MAX(user_id) a, COUNT(DISTINCT fee), MAX(user_id) b FROM travelrecord WHERE days IS NOT NULL",
+            false,
+        ),
+        (
+            "SELECT days, MAX(user_id) a, MAX(user_id) b FROM travelrecord WHERE days IS NOT NULL GROUP BY days ORDER BY days",
+            false,
+        ),
         (
             "SELECT COUNT(DISTINCT user_id, days) FROM travelrecord",
             false,

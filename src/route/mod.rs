@@ -609,7 +609,10 @@ mod tests {
         let orders = ColumnOrders::default();
         let before = orders.epoch();
         orders.insert("S", "t", vec!["a".to_string()].into(), before);
-        assert_eq!(orders.get("S", "t").as_deref(), Some(&["a".to_string()][..]));
+        assert_eq!(
+            orders.get("S", "t").as_deref(),
+            Some(&["a".to_string()][..])
+        );
         // Another session reads while a DDL runs: the DDL's clear moves the epoch on.
         let read_at = orders.epoch();
         orders.clear();

@@ -345,6 +345,48 @@ mod tests {
         );
     }
 
+    /// `SELECT MAX(s) a, MAX(s) b`: both copies share one hidden weight column; the second
+    /// copy must compare against the group's value before this row, not after the first copy
+    /// took it (it kept the first node's value).
+    #[tokio::test]
+    async fn repeated_string_maxima_share_their_weight_column() {
+        // a, b | weight(MAX(s))
+        let cols = vec![
+            column("a", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("b", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0),
+            column("w", ColumnType::MYSQL_TYPE_VAR_STRING, 63, 0),
+        ];
+        let max = Aggregate::Max {
+            weight: Some(ColumnRef::Hidden(0)),
+        };
+        let m = Merge {
+            hidden: 1,
+            node_order: Vec::new(),
+            grouping: Some(Grouping {
+                keys: Vec::new(),
+                aggregates: vec![(ColumnRef::Visible(0), max), (ColumnRef::Visible(1), max)],
+                having: None,
+                sub_keys: Vec::new(),
+                max_group_bytes: 1 << 20,
+            }),
+            order: Vec::new(),
+            limit: None,
+        };
+        let row = |v: &'static str, w: &'static str| vec![Some(v), Some(v), Some(w)];
+        let out = run(
+            &m,
+            cols,
+            vec![
+                stream(vec![row("e", "E")]),
+                stream(vec![row("z", "Z")]),
+                stream(vec![row("b", "B")]),
+            ],
+        )
+        .await;
+        let s = |x: &str| Some(x.to_string());
+        assert_eq!(out, [vec![s("z"), s("z")]]);
+    }
+
     #[tokio::test]
     async fn groups_spanning_nodes_fold_their_aggregates() {
         // g, COUNT(*), SUM(d), MIN(s), AVG(i) | weight(g), weight(MIN(s)), SUM(i), COUNT(i)

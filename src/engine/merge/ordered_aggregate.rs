@@ -296,6 +296,11 @@ impl GroupState {
     fn add(&mut self, row: Row, fx: &Folding) -> Result<(), BackendError> {
         let repeat =
             !fx.sub.is_empty() && same(&fx.sub, self.last.as_ref().unwrap_or(&self.row), &row);
+        // Columns a MIN/MAX takes from `row`, written once every fold has compared with the
+        // group's row as it was: two copies of one aggregate (`MAX(s) a, MAX(s) b`) share
+        // their hidden weight column, and the second must not compare with what the first
+        // just took.
+        let mut taken: Vec<usize> = Vec::new();
         for (f, acc) in fx.folds.iter().zip(self.acc.iter_mut()) {
             let distinct = matches!(
                 f.op,
@@ -321,9 +326,9 @@ impl GroupState {
                                 _ => o == Ordering::Greater,
                             });
                     if replace {
-                        self.row[f.at] = row[f.at].clone();
+                        taken.push(f.at);
                         if let Kind::Weight(w) = kind {
-                            self.row[*w] = row[*w].clone();
+                            taken.push(*w);
                         }
                     }
                     a
@@ -344,6 +349,9 @@ impl GroupState {
                 (a, FoldOp::Concat { .. }) => Self::concat_piece(&self.row, &row, f, a, fx)?,
                 (a, _) => a,
             };
+        }
+        for at in taken {
+            self.row[at] = row[at].clone();
         }
         if !fx.sub.is_empty() {
             self.last = Some(row);
