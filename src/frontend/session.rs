@@ -1555,6 +1555,20 @@ impl Session {
                 fresh.as_mut()
             }
         };
+        // A client character set from a user variable (mysqldump's `SET character_set_client =
+        // @saved_cs_client`) is checked once the server has evaluated it: the one it replaces,
+        // to put back on the checking connection if it is refused.
+        let charset_before = match items
+            .iter()
+            .any(|i| i.evaluate && i.key == "character_set_client")
+        {
+            true => Some(
+                read_value(conn, "@@session.character_set_client")
+                    .await
+                    .unwrap_or_else(|| "DEFAULT".to_string()),
+            ),
+            false => None,
+        };
         for sql in Self::state_statements(&items) {
             run_simple(conn, &sql)
                 .await
@@ -1567,33 +1581,7 @@ impl Session {
             } else {
                 format!("@@session.{}", item.key)
             };
-            let read_back = match conn.query(&format!("SELECT {read}")).await {
-                Ok(Response::Rows { columns, mut rows }) => {
-                    let row = rows.next().await;
-                    let numeric = columns.first().is_some_and(|c| {
-                        matches!(
-                            c.column_type,
-                            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
-                                | crate::backend::ColumnType::MYSQL_TYPE_LONG
-                                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
-                                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
-                        )
-                    });
-                    while rows.next().await.is_some() {}
-                    match row {
-                        Some(Ok(r)) => Some(match r.into_iter().next() {
-                            Some(crate::backend::Value::Bytes(b)) => {
-                                let text = String::from_utf8_lossy(&b).into_owned();
-                                if numeric { text } else { replay_literal(&text) }
-                            }
-                            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
-                            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
-                        }),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
+            let read_back = read_value(conn, &read).await;
             // A user variable that cannot be read back is NULL; a system variable keeps the
             // value as written (a PostgreSQL dataNode answers only the variables it maps).
             let value = match read_back {
@@ -1628,6 +1616,13 @@ impl Session {
                         ));
                     }
                 }
+            }
+            if item.key == "character_set_client"
+                && let Err(e) = crate::route::check_client_charset(&value)
+            {
+                let before = charset_before.as_deref().unwrap_or("DEFAULT");
+                let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
+                return Err(e.into());
             }
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
@@ -2495,6 +2490,38 @@ enum Ran<'w> {
         QueryResultWriter<'w, Writer>,
         Result<OkInfo, engine::EngineError>,
     ),
+}
+
+/// The value of the expression `read` (`@x`, `@@session.name`) on `conn`, written as a
+/// literal that sets it again (numbers bare, strings quoted, `NULL`); `None` when the server
+/// did not answer with a row.
+async fn read_value(conn: &mut dyn BackendConn, read: &str) -> Option<String> {
+    let sql = format!("SELECT {read}");
+    let Ok(Response::Rows { columns, mut rows }) = conn.query(&sql).await else {
+        return None;
+    };
+    let row = rows.next().await;
+    let numeric = columns.first().is_some_and(|c| {
+        matches!(
+            c.column_type,
+            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
+                | crate::backend::ColumnType::MYSQL_TYPE_LONG
+                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
+                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
+        )
+    });
+    while rows.next().await.is_some() {}
+    match row {
+        Some(Ok(r)) => Some(match r.into_iter().next() {
+            Some(crate::backend::Value::Bytes(b)) => {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                if numeric { text } else { replay_literal(&text) }
+            }
+            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
+            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
+        }),
+        _ => None,
+    }
 }
 
 /// Runs `plan` on `conns` (one per target, in order) and streams a result set to the client;
