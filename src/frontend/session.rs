@@ -511,18 +511,23 @@ impl Session {
     /// Tells the registry (manager port) the session's schema, autocommit and pinned
     /// dataNodes, when they changed.
     fn publish(&self) {
+        // The dataNodes the session holds connections on: pinned to its transaction or kept
+        // for its state.
+        let mut nodes: Vec<String> = self
+            .pinned
+            .keys()
+            .chain(self.kept.keys())
+            .cloned()
+            .collect();
+        nodes.sort();
+        nodes.dedup();
         let mut p = self.handle.published_mut();
-        if p.schema == self.schema
-            && p.autocommit == self.autocommit
-            && p.nodes.len() == self.pinned.len()
-            && p.nodes.iter().all(|n| self.pinned.contains_key(n))
-        {
+        if p.schema == self.schema && p.autocommit == self.autocommit && p.nodes == nodes {
             return;
         }
         p.schema.clone_from(&self.schema);
         p.autocommit = self.autocommit;
-        p.nodes = self.pinned.keys().cloned().collect();
-        p.nodes.sort();
+        p.nodes = nodes;
     }
 
     /// Writes a manager command's answer.
