@@ -409,6 +409,30 @@ fn intent(plan: &Plan) -> Intent {
     }
 }
 
+/// The session's side of the engine's seam ([`engine::cursor::ExecCtx`]): connections from
+/// the datahost cluster, for the server the statement's intent asks for ([`intent`]).
+struct Acquire<'a>(&'a crate::datahost::Cluster);
+
+impl engine::cursor::ExecCtx for Acquire<'_> {
+    type Error = crate::datahost::DatahostError;
+
+    async fn connect(
+        &self,
+        node: &str,
+        plan: &Plan,
+        instead_of: Option<&str>,
+    ) -> Result<Box<dyn BackendConn>, Self::Error> {
+        match instead_of {
+            Some(failed) => self.0.acquire_instead(node, intent(plan), failed).await,
+            None => self.0.acquire_for(node, intent(plan)).await,
+        }
+    }
+
+    fn unreachable(e: &Self::Error) -> bool {
+        e.source.server_error().is_none()
+    }
+}
+
 /// Starts a transaction on `node`'s connection; the error names the node.
 async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
     conn.begin().await.map_err(|source| {
@@ -2171,27 +2195,13 @@ impl Session {
         let on_held = self.pinned.contains_key(&plan.targets[0].node)
             || (keeps && self.kept.contains_key(&plan.targets[0].node));
         if !plan.fallback.is_empty() && !on_held {
-            let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
-            loop {
-                match server
-                    .cluster
-                    .acquire_for(&plan.targets[0].node, intent(&plan))
-                    .await
-                {
-                    Ok(c) => {
-                        fresh.push(c);
-                        nodes.push(plan.targets[0].node.clone());
-                        break;
-                    }
-                    Err(e) if e.source.server_error().is_none() => match candidates.next() {
-                        Some(next) => {
-                            tracing::warn!(connection = self.id, error = %e, next = %next.node, "trying another dataNode");
-                            plan.targets[0] = next;
-                        }
-                        None => return self.error(w, e.into()).await,
-                    },
-                    Err(e) => return self.error(w, e.into()).await,
+            let ctx = Acquire(&server.cluster);
+            match engine::cursor::connect(&ctx, &mut plan).await {
+                Ok(conns) => {
+                    fresh.extend(conns);
+                    nodes.push(plan.targets[0].node.clone());
                 }
+                Err(e) => return self.error(w, e.into()).await,
             }
         }
         if transactional {
@@ -2349,8 +2359,7 @@ impl Session {
             Err(e)
                 if !transactional
                     && !keeps
-                    && plan.read_only
-                    && e.source.is_closed()
+                    && engine::cursor::retryable(&plan, &e)
                     && !handle.is_killed() =>
             {
                 let failed = plan
@@ -2363,23 +2372,10 @@ impl Session {
                 tracing::warn!(connection = id, error = %e, "read retried after its connection broke");
                 // The first attempt's connections go back to their pools (reset there).
                 fresh.clear();
-                let want = intent(&plan);
-                let acquired = futures::future::join_all(plan.targets.iter().map(|t| {
-                    let failed = (t.node == e.node).then_some(failed.as_str());
-                    let cluster = &server.cluster;
-                    async move {
-                        match failed {
-                            Some(a) => cluster.acquire_instead(&t.node, want, a).await,
-                            None => cluster.acquire_for(&t.node, want).await,
-                        }
-                    }
-                }))
-                .await;
-                for a in acquired {
-                    match a {
-                        Ok(c) => fresh.push(c),
-                        Err(e) => return self.error(w, e.into()).await,
-                    }
+                let ctx = Acquire(&server.cluster);
+                match engine::cursor::reconnect(&ctx, &plan, &e, &failed).await {
+                    Ok(conns) => fresh.extend(conns),
+                    Err(e) => return self.error(w, e.into()).await,
                 }
                 for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
                     if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
