@@ -4,54 +4,37 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::mariadb::Throwaway;
-use common::{GatewayProcess, opts, server_error, start_gateway};
+use common::standby::{self, PERIOD_MS, client, dnindex, dnindex_with, writes_resume};
+use common::{GatewayProcess, server_error, start_gateway, xml};
 use mysql_async::prelude::Queryable;
 
-/// Heartbeat period of these tests, in milliseconds.
-const PERIOD_MS: u64 = 300;
-
-/// A config directory: schema `FO` on dataNode `dnfo` (database `h5fo`) of dataHost `fo`, whose
-/// body (heartbeat, writeHosts, readHosts) is `hosts`; user `fo`/`fo`; heartbeat every
-/// [`PERIOD_MS`].
+/// A config directory for the FO world ([`common::standby::config`]) on MariaDB servers: the
+/// dataHost `fo` with `attrs` and body `hosts`.
 fn config(attrs: &str, hosts: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    common::copy_rule_files(dir.path());
-    std::fs::write(
-        dir.path().join("schema.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="FO" dataNode="dnfo"></schema>
-    <dataNode name="dnfo" dataHost="fo" database="h5fo" />
-    <dataHost name="fo" maxCon="10" minCon="1" {attrs} dbType="mysql" dbDriver="native">
-        {hosts}
-    </dataHost>
-</mycat:schema>"#
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("server.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <system><property name="dataNodeHeartbeatPeriod">{PERIOD_MS}</property></system>
-    <user name="fo"><property name="password">fo</property><property name="schemas">FO</property></user>
-</mycat:server>"#
-        ),
-    )
-    .unwrap();
-    dir
+    standby::config("mysql", "h5fo", attrs, hosts)
 }
 
 fn host(kind: &str, name: &str, s: &Throwaway) -> String {
+    xml::host(kind, name, s.port)
+}
+
+/// The body of dataHost `fo`: heartbeat `heartbeat`, writeHost `a` holding readHost `b`.
+fn read_host_of(heartbeat: &str, a: &Throwaway, b: &Throwaway) -> String {
     format!(
-        r#"<{kind} host="{name}" url="127.0.0.1:{}" user="manx" password="manx" />"#,
-        s.port
+        "<heartbeat>{heartbeat}</heartbeat>{}",
+        xml::write_host_with("a", a.port, &host("readHost", "b", b))
+    )
+}
+
+/// The body of dataHost `fo`: heartbeat `heartbeat`, writeHosts `a` and `b`.
+fn two_write_hosts(heartbeat: &str, a: &Throwaway, b: &Throwaway) -> String {
+    format!(
+        "<heartbeat>{heartbeat}</heartbeat>{}{}",
+        host("writeHost", "a", a),
+        host("writeHost", "b", b)
     )
 }
 
@@ -60,19 +43,18 @@ async fn pair(name: &str) -> (Throwaway, Throwaway) {
     let a = Throwaway::start(&format!("{name}a"), 1).await;
     let b = Throwaway::start(&format!("{name}b"), 2).await;
     b.replicate_from(&a).await;
-    let mut c = a.conn(None).await;
-    c.query_drop("CREATE DATABASE h5fo").await.unwrap();
-    c.query_drop("CREATE TABLE h5fo.t (id INT PRIMARY KEY)")
-        .await
-        .unwrap();
+    create_table(&a).await;
     b.catch_up(&a).await;
     (a, b)
 }
 
-async fn client(port: u16) -> mysql_async::Conn {
-    mysql_async::Conn::new(opts(port, "fo", "fo", Some("FO")))
+/// Creates database `h5fo` and its table `t` on `s`.
+async fn create_table(s: &Throwaway) {
+    let mut c = s.conn(None).await;
+    c.query_drop("CREATE DATABASE h5fo").await.unwrap();
+    c.query_drop("CREATE TABLE h5fo.t (id INT PRIMARY KEY)")
         .await
-        .expect("connect to the gateway")
+        .unwrap();
 }
 
 async fn ids(s: &Throwaway) -> Vec<i64> {
@@ -105,34 +87,10 @@ async fn all_reads_on(c: &mut mysql_async::Conn, port: u16) {
     }
 }
 
-fn dnindex(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("dnindex.properties")).unwrap_or_default()
-}
-
-/// `dnindex.properties` once it contains `line` (waiting up to 5 s: the switch is visible to
-/// statements a moment before the file is rewritten), or as it is then.
-async fn dnindex_with(dir: &Path, line: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let text = dnindex(dir);
-        if text.contains(line) || Instant::now() > deadline {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_host_that_dies_leaves_the_rotation_and_returns_when_it_recovers() {
     let (a, mut b) = pair("rh").await;
-    let dir = config(
-        r#"balance="1""#,
-        &format!(
-            "<heartbeat>select user()</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
-    );
+    let dir = config(r#"balance="1""#, &read_host_of("select user()", &a, &b));
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
     wait_reads_on(&mut c, b.port, Duration::from_secs(10)).await;
@@ -167,11 +125,7 @@ async fn switch_type_2_takes_reads_off_a_replica_whose_replication_stopped() {
     let (a, b) = pair("lag").await;
     let dir = config(
         r#"balance="1" switchType="2" slaveThreshold="10""#,
-        &format!(
-            "<heartbeat>show slave status</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
+        &read_host_of("show slave status", &a, &b),
     );
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
@@ -191,11 +145,7 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
     let (mut a, b) = pair("sw1").await;
     let dir = config(
         r#"balance="0" switchType="1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let log = dir.path().join("manx.log");
     let (gateway, mut c) =
@@ -213,26 +163,12 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
     a.kill();
     let killed = Instant::now();
     let mut id = 100;
-    let mut failed = 0;
-    loop {
+    let failed = writes_resume(&mut c, killed, "the kill", || {
         id += 1;
-        match c
-            .query_drop(format!("INSERT INTO t (id) VALUES ({id})"))
-            .await
-        {
-            Ok(()) => {
-                acknowledged.push(id);
-                break;
-            }
-            Err(mysql_async::Error::Server(_)) => failed += 1,
-            Err(e) => panic!("the gateway connection itself failed: {e}"),
-        }
-        assert!(
-            killed.elapsed() < Duration::from_secs(20),
-            "no write succeeded within 20 s of the kill"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        format!("INSERT INTO t (id) VALUES ({id})")
+    })
+    .await;
+    acknowledged.push(id);
     let took = killed.elapsed();
     eprintln!(
         "failover: writes succeed again {took:?} after SIGKILL ({failed} INSERTs failed meanwhile; heartbeat {PERIOD_MS} ms x maxRetryCount 3)"
@@ -252,10 +188,10 @@ async fn switch_type_1_fails_over_to_the_standby_and_a_restart_keeps_it() {
         .lines()
         .find(|l| l.contains("WARN") && l.contains("marked down") && l.contains("host=a"));
     assert!(down.is_some(), "{text}");
-    let switch = text.lines().find(|l| {
-        l.contains("ERROR") && l.contains("[Host=fo,result=[0->1],reason=heartbeat error]")
-    });
-    assert!(switch.is_some(), "{text}");
+    assert!(
+        standby::logged_error(&text, "[Host=fo,result=[0->1],reason=heartbeat error]"),
+        "{text}"
+    );
     // Every acknowledged INSERT is on the new master (replication had delivered the first 20
     // before the kill; the later ones were written to it).
     let on_b = ids(&b).await;
@@ -285,11 +221,7 @@ async fn switch_type_minus_1_never_switches() {
     let (mut a, b) = pair("swn").await;
     let dir = config(
         r#"balance="0" switchType="-1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
@@ -338,11 +270,7 @@ async fn wait_marked_down(c: &mut mysql_async::Conn, sql: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn temp_read_host_available_keeps_read_hosts_of_a_dead_master_readable() {
     let (mut a, b) = pair("tmp").await;
-    let hosts = format!(
-        "<heartbeat>select 1</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-        a.port,
-        host("readHost", "b", &b)
-    );
+    let hosts = read_host_of("select 1", &a, &b);
     let with = config(r#"balance="3" tempReadHostAvailable="1""#, &hosts);
     let without = config(r#"balance="3""#, &hosts);
     let mut c1 = client(start_gateway(with.path()).await).await;
@@ -364,11 +292,7 @@ async fn write_type_1_spreads_writes_over_the_write_hosts() {
     let (a, b) = pair("wt1").await;
     let dir = config(
         r#"balance="0" writeType="1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let mut c = client(start_gateway(dir.path()).await).await;
     for id in 1..=40 {
@@ -391,11 +315,7 @@ async fn switch_type_2_takes_reads_off_a_replica_past_slave_threshold() {
     let (a, b) = pair("thr").await;
     let dir = config(
         r#"balance="1" switchType="2" slaveThreshold="2""#,
-        &format!(
-            "<heartbeat>show slave status</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
+        &read_host_of("show slave status", &a, &b),
     );
     let mut c = client(start_gateway(dir.path()).await).await;
     wait_reads_on(&mut c, b.port, Duration::from_secs(10)).await;
@@ -431,11 +351,7 @@ async fn switch_type_2_fails_over_to_a_synchronized_standby() {
     let (mut a, b) = pair("sw2").await;
     let dir = config(
         r#"balance="0" switchType="2""#,
-        &format!(
-            "<heartbeat>show slave status</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("show slave status", &a, &b),
     );
     let mut c = client(start_gateway(dir.path()).await).await;
     c.query_drop("INSERT INTO t (id) VALUES (1)").await.unwrap();
@@ -468,11 +384,7 @@ async fn measure_failover_times() {
     let (a, b) = pair("meas").await;
     let dir = config(
         r#"balance="0" switchType="1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let mut c = client(start_gateway(dir.path()).await).await;
     let mut servers = [a, b];
@@ -551,14 +463,7 @@ async fn kill_the_one_running(servers: &mut [&mut Throwaway], marker: &str) -> u
 async fn a_read_whose_server_dies_mid_statement_is_retried_on_another_host() {
     let (a, mut b) = pair("mid").await;
     // A heartbeat too slow to notice the kill: only the statement's own failure can.
-    let dir = config(
-        r#"balance="1""#,
-        &format!(
-            "<heartbeat>select user()</heartbeat><writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
-    );
+    let dir = config(r#"balance="1""#, &read_host_of("select user()", &a, &b));
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
     wait_reads_on(&mut c, b.port, Duration::from_secs(10)).await;
@@ -576,11 +481,7 @@ async fn a_write_or_a_transaction_whose_server_dies_mid_statement_is_not_retried
     let (mut a, mut b) = pair("nort").await;
     let dir = config(
         r#"balance="0" writeType="1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
@@ -606,11 +507,7 @@ async fn a_write_or_a_transaction_whose_server_dies_mid_statement_is_not_retried
     // the transaction. (balance 2 would send a retried read to the other server.)
     let dir = config(
         r#"balance="2" writeType="1""#,
-        &format!(
-            "<heartbeat>select 1</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("select 1", &a, &b),
     );
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
@@ -630,19 +527,11 @@ async fn switch_type_3_leaves_a_galera_node_that_is_not_ready() {
     let mut a = Throwaway::start_galera("gala", 1).await;
     let b = Throwaway::start_galera("galb", 2).await;
     for s in [&a, &b] {
-        let mut c = s.conn(None).await;
-        c.query_drop("CREATE DATABASE h5fo").await.unwrap();
-        c.query_drop("CREATE TABLE h5fo.t (id INT PRIMARY KEY)")
-            .await
-            .unwrap();
+        create_table(s).await;
     }
     let dir = config(
         r#"balance="0" switchType="3""#,
-        &format!(
-            "<heartbeat>show status like 'wsrep%'</heartbeat>{}{}",
-            host("writeHost", "a", &a),
-            host("writeHost", "b", &b)
-        ),
+        &two_write_hosts("show status like 'wsrep%'", &a, &b),
     );
     let mut c = client(start_gateway(dir.path()).await).await;
     // Healthy Galera nodes pass the check: statements stay on a.

@@ -6,55 +6,26 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::postgres::PgServer;
-use common::{GatewayProcess, opts, server_error, start_gateway};
+use common::standby::{self, PERIOD_MS, client, dnindex, writes_resume};
+use common::{GatewayProcess, server_error, start_gateway, xml};
 use mysql_async::prelude::Queryable;
 
-/// Heartbeat period of these tests, in milliseconds.
-const PERIOD_MS: u64 = 300;
-
-/// A config directory: schema `FO` on dataNode `dnfo` (database `h6fo`) of PostgreSQL dataHost
-/// `fo` with `attrs` and body `hosts`; user `fo`/`fo`; heartbeat every [`PERIOD_MS`].
+/// A config directory for the FO world ([`common::standby::config`]) on PostgreSQL servers:
+/// database `h6fo`, dataHost `fo` with `attrs`, heartbeat `select 1` and body `hosts`.
 fn config(attrs: &str, hosts: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("schema.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="FO" dataNode="dnfo"></schema>
-    <dataNode name="dnfo" dataHost="fo" database="h6fo" />
-    <dataHost name="fo" maxCon="10" minCon="1" {attrs} dbType="postgresql" dbDriver="native">
-        <heartbeat>select 1</heartbeat>
-        {hosts}
-    </dataHost>
-</mycat:schema>"#
-        ),
+    standby::config(
+        "postgresql",
+        "h6fo",
+        attrs,
+        &format!("<heartbeat>select 1</heartbeat>\n        {hosts}"),
     )
-    .unwrap();
-    common::copy_rule_files(dir.path());
-    std::fs::write(
-        dir.path().join("server.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <system><property name="dataNodeHeartbeatPeriod">{PERIOD_MS}</property></system>
-    <user name="fo"><property name="password">fo</property><property name="schemas">FO</property></user>
-</mycat:server>"#
-        ),
-    )
-    .unwrap();
-    dir
 }
 
 fn host(kind: &str, name: &str, s: &PgServer) -> String {
-    format!(
-        r#"<{kind} host="{name}" url="jdbc:postgresql://127.0.0.1:{}/postgres" user="manx" password="manx" />"#,
-        s.port
-    )
+    xml::postgres_host(kind, name, s.port)
 }
 
 /// A primary with database `h6fo` and table `t`, and a standby of it that has caught up.
@@ -74,12 +45,6 @@ async fn pair(name: &str) -> (PgServer, PgServer) {
     b.catch_up(&a).await;
     assert!(b.in_recovery().await && !a.in_recovery().await);
     (a, b)
-}
-
-async fn client(port: u16) -> mysql_async::Conn {
-    mysql_async::Conn::new(opts(port, "fo", "fo", Some("FO")))
-        .await
-        .expect("connect to the gateway")
 }
 
 /// The port of the server that answered a read through the gateway (`inet_server_port()`
@@ -104,10 +69,6 @@ async fn wait_reads_on(c: &mut mysql_async::Conn, port: u16, limit: Duration) {
     }
 }
 
-fn dnindex(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("dnindex.properties")).unwrap_or_default()
-}
-
 /// Waits until the gateway's heartbeat has seen every server once (statements before that may
 /// go anywhere the configuration allows).
 async fn settle() {
@@ -119,11 +80,7 @@ async fn balance_1_reads_go_to_the_standby_and_writes_to_the_primary() {
     let (a, b) = pair("rw").await;
     let dir = config(
         r#"balance="1" switchType="1""#,
-        &format!(
-            "<writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
+        &xml::write_host_with("a", a.port, &host("readHost", "b", &b)),
     );
     let port = start_gateway(dir.path()).await;
     let mut c = client(port).await;
@@ -156,11 +113,7 @@ async fn balance_1_reads_go_to_the_standby_and_writes_to_the_primary() {
     drop(c);
     let dir0 = config(
         r#"balance="0" switchType="1""#,
-        &format!(
-            "<writeHost host=\"a\" url=\"127.0.0.1:{}\" user=\"manx\" password=\"manx\">{}</writeHost>",
-            a.port,
-            host("readHost", "b", &b)
-        ),
+        &xml::write_host_with("a", a.port, &host("readHost", "b", &b)),
     );
     let mut c = client(start_gateway(dir0.path()).await).await;
     settle().await;
@@ -233,8 +186,10 @@ async fn a_write_host_in_recovery_never_takes_writes() {
     );
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
-        text.lines().any(|l| l.contains("ERROR")
-            && l.contains("[Host=fo,result=[0->1],reason=writeHost in recovery]")),
+        standby::logged_error(
+            &text,
+            "[Host=fo,result=[0->1],reason=writeHost in recovery]"
+        ),
         "{text}"
     );
 }
@@ -298,19 +253,10 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
     // An operator promotes the standby: writes resume within 3 heartbeat periods.
     b.promote();
     let promoted = Instant::now();
-    let mut failed = 0;
-    loop {
-        match c.query_drop("INSERT INTO t (id) VALUES (200)").await {
-            Ok(()) => break,
-            Err(mysql_async::Error::Server(_)) => failed += 1,
-            Err(e) => panic!("the gateway connection itself failed: {e}"),
-        }
-        assert!(
-            promoted.elapsed() < Duration::from_secs(20),
-            "no write succeeded within 20 s of the promotion"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let failed = writes_resume(&mut c, promoted, "the promotion", || {
+        "INSERT INTO t (id) VALUES (200)".to_string()
+    })
+    .await;
     let took = promoted.elapsed();
     eprintln!(
         "PostgreSQL failover: writes succeed {took:?} after pg_ctl promote returned ({failed} INSERTs failed meanwhile; heartbeat {PERIOD_MS} ms)"
@@ -329,14 +275,11 @@ async fn switch_type_1_waits_for_the_standby_to_be_promoted() {
     assert!(on_b.contains(&200) && !on_b.contains(&100), "{on_b:?}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(
-        text.lines()
-            .any(|l| l.contains("ERROR")
-                && l.contains("[Host=fo,result=[0->1],reason=heartbeat error]")),
+        standby::logged_error(&text, "[Host=fo,result=[0->1],reason=heartbeat error]"),
         "{text}"
     );
     assert!(
-        text.lines()
-            .any(|l| l.contains("ERROR") && l.contains("no other writeHost is alive and writable")),
+        standby::logged_error(&text, "no other writeHost is alive and writable"),
         "{text}"
     );
     // A restarted gateway starts on the promoted server.

@@ -43,20 +43,6 @@ async fn standby_caught_up() {
     assert_eq!(waited, Some(0), "the standby did not catch up within 30 s");
 }
 
-fn sandbox_start() {
-    let out = Command::new("bash")
-        .arg(common::repo().join("scripts/sandbox.sh"))
-        .arg("start")
-        .output()
-        .expect("run scripts/sandbox.sh");
-    assert!(
-        out.status.success(),
-        "scripts/sandbox.sh start failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bundled_config_fails_over_to_the_sandbox_standby_and_the_primary_comes_back() {
     let f = Fixture::start(
@@ -150,7 +136,7 @@ async fn the_bundled_config_fails_over_to_the_sandbox_standby_and_the_primary_co
     assert_eq!(on_standby, acked);
 
     // The primary comes back as it was; the topology (primary -> replica, standby) is intact.
-    sandbox_start();
+    common::sandbox_start();
     let mut p = common::primary(None).await;
     for db in &f.databases {
         p.query_drop(format!("DROP DATABASE IF EXISTS {db}"))

@@ -8,6 +8,8 @@ pub mod mirror;
 pub mod postgres;
 pub mod proxy;
 pub mod raw;
+pub mod standby;
+pub mod xml;
 pub mod zookeeper;
 
 use std::net::TcpListener as StdListener;
@@ -37,11 +39,7 @@ pub fn repo() -> PathBuf {
 /// Copies the bundled rule.xml and the map files it names into a test's configuration
 /// directory `dir`.
 pub fn copy_rule_files(dir: &Path) {
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
+    for f in xml::RULE_FILES {
         std::fs::copy(repo().join(f), dir.join(f)).unwrap();
     }
 }
@@ -50,19 +48,23 @@ pub fn copy_rule_files(dir: &Path) {
 /// serialises concurrent callers).
 pub fn ensure_sandbox() {
     static STARTED: OnceLock<()> = OnceLock::new();
-    STARTED.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(repo().join("scripts/sandbox.sh"))
-            .arg("start")
-            .output()
-            .expect("run scripts/sandbox.sh");
-        assert!(
-            out.status.success(),
-            "scripts/sandbox.sh start failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    STARTED.get_or_init(sandbox_start);
+}
+
+/// Runs `scripts/sandbox.sh start` (starts whatever sandbox server is not running; panics with
+/// the script's output when it fails). [`ensure_sandbox`] runs it once per test process.
+pub fn sandbox_start() {
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/sandbox.sh"))
+        .arg("start")
+        .output()
+        .expect("run scripts/sandbox.sh");
+    assert!(
+        out.status.success(),
+        "scripts/sandbox.sh start failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A port nothing listens on (bound, then released).
@@ -198,13 +200,7 @@ pub fn system_xml(properties: &[(&str, &str)]) -> String {
 /// [`GATEWAY_USER`], as the bundled config does; `extra`'s own dataHosts choose their account.
 pub fn write_config(dir: &Path, databases: &[String], extra: &Extra) {
     let repo = repo();
-    for f in [
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.join(f)).unwrap();
-    }
+    copy_rule_files(dir);
     let schema = std::fs::read_to_string(repo.join("schema.xml")).unwrap();
     let schema = schema
         .replace(
