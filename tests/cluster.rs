@@ -12,7 +12,7 @@ use common::mariadb::Throwaway;
 use common::postgres::PgServer;
 use common::proxy::FaultProxy;
 use common::zookeeper::ZkServer;
-use common::{GatewayProcess, closed_port, opts};
+use common::{GatewayProcess, closed_port, opts, xml};
 use mysql_async::prelude::Queryable;
 
 /// Heartbeat period (and coordination period) of these tests, in milliseconds.
@@ -57,12 +57,7 @@ async fn pair_with(name: &str, semi_sync: bool) -> (Throwaway, Throwaway) {
 /// One instance's configuration directory: schema `CL` on dataNode `dn` of dataHost `dh`
 /// (`m1`, `m2`), user `cl`/`cl`, `myid.properties` naming `myid` and ZooKeeper at `zk`.
 fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::TempDir {
-    let host = |name: &str, s: &Throwaway| {
-        format!(
-            r#"<writeHost host="{name}" url="127.0.0.1:{}" user="manx" password="manx" />"#,
-            s.port
-        )
-    };
+    let host = |name: &str, s: &Throwaway| xml::host("writeHost", name, s.port);
     config_with(
         myid,
         zk,
@@ -79,37 +74,24 @@ fn config(myid: &str, zk: &str, m1: &Throwaway, m2: &Throwaway) -> tempfile::Tem
 
 /// [`config`] with the dataHost `dh` given as XML.
 fn config_with(myid: &str, zk: &str, data_host: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    common::copy_rule_files(dir.path());
-    std::fs::write(
-        dir.path().join("schema.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="CL" dataNode="dn"></schema>
+    let dir = xml::config_dir(
+        &format!(
+            r#"<schema name="CL" dataNode="dn"></schema>
     <dataNode name="dn" dataHost="dh" database="cl" />
-    {data_host}
-</mycat:schema>"#
+    {data_host}"#
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("server.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <system>
+        &format!(
+            r#"<system>
         <property name="dataNodeHeartbeatPeriod">{PERIOD_MS}</property>
         <property name="heartbeatTimeout">1000</property>
         <property name="useZKSwitch">true</property>
         <property name="zkSessionTimeout">{SESSION_MS}</property>
         <property name="failoverCatchUpTimeout">1500</property>
     </system>
-    <user name="cl"><property name="password">cl</property><property name="schemas">CL</property></user>
-</mycat:server>"#
+    {}"#,
+            xml::user("cl", "cl", "CL")
         ),
-    )
-    .unwrap();
+    );
     std::fs::write(
         dir.path().join("myid.properties"),
         format!(
@@ -130,29 +112,11 @@ struct Instance {
 impl Instance {
     /// [`Instance::start`] over a given configuration directory.
     async fn start_in(name: &str, dir: tempfile::TempDir) -> Instance {
-        let log = dir.path().join("manx.log");
-        let (process, _) = GatewayProcess::start_env(
-            dir.path(),
-            ("cl", "cl", "CL"),
-            Some(&log),
-            (closed_port(), closed_port()),
-            &[],
-        )
-        .await;
-        Instance {
-            process,
-            dir,
-            name: name.to_string(),
-        }
+        Self::start_in_env(name, dir, &[]).await
     }
 
-    async fn start(
-        name: &str,
-        zk: &str,
-        pair: (&Throwaway, &Throwaway),
-        env: &[(&str, &str)],
-    ) -> Instance {
-        let dir = config(name, zk, pair.0, pair.1);
+    /// [`Instance::start_in`] with more environment variables for the process.
+    async fn start_in_env(name: &str, dir: tempfile::TempDir, env: &[(&str, &str)]) -> Instance {
         let log = dir.path().join("manx.log");
         let (process, _) = GatewayProcess::start_env(
             dir.path(),
@@ -167,6 +131,17 @@ impl Instance {
             dir,
             name: name.to_string(),
         }
+    }
+
+    /// Instance `name` (its myid) over a [`config`] for ZooKeeper at `zk` and the servers
+    /// `pair`, with more environment variables `env`.
+    async fn start(
+        name: &str,
+        zk: &str,
+        pair: (&Throwaway, &Throwaway),
+        env: &[(&str, &str)],
+    ) -> Instance {
+        Self::start_in_env(name, config(name, zk, pair.0, pair.1), env).await
     }
 
     async fn client(&self) -> mysql_async::Conn {
@@ -185,11 +160,26 @@ impl Instance {
         c.query_drop(sql).await.map_err(|e| e.to_string())
     }
 
+    /// A connection to its manager port, as `cl`.
+    async fn manager(&self) -> mysql_async::Conn {
+        mysql_async::Conn::new(opts(self.process.manager_port, "cl", "cl", None))
+            .await
+            .unwrap()
+    }
+
+    /// Runs `sql` ([`Instance::write`]) every 100 ms until it succeeds; panics with the log
+    /// when it has not within `limit`.
+    async fn write_within(&self, sql: &str, limit: Duration) {
+        let start = Instant::now();
+        while self.write(sql).await.is_err() {
+            assert!(start.elapsed() < limit, "{}", self.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// `show @@cluster`'s row for `dh`: (ZK, LEADER, EPOCH, INDEX, POSITION, NOTE).
     async fn cluster_row(&self) -> (String, String, u64, usize, String, String) {
-        let mut m = mysql_async::Conn::new(opts(self.process.manager_port, "cl", "cl", None))
-            .await
-            .unwrap();
+        let mut m = self.manager().await;
         let rows: Vec<mysql_async::Row> = m.query("show @@cluster").await.unwrap();
         let row = rows
             .into_iter()
@@ -247,21 +237,33 @@ async fn wait_all(
     }
 }
 
+/// Waits (at most `limit`) until every instance's dataHost `dh` is on writeHost 1.
+async fn switched(instances: &[&Instance], limit: Duration, what: &str) {
+    wait_all(instances, limit, what, |r| r.3 == 1).await;
+}
+
 /// A ZooKeeper named `cl-<tag>`, a semi-synchronous pair ([`pair`]) and `N` instances
 /// `manx1`... over them, started in that order (manx1 leads), every one connected.
 async fn rig<const N: usize>(tag: &str) -> (ZkServer, Throwaway, Throwaway, [Instance; N]) {
     let zk = ZkServer::start(&format!("cl-{tag}")).await;
     let (m1, m2) = pair(&format!("cl{tag}")).await;
-    let mut instances = Vec::new();
-    for i in 1..=N {
-        instances.push(Instance::start(&format!("manx{i}"), &zk.address(), (&m1, &m2), &[]).await);
-    }
+    let instances = instances::<N>(&zk.address(), &m1, &m2).await;
     let refs: Vec<&Instance> = instances.iter().collect();
     connected(&refs).await;
+    (zk, m1, m2, instances)
+}
+
+/// `N` instances `manx1`... over ZooKeeper at `zk` and the servers `m1`, `m2`, started in that
+/// order (manx1 leads once they connect).
+async fn instances<const N: usize>(zk: &str, m1: &Throwaway, m2: &Throwaway) -> [Instance; N] {
+    let mut instances = Vec::new();
+    for i in 1..=N {
+        instances.push(Instance::start(&format!("manx{i}"), zk, (m1, m2), &[]).await);
+    }
     let Ok(instances) = <[Instance; N]>::try_from(instances) else {
         unreachable!("N instances were started")
     };
-    (zk, m1, m2, instances)
+    instances
 }
 
 /// Waits (at most 20 s) until every instance has its ZooKeeper session and sees manx1 lead (the
@@ -348,9 +350,7 @@ async fn write_load(
 async fn kill_of_the_primary_under_load_switches_every_instance_to_the_same_standby() {
     let zk = ZkServer::start("cl-kill").await;
     let (mut m1, m2) = pair("clk").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    let [a, b, c] = instances(&zk.address(), &m1, &m2).await;
     let all = [&a, &b, &c];
     wait_all(
         &all,
@@ -437,8 +437,7 @@ async fn kill_of_the_primary_under_load_switches_every_instance_to_the_same_stan
     );
     assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
     // The third instance, which carried no load, writes to the standby too.
-    let mut cc = c.client().await;
-    cc.query_drop("INSERT INTO t (id, via) VALUES (1000000, 'manx3')")
+    c.write("INSERT INTO t (id, via) VALUES (1000000, 'manx3')")
         .await
         .unwrap();
     assert!(ids_on(&m2).await.contains(&1_000_000));
@@ -463,11 +462,10 @@ async fn an_instance_cut_off_from_zookeeper_never_switches_alone() {
     // primary dies: its own heartbeat sees it, but it must not switch.
     proxy.blackhole();
     m1.kill();
-    wait_all(
+    switched(
         &[&a, &b],
         Duration::from_secs(15),
         "manx1 and manx2 switched",
-        |r| r.3 == 1,
     )
     .await;
     let started = Instant::now();
@@ -530,8 +528,7 @@ async fn zookeeper_down_means_no_switch_and_writes_go_on() {
         |r| r.0 == "connected" && r.3 == 1,
     )
     .await;
-    let mut ca = a.client().await;
-    ca.query_drop("INSERT INTO t (id, via) VALUES (100, 'back')")
+    a.write("INSERT INTO t (id, via) VALUES (100, 'back')")
         .await
         .unwrap();
     assert!(ids_on(&m2).await.contains(&100));
@@ -568,11 +565,10 @@ async fn a_lagging_standby_is_not_promoted_while_acknowledged_writes_are_missing
     assert!(a.log().contains("failover refused"));
     // The standby catches up: the switch follows, with every acknowledged write on it.
     r.query_drop("START SLAVE SQL_THREAD").await.unwrap();
-    wait_all(
+    switched(
         &[&a, &b],
         Duration::from_secs(20),
         "switched after catch-up",
-        |r| r.3 == 1,
     )
     .await;
     assert_eq!(ids_on(&m2).await, (1..=10).collect::<Vec<i64>>());
@@ -614,8 +610,7 @@ async fn a_leader_killed_mid_failover_is_replaced_and_the_switch_happens_once() 
     let decided =
         b.log().matches("failover decided").count() + c.log().matches("failover decided").count();
     assert_eq!(decided, 1);
-    let mut cb = b.client().await;
-    cb.query_drop("INSERT INTO t (id, via) VALUES (7, 'new')")
+    b.write("INSERT INTO t (id, via) VALUES (7, 'new')")
         .await
         .unwrap();
     assert!(ids_on(&m2).await.contains(&7));
@@ -635,23 +630,15 @@ async fn switch_datasource_in_cluster_mode_fences_the_old_writer_and_every_insta
         )
         .await
         .unwrap();
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    let [a, b, c] = instances(&zk.address(), &m1, &m2).await;
     connected(&[&a, &b, &c]).await;
     a.write("INSERT INTO t (id, via) VALUES (1, 'before')")
         .await
         .unwrap();
     // A transaction of manx3 left open on the old primary.
-    let mut open = c.client().await;
-    open.query_drop("BEGIN").await.unwrap();
-    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
-        .await
-        .unwrap();
+    let mut open = open_transaction(&c).await;
     // The operator switches through manx2, which does not lead.
-    let mut manager = mysql_async::Conn::new(opts(b.process.manager_port, "cl", "cl", None))
-        .await
-        .unwrap();
+    let mut manager = b.manager().await;
     manager
         .query_drop("switch @@datasource dh:1")
         .await
@@ -711,26 +698,15 @@ async fn switch_datasource_in_cluster_mode_fences_the_old_writer_and_every_insta
 
 /// Runs `manx zk publish --conf dir`: (exit success, stdout + stderr).
 fn publish(dir: &std::path::Path) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
-        .args([
-            "--conf",
-            dir.to_str().unwrap(),
-            "zk",
-            "publish",
-            "--wait",
-            "60",
-        ])
-        .env("MANX_LOG", "error")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let (code, said) = common::manx_command(&[
+        "--conf",
+        dir.to_str().unwrap(),
+        "zk",
+        "publish",
+        "--wait",
+        "60",
+    ]);
+    (code == Some(0), said)
 }
 
 async fn logs_in(port: u16, user: &str, db: &str) -> bool {
@@ -743,9 +719,7 @@ async fn logs_in(port: u16, user: &str, db: &str) -> bool {
 async fn a_published_configuration_reaches_every_instance_or_none() {
     let zk = ZkServer::start("cl-conf").await;
     let (m1, m2) = pair("clp").await;
-    let a = Instance::start("manx1", &zk.address(), (&m1, &m2), &[]).await;
-    let b = Instance::start("manx2", &zk.address(), (&m1, &m2), &[]).await;
-    let c = Instance::start("manx3", &zk.address(), (&m1, &m2), &[]).await;
+    let [a, b, c] = instances(&zk.address(), &m1, &m2).await;
     let all = [&a, &b, &c];
     connected(&all).await;
     // The operator's directory: manx1's files with one more user.
@@ -777,9 +751,7 @@ async fn a_published_configuration_reaches_every_instance_or_none() {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let mut m = mysql_async::Conn::new(opts(i.process.manager_port, "cl", "cl", None))
-            .await
-            .unwrap();
+        let mut m = i.manager().await;
         let rows: Vec<mysql_async::Row> = m.query("show @@cluster").await.unwrap();
         versions.push(version(&rows[0]));
         assert!(
@@ -938,21 +910,28 @@ fn pg_config(myid: &str, zk: &str, p: &PgServer, s: &PgServer) -> tempfile::Temp
         &format!(
             r#"<dataHost name="dh" maxCon="10" minCon="1" balance="0" switchType="1" dbType="postgresql" dbDriver="native">
         <heartbeat>select 1</heartbeat>
-        <writeHost host="p" url="127.0.0.1:{}" user="manx" password="manx" />
-        <writeHost host="s" url="127.0.0.1:{}" user="manx" password="manx" />
+        {}
+        {}
     </dataHost>"#,
-            p.port, s.port
+            xml::host("writeHost", "p", p.port),
+            xml::host("writeHost", "s", s.port)
         ),
     )
+}
+
+/// Instances manx1 and manx2 over [`pg_config`], both connected with manx1 leading.
+async fn pg_instances(zk: &ZkServer, p: &PgServer, s: &PgServer) -> [Instance; 2] {
+    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), p, s)).await;
+    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), p, s)).await;
+    connected(&[&a, &b]).await;
+    [a, b]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write() {
     let zk = ZkServer::start("cl-pg").await;
     let (mut p, s) = pg_pair("clpg").await;
-    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
-    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    connected(&[&a, &b]).await;
+    let [a, b] = pg_instances(&zk, &p, &s).await;
     for id in 1..=10 {
         b.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
             .await
@@ -981,9 +960,7 @@ async fn a_promoted_postgresql_standby_takes_over_with_every_acknowledged_write(
 async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switched_to() {
     let zk = ZkServer::start("cl-pglag").await;
     let (mut p, s) = pg_pair("clpl").await;
-    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
-    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    connected(&[&a, &b]).await;
+    let [a, b] = pg_instances(&zk, &p, &s).await;
     for id in 1..=5 {
         a.write(&format!("INSERT INTO t (id, via) VALUES ({id}, 'pg')"))
             .await
@@ -1043,15 +1020,11 @@ async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switch
     assert_eq!(s.ids("cl").await, (1..=5).collect::<Vec<i32>>());
     // The old primary comes back: nothing was lost, writes go on there.
     p.start().await;
-    let start = Instant::now();
-    while a
-        .write("INSERT INTO t (id, via) VALUES (11, 'back')")
-        .await
-        .is_err()
-    {
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", a.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    a.write_within(
+        "INSERT INTO t (id, via) VALUES (11, 'back')",
+        Duration::from_secs(20),
+    )
+    .await;
     assert_eq!(p.ids("cl").await, (1..=11).collect::<Vec<i32>>());
 }
 
@@ -1059,25 +1032,18 @@ async fn a_promoted_postgresql_standby_missing_acknowledged_writes_is_not_switch
 async fn switch_datasource_fences_a_postgresql_primary() {
     let zk = ZkServer::start("cl-pgsw").await;
     let (p, s) = pg_pair("clps").await;
-    let a = Instance::start_in("manx1", pg_config("manx1", &zk.address(), &p, &s)).await;
-    let b = Instance::start_in("manx2", pg_config("manx2", &zk.address(), &p, &s)).await;
-    connected(&[&a, &b]).await;
+    let [a, b] = pg_instances(&zk, &p, &s).await;
     a.write("INSERT INTO t (id, via) VALUES (1, 'p')")
         .await
         .unwrap();
     s.catch_up(&p).await;
     s.promote();
-    let mut manager = mysql_async::Conn::new(opts(b.process.manager_port, "cl", "cl", None))
-        .await
-        .unwrap();
+    let mut manager = b.manager().await;
     manager
         .query_drop("switch @@datasource dh:1")
         .await
         .unwrap();
-    wait_all(&[&a, &b], Duration::from_secs(10), "both follow", |r| {
-        r.3 == 1
-    })
-    .await;
+    switched(&[&a, &b], Duration::from_secs(10), "both follow").await;
     // The old primary refuses writes in new transactions, whoever asks.
     let e = p
         .db("cl")
@@ -1153,9 +1119,7 @@ async fn ddl_is_tracked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn switching_back_turns_read_only_off_on_the_writer_in_force() {
     let (_zk, m1, m2, [a, b]) = rig("back").await;
-    let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
-        .await
-        .unwrap();
+    let mut m = a.manager().await;
     m.query_drop("switch @@datasource dh:1").await.unwrap();
     wait_all(&[&a, &b], Duration::from_secs(10), "on m2", |r| r.3 == 1).await;
     m.query_drop("switch @@datasource dh:0").await.unwrap();
@@ -1203,10 +1167,7 @@ async fn junk_in_the_dnindex_znode_neither_switches_nor_stops_failover() {
     let doc = znode(&zk).await;
     assert!(doc.contains("dh=0\n"), "{doc}");
     m1.kill();
-    wait_all(&[&a, &b], Duration::from_secs(15), "failed over", |r| {
-        r.3 == 1
-    })
-    .await;
+    switched(&[&a, &b], Duration::from_secs(15), "failed over").await;
     a.write("INSERT INTO t (id, via) VALUES (500, 'after')")
         .await
         .unwrap();
@@ -1239,19 +1200,10 @@ async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_
     let a = Instance::start_in("manx1", config_with("manx1", &zk.address(), &dh)).await;
     let b = Instance::start_in("manx2", config_with("manx2", &zk.address(), &dh)).await;
     connected(&[&a, &b]).await;
-    let mut open = b.client().await;
-    open.query_drop("BEGIN").await.unwrap();
-    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
-        .await
-        .unwrap();
-    let mut m = mysql_async::Conn::new(opts(a.process.manager_port, "cl", "cl", None))
-        .await
-        .unwrap();
+    let mut open = open_transaction(&b).await;
+    let mut m = a.manager().await;
     m.query_drop("switch @@datasource dh:1").await.unwrap();
-    wait_all(&[&a, &b], Duration::from_secs(10), "both follow", |r| {
-        r.3 == 1
-    })
-    .await;
+    switched(&[&a, &b], Duration::from_secs(10), "both follow").await;
     assert!(
         open.query_drop("COMMIT").await.is_err(),
         "the old primary took the commit"
@@ -1263,6 +1215,16 @@ async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_
         "{}",
         a.log()
     );
+}
+
+/// A client of `instance` in a transaction that has inserted row 2 (`via` 'open').
+async fn open_transaction(instance: &Instance) -> mysql_async::Conn {
+    let mut open = instance.client().await;
+    open.query_drop("BEGIN").await.unwrap();
+    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
+        .await
+        .unwrap();
+    open
 }
 
 /// Adds `<property name="name">value</property>` to `dir`'s server.xml `<system>`.
@@ -1316,32 +1278,18 @@ async fn a_write_lease_stops_an_instance_cut_off_from_zookeeper_from_writing() {
     assert!(n.is_some());
     // Healed: writes again.
     proxy.heal();
-    let start = Instant::now();
-    while c
-        .write("INSERT INTO t (id, via) VALUES (3, 'healed')")
-        .await
-        .is_err()
-    {
-        assert!(start.elapsed() < Duration::from_secs(15), "{}", c.log());
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    c.write_within(
+        "INSERT INTO t (id, via) VALUES (3, 'healed')",
+        Duration::from_secs(15),
+    )
+    .await;
     assert_eq!(ids_on(&m1).await, vec![1, 2, 3]);
 }
 
 /// `manx check` over `dir`: (exit success, stdout + stderr).
 fn check(dir: &std::path::Path) -> (bool, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_manx"))
-        .args(["--conf", dir.to_str().unwrap(), "check"])
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let (code, said) = common::manx_command(&["--conf", dir.to_str().unwrap(), "check"]);
+    (code == Some(0), said)
 }
 
 #[test]
