@@ -376,6 +376,16 @@ impl GatewayProcess {
         self.child.id()
     }
 
+    /// Its resident memory now (`VmRSS`), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        status_kib(self.pid(), "VmRSS:")
+    }
+
+    /// The peak of its resident memory so far (`VmHWM`, the kernel's high-water mark), in KiB.
+    pub fn peak_kib(&self) -> u64 {
+        status_kib(self.pid(), "VmHWM:")
+    }
+
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         self.child.try_wait().map(|s| s.is_none()).unwrap_or(false)
@@ -387,4 +397,70 @@ impl Drop for GatewayProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs the `manx` binary with `args` (`MANX_LOG=error`) to its end: (exit code, stdout then
+/// stderr as text).
+pub fn manx_command(args: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_manx"))
+        .args(args)
+        .env("MANX_LOG", "error")
+        .output()
+        .expect("run the manx binary");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Runs `sql` on `c`, which must fail with a server error: (errno, SQLSTATE, message).
+/// Panics when it succeeds or fails otherwise (see [`server_error`]).
+pub async fn refused(c: &mut mysql_async::Conn, sql: &str) -> (u16, String, String) {
+    match c.query_drop(sql).await {
+        Ok(()) => panic!("{sql}: accepted, expected a server error"),
+        Err(e) => server_error(e),
+    }
+}
+
+/// Runs the statements `sqls` on `c` in order, each of which must succeed (panics naming the
+/// one that fails, with the error).
+pub async fn run_all(c: &mut mysql_async::Conn, sqls: &[&str]) {
+    for sql in sqls {
+        c.query_drop(*sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+}
+
+/// A field of `/proc/PID/status` in KiB (`VmRSS:` now, `VmHWM:` the peak so far).
+pub fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// A row of a result as text: NULL as `None`, bytes as (lossy) UTF-8, any other value (the
+/// binary protocol's) in its debug form.
+pub fn text_row(row: mysql_async::Row) -> Vec<Option<String>> {
+    row.unwrap()
+        .into_iter()
+        .map(|v| match v {
+            mysql_async::Value::NULL => None,
+            mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+            other => Some(format!("{other:?}")),
+        })
+        .collect()
+}
+
+/// The rows `sql` returns on `c`, as text ([`text_row`]); panics naming `sql` when it fails.
+pub async fn text_rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
+    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    rows.into_iter().map(text_row).collect()
 }
