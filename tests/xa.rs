@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::postgres::{pg, pg_databases};
 use common::{
-    Extra, GatewayProcess, closed_port, ensure_sandbox, opts, primary, server_error,
-    start_gateway_with_manager, system_xml, write_config,
+    Extra, GatewayProcess, closed_port, ensure_sandbox, opts, primary, refused, run_all,
+    server_error, start_gateway_with_manager, system_xml, write_config,
 };
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
@@ -49,6 +49,74 @@ async fn setup_with(
     };
     write_config(dir.path(), &databases, &extra);
     (dir, databases)
+}
+
+/// `SET autocommit = 0; SET XA = ON` on `c`: the next statements form an XA transaction.
+async fn xa_on(c: &mut Conn) {
+    run_all(c, &["SET autocommit = 0", "SET XA = ON"]).await;
+}
+
+/// The server.xml properties of a test of two-phase commit: `twoPhaseCommit`, `instanceId`
+/// `instance` and `xaRecoveryPeriod` `period` (ms).
+fn two_phase<'a>(instance: &'a str, period: &'a str) -> [(&'a str, &'a str); 3] {
+    [
+        ("twoPhaseCommit", "true"),
+        ("instanceId", instance),
+        ("xaRecoveryPeriod", period),
+    ]
+}
+
+/// Panics, naming them, when instance `instance` has prepared branches on the primary.
+async fn assert_none_prepared(instance: &str) {
+    let left = prepared(instance).await;
+    assert!(left.is_empty(), "left prepared: {left:?}");
+}
+
+/// Waits (at most `limit`) until instance `instance` has no prepared branch on the primary.
+async fn wait_none_prepared(instance: &str, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !prepared(instance).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "branches left: {:?}",
+            prepared(instance).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Ends the primary's connection `thread` (a branch's backend connection) and gives the
+/// gateway 200 ms to notice.
+async fn kill_backend_thread(thread: u64) {
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("KILL CONNECTION {thread}"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// The `manx` binary on `dir` and `ports` with the crash hook `MANX_XA_FAULT` at `point`
+/// (it exits with 86 there), logged in as `login`.
+async fn start_faulty(
+    dir: &std::path::Path,
+    login: (&str, &str, &str),
+    ports: (u16, u16),
+    point: &str,
+) -> (GatewayProcess, Conn) {
+    GatewayProcess::start_env(dir, login, None, ports, &[("MANX_XA_FAULT", point)]).await
+}
+
+/// [`setup`] with `instanceId` `instance`, served by an in-process gateway: the config
+/// directory, the databases, the (server, manager) ports and a client of TESTDB.
+async fn served(
+    prefix: &str,
+    instance: &str,
+) -> (tempfile::TempDir, Vec<String>, (u16, u16), Conn) {
+    let (dir, databases) = setup(prefix, &[("instanceId", instance)]).await;
+    let ports = start_gateway_with_manager(dir.path()).await;
+    let c = client(ports.0).await;
+    (dir, databases, ports, c)
 }
 
 /// No row on any of the three databases.
@@ -90,12 +158,10 @@ async fn xa_sessions(manager_port: u16) -> Vec<(String, String, String, String)>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
-    let (dir, databases) = setup("xa_rules", &[("instanceId", "xarules")]).await;
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut c = client(port).await;
+    let (_dir, databases, (_, mport), mut c) = served("xa_rules", "xarules").await;
 
     // Mycat's rules and texts (SPEC §7.4): not in autocommit, never OFF.
-    let e = server_error(c.query_drop("SET XA = ON").await.unwrap_err());
+    let e = refused(&mut c, "SET XA = ON").await;
     assert_eq!(
         (e.0, e.2.as_str()),
         (3012, "set xa cmd on can't used in autocommit connection ")
@@ -109,17 +175,21 @@ async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
         assert!(c.query_drop(sql).await.is_err(), "{sql} was accepted");
     }
     c.query_drop("SET autocommit = 0").await.unwrap();
-    let e = server_error(c.query_drop("set xa=off").await.unwrap_err());
+    let e = refused(&mut c, "set xa=off").await;
     assert_eq!(
         (e.0, e.2.as_str()),
         (3012, "set xa cmd off not for external use ")
     );
 
     // An XA transaction over dn1 and dn2, seen by the manager while it is open.
-    c.query_drop("set xa=on").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "set xa=on",
+            "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')",
+        ],
+    )
+    .await;
     let rows = xa_sessions(mport).await;
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert!(rows[0].1.starts_with("manx.xarules."), "{rows:?}");
@@ -148,24 +218,32 @@ async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
     c.query_drop("INSERT INTO travelrecord (id) VALUES (3)")
         .await
         .unwrap();
-    let e = server_error(c.query_drop("SET XA = ON").await.unwrap_err());
+    let e = refused(&mut c, "SET XA = ON").await;
     assert_eq!(e.0, 3012, "{e:?}");
     c.query_drop("ROLLBACK").await.unwrap();
 
     // ROLLBACK of an XA transaction leaves nothing, and no branch behind.
-    c.query_drop("SET XA = ON").await.unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (7, 'x')")
-        .await
-        .unwrap();
-    c.query_drop("ROLLBACK").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "SET XA = ON",
+            "INSERT INTO company (id, name) VALUES (7, 'x')",
+            "ROLLBACK",
+        ],
+    )
+    .await;
     assert_eq!(ids(&databases, "company").await, NONE);
     // BEGIN after SET XA = ON keeps it; a global table's three copies commit together.
-    c.query_drop("SET autocommit = 1").await.unwrap();
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (8, 'y')")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "SET autocommit = 1",
+            "BEGIN",
+            "SET XA = ON",
+            "INSERT INTO company (id, name) VALUES (8, 'y')",
+        ],
+    )
+    .await;
     assert_eq!(xa_sessions(mport).await[0].3, "dn1 dn2 dn3");
     c.query_drop("COMMIT").await.unwrap();
     assert_eq!(
@@ -181,15 +259,7 @@ async fn set_xa_keeps_mycat_rules_and_commits_on_every_node() {
 /// the decision was on disk, nowhere otherwise, and no branch left prepared.
 async fn crash_at(point: &str, decided: bool) {
     let instance = format!("crash{}", point.replace('_', ""));
-    let (dir, databases) = setup(
-        &format!("xa_{point}"),
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", &instance),
-            ("xaRecoveryPeriod", "500"),
-        ],
-    )
-    .await;
+    let (dir, databases) = setup(&format!("xa_{point}"), &two_phase(&instance, "500")).await;
     let ports = (closed_port(), closed_port());
     let login = ("root", "123456", "TESTDB");
     let log = dir.path().join("manx.log");
@@ -206,10 +276,14 @@ async fn crash_at(point: &str, decided: bool) {
         )
         .await;
         let result = if statement == "TRANSACTION" {
-            c.query_drop("BEGIN").await.unwrap();
-            c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
-                .await
-                .unwrap();
+            run_all(
+                &mut c,
+                &[
+                    "BEGIN",
+                    "INSERT INTO travelrecord (id) VALUES (1), (5000001)",
+                ],
+            )
+            .await;
             c.query_drop("COMMIT").await
         } else {
             c.query_drop(statement).await
@@ -252,24 +326,21 @@ async fn crash_at(point: &str, decided: bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_before_prepare_commits_nothing() {
-    crash_at("before_prepare", false).await;
+/// One test per crash point: `name: point, decided;` runs [`crash_at`]`(point, decided)`.
+macro_rules! crash_tests {
+    ($($name:ident: $point:literal, $decided:literal;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            crash_at($point, $decided).await;
+        }
+    )*};
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_after_prepare_before_the_decision_rolls_back_everywhere() {
-    crash_at("after_prepare", false).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_after_the_decision_commits_everywhere() {
-    crash_at("after_decision", true).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn crash_between_two_commits_completes_the_others() {
-    crash_at("between_commits", true).await;
+crash_tests! {
+    crash_before_prepare_commits_nothing: "before_prepare", false;
+    crash_after_prepare_before_the_decision_rolls_back_everywhere: "after_prepare", false;
+    crash_after_the_decision_commits_everywhere: "after_decision", true;
+    crash_between_two_commits_completes_the_others: "between_commits", true;
 }
 
 /// DBLE #1192's lesson: a commit whose decision cannot be made durable must not commit. The
@@ -302,19 +373,19 @@ async fn dble_1192_a_decision_that_cannot_be_written_commits_nothing() {
     let moved = dir.path().join("xalog.moved");
     std::fs::rename(&logdir, &moved).unwrap();
     std::fs::write(&logdir, b"in the way").unwrap();
-    let e = server_error(
-        c.query_drop("INSERT INTO company (id) VALUES (2)")
-            .await
-            .unwrap_err(),
-    );
+    let e = refused(&mut c, "INSERT INTO company (id) VALUES (2)").await;
     assert_eq!((e.0, e.1.as_str()), (1402, "XA100"), "{e:?}");
     assert!(e.2.contains("coordinator log"), "{e:?}");
     // In a transaction too.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
-        .await
-        .unwrap();
-    let e = server_error(c.query_drop("COMMIT").await.unwrap_err());
+    run_all(
+        &mut c,
+        &[
+            "BEGIN",
+            "INSERT INTO travelrecord (id) VALUES (1), (5000001)",
+        ],
+    )
+    .await;
+    let e = refused(&mut c, "COMMIT").await;
     assert_eq!(e.0, 1402, "{e:?}");
     assert_eq!(
         ids(&databases, "company").await,
@@ -397,11 +468,11 @@ async fn a_branch_the_log_does_not_know_is_left_in_doubt() {
     c.query_drop("SET innodb_lock_wait_timeout = 1")
         .await
         .unwrap();
-    let e = server_error(
-        c.query_drop("UPDATE travelrecord SET user_id = 'over' WHERE id = 9")
-            .await
-            .unwrap_err(),
-    );
+    let e = refused(
+        &mut c,
+        "UPDATE travelrecord SET user_id = 'over' WHERE id = 9",
+    )
+    .await;
     assert_eq!(e.0, 1205, "{e:?}");
     // The operator resolves it; the gateway then lists nothing.
     let mut d = primary(None).await;
@@ -438,15 +509,7 @@ async fn cut_connections_to(database: &str) -> usize {
 /// OK, and recovery (woken by the failed commit) commits the branch left prepared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dble_1077_a_branch_cut_off_after_the_decision_is_committed_by_recovery() {
-    let (dir, databases) = setup(
-        "xa_blip",
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", "xablip"),
-            ("xaRecoveryPeriod", "60000"),
-        ],
-    )
-    .await;
+    let (dir, databases) = setup("xa_blip", &two_phase("xablip", "60000")).await;
     let (_gateway, mut c) = GatewayProcess::start_env(
         dir.path(),
         ("root", "123456", "TESTDB"),
@@ -471,11 +534,7 @@ async fn dble_1077_a_branch_cut_off_after_the_decision_is_committed_by_recovery(
     let (result, _c) = write.await.unwrap();
     result.expect("the decision was on disk: the client gets its OK");
     // Recovery runs at once (not after the 60 s period) and commits dn2's branch.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !prepared("xablip").await.is_empty() {
-        assert!(Instant::now() < deadline, "{:?}", prepared("xablip").await);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_none_prepared("xablip", Duration::from_secs(10)).await;
     assert_eq!(
         ids(&databases, "company").await,
         vec![vec![5], vec![5], vec![5]]
@@ -493,12 +552,16 @@ async fn a_branch_lost_before_commit_rolls_back_everywhere() {
     .await;
     let (port, _) = start_gateway_with_manager(dir.path()).await;
     let mut c = client(port).await;
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "BEGIN",
+            "INSERT INTO travelrecord (id) VALUES (1), (5000001)",
+        ],
+    )
+    .await;
     assert!(cut_connections_to(&databases[1]).await > 0);
-    let e = server_error(c.query_drop("COMMIT").await.unwrap_err());
+    let e = refused(&mut c, "COMMIT").await;
     assert_eq!((e.0, e.1.as_str()), (1402, "XA100"), "{e:?}");
     assert!(e.2.contains("dn2"), "{e:?}");
     assert_eq!(ids(&databases, "travelrecord").await, NONE);
@@ -519,34 +582,28 @@ async fn a_branch_lost_before_commit_rolls_back_everywhere() {
 /// them; dying before it, rolls them back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_branches_commit_prepared_and_recover() {
-    let (dir, pgdbs) = pg_setup(
-        "xa_pgrec",
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", "xapg"),
-            ("xaRecoveryPeriod", "500"),
-        ],
-    )
-    .await;
+    let (dir, pgdbs) = pg_setup("xa_pgrec", &two_phase("xapg", "500")).await;
     let ports = (closed_port(), closed_port());
     let login = ("pg", "pg", "PGDB");
     // mod-long over three nodes: ids 0 and 1 land on pgdn1 and pgdn2.
     {
         let (_g, mut c) = GatewayProcess::start_env(dir.path(), login, None, ports, &[]).await;
-        c.query_drop("BEGIN").await.unwrap();
-        c.query_drop("INSERT INTO orders (id, v) VALUES (0, 'a'), (1, 'b')")
-            .await
-            .unwrap();
-        c.query_drop("COMMIT").await.unwrap();
+        run_all(
+            &mut c,
+            &[
+                "BEGIN",
+                "INSERT INTO orders (id, v) VALUES (0, 'a'), (1, 'b')",
+                "COMMIT",
+            ],
+        )
+        .await;
     }
     assert_eq!(pg_ids(&pgdbs).await.0, vec![vec![0], vec![1], vec![]]);
     for (point, id_a, id_b, committed) in [
         ("after_decision", 3, 4, true),
         ("after_prepare", 6, 7, false),
     ] {
-        let (mut g, mut c) =
-            GatewayProcess::start_env(dir.path(), login, None, ports, &[("MANX_XA_FAULT", point)])
-                .await;
+        let (mut g, mut c) = start_faulty(dir.path(), login, ports, point).await;
         // An autocommit write over both dataNodes: an implicit XA transaction.
         let sql = format!("INSERT INTO orders (id, v) VALUES ({id_a}, 'x'), ({id_b}, 'y')");
         assert!(c.query_drop(sql).await.is_err());
@@ -646,15 +703,7 @@ fn add_mod2_rule(dir: &std::path::Path) {
 /// fails about every other run.) Slow: about 15 s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfers_killed_five_times_stay_all_or_nothing() {
-    let (dir, databases) = setup(
-        "xa_bank",
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", "xabank"),
-            ("xaRecoveryPeriod", "500"),
-        ],
-    )
-    .await;
+    let (dir, databases) = setup("xa_bank", &two_phase("xabank", "500")).await;
     add_tables(
         dir.path(),
         r#"<table name="acct" dataNode="dn1,dn2" rule="mod2" />
@@ -745,11 +794,7 @@ async fn transfers_killed_five_times_stay_all_or_nothing() {
         committed_total > 30,
         "{committed_total} transfers committed"
     );
-    assert!(
-        prepared("xabank").await.is_empty(),
-        "left prepared: {:?}",
-        prepared("xabank").await
-    );
+    assert_none_prepared("xabank").await;
     let mut b = primary(None).await;
     let mut sum = 0i64;
     for db in &databases[..2] {
@@ -783,15 +828,7 @@ async fn transfers_killed_five_times_stay_all_or_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dble_1114_sysbench_read_write_with_xa_killed_and_restarted_leaves_nothing_prepared() {
     let tools = common::clients::clients();
-    let (dir, databases) = setup(
-        "xa_sb",
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", "xasb"),
-            ("xaRecoveryPeriod", "500"),
-        ],
-    )
-    .await;
+    let (dir, databases) = setup("xa_sb", &two_phase("xasb", "500")).await;
     add_tables(
         dir.path(),
         r#"<table name="sbtest1" dataNode="dn1,dn2" rule="mod2" />"#,
@@ -855,11 +892,7 @@ async fn dble_1114_sysbench_read_write_with_xa_killed_and_restarted_leaves_nothi
         transactions > 20,
         "{transactions} transactions ran; the last run said:\n{last_output}"
     );
-    assert!(
-        prepared("xasb").await.is_empty(),
-        "left prepared: {:?}",
-        prepared("xasb").await
-    );
+    assert_none_prepared("xasb").await;
     let mut b = primary(None).await;
     let mut total = 0;
     for (n, db) in databases[..2].iter().enumerate() {
@@ -931,14 +964,7 @@ async fn recovery_follows_a_failover_between_prepare_and_commit() {
     add_mod2_rule(dir.path());
     let ports = (closed_port(), closed_port());
     let login = ("fo", "fo", "FO");
-    let (mut g, mut c) = GatewayProcess::start_env(
-        dir.path(),
-        login,
-        None,
-        ports,
-        &[("MANX_XA_FAULT", "after_decision")],
-    )
-    .await;
+    let (mut g, mut c) = start_faulty(dir.path(), login, ports, "after_decision").await;
     let e = c
         .query_drop("INSERT INTO acct (id, bal) VALUES (0, 10), (1, 20)")
         .await
@@ -1017,21 +1043,12 @@ async fn wait_for_xa_state(mport: u16, state: &str) -> Vec<(String, String, Stri
 /// together or not at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_after_a_branch_connection_died_do_not_split_the_transaction() {
-    let (dir, databases) = setup("xa_bkill2", &[("instanceId", "xabkill2")]).await;
-    let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = client(port).await;
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let (_dir, databases, _, mut c) = served("xa_bkill2", "xabkill2").await;
+    xa_on(&mut c).await;
     c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
         .await
         .unwrap();
-    let thread = backend_thread_in_transaction(&databases[0]).await;
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("KILL CONNECTION {thread}"))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    kill_backend_thread(backend_thread_in_transaction(&databases[0]).await).await;
     let r2 = c
         .query_drop("INSERT INTO travelrecord (id) VALUES (2)")
         .await;
@@ -1061,11 +1078,8 @@ async fn statements_after_a_branch_connection_died_do_not_split_the_transaction(
 /// back, never committed in one phase as if it had only read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_in_an_xa_transaction_are_written_branches() {
-    let (dir, databases) = setup("xa_ps", &[("instanceId", "xaps")]).await;
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut c = client(port).await;
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let (_dir, databases, (_, mport), mut c) = served("xa_ps", "xaps").await;
+    xa_on(&mut c).await;
     let stmt = c
         .prep("INSERT INTO travelrecord (id, user_id) VALUES (?, ?)")
         .await
@@ -1076,13 +1090,7 @@ async fn prepared_statements_in_an_xa_transaction_are_written_branches() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].3, "dn1 dn2", "{rows:?}");
     assert_eq!(ids(&databases, "travelrecord").await, NONE);
-    let thread = backend_thread_in_transaction(&databases[1]).await;
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("KILL CONNECTION {thread}"))
-        .await
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    kill_backend_thread(backend_thread_in_transaction(&databases[1]).await).await;
     let committed = c.query_drop("COMMIT").await;
     let travel = ids(&databases, "travelrecord").await;
     assert!(committed.is_err(), "{travel:?}");
@@ -1100,39 +1108,38 @@ async fn two_phase_commit_autocommit_write_failing_on_one_node_leaves_nothing() 
     )
     .await;
     let mut d2 = primary(Some(&databases[1])).await;
-    d2.query_drop("INSERT INTO travelrecord (id) VALUES (5000001)")
-        .await
-        .unwrap();
-    d2.query_drop("INSERT INTO company (id, name) VALUES (5, 'only dn2')")
-        .await
-        .unwrap();
+    run_all(
+        &mut d2,
+        &[
+            "INSERT INTO travelrecord (id) VALUES (5000001)",
+            "INSERT INTO company (id, name) VALUES (5, 'only dn2')",
+        ],
+    )
+    .await;
     let (port, _) = start_gateway_with_manager(dir.path()).await;
     let mut c = client(port).await;
-    let e = server_error(
-        c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001), (10000001)")
-            .await
-            .unwrap_err(),
-    );
+    let e = refused(
+        &mut c,
+        "INSERT INTO travelrecord (id) VALUES (1), (5000001), (10000001)",
+    )
+    .await;
     assert_eq!(e.0, 1062, "{e:?}");
     assert_eq!(
         ids(&databases, "travelrecord").await,
         vec![vec![], vec![5000001], vec![]]
     );
-    let e = server_error(
-        c.query_drop("INSERT INTO company (id, name) VALUES (5, 'x')")
-            .await
-            .unwrap_err(),
-    );
+    let e = refused(&mut c, "INSERT INTO company (id, name) VALUES (5, 'x')").await;
     assert_eq!(e.0, 1062, "{e:?}");
     assert_eq!(
         ids(&databases, "company").await,
         vec![vec![], vec![5], vec![]]
     );
     // In an explicit transaction: the failed statement interrupts it; COMMIT rolls it back.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id) VALUES (2)")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &["BEGIN", "INSERT INTO travelrecord (id) VALUES (2)"],
+    )
+    .await;
     assert!(
         c.query_drop("INSERT INTO company (id, name) VALUES (5, 'x')")
             .await
@@ -1156,21 +1163,21 @@ async fn two_phase_commit_autocommit_write_failing_on_one_node_leaves_nothing() 
 /// (both rows, no branch left), and a DDL statement inside one commits it first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn autocommit_on_and_ddl_inside_an_xa_transaction_commit_it_whole() {
-    let (dir, databases) = setup("xa_ac", &[("instanceId", "xaac")]).await;
-    let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = client(port).await;
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id) VALUES (1), (5000001)")
-        .await
-        .unwrap();
-    c.query_drop("SET autocommit = 1").await.unwrap();
+    let (_dir, databases, _, mut c) = served("xa_ac", "xaac").await;
+    xa_on(&mut c).await;
+    run_all(
+        &mut c,
+        &[
+            "INSERT INTO travelrecord (id) VALUES (1), (5000001)",
+            "SET autocommit = 1",
+        ],
+    )
+    .await;
     assert_eq!(
         ids(&databases, "travelrecord").await,
         vec![vec![1], vec![5000001], vec![]]
     );
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    xa_on(&mut c).await;
     c.query_drop("INSERT INTO travelrecord (id) VALUES (2), (5000002)")
         .await
         .unwrap();
@@ -1234,12 +1241,16 @@ async fn pg_setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempD
 async fn pg_xa_session(prefix: &str, instance: &str) -> (tempfile::TempDir, Vec<String>, Conn) {
     let (dir, databases) = pg_setup(prefix, &[("instanceId", instance)]).await;
     let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
-        .await
-        .unwrap();
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let mut c = pg_client(port).await;
+    xa_on(&mut c).await;
     (dir, databases, c)
+}
+
+/// A client of the gateway on `port` as `pg`, schema PGDB.
+async fn pg_client(port: u16) -> Conn {
+    Conn::new(opts(port, "pg", "pg", Some("PGDB")))
+        .await
+        .unwrap()
 }
 
 /// The ids of `orders` in each PostgreSQL database, and the prepared transactions there.
@@ -1275,12 +1286,14 @@ async fn pg_ids(databases: &[String]) -> (Vec<Vec<i64>>, Vec<String>) {
 async fn postgres_branch_aborted_by_a_statement_error_is_not_committed_as_prepared() {
     let (_dir, databases, mut c) = pg_xa_session("xa_pgabort", "xapgabort").await;
     // 3 → pgdn1, 1 → pgdn2 (mod-long over three nodes).
-    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
-        .await
-        .unwrap();
-    c.query_drop("INSERT INTO orders (id, v) VALUES (1, 'b')")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "INSERT INTO orders (id, v) VALUES (3, 'a')",
+            "INSERT INTO orders (id, v) VALUES (1, 'b')",
+        ],
+    )
+    .await;
     let dup = c
         .query_drop("INSERT INTO orders (id, v) VALUES (3, 'dup')")
         .await;
@@ -1309,9 +1322,7 @@ async fn postgres_two_phase_multi_row_insert_failing_on_one_shard_leaves_nothing
         .await
         .unwrap();
     let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
-        .await
-        .unwrap();
+    let mut c = pg_client(port).await;
     let r = c
         .query_drop("INSERT INTO orders (id, v) VALUES (3, 'a'), (1, 'b'), (5, 'c')")
         .await;
@@ -1393,8 +1404,7 @@ async fn a_session_killed_while_one_branch_prepares_commits_all_or_nothing() {
         .await
         .unwrap()
         .unwrap();
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    xa_on(&mut c).await;
     c.query_drop("INSERT INTO company (id, name) VALUES (1, 'x')")
         .await
         .unwrap();
@@ -1468,15 +1478,7 @@ async fn a_session_killed_while_one_branch_prepares_commits_all_or_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkill_under_load_leaves_every_transaction_whole() {
     let instance = "xaload";
-    let (dir, databases) = setup(
-        "xa_load",
-        &[
-            ("twoPhaseCommit", "true"),
-            ("instanceId", instance),
-            ("xaRecoveryPeriod", "500"),
-        ],
-    )
-    .await;
+    let (dir, databases) = setup("xa_load", &two_phase(instance, "500")).await;
     let ports = (closed_port(), closed_port());
     let login = ("root", "123456", "TESTDB");
     let log = dir.path().join("manx.log");
@@ -1525,15 +1527,7 @@ async fn sigkill_under_load_leaves_every_transaction_whole() {
         }
     }
     let (_gw, _c) = GatewayProcess::start_env(dir.path(), login, Some(&log), ports, &[]).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !prepared(instance).await.is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "branches left after recovery: {:?}",
-            prepared(instance).await
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_none_prepared(instance, Duration::from_secs(15)).await;
     let company = ids(&databases, "company").await;
     assert!(!company[0].is_empty(), "nothing was written");
     assert_eq!(company[0], company[1], "dn1 vs dn2 copies differ");
@@ -1576,13 +1570,12 @@ async fn postgres_single_aborted_branch_is_not_reported_committed() {
 async fn postgres_statement_error_in_a_transaction_undoes_that_statement_only() {
     let (dir, databases) = pg_setup("xa_pgplain", &[]).await;
     let (port, _) = start_gateway_with_manager(dir.path()).await;
-    let mut c = Conn::new(opts(port, "pg", "pg", Some("PGDB")))
-        .await
-        .unwrap();
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'a')")
-        .await
-        .unwrap();
+    let mut c = pg_client(port).await;
+    run_all(
+        &mut c,
+        &["BEGIN", "INSERT INTO orders (id, v) VALUES (3, 'a')"],
+    )
+    .await;
     assert!(
         c.query_drop("INSERT INTO orders (id, v) VALUES (3, 'dup')")
             .await
@@ -1594,10 +1587,11 @@ async fn postgres_statement_error_in_a_transaction_undoes_that_statement_only() 
             .await
             .is_err()
     );
-    c.query_drop("INSERT INTO orders (id, v) VALUES (6, 'b')")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut c,
+        &["INSERT INTO orders (id, v) VALUES (6, 'b')", "COMMIT"],
+    )
+    .await;
     let (rows, _) = pg_ids(&databases).await;
     assert_eq!(rows, vec![vec![3, 6], vec![], vec![]]);
 }
@@ -1707,16 +1701,8 @@ async fn branches_logged_under_an_earlier_instance_id_are_still_resolved() {
     let (dir, databases) = setup("xa_rename", &[("instanceId", "xaold")]).await;
     let ports = (closed_port(), closed_port());
     let login = ("root", "123456", "TESTDB");
-    let (mut g, mut c) = GatewayProcess::start_env(
-        dir.path(),
-        login,
-        None,
-        ports,
-        &[("MANX_XA_FAULT", "after_decision")],
-    )
-    .await;
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SET XA = ON").await.unwrap();
+    let (mut g, mut c) = start_faulty(dir.path(), login, ports, "after_decision").await;
+    xa_on(&mut c).await;
     c.query_drop("INSERT INTO company (id) VALUES (4)")
         .await
         .unwrap();
