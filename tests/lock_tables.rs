@@ -367,20 +367,7 @@ async fn lock_tables_answers_as_mariadb_does() {
         match (a, b) {
             (Ok(a), Ok(b)) => {
                 let show = |rows: Vec<mysql_async::Row>| -> Vec<Vec<Option<String>>> {
-                    rows.into_iter()
-                        .map(|r| {
-                            r.unwrap()
-                                .into_iter()
-                                .map(|v| match v {
-                                    mysql_async::Value::NULL => None,
-                                    mysql_async::Value::Bytes(b) => {
-                                        Some(String::from_utf8_lossy(&b).into_owned())
-                                    }
-                                    other => Some(format!("{other:?}")),
-                                })
-                                .collect()
-                        })
-                        .collect()
+                    rows.into_iter().map(common::text_row).collect()
                 };
                 assert_eq!(show(a), show(b), "{sql}");
             }

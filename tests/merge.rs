@@ -390,19 +390,7 @@ async fn answer(c: &mut mysql_async::Conn, sql: &str) -> Answer {
         })
         .collect();
     let rows: Vec<mysql_async::Row> = r.collect_and_drop().await.unwrap();
-    let rows = rows
-        .into_iter()
-        .map(|row| {
-            row.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-                    other => Some(format!("{other:?}")),
-                })
-                .collect()
-        })
-        .collect();
+    let rows = rows.into_iter().map(common::text_row).collect();
     (columns, rows)
 }
 

@@ -45,18 +45,7 @@ async fn rows(db: &str, table: &str) -> Vec<Vec<Option<String>>> {
         .query(format!("SELECT * FROM {table} ORDER BY id"))
         .await
         .unwrap_or_else(|e| panic!("{db}.{table}: {e}"));
-    rows.into_iter()
-        .map(|r| {
-            r.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-                    other => Some(format!("{other:?}")),
-                })
-                .collect()
-        })
-        .collect()
+    rows.into_iter().map(common::text_row).collect()
 }
 
 fn run(program: &str, args: &[String], stdin: Option<std::fs::File>) -> std::process::Output {

@@ -52,21 +52,27 @@ pub async fn client(f: &Fixture, schema: &str) -> mysql_async::Conn {
         .expect("connect to the gateway")
 }
 
+/// Three PostgreSQL databases for `prefix` ([`pg_databases`]) with `ddl` run on each (unless
+/// empty), a [`pg_fixture`] over them, and a client of `schema` as `pg`.
+async fn pg_session(
+    prefix: &str,
+    ddl: &str,
+    schema: &str,
+) -> (Vec<String>, Fixture, mysql_async::Conn) {
+    let dbs = pg_databases(prefix, 3).await;
+    if !ddl.is_empty() {
+        for db in &dbs {
+            pg(db).await.batch_execute(ddl).await.unwrap();
+        }
+    }
+    let f = pg_fixture(prefix, &dbs).await;
+    let c = client(&f, schema).await;
+    (dbs, f, c)
+}
+
 /// A text-protocol result as strings (NULL: None).
 async fn rows(c: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<Option<String>>> {
-    let rows: Vec<mysql_async::Row> = c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    rows.into_iter()
-        .map(|r| {
-            r.unwrap()
-                .into_iter()
-                .map(|v| match v {
-                    mysql_async::Value::NULL => None,
-                    mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-                    other => Some(format!("{other:?}")),
-                })
-                .collect()
-        })
-        .collect()
+    common::text_rows(c, sql).await
 }
 
 /// The same from a direct PostgreSQL connection (simple protocol: text values).
@@ -307,9 +313,7 @@ async fn types_round_trip_with_mysql_metadata() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn translated_statements_run_on_postgresql() {
-    let dbs = pg_databases("h6sql", 3).await;
-    let f = pg_fixture("h6sql", &dbs).await;
-    let mut c = client(&f, "PGONE").await;
+    let (_dbs, _f, mut c) = pg_session("h6sql", "", "PGONE").await;
     c.query_drop(
         "CREATE TABLE kv (k VARCHAR(10) NOT NULL, v INT, note TEXT, PRIMARY KEY (k)) ENGINE=InnoDB",
     )
@@ -675,15 +679,6 @@ async fn sharded_postgresql_table_answers_like_one_database() {
     );
 }
 
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
 /// A 1,000,000-row SELECT from a PostgreSQL dataNode streams through the gateway (its own
 /// process, so its memory is measured alone): the peak resident memory (VmHWM) grows far less
 /// than the result's size.
@@ -701,9 +696,8 @@ async fn a_million_postgresql_rows_are_streamed_not_buffered() {
         .unwrap();
     let f = pg_fixture("h6stream", &dbs).await;
     let (gateway, mut c) = common::GatewayProcess::start(f.dir.path(), "pg", "pg", "PGONE").await;
-    let pid = gateway.pid();
     let _: Vec<u32> = c.query("SELECT id FROM big LIMIT 10").await.unwrap();
-    let idle = status_kib(pid, "VmRSS:");
+    let idle = gateway.rss_kib();
 
     let t = std::time::Instant::now();
     let mut result = c
@@ -720,7 +714,7 @@ async fn a_million_postgresql_rows_are_streamed_not_buffered() {
     }
     drop(result);
     let elapsed = t.elapsed();
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = gateway.peak_kib();
     drop(gateway);
     assert_eq!(count, ROWS);
     let growth_mib = peak.saturating_sub(idle) as f64 / 1024.0;
@@ -803,9 +797,7 @@ async fn md5_and_scram_passwords_authenticate() {
 /// final state is checked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_application_statements_run_on_postgresql() {
-    let dbs = pg_databases("h6corpus", 3).await;
-    let f = pg_fixture("h6corpus", &dbs).await;
-    let mut c = client(&f, "PGONE").await;
+    let (_dbs, _f, mut c) = pg_session("h6corpus", "", "PGONE").await;
     let corpus: &[&str] = &[
         "CREATE TABLE `users` (`id` bigint(20) unsigned NOT NULL AUTO_INCREMENT, `email` varchar(191) NOT NULL, \
          `name` varchar(100) DEFAULT NULL, `is_admin` tinyint(1) NOT NULL DEFAULT '0', `balance` decimal(12,2) NOT NULL DEFAULT 0.00, \
@@ -1279,19 +1271,13 @@ async fn the_sandbox_standby_takes_reads_and_the_primary_writes() {
 /// global table is written to every node and read from one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_and_global_tables_on_postgresql() {
-    let dbs = pg_databases("h6tx", 3).await;
-    for db in &dbs {
-        pg(db)
-            .await
-            .batch_execute(
-                "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20)); \
+    let (dbs, _f, mut c) = pg_session(
+        "h6tx",
+        "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20)); \
                  CREATE TABLE regions (id int PRIMARY KEY, name varchar(20))",
-            )
-            .await
-            .unwrap();
-    }
-    let f = pg_fixture("h6tx", &dbs).await;
-    let mut c = client(&f, "PGDB").await;
+        "PGDB",
+    )
+    .await;
     let count_on = |db: String, table: &'static str| async move {
         pg_rows(&pg(&db).await, &format!("SELECT count(*) FROM {table}")).await[0][0].clone()
     };
@@ -1348,19 +1334,8 @@ async fn transactions_and_global_tables_on_postgresql() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_time_zone_and_isolation_follow_the_client_onto_postgresql() {
-    let dbs = pg_databases("h6tz", 3).await;
-    for db in &dbs {
-        let direct = pg(db).await;
-        direct
-            .batch_execute(
-                "CREATE TABLE orders (id int PRIMARY KEY, at timestamptz(0)); \
-                 INSERT INTO orders VALUES (1, '2026-01-01 12:00:00+00'), (2, '2026-01-01 12:00:00+00'), (3, '2026-01-01 12:00:00+00')",
-            )
-            .await
-            .unwrap();
-    }
-    let f = pg_fixture("h6tz", &dbs).await;
-    let mut c = client(&f, "PGDB").await;
+    let (dbs, _f, mut c) = pg_session("h6tz", "CREATE TABLE orders (id int PRIMARY KEY, at timestamptz(0)); \
+                 INSERT INTO orders VALUES (1, '2026-01-01 12:00:00+00'), (2, '2026-01-01 12:00:00+00'), (3, '2026-01-01 12:00:00+00')", "PGDB").await;
     let ats = |rows: Vec<Vec<Option<String>>>| -> Vec<String> {
         rows.into_iter().map(|r| r[0].clone().unwrap()).collect()
     };
@@ -1472,18 +1447,12 @@ async fn a_pooled_postgresql_connection_carries_no_session_state_to_the_next_cli
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_on_postgresql_have_column_metadata_at_prepare() {
-    let dbs = pg_databases("h6prep", 3).await;
-    for db in &dbs {
-        pg(db)
-            .await
-            .batch_execute(
-                "CREATE TABLE orders (id int PRIMARY KEY, name varchar(20) NOT NULL, amount numeric(10,2))",
-            )
-            .await
-            .unwrap();
-    }
-    let f = pg_fixture("h6prep", &dbs).await;
-    let mut c = client(&f, "PGDB").await;
+    let (_dbs, _f, mut c) = pg_session(
+        "h6prep",
+        "CREATE TABLE orders (id int PRIMARY KEY, name varchar(20) NOT NULL, amount numeric(10,2))",
+        "PGDB",
+    )
+    .await;
     let stmt = c
         .prep("SELECT id, name, amount FROM orders WHERE id = ? AND name <> ?")
         .await
@@ -1648,9 +1617,7 @@ async fn metadata_of_postgresql_schemas() {
 /// columns compare and take MySQL's 0/1 and TRUE/FALSE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drivers_start_up_probes_and_booleans_on_postgresql() {
-    let dbs = pg_databases("h19probe", 3).await;
-    let f = pg_fixture("h19probe", &dbs).await;
-    let mut c = client(&f, "PGONE").await;
+    let (dbs, _f, mut c) = pg_session("h19probe", "", "PGONE").await;
     let probe_8_0 = "/* mysql-connector-j-8.0.33 (Revision: 7d6b0800528b6b25c68b52dc10d6c1c8429c100c) */SELECT  @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@collation_connection AS collation_connection, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@performance_schema AS performance_schema, @@query_cache_size AS query_cache_size, @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
     let mut result = c.query_iter(probe_8_0).await.unwrap();
     let labels: Vec<String> = result
@@ -1764,9 +1731,7 @@ async fn drivers_start_up_probes_and_booleans_on_postgresql() {
 /// in plain queries, in information_schema queries and in SHOW VARIABLES.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgresql_translation_cannot_be_escaped() {
-    let dbs = pg_databases("h19esc", 3).await;
-    let f = pg_fixture("h19esc", &dbs).await;
-    let mut c = client(&f, "PGONE").await;
+    let (dbs, f, mut c) = pg_session("h19esc", "", "PGONE").await;
     let proof = f.dir.path().join("escaped");
     let _ = std::fs::remove_file(&proof);
     // The value comes back whole.

@@ -11,20 +11,6 @@ use mysql_async::prelude::Queryable;
 
 const ROWS: u64 = 1_000_000;
 
-/// A `/proc/PID/status` field in KiB (`VmRSS:` now, `VmHWM:` the peak so far).
-fn status_kib(pid: u32, field: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    status_kib(pid, "VmRSS:")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_million_row_select_is_streamed_not_buffered() {
     let f = Fixture::start(
@@ -48,9 +34,8 @@ async fn a_million_row_select_is_streamed_not_buffered() {
     drop(b);
 
     let (gateway, mut c) = GatewayProcess::start(f.dir.path(), "big", "big", "BIG").await;
-    let pid = gateway.pid();
     let _: Vec<u32> = c.query("SELECT id FROM big LIMIT 10").await.unwrap();
-    let idle = rss_kib(pid);
+    let idle = gateway.rss_kib();
 
     let t = Instant::now();
     let mut result = c.query_iter("SELECT id, pad FROM big").await.unwrap();
@@ -64,7 +49,7 @@ async fn a_million_row_select_is_streamed_not_buffered() {
     drop(result);
     let elapsed = t.elapsed();
     // The kernel's high-water mark covers the whole run, so no sample can miss the peak.
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = gateway.peak_kib();
     drop(gateway);
     assert_eq!(count, ROWS);
     assert_eq!(last, ROWS as u32);
@@ -111,9 +96,8 @@ async fn a_cross_node_order_by_is_merged_as_it_streams() {
     }
 
     let (gateway, mut c) = GatewayProcess::start(f.dir.path(), "bigs", "bigs", "BIGS").await;
-    let pid = gateway.pid();
     let _: Vec<u32> = c.query("SELECT id FROM bigs LIMIT 10").await.unwrap();
-    let idle = rss_kib(pid);
+    let idle = gateway.rss_kib();
 
     let t = Instant::now();
     let mut result = c
@@ -131,7 +115,7 @@ async fn a_cross_node_order_by_is_merged_as_it_streams() {
     }
     drop(result);
     let elapsed = t.elapsed();
-    let peak = status_kib(pid, "VmHWM:");
+    let peak = gateway.peak_kib();
     drop(gateway);
     assert_eq!(count, 3 * PER_NODE);
     let growth_mib = (peak.saturating_sub(idle)) as f64 / 1024.0;
