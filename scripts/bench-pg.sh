@@ -39,20 +39,11 @@ set -euo pipefail
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
 cd "$REPO"
+BENCH_NAME=bench-pg
+# shellcheck source=scripts/lib/bench.sh
+. "$SCRIPT_DIR/lib/bench.sh"
 
-QUICK=0
-REPS=""
-TIME=""
-while (($#)); do
-    case $1 in
-        --quick) QUICK=1 ;;
-        --reps) REPS=$2; shift ;;
-        --time) TIME=$2; shift ;;
-        -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
-        *) echo "bench-pg.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+parse_bench_args 2,36 "$@"
 
 WORKLOADS=(oltp_point_select oltp_read_only)
 if ((QUICK)); then
@@ -87,37 +78,23 @@ FAILURES=$WORK/failures.tsv
 : >"$FAILURES"
 rm -f "$WORK"/failed-*.log
 
-log() { printf '[bench-pg %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 
 # ---------------------------------------------------------------- tools
-missing=()
-command -v sysbench >/dev/null || missing+=(sysbench)
-command -v socat >/dev/null || missing+=(socat)
-if ((${#missing[@]})); then
-    (($(id -u) == 0)) || die "missing ${missing[*]}: install them (apt-get install ${missing[*]})"
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
-        { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+install_missing sysbench socat
 sysbench --help 2>/dev/null | grep -q '^  pgsql' || die "this sysbench has no pgsql driver"
 command -v psql >/dev/null || die "psql is needed (scripts/sandbox.sh installs PostgreSQL)"
 command -v python3 >/dev/null || die "python3 is needed"
-if command -v mariadb >/dev/null; then MYSQL_CLI=mariadb; else MYSQL_CLI=mysql; fi
-CLK_TCK=$(getconf CLK_TCK)
 
 # ---------------------------------------------------------------- backends and data
 log "starting the sandbox"
 "$SCRIPT_DIR/sandbox.sh" start >/dev/null
 
-sql() { "$MYSQL_CLI" -h"$MY_HOST" -P"$MY_PORT" -u"$MY_USER" -p"$MY_PASS" -N -B "$@"; }
 pgsql() { # database, then psql arguments
     local db=$1
     shift
     PGPASSWORD=$PG_PASS PGOPTIONS="-c client_min_messages=warning" \
         psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d "$db" -X -q -t -A -v ON_ERROR_STOP=1 "$@"
 }
-count_rows() { sql -e "SELECT COUNT(*) FROM $1" 2>/dev/null || echo -1; }
 count_pg_rows() { pgsql "$PG_DB" -c "SELECT COUNT(*) FROM sbtest1" 2>/dev/null || echo -1; }
 
 if [[ $(count_rows sbtest_bench.sbtest1) != "$TABLE_SIZE" ]]; then
@@ -142,19 +119,7 @@ fi
 # One manx, two schemas: SBPG on PostgreSQL, SBMY on MariaDB. Runs are sequential, so the
 # CPU delta of the process over a run belongs to that run's target.
 mkdir -p "$WORK/manx"
-cat >"$WORK/manx/server.xml" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <system>
-        <property name="serverPort">$MANX_PORT</property>
-        <property name="bindIp">127.0.0.1</property>
-    </system>
-    <user name="bench">
-        <property name="password">bench</property>
-        <property name="schemas">SBPG,SBMY</property>
-    </user>
-</mycat:server>
-EOF
+bench_server_xml "$MANX_PORT" SBPG,SBMY >"$WORK/manx/server.xml"
 cat >"$WORK/manx/rule.xml" <<'EOF'
 <?xml version="1.0" encoding="UTF-8"?>
 <mycat:rule xmlns:mycat="http://io.mycat/">
@@ -173,39 +138,12 @@ cat >"$WORK/manx/schema.xml" <<EOF
         <writeHost host="pgM" url="jdbc:postgresql://$PG_HOST:$PG_PORT/postgres" user="$PG_USER"
                    password="$PG_PASS" />
     </dataHost>
-    <dataHost name="myh" maxCon="200" minCon="4" balance="0" writeType="0" dbType="mysql"
-              dbDriver="native" switchType="-1">
-        <heartbeat>select user()</heartbeat>
-        <writeHost host="m" url="$MY_HOST:$MY_PORT" user="$MY_USER" password="$MY_PASS" />
-    </dataHost>
+$(mysql_data_host myh)
 </mycat:schema>
 EOF
 
 # ---------------------------------------------------------------- processes
-if [[ -n ${MANX_BIN:-} ]]; then
-    MANX=$MANX_BIN # a binary built elsewhere (to compare two builds)
-    [[ -x $MANX ]] || die "MANX_BIN=$MANX is not an executable"
-else
-    log "building manx (release)"
-    cargo build --release --locked --quiet --bin manx
-    MANX=$REPO/target/release/manx
-fi
-
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-wait_port() {
-    local port=$1
-    for _ in $(seq 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "nothing listens on port $port"
-}
+build_manx
 
 socat TCP-LISTEN:"$RELAY_PORT",bind=127.0.0.1,reuseaddr,fork,backlog=1024,nodelay \
     TCP:"$PG_HOST:$PG_PORT",nodelay 2>"$WORK/socat.log" &
@@ -227,11 +165,6 @@ for schema in SBPG SBMY; do
     done
     [[ $n == "$TABLE_SIZE" ]] || die "manx schema $schema: SELECT COUNT(*) FROM sbtest1 gave: $n (see $WORK/manx.log)"
 done
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# The relay forks a process per connection: their CPU reaches the listener's cutime+cstime once
-# they have exited and been reaped.
-child_cpu_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }
 
 # ---------------------------------------------------------------- sysbench runs
 # run_one TARGET WORKLOAD THREADS PSMODE REP: one sysbench run, one line in results.tsv
@@ -261,18 +194,16 @@ run_one() {
         return 0
     fi
     local queries qps p95 cpu_us=""
-    queries=$(awk '/queries:/ {print $2; exit}' <<<"$out")
-    qps=$(awk '/queries:/ {gsub(/\(/, "", $3); print $3; exit}' <<<"$out")
-    p95=$(awk '/95th percentile:/ {print $3; exit}' <<<"$out")
+    read -r queries qps p95 <<<"$(sysbench_figures "$out")"
     if [[ -n $pid ]]; then
         local after
         after=$(cpu_ticks "$pid")
-        cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
+        cpu_us=$(us_per_stmt "$before" "$after" "$queries")
     elif [[ $target == pg-relay ]]; then
         local after
         sleep 0.5 # sysbench has disconnected: let the relay's processes exit and be reaped
         after=$(child_cpu_ticks "$RELAY_PID")
-        cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
+        cpu_us=$(us_per_stmt "$before" "$after" "$queries")
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$workload" "$threads" "$ps" "$target" "$rep" \
         "$qps" "$p95" "$cpu_us" >>"$RESULTS"
@@ -288,19 +219,8 @@ for t in "${TARGETS[@]}"; do
 done
 : >"$RESULTS"
 : >"$FAILURES"
-for workload in "${WORKLOADS[@]}"; do
-    for threads in "${THREADS[@]}"; do
-        for ps in "${PS_MODES[@]}"; do
-            for rep in $(seq "$REPS"); do
-                # Rotate the order each rep so no target always runs first after a pause.
-                for i in "${!TARGETS[@]}"; do
-                    run_one "${TARGETS[$(((i + rep) % ${#TARGETS[@]}))]}" "$workload" "$threads" "$ps" "$rep"
-                done
-            done
-        done
-    done
-done
-MANX_RSS=$(awk '/^VmRSS:/ {print $2}' "/proc/$MANX_PID/status")
+run_matrix
+MANX_RSS=$(rss_kb "$MANX_PID")
 
 # ---------------------------------------------------------------- report
 python3 - "$RESULTS" "$FAILURES" "$TIME" "$REPS" "$TABLE_SIZE" "$MANX_RSS" <<'EOF'

@@ -17,6 +17,9 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
+BENCH_NAME=xa
+# shellcheck source=scripts/lib/bench.sh
+. "$SCRIPT_DIR/lib/bench.sh"
 WORK=$REPO/target/bench-xa
 BIN=$REPO/target/release/manx
 REPS=5
@@ -35,12 +38,9 @@ while (($#)); do
 done
 [[ -x $BIN ]] || { echo "bench-xa.sh: $BIN missing: cargo build --release --locked" >&2; exit 1; }
 command -v sysbench >/dev/null || { echo "bench-xa.sh: sysbench missing (scripts/clients.sh installs it)" >&2; exit 1; }
-log() { printf '[xa %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 "$SCRIPT_DIR/sandbox.sh" start >/dev/null
 MY_HOST=127.0.0.1 MY_PORT=13306 MY_USER=manx MY_PASS=manx
-if command -v mariadb >/dev/null; then MYSQL_CLI=mariadb; else MYSQL_CLI=mysql; fi
-sql() { "$MYSQL_CLI" -h"$MY_HOST" -P"$MY_PORT" -u"$MY_USER" -p"$MY_PASS" -N -B "$@"; }
 mkdir -p "$WORK"
 
 log "loading sbtest1 ($TABLE_SIZE rows) into sbtest_xa1/2 by id % 2"
@@ -72,15 +72,7 @@ write_conf() { # dir port manager-port twoPhaseCommit
     <user name="bench"><property name="password">bench</property><property name="schemas">SB</property></user>
 </mycat:server>
 EOF
-    cat >"$dir/rule.xml" <<'EOF'
-<?xml version="1.0" encoding="UTF-8"?>
-<mycat:rule xmlns:mycat="http://io.mycat/">
-    <tableRule name="mod2"><rule><columns>id</columns><algorithm>mod2</algorithm></rule></tableRule>
-    <function name="mod2" class="io.mycat.route.function.PartitionByMod">
-        <property name="count">2</property>
-    </function>
-</mycat:rule>
-EOF
+    write_mod_rules "$dir" 2
     cat >"$dir/schema.xml" <<EOF
 <?xml version="1.0"?>
 <mycat:schema xmlns:mycat="http://io.mycat/">
@@ -100,12 +92,6 @@ declare -A PORT=([off]=13451 [on]=13452)
 write_conf "$WORK/off" "${PORT[off]}" 13461 false
 write_conf "$WORK/on" "${PORT[on]}" 13462 true
 
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
 for mode in off on; do
     MANX_LOG=warn "$BIN" --conf "$WORK/$mode" >"$WORK/$mode.log" 2>&1 &
     PIDS+=($!)

@@ -37,20 +37,11 @@ set -euo pipefail
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
 REPO=$(cd -- "$SCRIPT_DIR/.." && pwd -P)
 cd "$REPO"
+BENCH_NAME=bench
+# shellcheck source=scripts/lib/bench.sh
+. "$SCRIPT_DIR/lib/bench.sh"
 
-QUICK=0
-REPS=""
-TIME=""
-while (($#)); do
-    case $1 in
-        --quick) QUICK=1 ;;
-        --reps) REPS=$2; shift ;;
-        --time) TIME=$2; shift ;;
-        -h | --help) sed -n '2,32p' "$0"; exit 0 ;;
-        *) echo "bench.sh: unknown argument $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+parse_bench_args 2,32 "$@"
 
 if ((QUICK)); then
     WORKLOADS=(oltp_point_select oltp_read_only)
@@ -87,29 +78,14 @@ LATENCY=$WORK/latency.tsv
 : >"$RESULTS"
 : >"$LATENCY"
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
 
 # ---------------------------------------------------------------- tools
-missing=()
-command -v sysbench >/dev/null || missing+=(sysbench)
-command -v socat >/dev/null || missing+=(socat)
-if ((${#missing[@]})); then
-    (($(id -u) == 0)) || die "missing ${missing[*]}: install them (apt-get install ${missing[*]})"
-    log "installing ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
-        { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null; }
-fi
+install_missing sysbench socat
 command -v python3 >/dev/null || die "python3 is needed"
-if command -v mariadb >/dev/null; then MYSQL_CLI=mariadb; else MYSQL_CLI=mysql; fi
-CLK_TCK=$(getconf CLK_TCK)
 
 # ---------------------------------------------------------------- backends and data
 log "starting the sandbox"
 "$SCRIPT_DIR/sandbox.sh" start >/dev/null
-
-sql() { "$MYSQL_CLI" -h"$MY_HOST" -P"$MY_PORT" -u"$MY_USER" -p"$MY_PASS" -N -B "$@"; }
-count_rows() { sql -e "SELECT COUNT(*) FROM $1" 2>/dev/null || echo -1; }
 
 SB_CONN=(--mysql-host="$MY_HOST" --mysql-user="$MY_USER" --mysql-password="$MY_PASS")
 if [[ $(count_rows sbtest_bench.sbtest1) != "$TABLE_SIZE" ]]; then
@@ -144,41 +120,13 @@ done
 write_conf() { # dir port schema.xml-body
     local dir=$1 port=$2 body=$3
     mkdir -p "$dir"
-    cat >"$dir/server.xml" <<EOF
-<?xml version="1.0" encoding="UTF-8"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <system>
-        <property name="serverPort">$port</property>
-        <property name="bindIp">127.0.0.1</property>
-    </system>
-    <user name="bench">
-        <property name="password">bench</property>
-        <property name="schemas">SB</property>
-    </user>
-</mycat:server>
-EOF
-    cat >"$dir/rule.xml" <<'EOF'
-<?xml version="1.0" encoding="UTF-8"?>
-<mycat:rule xmlns:mycat="http://io.mycat/">
-    <tableRule name="mod2"><rule><columns>id</columns><algorithm>mod2</algorithm></rule></tableRule>
-    <tableRule name="mod3"><rule><columns>id</columns><algorithm>mod3</algorithm></rule></tableRule>
-    <function name="mod2" class="io.mycat.route.function.PartitionByMod">
-        <property name="count">2</property>
-    </function>
-    <function name="mod3" class="io.mycat.route.function.PartitionByMod">
-        <property name="count">3</property>
-    </function>
-</mycat:rule>
-EOF
+    bench_server_xml "$port" SB >"$dir/server.xml"
+    write_mod_rules "$dir" 2 3
     cat >"$dir/schema.xml" <<EOF
 <?xml version="1.0"?>
 <mycat:schema xmlns:mycat="http://io.mycat/">
 $body
-    <dataHost name="h" maxCon="200" minCon="4" balance="0" writeType="0" dbType="mysql"
-              dbDriver="native" switchType="-1">
-        <heartbeat>select user()</heartbeat>
-        <writeHost host="m" url="$MY_HOST:$MY_PORT" user="$MY_USER" password="$MY_PASS" />
-    </dataHost>
+$(mysql_data_host h)
 </mycat:schema>
 EOF
 }
@@ -197,32 +145,10 @@ write_conf "$WORK/manx3" "$MANX3_PORT" '
     <dataNode name="x$1-3" dataHost="h" database="sbtest_x$1-3" />'
 
 # ---------------------------------------------------------------- processes
-if [[ -n ${MANX_BIN:-} ]]; then
-    MANX=$MANX_BIN # a binary built elsewhere (to compare two builds)
-else
-    log "building manx (release)"
-    cargo build --release --locked --quiet
-    MANX=$REPO/target/release/manx
-fi
-
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
+build_manx
 
 # 5,000 idle clients need as many descriptors in manx (and in the client).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)" || true
-
-wait_port() {
-    local port=$1
-    for _ in $(seq 100); do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    die "nothing listens on port $port"
-}
 
 socat TCP-LISTEN:"$RELAY_PORT",bind=127.0.0.1,reuseaddr,fork,backlog=1024,nodelay \
     TCP:"$MY_HOST:$MY_PORT",nodelay 2>"$WORK/socat.log" &
@@ -237,12 +163,6 @@ wait_port "$RELAY_PORT"
 wait_port "$MANX1_PORT"
 wait_port "$MANX2_PORT"
 wait_port "$MANX3_PORT"
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# The relay forks a process per connection: their CPU reaches the listener's cutime+cstime once
-# they have exited and been reaped.
-child_cpu_ticks() { awk '{print $16 + $17}' "/proc/$1/stat"; }
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 # ---------------------------------------------------------------- sysbench runs
 # run_one TARGET WORKLOAD THREADS PSMODE REP: one sysbench run, one line in results.tsv
@@ -263,19 +183,17 @@ run_one() {
         --db-ps-mode="$ps" --percentile=95 --report-interval=0 \
         run 2>&1) || { log "sysbench failed against $target: $(tail -3 <<<"$out")"; return 0; }
     local queries qps p95 cpu_us="" rss=""
-    queries=$(awk '/queries:/ {print $2; exit}' <<<"$out")
-    qps=$(awk '/queries:/ {gsub(/\(/, "", $3); print $3; exit}' <<<"$out")
-    p95=$(awk '/95th percentile:/ {print $3; exit}' <<<"$out")
+    read -r queries qps p95 <<<"$(sysbench_figures "$out")"
     if [[ -n $pid ]]; then
         local after
         after=$(cpu_ticks "$pid")
-        cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
+        cpu_us=$(us_per_stmt "$before" "$after" "$queries")
         rss=$(rss_kb "$pid")
     elif [[ $target == relay ]]; then
         local after
         sleep 0.5 # sysbench has disconnected: let the relay's processes exit and be reaped
         after=$(child_cpu_ticks "$RELAY_PID")
-        cpu_us=$(python3 -c "print(round(($after - $before) * 1e6 / $CLK_TCK / max($queries, 1), 1))")
+        cpu_us=$(us_per_stmt "$before" "$after" "$queries")
     fi
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$workload" "$threads" "$ps" "$target" "$rep" \
         "$qps" "$p95" "$cpu_us" "$rss" >>"$RESULTS"
@@ -288,18 +206,7 @@ for t in "${TARGETS[@]}"; do
     TIME=2 run_one "$t" oltp_point_select 4 disable warmup >/dev/null 2>&1
 done
 : >"$RESULTS"
-for workload in "${WORKLOADS[@]}"; do
-    for threads in "${THREADS[@]}"; do
-        for ps in "${PS_MODES[@]}"; do
-            for rep in $(seq "$REPS"); do
-                # Rotate the order each rep so no target always runs first after a pause.
-                for i in "${!TARGETS[@]}"; do
-                    run_one "${TARGETS[$(((i + rep) % ${#TARGETS[@]}))]}" "$workload" "$threads" "$ps" "$rep"
-                done
-            done
-        done
-    done
-done
+run_matrix
 
 # ---------------------------------------------------------------- cross-shard latency
 cat >"$WORK/one_query.lua" <<'EOF'
