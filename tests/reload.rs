@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use common::{
     GATEWAY_PASSWORD, GATEWAY_USER, GatewayProcess, PRIMARY_PORT, closed_port, ensure_sandbox,
-    opts, primary, server_error, start_gateway_with_manager,
+    opts, primary, server_error, start_gateway_with_manager, xml,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
@@ -71,13 +71,10 @@ impl Default for Version<'_> {
 /// Writes server.xml, schema.xml and rule.xml for `dbs` into `dir`: schema RL, table `orders`
 /// sharded by `mod-long` over dn1..dn3 on dataHost h1 (the sandbox primary).
 fn write(dir: &Path, dbs: &[String], v: &Version) {
-    common::copy_rule_files(dir);
-    std::fs::write(
-        dir.join("schema.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:schema xmlns:mycat="http://io.mycat/">
-    <schema name="RL">
+    xml::write_dir(
+        dir,
+        &format!(
+            r#"    <schema name="RL">
         <table name="orders" dataNode="dn1,dn2,dn3" rule="mod-long" />
         {tables}
     </schema>
@@ -88,8 +85,7 @@ fn write(dir: &Path, dbs: &[String], v: &Version) {
     <dataHost name="h1" maxCon="{max_con}" minCon="1" balance="0" writeType="0" switchType="1" dbType="mysql" dbDriver="native">
         <heartbeat>select user()</heartbeat>
         <writeHost host="m1" url="127.0.0.1:{PRIMARY_PORT}" user="{GATEWAY_USER}" password="{GATEWAY_PASSWORD}" />
-    </dataHost>
-</mycat:schema>"#,
+    </dataHost>"#,
             tables = v.tables,
             d1 = dbs[0],
             d2 = dbs[1],
@@ -97,20 +93,28 @@ fn write(dir: &Path, dbs: &[String], v: &Version) {
             more = v.more,
             max_con = v.max_con,
         ),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("server.xml"),
-        format!(
-            r#"<?xml version="1.0"?>
-<mycat:server xmlns:mycat="http://io.mycat/">
-    <user name="rl"><property name="password">rl</property><property name="schemas">RL</property></user>
-    {}
-</mycat:server>"#,
-            v.users
-        ),
-    )
-    .unwrap();
+        &format!("    {}\n    {}", xml::user("rl", "rl", "RL"), v.users),
+    );
+}
+
+/// Databases for `prefix` ([`databases`]), a config directory for them ([`Version::default`]),
+/// a gateway serving it in-process: (databases, directory, server port, a manager client).
+async fn served(prefix: &str) -> (Vec<String>, tempfile::TempDir, u16, Conn) {
+    let dbs = databases(prefix).await;
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &dbs, &Version::default());
+    let (port, mport) = start_gateway_with_manager(dir.path()).await;
+    let m = manager(mport).await;
+    (dbs, dir, port, m)
+}
+
+/// The ids of table `extra` in physical database `db`, in the server's order.
+async fn extra_ids(db: &str) -> Vec<i64> {
+    primary(None)
+        .await
+        .query(format!("SELECT id FROM {db}.extra"))
+        .await
+        .unwrap()
 }
 
 async fn client(port: u16, user: &str) -> Conn {
@@ -222,11 +226,7 @@ async fn reload_all(m: &mut Conn) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing_nothing() {
-    let dbs = databases("rl_load").await;
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &dbs, &Version::default());
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut m = manager(mport).await;
+    let (dbs, dir, port, mut m) = served("rl_load").await;
     assert_eq!(pool_size(&mut m, "dn1").await, 10);
 
     // Writers: each transaction inserts two rows (on two dataNodes), reads them back inside
@@ -324,11 +324,7 @@ async fn reload_config_all_under_load_adds_a_table_and_changes_a_datahost_losing
         .await
         .unwrap();
     for db in &dbs {
-        let on: Vec<i64> = primary(None)
-            .await
-            .query(format!("SELECT id FROM {db}.extra"))
-            .await
-            .unwrap();
+        let on: Vec<i64> = extra_ids(db).await;
         assert_eq!(on, [7], "the new global table's copy in {db}");
     }
     wait_commits(200).await;
@@ -454,11 +450,7 @@ async fn sysbench_oltp_read_write_runs_through_two_reloads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_spanning_a_reload_finishes_on_the_old_config_and_holds_off_the_next() {
-    let dbs = databases("rl_tx").await;
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &dbs, &Version::default());
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut m = manager(mport).await;
+    let (dbs, dir, port, mut m) = served("rl_tx").await;
     let mut tx = client(port, "rl").await;
     tx.query_drop("BEGIN").await.unwrap();
     tx.query_drop("INSERT INTO orders (id, v) VALUES (3, 1)")
@@ -512,11 +504,7 @@ async fn a_transaction_spanning_a_reload_finishes_on_the_old_config_and_holds_of
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_configs_are_refused_with_their_errors_and_the_running_one_keeps_serving() {
-    let dbs = databases("rl_bad").await;
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &dbs, &Version::default());
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut m = manager(mport).await;
+    let (dbs, dir, port, mut m) = served("rl_bad").await;
     let mut c = client(port, "rl").await;
     c.query_drop("INSERT INTO orders (id, v) VALUES (1, 1)")
         .await
@@ -675,11 +663,7 @@ async fn reload_config_user_and_rollback_apply_what_they_name() {
         .await
         .unwrap();
     for db in &dbs {
-        let on: Vec<i64> = primary(None)
-            .await
-            .query(format!("SELECT id FROM {db}.extra"))
-            .await
-            .unwrap();
+        let on: Vec<i64> = extra_ids(db).await;
         assert_eq!(on, [5]);
     }
 
@@ -711,11 +695,7 @@ async fn reload_config_user_and_rollback_apply_what_they_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_datahost_added_by_a_reload_starts_where_dnindex_says_and_removed_ones_leave_it() {
-    let dbs = databases("rl_dn").await;
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &dbs, &Version::default());
-    let (port, mport) = start_gateway_with_manager(dir.path()).await;
-    let mut m = manager(mport).await;
+    let (dbs, dir, port, mut m) = served("rl_dn").await;
     // h2: two writeHosts on the same server; dnindex.properties (as an operator or another
     // instance left it) makes writeHost 1 active.
     let h2 = format!(
@@ -756,11 +736,7 @@ async fn a_datahost_added_by_a_reload_starts_where_dnindex_says_and_removed_ones
     c.query_drop("INSERT INTO extra (id) VALUES (9)")
         .await
         .unwrap();
-    let on: Vec<i64> = primary(None)
-        .await
-        .query(format!("SELECT id FROM {}.extra", dbs[0]))
-        .await
-        .unwrap();
+    let on: Vec<i64> = extra_ids(&dbs[0]).await;
     assert_eq!(on, [9]);
 
     // Removing h2 again: dnindex.properties no longer lists it; h1 kept its entry.
@@ -824,11 +800,7 @@ async fn sighup_reloads_and_a_bad_config_leaves_the_process_serving() {
             Err(e) => panic!("the table of the reloaded config: {e}"),
         }
     }
-    let on: Vec<i64> = primary(None)
-        .await
-        .query(format!("SELECT id FROM {}.extra", dbs[2]))
-        .await
-        .unwrap();
+    let on: Vec<i64> = extra_ids(&dbs[2]).await;
     assert_eq!(on, [2]);
     assert!(g.alive());
 }
