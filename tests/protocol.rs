@@ -4,21 +4,12 @@
 
 mod common;
 
+use common::raw::{read_packet, sha2_proof};
 use common::{Extra, Fixture};
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const AUTOCOMMIT: u16 = 0x0002;
-
-async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
-    let mut header = [0u8; 4];
-    s.read_exact(&mut header).await.unwrap();
-    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).await.unwrap();
-    (header[3], payload)
-}
 
 fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
     let mut p = (payload.len() as u32).to_le_bytes().to_vec();
@@ -46,15 +37,7 @@ async fn connect(port: u16) -> (TcpStream, u16) {
     );
     let status_at = p + 8 + 1 + 2 + 1;
     let status = u16::from_le_bytes([g[status_at], g[status_at + 1]]);
-    let stage1 = Sha256::digest(b"123456");
-    let mut h = Sha256::new();
-    h.update(Sha256::digest(stage1));
-    h.update(&scramble);
-    let proof: Vec<u8> = stage1
-        .iter()
-        .zip(h.finalize())
-        .map(|(a, b)| a ^ b)
-        .collect();
+    let proof = sha2_proof("123456", &scramble);
     let caps: u32 = 0x1 | 0x8 | 0x200 | 0x8000 | 0x80000;
     let mut r = caps.to_le_bytes().to_vec();
     r.extend_from_slice(&(16u32 << 20).to_le_bytes());

@@ -7,14 +7,13 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
+use common::raw::{read_packet, sha2_proof, write_packet};
 use common::{Extra, Fixture};
 use mysql_async::prelude::Queryable;
-use sha2::{Digest, Sha256};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -129,23 +128,6 @@ async fn tls_client(f: &Fixture, cert: &Path) -> mysql_async::Conn {
     mysql_async::Conn::new(opts).await.expect("TLS connection")
 }
 
-async fn read_packet<S: AsyncRead + Unpin>(s: &mut S) -> (u8, Vec<u8>) {
-    let mut header = [0u8; 4];
-    s.read_exact(&mut header).await.unwrap();
-    let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).await.unwrap();
-    (header[3], payload)
-}
-
-async fn write_packet<S: AsyncWrite + Unpin>(s: &mut S, seq: u8, payload: &[u8]) {
-    let mut p = (payload.len() as u32).to_le_bytes().to_vec();
-    p[3] = seq;
-    p.extend_from_slice(payload);
-    s.write_all(&p).await.unwrap();
-    s.flush().await.unwrap();
-}
-
 /// The capability flags and the 20-byte scramble of a protocol-10 greeting.
 fn parse_greeting(greeting: &[u8]) -> (u32, Vec<u8>) {
     assert_eq!(greeting[0], 10);
@@ -156,16 +138,6 @@ fn parse_greeting(greeting: &[u8]) -> (u32, Vec<u8>) {
     let part2 = p + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
     scramble.extend_from_slice(&greeting[part2..part2 + 12]);
     (low | high << 16, scramble)
-}
-
-fn sha2_proof(password: &str, scramble: &[u8]) -> Vec<u8> {
-    let stage1 = Sha256::digest(password.as_bytes());
-    let stage2 = Sha256::digest(stage1);
-    let mut h = Sha256::new();
-    h.update(stage2);
-    h.update(scramble);
-    let mix = h.finalize();
-    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
 }
 
 /// CLIENT_LONG_PASSWORD | CLIENT_CONNECT_WITH_DB | CLIENT_PROTOCOL_41 |
@@ -437,26 +409,7 @@ async fn mariadb_cli_over_tls() {
 
 /// The venv's python (installed by `scripts/clients.sh`, once per test process).
 fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(common::repo().join("scripts/clients.sh"))
-            .output()
-            .expect("run scripts/clients.sh");
-        assert!(
-            out.status.success(),
-            "scripts/clients.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let vars: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        vars.get("PYTHON")
-            .expect("scripts/clients.sh prints PYTHON")
-            .clone()
-    })
+    &common::clients::clients().python
 }
 
 /// Runs a Python snippet with `argv[1]` = port and `argv[2]` = certificate path.

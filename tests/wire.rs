@@ -6,7 +6,6 @@
 mod common;
 
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use common::{Extra, Fixture, server_error};
@@ -15,23 +14,7 @@ use mysql_async::prelude::Queryable;
 
 /// The Python of `scripts/clients.sh`'s venv (PyMySQL), installed once per test binary.
 fn python() -> &'static str {
-    static PYTHON: OnceLock<String> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(common::repo().join("scripts/clients.sh"))
-            .output()
-            .expect("run scripts/clients.sh");
-        assert!(
-            out.status.success(),
-            "scripts/clients.sh failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .find_map(|l| l.strip_prefix("PYTHON="))
-            .expect("scripts/clients.sh prints PYTHON=")
-            .to_string()
-    })
+    &common::clients::clients().python
 }
 
 /// Runs a Python program (argv: the gateway's port) and returns its stdout.

@@ -5,11 +5,11 @@
 use std::net::{IpAddr, SocketAddr};
 
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
-/// Reads one packet: (sequence id, payload).
-pub async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
+/// Reads one packet from `s` (a TCP stream, or a TLS stream over one): (sequence id, payload).
+pub async fn read_packet<S: AsyncRead + Unpin>(s: &mut S) -> (u8, Vec<u8>) {
     let mut header = [0u8; 4];
     s.read_exact(&mut header).await.unwrap();
     let len = u32::from_le_bytes([header[0], header[1], header[2], 0]) as usize;
@@ -18,12 +18,13 @@ pub async fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
     (header[3], payload)
 }
 
-/// Writes one packet of `payload` (shorter than 16 MiB) as sequence id `seq`.
-pub async fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
+/// Writes one packet of `payload` (shorter than 16 MiB) as sequence id `seq`, and flushes it.
+pub async fn write_packet<S: AsyncWrite + Unpin>(s: &mut S, seq: u8, payload: &[u8]) {
     let mut p = (payload.len() as u32).to_le_bytes();
     p[3] = seq;
     s.write_all(&p).await.unwrap();
     s.write_all(payload).await.unwrap();
+    s.flush().await.unwrap();
 }
 
 /// The 20-byte scramble of a protocol-10 greeting.
