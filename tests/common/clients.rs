@@ -22,16 +22,9 @@ pub struct Clients {
 pub fn clients() -> &'static Clients {
     static CLIENTS: OnceLock<Clients> = OnceLock::new();
     CLIENTS.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(super::repo().join("scripts/clients.sh"))
-            .output()
-            .expect("run scripts/clients.sh");
-        assert!(
-            out.status.success(),
-            "scripts/clients.sh failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut c = Command::new("bash");
+        c.arg(super::repo().join("scripts/clients.sh"));
+        let out = super::checked(c, "scripts/clients.sh");
         let vars: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| l.split_once('='))

@@ -80,18 +80,9 @@ fn template() -> &'static Path {
         if unsafe_is_root() {
             args.push("--user=root".to_string());
         }
-        let out = Command::new(find(&["mariadb-install-db", "mysql_install_db"]))
-            .args(&args)
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run mariadb-install-db");
-        assert!(
-            out.status.success(),
-            "mariadb-install-db failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let mut c = Command::new(find(&["mariadb-install-db", "mysql_install_db"]));
+        c.args(&args).current_dir(&dir).stdin(Stdio::null());
+        super::checked(c, "mariadb-install-db");
         // Accounts, created with the server running once on the template.
         let mut t = Throwaway::from_dir(dir.clone(), 1);
         t.launch();

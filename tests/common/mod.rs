@@ -54,17 +54,24 @@ pub fn ensure_sandbox() {
 /// Runs `scripts/sandbox.sh start` (starts whatever sandbox server is not running; panics with
 /// the script's output when it fails). [`ensure_sandbox`] runs it once per test process.
 pub fn sandbox_start() {
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/sandbox.sh"))
-        .arg("start")
+    let mut c = Command::new("bash");
+    c.arg(repo().join("scripts/sandbox.sh")).arg("start");
+    checked(c, "scripts/sandbox.sh start");
+}
+
+/// Runs `command` to its end and returns its output; panics, with `what` and the command's
+/// stdout and stderr, when it cannot start or exits unsuccessfully.
+pub fn checked(mut command: Command, what: &str) -> std::process::Output {
+    let out = command
         .output()
-        .expect("run scripts/sandbox.sh");
+        .unwrap_or_else(|e| panic!("run {what}: {e}"));
     assert!(
         out.status.success(),
-        "scripts/sandbox.sh start failed:\n{}\n{}",
+        "{what} failed:\n{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
 
 /// A port nothing listens on (bound, then released).
@@ -113,18 +120,52 @@ pub fn sample_statements() -> Vec<String> {
 pub async fn sample_databases(prefix: &str) -> Vec<String> {
     ensure_sandbox();
     let databases: Vec<String> = (1..=3).map(|i| format!("t_{prefix}_db{i}")).collect();
-    let mut c = primary(None).await;
     for db in &databases {
-        c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
-            .await
-            .unwrap();
-        c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
-        c.query_drop(format!("USE {db}")).await.unwrap();
-        for stmt in sample_statements() {
-            c.query_drop(stmt).await.unwrap();
-        }
+        sample_database(db).await;
     }
     databases
+}
+
+/// Database `db` on the sandbox primary made afresh (dropped first) with the sample tables;
+/// returns a connection to it.
+pub async fn sample_database(db: &str) -> mysql_async::Conn {
+    let mut c = primary(None).await;
+    c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .unwrap();
+    c.query_drop(format!("CREATE DATABASE {db}")).await.unwrap();
+    c.query_drop(format!("USE {db}")).await.unwrap();
+    for stmt in sample_statements() {
+        c.query_drop(stmt).await.unwrap();
+    }
+    c
+}
+
+/// Database `db` on the sandbox primary made afresh (dropped first), empty, in utf8mb4 with
+/// `utf8mb4_general_ci` (the collation a reference for the gateway's merges compares in).
+pub async fn fresh_database(db: &str) {
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+        .await
+        .unwrap();
+    admin
+        .query_drop(format!(
+            "CREATE DATABASE {db} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
+        ))
+        .await
+        .unwrap();
+}
+
+/// `sql` on `c` fails with the server error `code` / `state`; returns its message.
+pub async fn fails(c: &mut mysql_async::Conn, sql: &str, code: u16, state: &str) -> String {
+    let e = c
+        .query_drop(sql)
+        .await
+        .expect_err(&format!("{sql} should fail"));
+    let (got, got_state, message) = server_error(e);
+    assert_eq!((got, got_state.as_str()), (code, state), "{sql}: {message}");
+    message
 }
 
 /// One test's world: three physical databases `<prefix>_db1..3` on the primary, a config
@@ -144,6 +185,16 @@ pub struct Extra {
     pub users_xml: String,
     /// Other files to put in the config directory before the gateway starts (name, content).
     pub files: Vec<(String, String)>,
+}
+
+impl Extra {
+    /// Only a `<system>` element with `properties` in server.xml ([`system_xml`]).
+    pub fn system(properties: &[(&str, &str)]) -> Extra {
+        Extra {
+            users_xml: system_xml(properties),
+            ..Extra::default()
+        }
+    }
 }
 
 impl Fixture {

@@ -72,17 +72,8 @@ fn pg_command(program: &str) -> Command {
 
 /// Runs a PostgreSQL program to completion; panics with its output when it fails.
 fn run(mut c: Command, what: &str) {
-    let out = c
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(
-        out.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    c.current_dir("/").stdin(Stdio::null());
+    super::checked(c, what);
 }
 
 /// `target/h6-pg`, owned by `postgres` when we are root (it creates the data directories).
@@ -138,12 +129,7 @@ impl PgServer {
                    host replication postgres 127.0.0.1/32 trust\n\
                    host all all 127.0.0.1/32 scram-sha-256\n";
         write_as_server(&dir.join("pg_hba.conf"), hba);
-        let mut server = PgServer {
-            port: closed_port(),
-            dir,
-            child: None,
-        };
-        server.start().await;
+        let server = PgServer::started(dir).await;
         server
             .admin()
             .await
@@ -174,6 +160,11 @@ impl PgServer {
                 "--no-sync",
             ]);
         run(c, "pg_basebackup");
+        PgServer::started(dir).await
+    }
+
+    /// The server of data directory `dir`, started on a free port.
+    async fn started(dir: PathBuf) -> PgServer {
         let mut server = PgServer {
             port: closed_port(),
             dir,
@@ -439,4 +430,15 @@ pub fn pg_nodes_xml(databases: &[String]) -> String {
 </dataHost>"#,
         databases[0], databases[1], databases[2]
     )
+}
+
+/// Runs the statements `sql` (a batch) in each of the sandbox PostgreSQL's `databases`.
+pub async fn pg_each(databases: &[String], sql: &str) {
+    for db in databases {
+        pg(db)
+            .await
+            .batch_execute(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{db}: {sql}: {e}"));
+    }
 }
