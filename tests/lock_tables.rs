@@ -6,28 +6,22 @@
 
 mod common;
 
-use common::{Extra, Fixture, primary, server_error};
+use common::run_all;
+use common::{Extra, Fixture, fails, primary, server_error};
 use mysql_async::prelude::Queryable;
-
-/// `sql` fails with `code` / `state`; returns the message.
-async fn fails(c: &mut mysql_async::Conn, sql: &str, code: u16, state: &str) -> String {
-    let e = c
-        .query_drop(sql)
-        .await
-        .expect_err(&format!("{sql} should fail"));
-    let (got, got_state, message) = server_error(e);
-    assert_eq!((got, got_state.as_str()), (code, state), "{sql}: {message}");
-    message
-}
 
 /// Whether another session can write `table` of database `db` right now: an INSERT with a
 /// 1-second lock wait (rolled back), on a direct connection to the primary.
 async fn writable(db: &str, table: &str) -> bool {
     let mut c = primary(Some(db)).await;
-    c.query_drop("SET SESSION lock_wait_timeout = 1, innodb_lock_wait_timeout = 1")
-        .await
-        .unwrap();
-    c.query_drop("START TRANSACTION").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "SET SESSION lock_wait_timeout = 1, innodb_lock_wait_timeout = 1",
+            "START TRANSACTION",
+        ],
+    )
+    .await;
     let insert = match table {
         "travelrecord" => "INSERT INTO travelrecord (id, user_id) VALUES (999999999, 'probe')",
         "company" => "INSERT INTO company (id, name) VALUES (999999, 'probe')",
@@ -126,25 +120,31 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
     // Mycat's refusal of a second LOCK TABLES.
     let m = fails(&mut c, "LOCK TABLES hotnews READ", 1003, "HY000").await;
     assert_eq!(m, "can't lock multi-table");
-    c.query_drop("UNLOCK TABLES").await.unwrap();
-    c.query_drop("LOCK TABLES company WRITE, travelrecord READ")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "UNLOCK TABLES",
+            "LOCK TABLES company WRITE, travelrecord READ",
+        ],
+    )
+    .await;
     c.query_drop("INSERT INTO company (id, name) VALUES (1, 'x')")
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 
     // COMMIT / ROLLBACK do not release table locks.
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (2, 'y')")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (3, 'z')")
-        .await
-        .unwrap();
-    c.query_drop("ROLLBACK").await.unwrap();
-    c.query_drop("SET autocommit = 1").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "SET autocommit = 0",
+            "INSERT INTO company (id, name) VALUES (2, 'y')",
+            "COMMIT",
+            "INSERT INTO company (id, name) VALUES (3, 'z')",
+            "ROLLBACK",
+            "SET autocommit = 1",
+        ],
+    )
+    .await;
     assert_eq!(all_writable(&f, "company").await, [false; 3]);
     assert_eq!(all_writable(&f, "travelrecord").await, [false; 3]);
 
@@ -155,8 +155,7 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
         assert_eq!(f.ids_on(n, "company").await, [1, 2], "node {n}");
     }
     // Unlocked: every table again, and UNLOCK TABLES without locks is OK.
-    c.query_drop("SELECT * FROM hotnews").await.unwrap();
-    c.query_drop("UNLOCK TABLES").await.unwrap();
+    run_all(&mut c, &["SELECT * FROM hotnews", "UNLOCK TABLES"]).await;
 
     // Refused inside a transaction (Mycat's text).
     c.query_drop("BEGIN").await.unwrap();
@@ -165,29 +164,30 @@ async fn lock_tables_locks_every_node_of_each_table_until_unlock() {
     c.query_drop("ROLLBACK").await.unwrap();
     // With autocommit off, once the transaction ran a statement (before any, LOCK TABLES is
     // MySQL's own pattern and works: see the differential test).
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SELECT * FROM company").await.unwrap();
+    run_all(&mut c, &["SET autocommit = 0", "SELECT * FROM company"]).await;
     fails(&mut c, "LOCK TABLES company READ", 1003, "HY000").await;
-    c.query_drop("ROLLBACK").await.unwrap();
-    c.query_drop("SET autocommit = 1").await.unwrap();
+    run_all(&mut c, &["ROLLBACK", "SET autocommit = 1"]).await;
 
     // BEGIN releases the locks, as in MySQL.
     c.query_drop("LOCK TABLES company WRITE").await.unwrap();
     assert_eq!(all_writable(&f, "company").await, [false; 3]);
     c.query_drop("BEGIN").await.unwrap();
     assert_eq!(all_writable(&f, "company").await, [true; 3]);
-    c.query_drop("SELECT * FROM hotnews").await.unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(&mut c, &["SELECT * FROM hotnews", "COMMIT"]).await;
 
     // UNLOCK TABLES with locks held commits the open transaction.
-    c.query_drop("LOCK TABLES company WRITE").await.unwrap();
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (4, 'w')")
-        .await
-        .unwrap();
-    c.query_drop("UNLOCK TABLES").await.unwrap();
-    c.query_drop("ROLLBACK").await.unwrap();
-    c.query_drop("SET autocommit = 1").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "LOCK TABLES company WRITE",
+            "SET autocommit = 0",
+            "INSERT INTO company (id, name) VALUES (4, 'w')",
+            "UNLOCK TABLES",
+            "ROLLBACK",
+            "SET autocommit = 1",
+        ],
+    )
+    .await;
     for n in 1..=3 {
         assert_eq!(f.ids_on(n, "company").await, [1, 2, 4], "node {n}");
     }
@@ -293,8 +293,7 @@ async fn lock_tables_text_never_reaches_a_backend_as_written() {
         .await
         .unwrap();
     fails(&mut ro, "LOCK TABLES company WRITE", 1495, "HY000").await;
-    ro.query_drop("LOCK TABLES company READ").await.unwrap();
-    ro.query_drop("UNLOCK TABLES").await.unwrap();
+    run_all(&mut ro, &["LOCK TABLES company READ", "UNLOCK TABLES"]).await;
     // UNLOCK must be those two words (Mycat's rule): anything else is not UNLOCK TABLES.
     fails(&mut c, "UNLOCK TABLES company", 1064, "42000").await;
 }
@@ -305,19 +304,7 @@ async fn lock_tables_text_never_reaches_a_backend_as_written() {
 async fn lock_tables_answers_as_mariadb_does() {
     let f = Fixture::start("lkdiff", Extra::default()).await;
     let plain_db = "t_lkdiff_plain";
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("DROP DATABASE IF EXISTS {plain_db}"))
-        .await
-        .unwrap();
-    admin
-        .query_drop(format!("CREATE DATABASE {plain_db}"))
-        .await
-        .unwrap();
-    admin.query_drop(format!("USE {plain_db}")).await.unwrap();
-    for stmt in common::sample_statements() {
-        admin.query_drop(stmt).await.unwrap();
-    }
+    common::sample_database(plain_db).await;
     let sequence = [
         "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')",
         "LOCK TABLES travelrecord READ, company AS c WRITE, hotnews h READ",
@@ -386,15 +373,13 @@ async fn lock_tables_answers_as_mariadb_does() {
 /// construct, nothing locked on any node (the MySQL ones included), the session usable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_tables_on_postgresql_data_nodes_is_refused_by_name() {
-    use common::postgres::{pg, pg_databases, pg_nodes_xml};
+    use common::postgres::{pg_databases, pg_nodes_xml};
     let dbs = pg_databases("lkpg", 3).await;
-    for db in &dbs {
-        pg(db)
-            .await
-            .batch_execute("CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20))")
-            .await
-            .unwrap();
-    }
+    common::postgres::pg_each(
+        &dbs,
+        "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20))",
+    )
+    .await;
     let f = Fixture::start(
         "lkpg",
         Extra {
@@ -425,8 +410,11 @@ async fn lock_tables_on_postgresql_data_nodes_is_refused_by_name() {
     assert!(m.contains("LOCK TABLES") && m.contains("PostgreSQL"), "{m}");
     // Nothing was locked: the MySQL table's nodes are free, the session reads anything.
     assert_eq!(all_writable(&f, "company").await, [true; 3]);
-    c.query_drop("SELECT * FROM orders").await.unwrap();
-    c.query_drop("LOCK TABLES company WRITE").await.unwrap();
+    run_all(
+        &mut c,
+        &["SELECT * FROM orders", "LOCK TABLES company WRITE"],
+    )
+    .await;
     assert_eq!(all_writable(&f, "company").await, [false; 3]);
     c.query_drop("UNLOCK TABLES").await.unwrap();
     assert_eq!(all_writable(&f, "company").await, [true; 3]);

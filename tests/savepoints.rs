@@ -7,7 +7,8 @@
 mod common;
 
 use common::postgres::{pg, pg_databases, pg_nodes_xml};
-use common::{Extra, Fixture, primary, raw, server_error, system_xml};
+use common::run_all;
+use common::{Extra, Fixture, fails, raw, server_error, system_xml};
 use mysql_async::prelude::Queryable;
 
 /// travelrecord is sharded by id (auto-sharding-long): these ids land on dn1, dn2 and dn3.
@@ -37,17 +38,6 @@ async fn on_backends(f: &Fixture) -> Vec<Vec<i64>> {
         out.push(f.ids_on(n, "travelrecord").await);
     }
     out
-}
-
-/// `sql` fails with `code` / `state`; returns the message.
-async fn fails(c: &mut mysql_async::Conn, sql: &str, code: u16, state: &str) -> String {
-    let e = c
-        .query_drop(sql)
-        .await
-        .expect_err(&format!("{sql} should fail"));
-    let (got, got_state, message) = server_error(e);
-    assert_eq!((got, got_state.as_str()), (code, state), "{sql}: {message}");
-    message
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -144,10 +134,11 @@ async fn savepoint_names_follow_mysql_rules() {
     fails(&mut c, "RELEASE SAVEPOINT a", 1305, "42000").await;
 
     // RELEASE removes the savepoint and the later ones.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("SAVEPOINT a").await.unwrap();
-    c.query_drop("SAVEPOINT b").await.unwrap();
-    c.query_drop("RELEASE SAVEPOINT a").await.unwrap();
+    run_all(
+        &mut c,
+        &["BEGIN", "SAVEPOINT a", "SAVEPOINT b", "RELEASE SAVEPOINT a"],
+    )
+    .await;
     fails(&mut c, "ROLLBACK TO b", 1305, "42000").await;
     fails(&mut c, "RELEASE SAVEPOINT nope", 1305, "42000").await;
 
@@ -165,22 +156,17 @@ async fn savepoint_names_follow_mysql_rules() {
     assert_eq!(on_backends(&f).await, [vec![DN1], vec![], vec![]]);
 
     // The transaction's end forgets its savepoints.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("SAVEPOINT s").await.unwrap();
-    c.query_drop("COMMIT").await.unwrap();
-    c.query_drop("BEGIN").await.unwrap();
+    run_all(&mut c, &["BEGIN", "SAVEPOINT s", "COMMIT", "BEGIN"]).await;
     fails(&mut c, "ROLLBACK TO s", 1305, "42000").await;
     c.query_drop("ROLLBACK").await.unwrap();
 
     // With autocommit off a savepoint opens the transaction's list before any node joins:
     // the node that joins then gets it.
-    c.query_drop("SET autocommit = 0").await.unwrap();
-    c.query_drop("SAVEPOINT `Sp_1`").await.unwrap();
+    run_all(&mut c, &["SET autocommit = 0", "SAVEPOINT `Sp_1`"]).await;
     insert(&mut c, DN2 + 5).await;
     c.query_drop("ROLLBACK TO SAVEPOINT sp_1").await.unwrap();
     insert(&mut c, DN3 + 5).await;
-    c.query_drop("COMMIT").await.unwrap();
-    c.query_drop("SET autocommit = 1").await.unwrap();
+    run_all(&mut c, &["COMMIT", "SET autocommit = 1"]).await;
     assert_eq!(on_backends(&f).await, [vec![DN1], vec![], vec![DN3 + 5]]);
 }
 
@@ -264,8 +250,7 @@ async fn commit_and_rollback_chain_and_release() {
     // COMMIT AND CHAIN: committed, and the next statement is in a new transaction.
     c.query_drop("BEGIN").await.unwrap();
     insert(&mut c, DN1).await;
-    c.query_drop("SAVEPOINT a").await.unwrap();
-    c.query_drop("COMMIT AND CHAIN").await.unwrap();
+    run_all(&mut c, &["SAVEPOINT a", "COMMIT AND CHAIN"]).await;
     assert_eq!(on_backends(&f).await, [vec![DN1], vec![], vec![]]);
     fails(&mut c, "ROLLBACK TO a", 1305, "42000").await;
     insert(&mut c, DN2).await;
@@ -319,19 +304,7 @@ async fn a_statement_sequence_answers_as_on_one_mariadb_database() {
     let f = Fixture::start("spdiff", Extra::default()).await;
     // The reference: one plain MariaDB database with the same table.
     let reference_db = "t_spdiff_ref";
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("DROP DATABASE IF EXISTS {reference_db}"))
-        .await
-        .unwrap();
-    admin
-        .query_drop(format!("CREATE DATABASE {reference_db}"))
-        .await
-        .unwrap();
-    let mut reference = primary(Some(reference_db)).await;
-    for stmt in common::sample_statements() {
-        reference.query_drop(stmt).await.unwrap();
-    }
+    let mut reference = common::sample_database(reference_db).await;
     let mut c = f.client().await;
     let sequence = [
         "SAVEPOINT outside",
@@ -410,10 +383,7 @@ async fn a_statement_sequence_answers_as_on_one_mariadb_database() {
 async fn savepoints_in_two_phase_transactions() {
     let f = Fixture::start(
         "spxa",
-        Extra {
-            users_xml: system_xml(&[("twoPhaseCommit", "true"), ("instanceId", "spxa")]),
-            ..Extra::default()
-        },
+        Extra::system(&[("twoPhaseCommit", "true"), ("instanceId", "spxa")]),
     )
     .await;
     let mut c = f.client().await;
@@ -428,8 +398,7 @@ async fn savepoints_in_two_phase_transactions() {
     insert(&mut c, DN3).await;
     c.query_drop("SAVEPOINT b").await.unwrap();
     insert(&mut c, DN2 + 1).await;
-    c.query_drop("RELEASE SAVEPOINT b").await.unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(&mut c, &["RELEASE SAVEPOINT b", "COMMIT"]).await;
     assert_eq!(on_backends(&f).await, [vec![DN1], vec![DN2 + 1], vec![DN3]]);
 }
 
@@ -458,13 +427,11 @@ async fn pg_ids(db: &str) -> Vec<i32> {
 async fn savepoints_on_postgresql_nodes() {
     for (prefix, two_phase) in [("sppg", false), ("sppgxa", true)] {
         let dbs = pg_databases(prefix, 3).await;
-        for db in &dbs {
-            pg(db)
-                .await
-                .batch_execute("CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20))")
-                .await
-                .unwrap();
-        }
+        common::postgres::pg_each(
+            &dbs,
+            "CREATE TABLE orders (id int PRIMARY KEY, cust varchar(20))",
+        )
+        .await;
         let properties = if two_phase {
             system_xml(&[("twoPhaseCommit", "true"), ("instanceId", prefix)])
         } else {
