@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::run_all;
 use common::{Extra, Fixture, primary};
 use mysql_async::prelude::Queryable;
 
@@ -31,9 +32,11 @@ async fn aff_client(f: &Fixture, db: &str) -> mysql_async::Conn {
 async fn churn(f: &Fixture) {
     for _ in 0..4 {
         let mut o = aff_client(f, "AFF").await;
-        o.query_drop("SELECT * FROM hotnews").await.unwrap();
-        o.query_drop("SET @other = 1").await.unwrap();
-        o.query_drop("SELECT 1").await.unwrap();
+        run_all(
+            &mut o,
+            &["SELECT * FROM hotnews", "SET @other = 1", "SELECT 1"],
+        )
+        .await;
     }
 }
 
@@ -42,12 +45,14 @@ async fn a_temporary_table_stays_with_its_session() {
     let f = Fixture::start("affmp", affinity_schema()).await;
     // In a schema with a default dataNode.
     let mut c = aff_client(&f, "AFF").await;
-    c.query_drop("CREATE TEMPORARY TABLE scratch (id INT PRIMARY KEY, v VARCHAR(10))")
-        .await
-        .unwrap();
-    c.query_drop("INSERT INTO scratch VALUES (1, 'a'), (2, 'b')")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "CREATE TEMPORARY TABLE scratch (id INT PRIMARY KEY, v VARCHAR(10))",
+            "INSERT INTO scratch VALUES (1, 'a'), (2, 'b')",
+        ],
+    )
+    .await;
     for _ in 0..3 {
         churn(&f).await;
         let n: i64 = c
@@ -58,11 +63,11 @@ async fn a_temporary_table_stays_with_its_session() {
         assert_eq!(n, 2);
     }
     // Through a transaction and out of it: same connection.
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO scratch VALUES (3, 'c')")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut c,
+        &["BEGIN", "INSERT INTO scratch VALUES (3, 'c')", "COMMIT"],
+    )
+    .await;
     churn(&f).await;
     let n: i64 = c
         .query_first("SELECT COUNT(*) FROM scratch")
@@ -78,12 +83,14 @@ async fn a_temporary_table_stays_with_its_session() {
     // Shadowing a sharded table on every dataNode: the rows go to the temporary tables, the
     // real tables on the backends stay empty, and the session reads its own rows back.
     let mut t = aff_client(&f, "TESTDB").await;
-    t.query_drop("CREATE TEMPORARY TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(200))")
-        .await
-        .unwrap();
-    t.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
+    run_all(
+        &mut t,
+        &[
+            "CREATE TEMPORARY TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(200))",
+            "INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        ],
+    )
+    .await;
     churn(&f).await;
     let ids: Vec<i64> = t.query("SELECT id FROM hotnews ORDER BY id").await.unwrap();
     assert_eq!(ids, [1, 2, 3]);
@@ -207,17 +214,17 @@ async fn kept_state_survives_two_phase_transactions() {
     );
     let f = Fixture::start("affxa", extra).await;
     let mut c = aff_client(&f, "TESTDB").await;
-    c.query_drop("CREATE TEMPORARY TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(200))")
-        .await
-        .unwrap();
-    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'x'), (5000001, 'y')")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "CREATE TEMPORARY TABLE hotnews (id BIGINT PRIMARY KEY, title VARCHAR(200))",
+            "INSERT INTO hotnews (id, title) VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+            "BEGIN",
+            "INSERT INTO travelrecord (id, user_id) VALUES (1, 'x'), (5000001, 'y')",
+            "COMMIT",
+        ],
+    )
+    .await;
     assert_eq!(f.ids_on(1, "travelrecord").await, [1]);
     assert_eq!(f.ids_on(2, "travelrecord").await, [5000001]);
     churn(&f).await;

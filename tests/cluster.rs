@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::mariadb::Throwaway;
 use common::postgres::PgServer;
 use common::proxy::FaultProxy;
+use common::run_all;
 use common::zookeeper::ZkServer;
 use common::{GatewayProcess, closed_port, opts, xml};
 use mysql_async::prelude::Queryable;
@@ -46,10 +47,14 @@ async fn pair_with(name: &str, semi_sync: bool) -> (Throwaway, Throwaway) {
             .unwrap();
     }
     m2.replicate_from(&m1).await;
-    c.query_drop("CREATE DATABASE cl").await.unwrap();
-    c.query_drop("CREATE TABLE cl.t (id INT PRIMARY KEY, via VARCHAR(8))")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "CREATE DATABASE cl",
+            "CREATE TABLE cl.t (id INT PRIMARY KEY, via VARCHAR(8))",
+        ],
+    )
+    .await;
     m2.catch_up(&m1).await;
     (m1, m2)
 }
@@ -1220,10 +1225,11 @@ async fn fencing_ends_the_gateway_accounts_connections_without_the_right_to_set_
 /// A client of `instance` in a transaction that has inserted row 2 (`via` 'open').
 async fn open_transaction(instance: &Instance) -> mysql_async::Conn {
     let mut open = instance.client().await;
-    open.query_drop("BEGIN").await.unwrap();
-    open.query_drop("INSERT INTO t (id, via) VALUES (2, 'open')")
-        .await
-        .unwrap();
+    run_all(
+        &mut open,
+        &["BEGIN", "INSERT INTO t (id, via) VALUES (2, 'open')"],
+    )
+    .await;
     open
 }
 

@@ -2187,17 +2187,7 @@ async fn load(c: &mut Conns, f: &Fixture, data: &Dataset) {
 /// groups come out differently than in the reference. Every query must then be equal; a failure
 /// is a bug of this file (an order claimed complete that is not, a column that needs folding).
 async fn shuffled_copy(data: &Dataset, db: &str) -> Conn {
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
-        .await
-        .unwrap();
-    admin
-        .query_drop(format!(
-            "CREATE DATABASE {db} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
-        ))
-        .await
-        .unwrap();
+    common::fresh_database(db).await;
     let mut copy = primary(Some(db)).await;
     let tables = SHARDED
         .iter()
@@ -2238,18 +2228,7 @@ async fn sharded_answers_equal_unsharded_answers() {
         },
     )
     .await;
-    let mut admin = primary(None).await;
-    admin
-        .query_drop(format!("DROP DATABASE IF EXISTS {ref_db}"))
-        .await
-        .unwrap();
-    admin
-        .query_drop(format!(
-            "CREATE DATABASE {ref_db} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
-        ))
-        .await
-        .unwrap();
-    drop(admin);
+    common::fresh_database(&ref_db).await;
     let mut c = Conns {
         port: f.port,
         gw: gateway_conn(f.port).await,

@@ -7,6 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::mariadb::Throwaway;
+use common::run_all;
 use common::standby::{self, PERIOD_MS, client, dnindex, dnindex_with, writes_resume};
 use common::{GatewayProcess, server_error, start_gateway, xml};
 use mysql_async::prelude::Queryable;
@@ -51,10 +52,14 @@ async fn pair(name: &str) -> (Throwaway, Throwaway) {
 /// Creates database `h5fo` and its table `t` on `s`.
 async fn create_table(s: &Throwaway) {
     let mut c = s.conn(None).await;
-    c.query_drop("CREATE DATABASE h5fo").await.unwrap();
-    c.query_drop("CREATE TABLE h5fo.t (id INT PRIMARY KEY)")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "CREATE DATABASE h5fo",
+            "CREATE TABLE h5fo.t (id INT PRIMARY KEY)",
+        ],
+    )
+    .await;
 }
 
 async fn ids(s: &Throwaway) -> Vec<i64> {
@@ -322,12 +327,15 @@ async fn switch_type_2_takes_reads_off_a_replica_past_slave_threshold() {
     // Replication keeps running but applies events 30 s late: Seconds_Behind_Master grows past
     // the threshold of 2.
     let mut admin = b.conn(None).await;
-    admin.query_drop("STOP SLAVE").await.unwrap();
-    admin
-        .query_drop("CHANGE MASTER TO MASTER_DELAY = 30")
-        .await
-        .unwrap();
-    admin.query_drop("START SLAVE").await.unwrap();
+    run_all(
+        &mut admin,
+        &[
+            "STOP SLAVE",
+            "CHANGE MASTER TO MASTER_DELAY = 30",
+            "START SLAVE",
+        ],
+    )
+    .await;
     let mut p = a.conn(Some("h5fo")).await;
     p.query_drop("INSERT INTO t (id) VALUES (1)").await.unwrap();
     wait_reads_on(&mut c, a.port, Duration::from_secs(15)).await;
@@ -336,12 +344,15 @@ async fn switch_type_2_takes_reads_off_a_replica_past_slave_threshold() {
     let lag: Option<i64> = lag[0].get("Seconds_Behind_Master").flatten();
     assert!(lag.is_some_and(|l| l >= 2), "lag {lag:?}");
     // Caught up: reads come back.
-    admin.query_drop("STOP SLAVE").await.unwrap();
-    admin
-        .query_drop("CHANGE MASTER TO MASTER_DELAY = 0")
-        .await
-        .unwrap();
-    admin.query_drop("START SLAVE").await.unwrap();
+    run_all(
+        &mut admin,
+        &[
+            "STOP SLAVE",
+            "CHANGE MASTER TO MASTER_DELAY = 0",
+            "START SLAVE",
+        ],
+    )
+    .await;
     wait_reads_on(&mut c, b.port, Duration::from_secs(15)).await;
     all_reads_on(&mut c, b.port).await;
 }

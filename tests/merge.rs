@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::run_all;
 use common::{Extra, Fixture, server_error};
 use mysql_async::prelude::Queryable;
 
@@ -29,17 +30,7 @@ async fn sql_max_limit_caps_single_table_selects_as_mycat_does() {
         .await
         .unwrap();
     // Ids on all three nodes (auto-sharding-long: 0-5M dn1, 5M-10M dn2, 10M-15M dn3).
-    c.query_drop(
-        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (5000001, 'c'), (10000001, 'd'), (10000002, 'e')",
-    )
-    .await
-    .unwrap();
-    c.query_drop("INSERT INTO hotnews (id, title) VALUES (1, 'x'), (2, 'y'), (3, 'z')")
-        .await
-        .unwrap();
-    c.query_drop("INSERT INTO company (id, name) VALUES (1, 'p'), (2, 'q'), (3, 'r')")
-        .await
-        .unwrap();
+    run_all(&mut c, &["INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (5000001, 'c'), (10000001, 'd'), (10000002, 'e')", "INSERT INTO hotnews (id, title) VALUES (1, 'x'), (2, 'y'), (3, 'z')", "INSERT INTO company (id, name) VALUES (1, 'p'), (2, 'q'), (3, 'r')"]).await;
 
     let ids: Vec<i64> = c.query("SELECT id FROM travelrecord").await.unwrap();
     assert_eq!(
@@ -332,10 +323,14 @@ async fn groups_on_a_text_hashed_sharding_column_are_merged_across_nodes() {
 async fn lock_in_share_mode_reads_route_like_any_read() {
     let f = Fixture::start("lockshare", Extra::default()).await;
     let mut c = f.client().await;
-    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
-        .await
-        .unwrap();
-    c.query_drop("BEGIN").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')",
+            "BEGIN",
+        ],
+    )
+    .await;
     let one: Vec<i64> = c
         .query("SELECT id FROM travelrecord WHERE id = 1 LOCK IN SHARE MODE")
         .await
@@ -351,17 +346,7 @@ async fn lock_in_share_mode_reads_route_like_any_read() {
 
 /// A reference database on the sandbox primary holding the same travelrecord rows unsharded.
 async fn reference(db: &str, rows: &str) -> mysql_async::Conn {
-    let mut admin = common::primary(None).await;
-    admin
-        .query_drop(format!("DROP DATABASE IF EXISTS {db}"))
-        .await
-        .unwrap();
-    admin
-        .query_drop(format!(
-            "CREATE DATABASE {db} DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci"
-        ))
-        .await
-        .unwrap();
+    common::fresh_database(db).await;
     let mut c = common::primary(Some(db)).await;
     for stmt in common::sample_statements() {
         c.query_drop(stmt).await.unwrap();

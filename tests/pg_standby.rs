@@ -9,6 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::postgres::PgServer;
+use common::run_all;
 use common::standby::{self, PERIOD_MS, client, dnindex, writes_resume};
 use common::{GatewayProcess, server_error, start_gateway, xml};
 use mysql_async::prelude::Queryable;
@@ -99,10 +100,11 @@ async fn balance_1_reads_go_to_the_standby_and_writes_to_the_primary() {
     // A transaction pins the writeHost, reads included.
     c.query_drop("BEGIN").await.unwrap();
     assert_eq!(read_port(&mut c).await.unwrap(), a.port);
-    c.query_drop("UPDATE t SET id = id + 100 WHERE id = 1")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut c,
+        &["UPDATE t SET id = id + 100 WHERE id = 1", "COMMIT"],
+    )
+    .await;
     b.catch_up(&a).await;
     let n: Option<i64> = c
         .query_first("SELECT count(*) FROM t WHERE id = 101")

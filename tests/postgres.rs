@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::run_all;
 use common::{Extra, Fixture, server_error};
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
@@ -61,9 +62,7 @@ async fn pg_session(
 ) -> (Vec<String>, Fixture, mysql_async::Conn) {
     let dbs = pg_databases(prefix, 3).await;
     if !ddl.is_empty() {
-        for db in &dbs {
-            pg(db).await.batch_execute(ddl).await.unwrap();
-        }
+        common::postgres::pg_each(&dbs, ddl).await;
     }
     let f = pg_fixture(prefix, &dbs).await;
     let c = client(&f, schema).await;
@@ -314,14 +313,7 @@ async fn types_round_trip_with_mysql_metadata() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn translated_statements_run_on_postgresql() {
     let (_dbs, _f, mut c) = pg_session("h6sql", "", "PGONE").await;
-    c.query_drop(
-        "CREATE TABLE kv (k VARCHAR(10) NOT NULL, v INT, note TEXT, PRIMARY KEY (k)) ENGINE=InnoDB",
-    )
-    .await
-    .unwrap();
-    c.query_drop("INSERT INTO kv (k, v) VALUES ('a', 1), ('b', 2), ('c', NULL)")
-        .await
-        .unwrap();
+    run_all(&mut c, &["CREATE TABLE kv (k VARCHAR(10) NOT NULL, v INT, note TEXT, PRIMARY KEY (k)) ENGINE=InnoDB", "INSERT INTO kv (k, v) VALUES ('a', 1), ('b', 2), ('c', NULL)"]).await;
     assert_eq!(c.last_insert_id(), None, "no identity column: no id");
     c.query_drop(
         "INSERT INTO kv (k, v) VALUES ('a', 10), ('d', 4) ON DUPLICATE KEY UPDATE v = v + VALUES(v)",
@@ -1282,10 +1274,14 @@ async fn transactions_and_global_tables_on_postgresql() {
         pg_rows(&pg(&db).await, &format!("SELECT count(*) FROM {table}")).await[0][0].clone()
     };
 
-    c.query_drop("BEGIN").await.unwrap();
-    c.query_drop("INSERT INTO orders (id, cust) VALUES (1, 'a'), (2, 'b'), (3, 'c')")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "BEGIN",
+            "INSERT INTO orders (id, cust) VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        ],
+    )
+    .await;
     assert_eq!(
         rows(&mut c, "SELECT COUNT(*) FROM orders").await,
         vec![vec![s("3")]],
@@ -1302,11 +1298,15 @@ async fn transactions_and_global_tables_on_postgresql() {
         vec![vec![s("0")]]
     );
 
-    c.query_drop("START TRANSACTION").await.unwrap();
-    c.query_drop("INSERT INTO orders (id, cust) VALUES (4, 'd'), (5, 'e'), (6, 'f')")
-        .await
-        .unwrap();
-    c.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "START TRANSACTION",
+            "INSERT INTO orders (id, cust) VALUES (4, 'd'), (5, 'e'), (6, 'f')",
+            "COMMIT",
+        ],
+    )
+    .await;
     for db in &dbs {
         assert_eq!(count_on(db.clone(), "orders").await, s("1"), "{db}");
     }
@@ -1369,10 +1369,14 @@ async fn the_session_time_zone_and_isolation_follow_the_client_onto_postgresql()
     );
 
     // Isolation level: in a transaction, PostgreSQL's own setting says SERIALIZABLE.
-    c.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-        .await
-        .unwrap();
-    c.query_drop("BEGIN").await.unwrap();
+    run_all(
+        &mut c,
+        &[
+            "SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "BEGIN",
+        ],
+    )
+    .await;
     let level: Option<String> = c
         .query_first("SELECT @@transaction_isolation FROM orders WHERE id = 1")
         .await
@@ -1684,12 +1688,14 @@ async fn drivers_start_up_probes_and_booleans_on_postgresql() {
         .batch_execute("CREATE TABLE flags (id int PRIMARY KEY, on_off boolean, n int)")
         .await
         .unwrap();
-    c.query_drop("INSERT INTO flags VALUES (1, 1, 1), (2, 0, 0), (3, TRUE, 1)")
-        .await
-        .unwrap();
-    c.query_drop("INSERT INTO flags (on_off, id, n) VALUES (FALSE, 4, 0)")
-        .await
-        .unwrap();
+    run_all(
+        &mut c,
+        &[
+            "INSERT INTO flags VALUES (1, 1, 1), (2, 0, 0), (3, TRUE, 1)",
+            "INSERT INTO flags (on_off, id, n) VALUES (FALSE, 4, 0)",
+        ],
+    )
+    .await;
     assert_eq!(
         rows(&mut c, "SELECT id FROM flags WHERE on_off = 1 ORDER BY id").await,
         [vec![s("1")], vec![s("3")]]

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::run_all;
 use common::{
     GATEWAY_PASSWORD, GATEWAY_USER, GatewayProcess, PRIMARY_PORT, closed_port, ensure_sandbox,
     opts, primary, server_error, start_gateway_with_manager, xml,
@@ -452,10 +453,11 @@ async fn sysbench_oltp_read_write_runs_through_two_reloads() {
 async fn a_transaction_spanning_a_reload_finishes_on_the_old_config_and_holds_off_the_next() {
     let (dbs, dir, port, mut m) = served("rl_tx").await;
     let mut tx = client(port, "rl").await;
-    tx.query_drop("BEGIN").await.unwrap();
-    tx.query_drop("INSERT INTO orders (id, v) VALUES (3, 1)")
-        .await
-        .unwrap();
+    run_all(
+        &mut tx,
+        &["BEGIN", "INSERT INTO orders (id, v) VALUES (3, 1)"],
+    )
+    .await;
 
     write(
         dir.path(),
@@ -598,10 +600,11 @@ async fn reload_config_user_and_rollback_apply_what_they_name() {
     let mut m = manager(mport).await;
     let mut b = client(port, "bob").await;
     let mut ro = client(port, "ro").await;
-    ro.query_drop("BEGIN").await.unwrap();
-    ro.query_drop("INSERT INTO orders (id, v) VALUES (1, 1)")
-        .await
-        .unwrap();
+    run_all(
+        &mut ro,
+        &["BEGIN", "INSERT INTO orders (id, v) VALUES (1, 1)"],
+    )
+    .await;
 
     // reload @@user: bob removed, carol added, ro made readOnly; a table added to schema.xml
     // at the same time is not taken (users only).
@@ -1066,10 +1069,11 @@ async fn a_session_holding_a_replaced_datahost_past_sqlexecutetimeout_is_ended()
     let mut idle = client(port, "rl").await;
     idle.query_drop("BEGIN").await.unwrap();
     let mut tx = client(port, "rl").await;
-    tx.query_drop("BEGIN").await.unwrap();
-    tx.query_drop("INSERT INTO orders (id, v) VALUES (3, 1)")
-        .await
-        .unwrap();
+    run_all(
+        &mut tx,
+        &["BEGIN", "INSERT INTO orders (id, v) VALUES (3, 1)"],
+    )
+    .await;
     write(dir.path(), &dbs, &version(11));
     assert_eq!(reload_all(&mut m).await, 0);
     write(dir.path(), &dbs, &version(12));
@@ -1086,9 +1090,10 @@ async fn a_session_holding_a_replaced_datahost_past_sqlexecutetimeout_is_ended()
         "the session was ended"
     );
     assert_eq!(ids_on_backends(&dbs).await, Vec::<i64>::new());
-    idle.query_drop("INSERT INTO orders (id, v) VALUES (4, 1)")
-        .await
-        .unwrap();
-    idle.query_drop("COMMIT").await.unwrap();
+    run_all(
+        &mut idle,
+        &["INSERT INTO orders (id, v) VALUES (4, 1)", "COMMIT"],
+    )
+    .await;
     assert_eq!(ids_on_backends(&dbs).await, [4]);
 }

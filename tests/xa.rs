@@ -1217,13 +1217,11 @@ async fn pg_setup(prefix: &str, properties: &[(&str, &str)]) -> (tempfile::TempD
         }
     }
     let names = pg_databases(prefix, 3).await;
-    for db in &names {
-        pg(db)
-            .await
-            .batch_execute("CREATE TABLE orders (id BIGINT PRIMARY KEY, v VARCHAR(20))")
-            .await
-            .unwrap();
-    }
+    common::postgres::pg_each(
+        &names,
+        "CREATE TABLE orders (id BIGINT PRIMARY KEY, v VARCHAR(20))",
+    )
+    .await;
     let schema_xml = format!(
         r#"<schema name="PGDB" checkSQLschema="false">
   <table name="orders" primaryKey="id" dataNode="pgdn1,pgdn2,pgdn3" rule="mod-long" />
