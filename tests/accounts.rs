@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::{
@@ -59,20 +58,10 @@ fn as_admin(schema: String) -> String {
 }
 
 fn manx_check(dir: &Path, flags: &[&str]) -> (Option<i32>, String) {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_manx"))
-        .arg("check")
-        .args(flags)
-        .arg("--conf")
-        .arg(dir)
-        .env("MANX_LOG", "error")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    let mut args = vec!["check"];
+    args.extend_from_slice(flags);
+    args.extend(["--conf", dir.to_str().unwrap()]);
+    common::manx_command(&args)
 }
 
 #[test]

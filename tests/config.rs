@@ -1,30 +1,21 @@
 //! Loading Mycat configuration directories: the bundled config, Mycat's own sample sets, and
 //! every kind of bad input, each with the exact message (file, line, element).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use manx::config::{Config, MycatVersion, TableKind};
 use manx::route::Router;
 
 fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    common::repo()
 }
 
 /// A copy of the bundled config in a temporary directory, with `edit` applied to one file.
 fn bundled_with(file: &str, edit: impl FnOnce(String) -> String) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for f in [
-        "server.xml",
-        "schema.xml",
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo().join(f), dir.path().join(f)).unwrap();
-    }
-    let path = dir.path().join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, edit(text)).unwrap();
+    let dir = common::xml::bundled_dir();
+    common::xml::edit(dir.path(), file, edit);
     dir
 }
 

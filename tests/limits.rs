@@ -38,14 +38,7 @@ async fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> 
 
 #[tokio::test]
 async fn clients_that_do_not_log_in_within_auth_timeout_are_closed() {
-    let f = Fixture::start(
-        "lim_auth",
-        Extra {
-            users_xml: common::system_xml(&[("authTimeout", "1500")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("lim_auth", Extra::system(&[("authTimeout", "1500")])).await;
     let started = Instant::now();
     // 60 sockets that send nothing and 60 that send half a login packet (a header announcing
     // 100 bytes, then 10 of them).
@@ -103,14 +96,7 @@ async fn connect_when_free(port: u16, user: &str, password: &str, code: u16) -> 
 
 #[tokio::test]
 async fn connections_past_max_connections_get_1040_until_one_leaves() {
-    let f = Fixture::start(
-        "lim_max",
-        Extra {
-            users_xml: common::system_xml(&[("maxConnections", "3")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("lim_max", Extra::system(&[("maxConnections", "3")])).await;
     let a = f.client().await;
     let mut b = f.client().await;
     // A socket that has not logged in holds a place too.

@@ -82,14 +82,7 @@ const LONG_DATA_TOO_LONG: &str = "Parameter of prepared statement which is set t
 
 #[tokio::test]
 async fn long_data_within_the_packet_limit_arrives_and_a_reset_drops_it() {
-    let f = Fixture::start(
-        "lim_ld",
-        Extra {
-            users_xml: common::system_xml(&[("maxPacketSize", "65536")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("lim_ld", Extra::system(&[("maxPacketSize", "65536")])).await;
     let mut s = raw_session(f.port).await;
     let id = prepare(&mut s, "INSERT INTO hotnews (id, content) VALUES (7, ?)").await;
     let pieces = ["a".repeat(20_000), "b".repeat(20_000), "c".repeat(20_000)];
@@ -118,14 +111,7 @@ async fn long_data_within_the_packet_limit_arrives_and_a_reset_drops_it() {
 
 #[tokio::test]
 async fn long_data_past_the_packet_limit_is_refused_and_not_kept() {
-    let f = Fixture::start(
-        "lim_ldbig",
-        Extra {
-            users_xml: common::system_xml(&[("maxPacketSize", "65536")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("lim_ldbig", Extra::system(&[("maxPacketSize", "65536")])).await;
     let mut s = raw_session(f.port).await;
     let id = prepare(&mut s, "INSERT INTO hotnews (id, content) VALUES (9, ?)").await;
     // 48 MiB in 16 KiB pieces, 768 times the limit.

@@ -511,14 +511,7 @@ async fn unknown_refused_and_forbidden_commands_get_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn managerusers_names_who_may_change_state() {
-    let f = Fixture::start(
-        "mgr_users",
-        Extra {
-            users_xml: common::system_xml(&[("managerUsers", "user")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("mgr_users", Extra::system(&[("managerUsers", "user")])).await;
     let (_, mport) = start_gateway_with_manager(f.dir.path()).await;
     let mut root = manager(mport, "root", "123456").await;
     let (code, _, _) = server_error(root.query_drop("online").await.unwrap_err());
@@ -733,14 +726,7 @@ fn wait_exit(g: &mut GatewayProcess, limit: Duration) -> Option<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_statements_finish_rolls_back_open_transactions_and_exits_0() {
-    let f = Fixture::start(
-        "mgr_term",
-        Extra {
-            users_xml: common::system_xml(&[("shutdownTimeout", "3")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("mgr_term", Extra::system(&[("shutdownTimeout", "3")])).await;
     let (g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
     let mut slow = Conn::new(opts(g.port, "root", "123456", Some("TESTDB")))
         .await
@@ -788,14 +774,7 @@ async fn sigterm_lets_statements_finish_rolls_back_open_transactions_and_exits_0
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_signal_exits_at_once() {
-    let f = Fixture::start(
-        "mgr_term2",
-        Extra {
-            users_xml: common::system_xml(&[("shutdownTimeout", "60")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("mgr_term2", Extra::system(&[("shutdownTimeout", "60")])).await;
     let (mut g, mut tx) = GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
     tx.query_drop("BEGIN").await.unwrap();
     tx.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'tx')")

@@ -258,15 +258,12 @@ async fn prometheus_scrapes_the_statements_sent_and_promtool_accepts_the_exposit
 async fn pt_query_digest_reads_the_slow_log_and_show_sql_commands_count_what_ran() {
     let f = Fixture::start(
         "obs_slow",
-        Extra {
-            users_xml: system_xml(&[
-                ("enableSlowLog", "1"),
-                ("slowLogFile", "slow.log"),
-                ("sqlSlowTime", "150"),
-                ("sqlRecordCount", "5"),
-            ]),
-            ..Extra::default()
-        },
+        Extra::system(&[
+            ("enableSlowLog", "1"),
+            ("slowLogFile", "slow.log"),
+            ("sqlSlowTime", "150"),
+            ("sqlRecordCount", "5"),
+        ]),
     )
     .await;
     let (port, mport, _) = gateway(f.dir.path()).await;
@@ -405,14 +402,7 @@ async fn pt_query_digest_reads_the_slow_log_and_show_sql_commands_count_what_ran
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_logs_carry_the_connection_span() {
-    let f = Fixture::start(
-        "obs_json",
-        Extra {
-            users_xml: system_xml(&[("logFormat", "json")]),
-            ..Extra::default()
-        },
-    )
-    .await;
+    let f = Fixture::start("obs_json", Extra::system(&[("logFormat", "json")])).await;
     let log = f.dir.path().join("manx.log");
     let (g, mut c) =
         common::GatewayProcess::start_logging(f.dir.path(), "root", "123456", "TESTDB", Some(&log))

@@ -2,7 +2,7 @@
 //! answer `Router::route` gives, whether its shape was seen before or not, and only plans that
 //! cannot depend on literals are kept.
 
-use std::path::PathBuf;
+mod common;
 
 use manx::config::Config;
 use manx::route::{PlanCache, Routed, Router};
@@ -10,23 +10,13 @@ use manx::route::{PlanCache, Routed, Router};
 /// The bundled config, with TESTDB given a default dataNode (dn1) so that undeclared tables
 /// route there (the single-node case the cache serves).
 fn router() -> Router {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().unwrap();
-    for f in [
-        "server.xml",
-        "schema.xml",
-        "rule.xml",
-        "autopartition-long.txt",
-        "partition-hash-int.txt",
-    ] {
-        std::fs::copy(repo.join(f), dir.path().join(f)).unwrap();
-    }
-    let schema = dir.path().join("schema.xml");
-    let text = std::fs::read_to_string(&schema).unwrap().replace(
-        "<schema name=\"TESTDB\" checkSQLschema=\"false\">",
-        "<schema name=\"TESTDB\" checkSQLschema=\"false\" dataNode=\"dn1\">",
-    );
-    std::fs::write(&schema, text).unwrap();
+    let dir = common::xml::bundled_dir();
+    common::xml::edit(dir.path(), "schema.xml", |s| {
+        s.replace(
+            "<schema name=\"TESTDB\" checkSQLschema=\"false\">",
+            "<schema name=\"TESTDB\" checkSQLschema=\"false\" dataNode=\"dn1\">",
+        )
+    });
     Router::new(&Config::load(dir.path()).unwrap()).unwrap()
 }
 
