@@ -374,7 +374,18 @@ async fn pt_query_digest_reads_the_slow_log_and_show_sql_commands_count_what_ran
     let root = sum.iter().find(|r| s(r, 1) == "root").unwrap();
     assert_eq!(root.get::<i64, _>(2), Some(8), "R: every statement read");
     assert_eq!(root.get::<i64, _>(3), Some(0), "W");
-    assert_eq!(s(root, 8), "[6, 0, 2, 0]", "TIME_COUNT");
+    // TIME_COUNT: < 10 ms, 10-200 ms, 200 ms-1 s, >= 1 s. The six quick statements take
+    // under 10 ms on an idle machine and may not on a loaded one: only their sum is certain.
+    let buckets: Vec<u64> = s(root, 8)
+        .trim_matches(['[', ']'])
+        .split(", ")
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(
+        (buckets[0] + buckets[1], buckets[2], buckets[3]),
+        (6, 2, 0),
+        "TIME_COUNT {buckets:?}"
+    );
     let tables: Vec<Row> = m.query("show @@sql.sum.table").await.unwrap();
     let t = tables
         .iter()
