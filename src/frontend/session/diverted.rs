@@ -9,8 +9,8 @@ use opensrv_mysql::{OkResponse, QueryResultWriter};
 use super::{Session, Writer};
 use crate::backend::OkInfo;
 use crate::frontend::auth;
-use crate::frontend::commands::Diverted;
 use crate::frontend::error::MysqlError;
+use crate::frontend::wire::commands::Diverted;
 use crate::route::{PlanCache, SqlMode};
 
 impl Session {
@@ -64,7 +64,7 @@ impl Session {
     /// login naming it).
     async fn change_user(
         &mut self,
-        change: crate::frontend::commands::ChangeUser,
+        change: crate::frontend::wire::commands::ChangeUser,
         w: QueryResultWriter<'_, Writer>,
     ) -> io::Result<()> {
         let generation = self.server.current();

@@ -16,7 +16,7 @@ use crate::datahost::Intent;
 use crate::engine::{self, Output};
 use crate::frontend::error::MysqlError;
 use crate::frontend::registry::Handle;
-use crate::frontend::tap::ErrorSlot;
+use crate::frontend::wire::tap::ErrorSlot;
 use crate::route::{HostHint, OkMerge, Plan};
 
 /// Which server a statement outside a transaction asks for: writes and master-forced reads the

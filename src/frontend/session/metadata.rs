@@ -359,7 +359,8 @@ impl Session {
 fn field_definition(schema: &str, table: &str, c: &Column) -> Vec<u8> {
     let mut p = Vec::with_capacity(64);
     for s in ["def", schema, table, table, &c.name, &c.name] {
-        crate::frontend::lenenc::write_str(&mut p, s.as_bytes()).expect("a Vec takes every write");
+        crate::frontend::wire::lenenc::write_str(&mut p, s.as_bytes())
+            .expect("a Vec takes every write");
     }
     p.push(0x0C);
     p.extend_from_slice(&c.charset.to_le_bytes());

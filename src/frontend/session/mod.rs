@@ -40,13 +40,13 @@ use opensrv_mysql::{AsyncMysqlIntermediary, QueryResultWriter, StatusFlags};
 use tokio::net::TcpStream;
 
 use super::Server;
-use super::commands::{Commands, Statements};
 use super::error::MysqlError;
 use super::prepared::Prepared;
 use super::registry::{Handle, Registry};
 use super::reload::Generation;
-use super::tap::{ErrorSlot, Tap};
-use super::tls::{self, ClientWrite};
+use super::wire::commands::{Commands, Statements};
+use super::wire::tap::{ErrorSlot, Tap};
+use super::wire::tls::{self, ClientWrite};
 use crate::backend::{BackendConn, OkInfo, Response};
 use crate::route::{Access, PlanCache, SessionSet, SessionView, SqlMode};
 use crate::sqltext::SavepointName;
@@ -130,7 +130,13 @@ pub async fn run(
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
     let serve = AsyncMysqlIntermediary::run_on(
         session,
-        Commands::new(read, statements, slot.clone(), max_packet),
+        Commands::new(
+            read,
+            statements,
+            slot.clone(),
+            max_packet,
+            crate::route::split_statements,
+        ),
         Tap::new(write, slot),
     );
     // One span per client connection: every event of the session carries its id, peer and

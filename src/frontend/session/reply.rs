@@ -13,9 +13,9 @@ use opensrv_mysql::{
 
 use super::Writer;
 use crate::backend::{Column, OkInfo};
-use crate::frontend::binary::{Cell, TextRow};
 use crate::frontend::error::MysqlError;
-use crate::frontend::tap::{ColumnMeta, ErrPacket, ErrorSlot};
+use crate::frontend::wire::binary::{Cell, TextRow};
+use crate::frontend::wire::tap::{ColumnMeta, ErrPacket, ErrorSlot};
 
 /// An OK packet. The server's `info` text ("Records: 2  Duplicates: 0 ...") is left out:
 /// opensrv-mysql 0.7 writes it as a raw string unless the client negotiated session tracking,

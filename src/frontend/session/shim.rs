@@ -14,11 +14,11 @@ use opensrv_mysql::{
 use super::reply::{ok_payload, send_error, wire_column, write_text_rows, write_typed_rows};
 use super::{Session, Writer};
 use crate::frontend::auth;
-use crate::frontend::commands::{DIVERTED_QUERY, Diverted};
 use crate::frontend::error::MysqlError;
 use crate::frontend::prepared::{self, Prepared};
-use crate::frontend::tap::{ColumnMeta, ErrPacket};
-use crate::frontend::tls;
+use crate::frontend::wire::commands::{DIVERTED_QUERY, Diverted};
+use crate::frontend::wire::tap::{ColumnMeta, ErrPacket};
+use crate::frontend::wire::tls;
 use crate::route::PlanCache;
 
 #[async_trait]
