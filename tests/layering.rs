@@ -107,3 +107,48 @@ fn external_crates_stay_in_their_layers() {
     }
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
+
+/// The wire layer (`src/frontend/wire/`, issue 23) knows packets, not statements: none of its
+/// code names the router — as a `crate::route` path, inside a `use crate::{...}` group, or as
+/// `super::super::super::route` (the crate root seen from a file of the layer). The step that
+/// needs the router's lexer (cutting a multi-statement text) is handed in by the session. The
+/// layer's unit tests, at the end of a file after `#[cfg(test)]`, may drive the reader with the
+/// router's real splitter, as the session does.
+#[test]
+fn the_wire_layer_never_names_the_router() {
+    let wire = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/frontend/wire");
+    let mut files = Vec::new();
+    rust_files(&wire, &mut files);
+    assert!(!files.is_empty(), "src/frontend/wire has no files");
+    let mut violations = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut in_crate_group = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.starts_with("#[cfg(test)]") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("use crate::{") {
+                in_crate_group = true;
+            }
+            let names_route = code.contains("crate::route")
+                || code.contains("super::super::super::route")
+                || (in_crate_group
+                    && code
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|word| word == "route"));
+            if names_route {
+                violations.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+            if in_crate_group && code.contains("};") {
+                in_crate_group = false;
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "the wire layer names the router:\n{}",
+        violations.join("\n")
+    );
+}

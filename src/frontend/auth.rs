@@ -4,7 +4,7 @@
 //!   `SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) ++ scramble)`, 32 bytes. manx knows every
 //!   user's password, so the fast path applies to every right password; a proof that does not
 //!   match gets MySQL's full authentication on a TLS connection (the cleartext password, see
-//!   `super::tls::Link::full_authentication`) and 1045 on a plain one.
+//!   `super::wire::tls::Link::full_authentication`) and 1045 on a plain one.
 
 use sha1::{Digest, Sha1};
 use sha2::Sha256;

@@ -56,9 +56,9 @@ impl From<EngineError> for MysqlError {
     }
 }
 
-impl From<&MysqlError> for crate::frontend::tap::ErrPacket {
+impl From<&MysqlError> for crate::frontend::wire::tap::ErrPacket {
     fn from(e: &MysqlError) -> Self {
-        crate::frontend::tap::ErrPacket {
+        crate::frontend::wire::tap::ErrPacket {
             code: e.code,
             state: e.state.clone(),
             message: e.message.clone(),

@@ -20,7 +20,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::registry::Handle;
-use super::tap::ErrPacket;
+use super::wire::tap::ErrPacket;
 use crate::config::UserConfig;
 
 /// The client connections the gateway holds (`maxConnections`).

@@ -3,21 +3,16 @@
 //! without a backend (`SHOW DATABASES`, `USE`, ...).
 
 mod auth;
-mod binary;
 pub mod cluster;
-mod commands;
 mod error;
-mod lenenc;
 mod limits;
-mod long_data;
 pub mod manager;
 pub mod metrics;
 mod prepared;
 mod registry;
 pub mod reload;
 mod session;
-pub mod tap;
-pub mod tls;
+pub mod wire;
 
 use std::future::Future;
 use std::io;
@@ -29,6 +24,7 @@ use tokio::net::TcpListener;
 use crate::config::{Config, ConfigError, ConfigErrors, Origin};
 use crate::datahost::Timeouts;
 use crate::sequence::Sequences;
+use wire::tls;
 
 pub use error::MysqlError;
 

@@ -25,46 +25,7 @@ use std::borrow::Cow;
 
 use super::RouteError;
 
-/// The lexing-relevant part of a session's `sql_mode` (MariaDB's `sql_mode` flags).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct SqlMode {
-    /// `NO_BACKSLASH_ESCAPES`: `\` is an ordinary character inside strings.
-    pub no_backslash_escapes: bool,
-    /// `ANSI_QUOTES` (also part of `ANSI`, `DB2`, `MSSQL`, `POSTGRESQL`, ...): `"` quotes names.
-    pub ansi_quotes: bool,
-}
-
-/// Modes that change how MariaDB parses a statement in ways the gateway's parser cannot follow:
-/// Oracle's grammar. (`PIPES_AS_CONCAT` is followed: the parser always reads `||` as
-/// concatenation, and `||` never hides a table either way.)
-const UNFOLLOWED_MODES: &[&str] = &["ORACLE"];
-
-impl SqlMode {
-    /// The flags of a server's `@@sql_mode` value (comma-separated names, any case, as
-    /// `SELECT @@session.sql_mode` answers it, or as a client wrote it: combination modes such
-    /// as `ANSI` count with the flags they stand for).
-    ///
-    /// Errors: the name of a mode the gateway cannot follow (`ORACLE`).
-    pub fn from_server(text: &str) -> Result<SqlMode, String> {
-        let mut mode = SqlMode::default();
-        for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-            let name = name.to_ascii_uppercase();
-            if let Some(bad) = UNFOLLOWED_MODES.iter().find(|m| **m == name) {
-                return Err((*bad).to_string());
-            }
-            match name.as_str() {
-                "NO_BACKSLASH_ESCAPES" => mode.no_backslash_escapes = true,
-                // The combination modes that include ANSI_QUOTES, for a value not yet
-                // expanded by a server.
-                "ANSI_QUOTES" | "ANSI" | "DB2" | "MSSQL" | "POSTGRESQL" | "MAXDB" => {
-                    mode.ansi_quotes = true
-                }
-                _ => {}
-            }
-        }
-        Ok(mode)
-    }
-}
+pub use crate::sqltext::SqlMode;
 
 /// Version comments with a version up to this one are run by every backend manx supports
 /// (MySQL 5.7 and later, MariaDB 10.0 and later): mysqldump's `/*!40101 */`, `/*!50503 */`.
@@ -557,25 +518,6 @@ mod tests {
             canon("SELECT \"a\" FROM t", SqlMode::default()),
             "SELECT \"a\" FROM t"
         );
-    }
-
-    #[test]
-    fn modes_from_the_server() {
-        assert_eq!(
-            SqlMode::from_server("STRICT_TRANS_TABLES,NO_BACKSLASH_ESCAPES").unwrap(),
-            NBE
-        );
-        assert_eq!(SqlMode::from_server("ansi_quotes").unwrap(), ANSI);
-        assert_eq!(
-            SqlMode::from_server("REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ANSI")
-                .unwrap(),
-            ANSI
-        );
-        assert_eq!(
-            SqlMode::from_server("PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE,ORACLE").unwrap_err(),
-            "ORACLE"
-        );
-        assert_eq!(SqlMode::from_server("").unwrap(), SqlMode::default());
     }
 
     #[test]

@@ -108,7 +108,7 @@ struct Pending {
     pad_after: Option<usize>,
     /// How the session's backend lexes statements (set by the session, read by the reader to
     /// split multi-statement texts as the backend would).
-    sql_mode: crate::route::SqlMode,
+    sql_mode: crate::sqltext::SqlMode,
     /// Commands the reader diverted to the session, in the order of their placeholder queries
     /// (several when the client pipelined them).
     diverted: VecDeque<Diverted>,
@@ -198,12 +198,12 @@ impl ErrorSlot {
     }
 
     /// The lexing part of the session's `sql_mode` (module `route::lex`).
-    pub fn sql_mode(&self) -> crate::route::SqlMode {
+    pub fn sql_mode(&self) -> crate::sqltext::SqlMode {
         self.lock().sql_mode
     }
 
     /// Sets what [`ErrorSlot::sql_mode`] answers.
-    pub fn set_sql_mode(&self, mode: crate::route::SqlMode) {
+    pub fn set_sql_mode(&self, mode: crate::sqltext::SqlMode) {
         self.lock().sql_mode = mode;
     }
 

@@ -10,7 +10,7 @@ use opensrv_mysql::{Column as WireColumn, ColumnType, ToMysqlValue};
 use crate::backend::Value;
 
 /// One value of a row, written as the result set's protocol requires.
-pub(super) struct Cell<'a>(pub &'a Value);
+pub(in crate::frontend) struct Cell<'a>(pub &'a Value);
 
 fn invalid(what: &str, text: &[u8], c: &WireColumn) -> io::Error {
     io::Error::new(
@@ -122,14 +122,17 @@ fn time<W: Write>(w: &mut W, t: &str) -> Option<io::Result<()>> {
 /// five times for a sysbench row); one write of the encoded row allocates it once, at its size.
 /// Text protocol only: the binary protocol's row goes through opensrv's own reused buffer (and
 /// its NULL bitmap needs a value per column).
-pub(super) struct TextRow<'a>(&'a [u8]);
+pub(in crate::frontend) struct TextRow<'a>(&'a [u8]);
 
 impl<'a> TextRow<'a> {
     /// The columns after the first: their bytes are in the first.
-    pub(super) const REST: TextRow<'static> = TextRow(&[]);
+    pub(in crate::frontend) const REST: TextRow<'static> = TextRow(&[]);
 
     /// Encodes `row` into `buf` (cleared first) and returns the first column's value.
-    pub(super) fn encode(row: &[Value], buf: &'a mut Vec<u8>) -> io::Result<TextRow<'a>> {
+    pub(in crate::frontend) fn encode(
+        row: &[Value],
+        buf: &'a mut Vec<u8>,
+    ) -> io::Result<TextRow<'a>> {
         buf.clear();
         for v in row {
             Cell(v).to_mysql_text(buf)?;

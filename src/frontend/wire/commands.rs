@@ -60,9 +60,10 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-use super::error::MysqlError;
 use super::long_data::{LongData, Overflow};
 use super::tap::ErrorSlot;
+use crate::frontend::MysqlError;
+use crate::sqltext::SqlMode;
 
 /// The placeholder COM_QUERY text handed to opensrv in place of a diverted command. The session
 /// acts on the [`Diverted`] value the reader put in the shared slot, never on this text: the
@@ -229,6 +230,12 @@ impl Statements {
     }
 }
 
+/// How a multi-statement text is cut into its statements as the backend will cut them under a
+/// `sql_mode` (each piece without its `;`). The router's splitter
+/// (`split_statements` of module `route`) is handed in by the session: finding where a statement
+/// ends needs the router's lexer, which the wire layer does not import (module [`super`]).
+pub type Splitter = fn(&str, SqlMode) -> Vec<&str>;
+
 /// Reader over the client socket (see the module docs).
 pub struct Commands<R> {
     inner: R,
@@ -260,6 +267,8 @@ pub struct Commands<R> {
     /// `COM_STMT_SEND_LONG_DATA` pieces held until their statement executes
     /// ([`super::long_data`]).
     long_data: LongData,
+    /// Cuts a multi-statement COM_QUERY into its statements.
+    split: Splitter,
 }
 
 /// A command longer than `max_allowed_packet`: its bytes are read and dropped (so the client
@@ -287,8 +296,15 @@ const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
 
 impl<R: AsyncRead + Unpin> Commands<R> {
-    /// A reader over `inner`; `max_packet` is the gateway's `max_allowed_packet` in bytes.
-    pub fn new(inner: R, statements: Statements, slot: ErrorSlot, max_packet: usize) -> Self {
+    /// A reader over `inner`; `max_packet` is the gateway's `max_allowed_packet` in bytes;
+    /// `split` cuts multi-statement texts ([`Splitter`]).
+    pub fn new(
+        inner: R,
+        statements: Statements,
+        slot: ErrorSlot,
+        max_packet: usize,
+        split: Splitter,
+    ) -> Self {
         Commands {
             inner,
             input: Vec::new(),
@@ -306,6 +322,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
             batch: VecDeque::new(),
             in_batch: false,
             long_data: LongData::new(max_packet),
+            split,
         }
     }
 
@@ -671,7 +688,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         if sql.as_bytes().contains(&b';')
             && self.slot.client_capabilities() & CLIENT_MULTI_STATEMENTS != 0
         {
-            let pieces = crate::route::split_statements(sql, self.slot.sql_mode());
+            let pieces = (self.split)(sql, self.slot.sql_mode());
             if pieces.len() > 1 {
                 let mut pieces: VecDeque<String> = pieces.into_iter().map(shielded).collect();
                 let first = pieces.pop_front().unwrap_or_default();
@@ -688,8 +705,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         let shield = sql == "SELECT @@max_allowed_packet"
             || sql == "select @@max_allowed_packet"
             || sql == DIVERTED_QUERY
-            || (intercepted(sql)
-                && crate::route::split_statements(sql, self.slot.sql_mode()).len() > 1);
+            || (intercepted(sql) && (self.split)(sql, self.slot.sql_mode()).len() > 1);
         if shield {
             self.emit_query(0, &shielded(sql));
         } else {
@@ -795,6 +811,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for Commands<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // The router's real splitter, as the session hands it in.
+    use crate::route::split_statements;
     use tokio::io::AsyncReadExt;
 
     fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
@@ -813,10 +831,16 @@ mod tests {
         input.extend(packet(0, b"\x03SELECT 2"));
         let mut out = Vec::new();
         let slot = ErrorSlot::default();
-        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            slot.clone(),
+            1 << 24,
+            split_statements,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut expected = packet(0, b"\x03SELECT 1");
         expected.extend(packet(1, &[0x1F]));
         let mut q = vec![0x03];
@@ -873,10 +897,16 @@ mod tests {
         input.extend(query(0, "SELECT 3; SELECT 4"));
         let slot = ErrorSlot::default();
         let mut out = Vec::new();
-        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            slot.clone(),
+            1 << 24,
+            split_statements,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut expected = login(CLIENT_MULTI_STATEMENTS);
         for sql in [
             " USE a",
@@ -906,6 +936,7 @@ mod tests {
             Statements::default(),
             ErrorSlot::default(),
             1 << 24,
+            split_statements,
         )
         .read_to_end(&mut out)
         .await
@@ -932,6 +963,7 @@ mod tests {
             Statements::default(),
             ErrorSlot::default(),
             32 << 20,
+            split_statements,
         )
         .read_to_end(&mut out)
         .await
@@ -941,10 +973,16 @@ mod tests {
         input.extend(query(0, "SELECT 1"));
         let mut out = Vec::new();
         let slot = ErrorSlot::default();
-        Commands::new(&input[..], Statements::default(), slot.clone(), 16 << 20)
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            slot.clone(),
+            16 << 20,
+            split_statements,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut expected = login(0);
         expected.extend(query(1, DIVERTED_QUERY));
         assert_eq!(out, expected);
@@ -969,10 +1007,16 @@ mod tests {
         input.extend(packet(0, b"\x03SELECT 1"));
         let mut out = Vec::new();
         let slot = ErrorSlot::default();
-        Commands::new(&input[..], Statements::default(), slot.clone(), 1 << 24)
-            .read_to_end(&mut out)
-            .await
-            .unwrap();
+        Commands::new(
+            &input[..],
+            Statements::default(),
+            slot.clone(),
+            1 << 24,
+            split_statements,
+        )
+        .read_to_end(&mut out)
+        .await
+        .unwrap();
         let mut q = vec![0x03];
         q.extend_from_slice(DIVERTED_QUERY.as_bytes());
         let mut shielded = vec![0x03, b' '];

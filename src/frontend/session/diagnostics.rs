@@ -1,0 +1,201 @@
+//! The diagnostics area: warnings read from the dataNodes for a later `SHOW WARNINGS`, the
+//! statements that leave it as it is, and `FOUND_ROWS()` after a result set.
+
+use std::io;
+
+use futures::StreamExt;
+use opensrv_mysql::{Column as WireColumn, ColumnFlags, ColumnType, QueryResultWriter};
+
+use super::execute::held;
+use super::reply::Sent;
+use super::{Session, Writer};
+use crate::backend::{BackendConn, Response};
+
+/// Whether a statement only reads the diagnostics area (`SHOW COUNT(*) WARNINGS`, `SHOW
+/// ERRORS`, `SELECT @@warning_count`...), which MySQL leaves as it is.
+pub(super) fn reads_diagnostics(query: &str) -> bool {
+    const PATTERNS: [&str; 8] = [
+        "showcount(*)warnings",
+        "showcount(*)errors",
+        "showerrors",
+        "showwarnings",
+        "select@@warning_count",
+        "select@@session.warning_count",
+        "select@@error_count",
+        "select@@session.error_count",
+    ];
+    // The statement's first 40 characters without white space, in ASCII lower case (this runs
+    // for every statement: no allocation, one pass).
+    let mut squeezed = [0u8; 40];
+    let mut n = 0;
+    for c in query.trim_start().chars().take(40) {
+        if c.is_whitespace() {
+            continue;
+        }
+        if !c.is_ascii() {
+            break;
+        }
+        squeezed[n] = c.to_ascii_lowercase() as u8;
+        n += 1;
+    }
+    PATTERNS
+        .iter()
+        .any(|p| squeezed[..n].starts_with(p.as_bytes()))
+}
+
+/// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
+const MAX_ERROR_COUNT: usize = 64;
+
+/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message), in order, at most
+/// [`MAX_ERROR_COUNT`]; a connection that cannot answer adds nothing (the statement itself
+/// succeeded).
+pub(super) async fn collect_warnings(
+    conns: &mut [&mut (dyn BackendConn + 'static)],
+) -> Vec<Vec<Option<String>>> {
+    let mut out = Vec::new();
+    for conn in conns.iter_mut() {
+        let Ok(Response::Rows { mut rows, .. }) = conn.query("SHOW WARNINGS").await else {
+            continue;
+        };
+        while let Some(Ok(row)) = rows.next().await {
+            if out.len() >= MAX_ERROR_COUNT {
+                continue;
+            }
+            out.push(row.iter().take(3).map(|v| v.to_text()).collect());
+        }
+    }
+    out
+}
+
+/// `SHOW WARNINGS` rows (Level, Code, Message, as read from the nodes) typed as MySQL types
+/// them: Code is an `INT UNSIGNED` (clients reading it in the binary protocol, or by type, get a
+/// number), the others text.
+pub(super) async fn write_warnings(
+    w: QueryResultWriter<'_, Writer>,
+    rows: Vec<Vec<Option<String>>>,
+) -> io::Result<()> {
+    let column = |name: &str, coltype, colflags| WireColumn {
+        table: String::new(),
+        column: name.to_string(),
+        coltype,
+        colflags,
+    };
+    let text = ColumnType::MYSQL_TYPE_VAR_STRING;
+    let cols = [
+        column("Level", text, ColumnFlags::NOT_NULL_FLAG),
+        column(
+            "Code",
+            ColumnType::MYSQL_TYPE_LONG,
+            ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+        ),
+        column("Message", text, ColumnFlags::NOT_NULL_FLAG),
+    ];
+    let mut rw = w.start(&cols).await?;
+    for row in rows {
+        let text = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        rw.write_col(text(0))?;
+        rw.write_col(text(1).parse::<u32>().unwrap_or(0))?;
+        rw.write_col(text(2))?;
+        rw.end_row().await?;
+    }
+    rw.finish().await
+}
+
+impl Session {
+    /// After a result set went to the client: what the session keeps of it, read from the
+    /// connections it ran on while they are still held. The warnings' rows for a later `SHOW
+    /// WARNINGS` (as after an OK, see `execute`), then its found-rows count for `SELECT
+    /// FOUND_ROWS()`: the rows sent, or, after `SQL_CALC_FOUND_ROWS` on one dataNode, the
+    /// node's `FOUND_ROWS()` (several dataNodes are refused at routing).
+    pub(super) async fn rows_sent(
+        &mut self,
+        sent: io::Result<Sent>,
+        transactional: bool,
+        fresh: &mut [Box<dyn BackendConn>],
+        targets: &[crate::route::Target],
+    ) -> io::Result<()> {
+        let sent = sent?;
+        self.tally.rows = sent.rows;
+        if !sent.complete {
+            return Ok(());
+        }
+        if targets.first().is_some_and(|t| sets_found_rows(&t.sql)) {
+            self.found_rows = sent.rows;
+        }
+        let calc = targets.len() == 1
+            && crate::sqltext::contains_ignore_ascii_case(&targets[0].sql, "SQL_CALC_FOUND_ROWS");
+        if sent.warnings == 0 && !calc {
+            return Ok(());
+        }
+        let mut conns = held(transactional, &mut self.pinned, fresh, targets);
+        if sent.warnings > 0 {
+            // First: MariaDB's SHOW WARNINGS leaves FOUND_ROWS() as it is, and a SELECT
+            // without warnings would clear them.
+            self.warnings = collect_warnings(&mut conns).await;
+            self.warning_count = sent.warnings;
+        }
+        if calc && let Some(conn) = conns.first_mut() {
+            match found_rows_on(&mut **conn).await {
+                Some(n) => self.found_rows = n,
+                None => tracing::warn!(
+                    connection = self.id,
+                    node = %targets[0].node,
+                    "FOUND_ROWS() after SQL_CALC_FOUND_ROWS could not be read; counting the rows sent"
+                ),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a statement's result set sets `FOUND_ROWS()` to its row count, as on MariaDB: a
+/// SELECT's does, and so do the `SHOW`s and `DESCRIBE` that read information_schema; `EXPLAIN`
+/// and `SHOW CREATE ...` leave it.
+fn sets_found_rows(sql: &str) -> bool {
+    let mut words = sql.split_ascii_whitespace();
+    match words.next() {
+        Some(w) if w.eq_ignore_ascii_case("EXPLAIN") => false,
+        Some(w) if w.eq_ignore_ascii_case("SHOW") => !words
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("CREATE")),
+        _ => true,
+    }
+}
+
+/// `SELECT FOUND_ROWS()` on `conn`; `None` when it fails or answers no number.
+async fn found_rows_on(conn: &mut (dyn BackendConn + 'static)) -> Option<u64> {
+    let Ok(Response::Rows { mut rows, .. }) = conn.query("SELECT FOUND_ROWS()").await else {
+        return None;
+    };
+    let mut value = None;
+    while let Some(Ok(row)) = rows.next().await {
+        value = value.or_else(|| row.first()?.to_text()?.parse().ok());
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn diagnostics_statements_are_recognised_without_case_or_spaces() {
+        for q in [
+            "SHOW WARNINGS",
+            "  show   count(*)   warnings",
+            "show errors limit 1",
+            "SELECT @@warning_count",
+            "select @@SESSION.error_count, 1",
+        ] {
+            assert!(super::reads_diagnostics(q), "{q}");
+        }
+        for q in [
+            "SELECT c FROM t",
+            "SHOW TABLES",
+            "select @@warning",
+            "",
+            "sel",
+            "SELECT                                    @@warning_count",
+        ] {
+            assert!(!super::reads_diagnostics(q), "{q}");
+        }
+    }
+}

@@ -1,0 +1,517 @@
+//! Running a plan: the connections it runs on (pinned, kept, or taken from pools, with the
+//! session's state), the engine's run, the one retry of a read whose connection broke, and the
+//! answer (OK, error, or the rows streamed).
+
+use std::collections::HashMap;
+use std::io;
+
+use opensrv_mysql::QueryResultWriter;
+
+use super::diagnostics::collect_warnings;
+use super::reply::{Sent, send_error, stream_rows, write_ok};
+use super::transaction::{begin_on, ends_transaction, finish_implicit, xa_start_on};
+use super::{Session, Writer, run_simple};
+use crate::backend::{BackendConn, OkInfo};
+use crate::datahost::Intent;
+use crate::engine::{self, Output};
+use crate::frontend::error::MysqlError;
+use crate::frontend::registry::Handle;
+use crate::frontend::wire::tap::ErrorSlot;
+use crate::route::{HostHint, OkMerge, Plan};
+
+/// Which server a statement outside a transaction asks for: writes and master-forced reads the
+/// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
+/// transaction every statement uses its pinned writeHost connection, DECISIONS.md item 12.)
+fn intent(plan: &Plan) -> Intent {
+    match (plan.read_only, plan.host) {
+        (false, _) | (true, HostHint::Master) => Intent::Write,
+        (true, HostHint::Slave) => Intent::Replica,
+        (true, HostHint::None) => Intent::Read,
+    }
+}
+
+/// The session's side of the engine's seam ([`engine::cursor::ExecCtx`]): connections from
+/// the datahost cluster, for the server the statement's intent asks for ([`intent`]).
+struct Acquire<'a>(&'a crate::datahost::Cluster);
+
+impl engine::cursor::ExecCtx for Acquire<'_> {
+    type Error = crate::datahost::DatahostError;
+
+    async fn connect(
+        &self,
+        node: &str,
+        plan: &Plan,
+        instead_of: Option<&str>,
+    ) -> Result<Box<dyn BackendConn>, Self::Error> {
+        match instead_of {
+            Some(failed) => self.0.acquire_instead(node, intent(plan), failed).await,
+            None => self.0.acquire_for(node, intent(plan)).await,
+        }
+    }
+
+    fn unreachable(e: &Self::Error) -> bool {
+        e.source.server_error().is_none()
+    }
+}
+
+impl Session {
+    /// Runs a plan ([`Session::execute_on`]); afterwards the connections it took from pools
+    /// are kept when the session keeps its connections ([`Session::kept`]), which the
+    /// statement itself may have begun (a temporary table, `SELECT @x := ...`, `GET_LOCK`).
+    /// Around DDL the tables' column orders are forgotten, before (the statement may change
+    /// any table) and after (an order read by another session while it ran may predate it).
+    pub(super) async fn execute(
+        &mut self,
+        plan: Plan,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        let ddl = plan.ddl;
+        if ddl {
+            self.generation().column_orders.clear();
+        }
+        if self.sticky.is_none()
+            && let Some(reason) = plan
+                .targets
+                .iter()
+                .find_map(|t| crate::route::session_state(&t.sql))
+        {
+            tracing::debug!(
+                connection = self.id,
+                reason,
+                "the session keeps its backend connections from now on"
+            );
+            self.sticky = Some(reason);
+        }
+        let mut fresh = Vec::new();
+        let mut nodes = Vec::new();
+        let done = self.execute_on(plan, w, &mut fresh, &mut nodes).await;
+        if self.keeps() {
+            for (node, conn) in nodes.into_iter().zip(fresh) {
+                self.kept.entry(node).or_insert(conn);
+            }
+        }
+        if ddl {
+            self.generation().column_orders.clear();
+        }
+        done
+    }
+
+    /// Runs a plan on the transaction's pinned connections, the session's kept ones, or
+    /// connections taken for it, which are left in `fresh` (their dataNodes in `nodes`, in
+    /// the same order) for [`Session::execute`].
+    async fn execute_on(
+        &mut self,
+        mut plan: Plan,
+        w: QueryResultWriter<'_, Writer>,
+        fresh: &mut Vec<Box<dyn BackendConn>>,
+        nodes: &mut Vec<String>,
+    ) -> io::Result<()> {
+        self.tally.planned = true;
+        self.tally.read = plan.read_only;
+        self.tally.nodes = plan.targets.iter().map(|t| t.node.clone()).collect();
+        self.tally.tables = plan.tables.clone();
+        let read_only_user = self
+            .server
+            .current()
+            .config
+            .users
+            .get(self.user_name())
+            .is_some_and(|u| u.read_only);
+        if read_only_user && !plan.read_only {
+            return self
+                .error(w, MysqlError::new(1495, "HY000", "User readonly"))
+                .await;
+        }
+        if let Some(reason) = &self.interrupted {
+            let message = format!("Transaction error, need to rollback: {reason}");
+            return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+        }
+        if let Some(e) = self.unlocked_table(&plan) {
+            return self.error(w, e).await;
+        }
+        let keeps = self.keeps();
+        // DDL commits the open transaction first, as in MySQL, and runs outside it.
+        if plan.ddl
+            && (self.in_transaction || !self.pinned.is_empty())
+            && let Err(e) = self.end_transaction("COMMIT").await
+        {
+            return self.error(w, e).await;
+        }
+        let transactional = !plan.ddl && (self.in_transaction || !self.autocommit);
+        // A write to several dataNodes outside a transaction runs in one on each node and is
+        // committed only where all succeeded, so a failure leaves nothing half applied.
+        let implicit = !transactional && !plan.read_only && !plan.ddl && plan.targets.len() > 1;
+        let server = self.generation();
+        // A read any node can answer, in a session that keeps connections: one it holds.
+        if keeps
+            && !plan.fallback.is_empty()
+            && !self.kept.contains_key(&plan.targets[0].node)
+            && let Some(i) = plan
+                .fallback
+                .iter()
+                .position(|t| self.kept.contains_key(&t.node))
+        {
+            std::mem::swap(&mut plan.targets[0], &mut plan.fallback[i]);
+        }
+        // A read any node can answer: when the chosen node's server cannot be reached, the next.
+        let on_held = self.pinned.contains_key(&plan.targets[0].node)
+            || (keeps && self.kept.contains_key(&plan.targets[0].node));
+        if !plan.fallback.is_empty() && !on_held {
+            let ctx = Acquire(&server.cluster);
+            match engine::cursor::connect(&ctx, &mut plan).await {
+                Ok(conns) => {
+                    fresh.extend(conns);
+                    nodes.push(plan.targets[0].node.clone());
+                }
+                Err(e) => return self.error(w, e.into()).await,
+            }
+        }
+        if transactional {
+            for t in &plan.targets {
+                if self.pinned.contains_key(&t.node) {
+                    continue;
+                }
+                // The session's kept connection joins the transaction (it holds the session's
+                // state, or its table locks).
+                // Not into an XA transaction: the coordinator keeps its connections at the
+                // end, and the kept state would go with them; the XA transaction takes pooled
+                // connections, and the kept ones wait for it to end.
+                let xa = self.locks.is_none()
+                    && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
+                let kept = if xa { None } else { self.kept.remove(&t.node) };
+                let was_kept = kept.is_some();
+                let acquired = match kept {
+                    Some(c) => Ok(c),
+                    None => match fresh.pop() {
+                        Some(c) => {
+                            nodes.pop();
+                            Ok(c)
+                        }
+                        None => server.cluster.acquire(&t.node, false).await,
+                    },
+                };
+                let mut conn = match acquired {
+                    Ok(c) => c,
+                    Err(e) => return self.error(w, e.into()).await,
+                };
+                if !was_kept
+                    && let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await
+                {
+                    return self.error(w, e).await;
+                }
+                if let Err(e) = self.open_tx(conn.as_mut(), &t.node).await {
+                    if was_kept {
+                        self.kept.insert(t.node.clone(), conn);
+                    }
+                    return self.error(w, e).await;
+                }
+                if let Err(e) =
+                    Self::replay_savepoints(&self.savepoints, conn.as_mut(), &t.node).await
+                {
+                    return self.error(w, e).await;
+                }
+                self.pinned.insert(t.node.clone(), conn);
+            }
+        } else if fresh.is_empty() && keeps {
+            // Session affinity: the kept connections, and new ones (on the writeHost, as the
+            // state may be a write's) for the other nodes, kept afterwards.
+            for t in &plan.targets {
+                let conn = match self.kept.remove(&t.node) {
+                    Some(c) => c,
+                    None => match server.cluster.acquire(&t.node, false).await {
+                        Ok(mut c) => {
+                            if let Err(e) =
+                                Self::apply_state(&self.state, c.as_mut(), &t.node).await
+                            {
+                                return self.error(w, e).await;
+                            }
+                            c
+                        }
+                        Err(e) => return self.error(w, e.into()).await,
+                    },
+                };
+                fresh.push(conn);
+                nodes.push(t.node.clone());
+            }
+        } else if fresh.is_empty() {
+            nodes.extend(plan.targets.iter().map(|t| t.node.clone()));
+            let acquired = futures::future::join_all(
+                plan.targets
+                    .iter()
+                    .map(|t| server.cluster.acquire_for(&t.node, intent(&plan))),
+            )
+            .await;
+            for a in acquired {
+                match a {
+                    Ok(c) => fresh.push(c),
+                    Err(e) => return self.error(w, e.into()).await,
+                }
+            }
+        }
+        if !transactional && !self.state.is_empty() && !keeps {
+            for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                    return self.error(w, e).await;
+                }
+            }
+        }
+        // With `twoPhaseCommit`, that implicit transaction is an XA transaction.
+        // (Not for a session that keeps its connections: the coordinator would take them.)
+        let implicit_xa = (implicit && server.config.system.two_phase_commit && !keeps)
+            .then(|| self.server.xa.begin(self.id));
+        let locked = self.locks.is_some();
+        if implicit {
+            for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                let started = match &implicit_xa {
+                    Some(gtrid) => {
+                        xa_start_on(&self.server.xa, conn.as_mut(), gtrid, &t.node).await
+                    }
+                    // START TRANSACTION would release the table locks.
+                    None if locked => run_simple(conn.as_mut(), "SET autocommit = 0")
+                        .await
+                        .map_err(|e| MysqlError::backend(format!("dataNode {}", t.node), &e)),
+                    None => begin_on(conn.as_mut(), &t.node).await,
+                };
+                if let Err(e) = started {
+                    if let Some(gtrid) = &implicit_xa {
+                        let _ = finish_implicit(
+                            &self.server.xa,
+                            fresh,
+                            &plan,
+                            "ROLLBACK",
+                            Some(gtrid),
+                            self.id,
+                            false,
+                        )
+                        .await;
+                    }
+                    return self.error(w, e).await;
+                }
+            }
+        }
+        if transactional
+            && !plan.read_only
+            && let Some(tx) = &mut self.xa
+        {
+            tx.written
+                .extend(plan.targets.iter().map(|t| t.node.clone()));
+        }
+        let slot = self.slot.clone();
+        let status = self.status();
+        slot.set_status(status.bits());
+        let id = self.id;
+        let handle = self.handle.clone();
+        let conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
+        let binary = self.binary;
+        let ran = run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await;
+        let (w, finished) = match ran {
+            Ran::Rows(sent) => {
+                return self
+                    .rows_sent(sent, transactional, fresh, &plan.targets)
+                    .await;
+            }
+            Ran::Done(w, finished) => (w, finished),
+        };
+        // A read outside a transaction whose connection broke before its result began (the
+        // server died or dropped a pooled connection) runs once more, on another eligible server
+        // for the failed node. Nothing has reached the client yet. Writes and statements in a
+        // transaction are never retried: the client gets the error. Nor is the read of a
+        // session being killed: `KILL` broke its connection, and the session is ending.
+        let (w, finished) = match finished {
+            Err(e)
+                if !transactional
+                    && !keeps
+                    && engine::cursor::retryable(&plan, &e)
+                    && !handle.is_killed() =>
+            {
+                let failed = plan
+                    .targets
+                    .iter()
+                    .position(|t| t.node == e.node)
+                    .and_then(|i| fresh.get(i))
+                    .map(|c| c.address().to_string())
+                    .unwrap_or_default();
+                tracing::warn!(connection = id, error = %e, "read retried after its connection broke");
+                // The first attempt's connections go back to their pools (reset there).
+                fresh.clear();
+                let ctx = Acquire(&server.cluster);
+                match engine::cursor::reconnect(&ctx, &plan, &e, &failed).await {
+                    Ok(conns) => fresh.extend(conns),
+                    Err(e) => return self.error(w, e.into()).await,
+                }
+                for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
+                    if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
+                        return self.error(w, e).await;
+                    }
+                }
+                let conns: Vec<&mut (dyn BackendConn + 'static)> =
+                    fresh.iter_mut().map(|b| b.as_mut()).collect();
+                match run_plan(&plan, conns, w, &slot, binary, &handle, false).await {
+                    Ran::Rows(sent) => {
+                        return self.rows_sent(sent, false, fresh, &plan.targets).await;
+                    }
+                    Ran::Done(w, again) => (w, again),
+                }
+            }
+            other => (w, other),
+        };
+        match finished {
+            Err(e) if transactional && ends_transaction(&e.source) => {
+                // The server rolled its part of the transaction back (a deadlock victim), as
+                // MySQL rolls back the whole transaction: so are the other dataNodes' parts,
+                // which the client's next BEGIN or COMMIT would otherwise commit alone.
+                self.next_insert_id = None;
+                tracing::info!(connection = id, node = %e.node, error = %e, "the transaction was rolled back on every dataNode");
+                let _ = self.end_transaction("ROLLBACK").await;
+                self.interrupted = None;
+                let e = self.logical_names(&e.node.clone(), e.into());
+                send_error(&slot, w, e).await
+            }
+            Err(e) => {
+                self.next_insert_id = None;
+                if implicit {
+                    let _ = finish_implicit(
+                        &self.server.xa,
+                        fresh,
+                        &plan,
+                        "ROLLBACK",
+                        implicit_xa.as_deref(),
+                        id,
+                        locked,
+                    )
+                    .await;
+                } else if transactional
+                    && plan.targets.len() > 1
+                    && !plan.read_only
+                    && e.applied != Some(0)
+                {
+                    self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
+                }
+                // A connection the session keeps for its state (temporary tables, table
+                // locks...) was lost: that state is gone on its server, and going on with a
+                // fresh connection would hide it (a table thought locked, a temporary table
+                // missing). As when a MySQL server connection is lost, the client's ends,
+                // after this error.
+                let lost = keeps && (e.source.is_closed() || e.source.is_timeout());
+                let e = self.logical_names(&e.node.clone(), e.into());
+                let answered = send_error(&slot, w, e).await;
+                if lost {
+                    tracing::warn!(
+                        connection = id,
+                        "a backend connection holding the session's state was lost: the session is closed"
+                    );
+                    self.handle.kill();
+                }
+                answered
+            }
+            Ok(mut ok) => {
+                // The warnings stay on the backend connections, which go back to their pools
+                // now: read them while they are held, for a later SHOW WARNINGS.
+                if ok.warnings > 0 {
+                    let mut conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
+                    // A global table's write ran on every node: its first node's warnings are
+                    // the statement's (as its OK packet is).
+                    if plan.ok_merge == OkMerge::First {
+                        conns.truncate(1);
+                    }
+                    self.warnings = collect_warnings(&mut conns).await;
+                    self.warning_count = ok.warnings;
+                }
+                if implicit
+                    && let Err(e) = finish_implicit(
+                        &self.server.xa,
+                        fresh,
+                        &plan,
+                        "COMMIT",
+                        implicit_xa.as_deref(),
+                        id,
+                        locked,
+                    )
+                    .await
+                {
+                    self.next_insert_id = None;
+                    return send_error(&slot, w, e).await;
+                }
+                if let Some(key) = self.next_insert_id.take() {
+                    ok.last_insert_id = Some(key);
+                }
+                if let Some(key) = ok.last_insert_id.filter(|k| *k > 0) {
+                    self.last_insert_id = key;
+                }
+                write_ok(&slot, w, ok, status).await
+            }
+        }
+    }
+}
+
+/// How a statement went before the rest of its answer is written ([`run_plan`]).
+enum Ran<'w> {
+    /// Its result set went to the client (or did not: the client left).
+    Rows(io::Result<Sent>),
+    /// An OK or the first failing node's error, with the writer that is to answer.
+    Done(
+        QueryResultWriter<'w, Writer>,
+        Result<OkInfo, engine::EngineError>,
+    ),
+}
+
+/// Runs `plan` on `conns` (one per target, in order) and streams a result set to the client;
+/// `handle` holds the connections' cancellers meanwhile, for `KILL QUERY`. When the client
+/// leaves mid-result, the backend statements are stopped at once rather than left to run until
+/// the connections are reset in their pools: a backend blocked sending rows notices an
+/// interrupted statement only once they are read, which a pooled connection's next holder
+/// would do, so outside a transaction those connections are closed instead (the pool replaces
+/// them); pinned ones are read out by the ROLLBACK that follows.
+async fn run_plan<'w>(
+    plan: &Plan,
+    conns: Vec<&mut (dyn BackendConn + 'static)>,
+    w: QueryResultWriter<'w, Writer>,
+    slot: &ErrorSlot,
+    binary: bool,
+    handle: &Handle,
+    transactional: bool,
+) -> Ran<'w> {
+    handle.running(conns.iter().filter_map(|c| c.canceller()));
+    let warning_counts: Vec<_> = conns.iter().filter_map(|c| c.warning_count()).collect();
+    let ran = match engine::execute(plan, conns).await {
+        Ok(Output::Rows { columns, rows }) => {
+            let sent = stream_rows(w, &columns, rows, slot, binary, &warning_counts).await;
+            if sent.is_err() {
+                handle.cancel_running(!transactional).await;
+            }
+            Ran::Rows(sent)
+        }
+        Ok(Output::Ok(ok)) => Ran::Done(w, Ok(ok)),
+        Err(e) => Ran::Done(w, Err(e)),
+    };
+    handle.running(None);
+    ran
+}
+
+/// The connections a statement runs on, in target order: the session's pinned ones in a
+/// transaction, else those taken for it.
+pub(super) fn held<'a>(
+    transactional: bool,
+    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    fresh: &'a mut [Box<dyn BackendConn>],
+    targets: &[crate::route::Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    if transactional {
+        pinned_for(pinned, targets)
+    } else {
+        fresh.iter_mut().map(|b| b.as_mut()).collect()
+    }
+}
+
+/// The session's pinned connections of `targets`' nodes, in target order.
+fn pinned_for<'a>(
+    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    targets: &[crate::route::Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
+        pinned.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
+    targets
+        .iter()
+        .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+        .collect()
+}

@@ -1,0 +1,159 @@
+//! One statement from its text to its answer: routed (with the look-ups the router asks for), run
+//! or answered locally, and recorded for the statistics.
+
+use std::io;
+
+use opensrv_mysql::QueryResultWriter;
+
+use super::diagnostics::reads_diagnostics;
+use super::{Session, Tally, Writer};
+use crate::frontend::error::MysqlError;
+use crate::route::{Local, Routed};
+
+impl Session {
+    /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
+    /// bound), answering on `w`.
+    /// Routes and runs one statement ([`Session::route_and_run`]) and hands what it did to the
+    /// recorder.
+    pub(super) async fn run_query(
+        &mut self,
+        query: &str,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
+        let hits = self.plans.hits();
+        self.plans.take_last_key();
+        self.slot.take_outcome();
+        self.tally = Tally {
+            read: true,
+            ..Tally::default()
+        };
+        let done = self.route_and_run(query, w).await;
+        let elapsed = clock.elapsed();
+        let stats = &self.server.stats;
+        stats
+            .metrics
+            .plan_cache_hits
+            .inc_by(self.plans.hits().saturating_sub(hits));
+        let kind = match self.tally.nodes.len() {
+            _ if !self.tally.planned => crate::stats::RouteKind::Local,
+            0 | 1 => crate::stats::RouteKind::Single,
+            _ => crate::stats::RouteKind::Multi,
+        };
+        // The plan cache's key when routing made one, else one made here (statistics only).
+        let shape = match self.plans.take_last_key() {
+            Some(key) => Some(key),
+            None if stats.enabled() => crate::route::statistics_key(query),
+            None => None,
+        };
+        let (error, affected) = self.slot.take_outcome();
+        stats.record(
+            &crate::stats::Executed {
+                user: self.user_name(),
+                client: self.peer.ip(),
+                connection: self.id,
+                schema: self.schema.as_deref(),
+                sql: query,
+                started,
+                elapsed,
+                rows_sent: self.tally.rows,
+                rows_affected: affected,
+                error,
+                nodes: &self.tally.nodes,
+                tables: &self.tally.tables,
+                kind,
+                read: self.tally.read,
+            },
+            shape.as_deref(),
+        );
+        done
+    }
+
+    async fn route_and_run(
+        &mut self,
+        query: &str,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
+        self.server.registry.question();
+        self.slot.set_status(self.status().bits());
+        let mut plans = std::mem::take(&mut self.plans);
+        let mut routed = self
+            .generation()
+            .router
+            .route_for(query, &self.view(), Some(&mut plans));
+        self.plans = plans;
+        // An INSERT without a column list: its table's column order first, then again.
+        if let Ok(Routed::Columns(lookup)) = routed {
+            if let Err(e) = self.read_columns(lookup).await {
+                return self.error(w, e).await;
+            }
+            routed = self
+                .generation()
+                .router
+                .route_for(query, &self.view(), None);
+        }
+        tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
+        // Every statement starts a new warnings list, except those that read it.
+        if (self.warning_count > 0 || !self.warnings.is_empty())
+            && !matches!(
+                routed,
+                Ok(Routed::Local(
+                    Local::ShowWarnings { .. } | Local::WarningCount(_)
+                ))
+            )
+            && !reads_diagnostics(query)
+        {
+            self.warnings.clear();
+            self.warning_count = 0;
+        }
+        match routed {
+            Err(e) => self.error(w, e.into()).await,
+            Ok(Routed::Local(l)) => self.local(l, w).await,
+            Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+            Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
+                Ok(plan) => self.execute(plan, w).await,
+                Err(e) => self.error(w, e).await,
+            },
+            Ok(Routed::Sequence(rewrite)) => match self.draw_sequences(rewrite).await {
+                Ok(sql) => match self.generation().router.route_for(&sql, &self.view(), None) {
+                    Ok(Routed::Plan(plan)) => self.execute(plan, w).await,
+                    Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
+                        Ok(plan) => self.execute(plan, w).await,
+                        Err(e) => self.error(w, e).await,
+                    },
+                    Ok(Routed::Local(l)) => self.local(l, w).await,
+                    Ok(Routed::Metadata(_)) | Ok(Routed::Sequence(_)) | Ok(Routed::Columns(_)) => {
+                        self.next_insert_id = None;
+                        let e = MysqlError::new(
+                            1003,
+                            "HY000",
+                            "mycat sequnce err.the statement still needs sequence values after they were drawn",
+                        );
+                        self.error(w, e).await
+                    }
+                    Err(e) => {
+                        self.next_insert_id = None;
+                        self.error(w, e.into()).await
+                    }
+                },
+                Err(e) => self.error(w, e).await,
+            },
+            Ok(Routed::Lookup(lookup)) => match self.find_parent(lookup).await {
+                Ok(plan) => self.execute(plan, w).await,
+                Err(e) => self.error(w, e).await,
+            },
+            Ok(Routed::Columns(lookup)) => {
+                let e = MysqlError::new(
+                    1105,
+                    "HY000",
+                    format!(
+                        "the column order of table {} changed while the INSERT was routed: try again",
+                        lookup.table
+                    ),
+                );
+                self.error(w, e).await
+            }
+        }
+    }
+}

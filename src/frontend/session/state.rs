@@ -1,0 +1,248 @@
+//! Session state the client set (`SET NAMES`, `sql_mode`, user variables...): checked on a backend
+//! when set, then replayed on every backend connection the session takes.
+
+use futures::StreamExt;
+
+use super::{Session, run_simple};
+use crate::backend::{BackendConn, Response};
+use crate::frontend::error::MysqlError;
+use crate::route::{SessionSet, SqlMode};
+
+/// A string value as SQL that every `sql_mode` reads the same: quoted when it holds no quote or
+/// backslash, else spelled in hex (a backslash means one thing under NO_BACKSLASH_ESCAPES and
+/// another without, and the replay may run under either).
+fn replay_literal(text: &str) -> String {
+    if !text.contains(['\\', '\'']) {
+        return format!("'{text}'");
+    }
+    let hex: String = text.bytes().map(|b| format!("{b:02X}")).collect();
+    format!("CONVERT(X'{hex}' USING utf8mb4)")
+}
+
+impl Session {
+    /// The statements that put a fresh backend connection in the session's state.
+    fn state_statements(items: &[SessionSet]) -> Vec<String> {
+        let mut out: Vec<String> = items
+            .iter()
+            .filter(|i| i.standalone)
+            .map(|i| format!("SET {}", i.assignment))
+            .collect();
+        let joined: Vec<&str> = items
+            .iter()
+            .filter(|i| !i.standalone)
+            .map(|i| i.assignment.as_str())
+            .collect();
+        if !joined.is_empty() {
+            out.push(format!("SET {}", joined.join(", ")));
+        }
+        out
+    }
+
+    /// Puts a connection just taken from a pool in the session's state.
+    pub(super) async fn apply_state(
+        state: &[SessionSet],
+        conn: &mut dyn BackendConn,
+        node: &str,
+    ) -> Result<(), MysqlError> {
+        for sql in Self::state_statements(state) {
+            run_simple(conn, &sql).await.map_err(|e| {
+                MysqlError::new(
+                    1105,
+                    "HY000",
+                    format!("dataNode {node}: the session's `{sql}` failed: {e}"),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A `SET` of session state: checked on a backend connection (so a bad value gets the
+    /// server's error now, as MySQL gives it), user variables set from expressions evaluated
+    /// once, then kept for every connection the session takes and applied to those it holds.
+    pub(super) async fn set_state(&mut self, mut items: Vec<SessionSet>) -> Result<(), MysqlError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        // `SET @OLD_AUTOCOMMIT = @@AUTOCOMMIT` (mysqldump --no-autocommit): the session's
+        // autocommit is the gateway's, not the backend connection's (always on).
+        for item in items.iter_mut().filter(|i| i.key.starts_with('@')) {
+            let value = item
+                .assignment
+                .split_once('=')
+                .map_or("", |(_, v)| v.trim())
+                .to_ascii_lowercase();
+            if matches!(
+                value.as_str(),
+                "@@autocommit" | "@@session.autocommit" | "@@local.autocommit"
+            ) {
+                item.assignment = format!("{} = {}", item.key, u8::from(self.autocommit));
+                item.evaluate = false;
+            }
+        }
+        // A node of the current schema, else of one of the user's schemas: never a node the
+        // user has no schema on (its database is none of the user's business, and a backend
+        // account scoped to the user's databases could not use it).
+        let generation = self.generation();
+        let router = &generation.router;
+        let node = self
+            .schema
+            .as_deref()
+            .and_then(|s| router.schema(s))
+            .and_then(|s| s.nodes.first().cloned())
+            .or_else(|| {
+                let view = self.view();
+                let access = view.access?;
+                access
+                    .schemas
+                    .iter()
+                    .find_map(|s| router.schema(s).and_then(|s| s.nodes.first().cloned()))
+            })
+            .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
+        let mut fresh;
+        let held = match self.pinned.get_mut(&node) {
+            Some(c) => Some(c),
+            None => self.kept.get_mut(&node),
+        };
+        let conn: &mut dyn BackendConn = match held {
+            Some(c) => c.as_mut(),
+            None => {
+                fresh = self.generation().cluster.acquire(&node, false).await?;
+                Self::apply_state(&self.state, fresh.as_mut(), &node).await?;
+                fresh.as_mut()
+            }
+        };
+        // A client character set from a user variable (mysqldump's `SET character_set_client =
+        // @saved_cs_client`) is checked once the server has evaluated it: the one it replaces,
+        // to put back on the checking connection if it is refused.
+        let charset_before = match items
+            .iter()
+            .any(|i| i.evaluate && i.key == "character_set_client")
+        {
+            true => Some(
+                read_value(conn, "@@session.character_set_client")
+                    .await
+                    .unwrap_or_else(|| "DEFAULT".to_string()),
+            ),
+            false => None,
+        };
+        for sql in Self::state_statements(&items) {
+            run_simple(conn, &sql)
+                .await
+                .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e))?;
+        }
+        for item in items.iter_mut().filter(|i| i.evaluate) {
+            // What the server settled on: `@x`, or `@@session.name` for a system variable.
+            let read = if item.key.starts_with('@') {
+                item.key.clone()
+            } else {
+                format!("@@session.{}", item.key)
+            };
+            let read_back = read_value(conn, &read).await;
+            // A user variable that cannot be read back is NULL; a system variable keeps the
+            // value as written (a PostgreSQL dataNode answers only the variables it maps).
+            let value = match read_back {
+                Some(v) => v,
+                None if item.key.starts_with('@') => "NULL".to_string(),
+                None => item
+                    .assignment
+                    .split_once('=')
+                    .map_or(String::new(), |(_, v)| v.trim().to_string()),
+            };
+            if item.key == "sql_mode" {
+                let text = crate::route::unquote(&value);
+                match SqlMode::from_server(text) {
+                    Ok(mode) => {
+                        self.sql_mode = mode;
+                        self.slot.set_sql_mode(mode);
+                    }
+                    Err(bad) => {
+                        // Put the connection back in the session's mode before refusing.
+                        let previous = self
+                            .state
+                            .iter()
+                            .find(|s| s.key == "sql_mode")
+                            .map_or("sql_mode = DEFAULT".to_string(), |s| s.assignment.clone());
+                        let _ = run_simple(conn, &format!("SET {previous}")).await;
+                        return Err(MysqlError::new(
+                            1235,
+                            "42000",
+                            format!(
+                                "sql_mode {bad} is not supported by the gateway: its statements could not be checked as the backend parses them"
+                            ),
+                        ));
+                    }
+                }
+            }
+            if item.key == "character_set_client"
+                && let Err(e) = crate::route::check_client_charset(&value)
+            {
+                let before = charset_before.as_deref().unwrap_or("DEFAULT");
+                let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
+                return Err(e.into());
+            }
+            item.assignment = format!("{} = {value}", item.key);
+            item.evaluate = false;
+        }
+        // Connections the session holds get it too (the checking one already has it).
+        let pinned: Vec<String> = self
+            .pinned
+            .keys()
+            .filter(|n| **n != node)
+            .cloned()
+            .collect();
+        for n in pinned {
+            if let Some(c) = self.pinned.get_mut(&n) {
+                Self::apply_state(&items, c.as_mut(), &n).await?;
+            }
+        }
+        let checked_on_kept = !self.pinned.contains_key(&node);
+        let kept: Vec<String> = self
+            .kept
+            .keys()
+            .filter(|n| !(checked_on_kept && **n == node))
+            .cloned()
+            .collect();
+        for n in kept {
+            if let Some(c) = self.kept.get_mut(&n) {
+                Self::apply_state(&items, c.as_mut(), &n).await?;
+            }
+        }
+        for item in items {
+            self.state.retain(|s| s.key != item.key);
+            self.state.push(item);
+        }
+        Ok(())
+    }
+}
+
+/// The value of the expression `read` (`@x`, `@@session.name`) on `conn`, written as a
+/// literal that sets it again (numbers bare, strings quoted, `NULL`); `None` when the server
+/// did not answer with a row.
+async fn read_value(conn: &mut dyn BackendConn, read: &str) -> Option<String> {
+    let sql = format!("SELECT {read}");
+    let Ok(Response::Rows { columns, mut rows }) = conn.query(&sql).await else {
+        return None;
+    };
+    let row = rows.next().await;
+    let numeric = columns.first().is_some_and(|c| {
+        matches!(
+            c.column_type,
+            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
+                | crate::backend::ColumnType::MYSQL_TYPE_LONG
+                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
+                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
+        )
+    });
+    while rows.next().await.is_some() {}
+    match row {
+        Some(Ok(r)) => Some(match r.into_iter().next() {
+            Some(crate::backend::Value::Bytes(b)) => {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                if numeric { text } else { replay_literal(&text) }
+            }
+            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
+            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
+        }),
+        _ => None,
+    }
+}
