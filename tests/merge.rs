@@ -630,3 +630,38 @@ async fn distinct_aggregates_and_group_concat_equal_one_database() {
     assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
     assert!(msg.contains("SUM/AVG(DISTINCT) of string column"), "{msg}");
 }
+
+/// A refusal the merge makes while rows stream (a GROUP_CONCAT growing past `maxPacketSize`)
+/// reaches the client with its own errno and SQLSTATE, as a refusal before the rows does: it is
+/// the gateway's answer (`BackendError::Refused`), not a broken dataNode (1105).
+#[tokio::test]
+async fn a_refusal_while_rows_stream_keeps_its_errno() {
+    let f = Fixture::start(
+        "merge_refuse",
+        Extra {
+            users_xml: common::system_xml(&[("maxPacketSize", "1024")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = f.client().await;
+    // hotnews is sharded by mod-long: two rows of 300 bytes on each of dn1..dn3.
+    for id in 1..=6 {
+        c.query_drop(format!(
+            "INSERT INTO hotnews (id, content) VALUES ({id}, '{}')",
+            "x".repeat(300)
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("SET SESSION group_concat_max_len = 100000")
+        .await
+        .unwrap();
+    let (code, state, msg) = server_error(
+        c.query_drop("SELECT GROUP_CONCAT(content) FROM hotnews")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(msg.contains("1024 bytes"), "{msg}");
+}

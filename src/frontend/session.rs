@@ -2183,7 +2183,7 @@ impl Session {
                         nodes.push(plan.targets[0].node.clone());
                         break;
                     }
-                    Err(e) if e.source.server_error().is_none() => match candidates.next() {
+                    Err(e) if !e.source.is_answer() => match candidates.next() {
                         Some(next) => {
                             tracing::warn!(connection = self.id, error = %e, next = %next.node, "trying another dataNode");
                             plan.targets[0] = next;
@@ -2707,15 +2707,9 @@ async fn stream_rows(
                 sent += 1;
             }
             Err(e) => {
-                // A server error mid-result keeps its errno; a broken connection is named.
-                let e = match e.server_error() {
-                    Some((code, state, message)) => MysqlError::new(code, state, message),
-                    None => MysqlError::new(
-                        1105,
-                        "HY000",
-                        format!("a dataNode failed while sending rows: {e}"),
-                    ),
-                };
+                // A server error (or the merge's refusal) mid-result keeps its errno; a broken
+                // connection is named.
+                let e = MysqlError::backend("a dataNode failed while sending rows".into(), &e);
                 return abort_rows(rw, slot, e).await.map(|_| Sent::default());
             }
         }
