@@ -1,4 +1,4 @@
-//! The routing result: data, not behaviour. The engine executes it; `EXPLAIN` will print it.
+//! The routing result: data, not behaviour. The engine executes it; `EXPLAIN` prints it (module `explain`).
 
 use std::sync::Arc;
 
@@ -324,6 +324,9 @@ pub enum Local {
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Box<Plan>),
+    /// `EXPLAIN FORMAT=TREE <statement>`: the whole plan, merge steps included, as one text
+    /// cell in a column `EXPLAIN` (MySQL 8's tree form; module `explain`).
+    ExplainTree(Box<Plan>),
 }
 
 /// What follows the end of a transaction (`COMMIT` / `ROLLBACK`'s optional clauses).
