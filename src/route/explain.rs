@@ -230,24 +230,19 @@ fn having(h: &Having, nested: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::route::plan::{HostHint, OkMerge, Target};
+    use crate::route::plan::Target;
 
     fn plan(nodes: &[&str], merge: Option<Merge>) -> Plan {
+        let targets = nodes
+            .iter()
+            .map(|n| Target {
+                node: n.to_string(),
+                sql: format!("SELECT ... /* {n} */").into(),
+            })
+            .collect();
         Plan {
-            targets: nodes
-                .iter()
-                .map(|n| Target {
-                    node: n.to_string(),
-                    sql: format!("SELECT ... /* {n} */").into(),
-                })
-                .collect(),
-            read_only: true,
-            ok_merge: OkMerge::Sum,
             merge,
-            fallback: Vec::new(),
-            ddl: false,
-            host: HostHint::None,
-            tables: Default::default(),
+            ..Plan::read(targets)
         }
     }
 

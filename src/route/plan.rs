@@ -62,6 +62,23 @@ pub struct Plan {
     pub tables: Arc<[String]>,
 }
 
+impl Plan {
+    /// A read of `targets` with nothing to merge (their rows passed on as they come): no
+    /// fallback node, no hint, no tables recorded.
+    pub fn read(targets: Vec<Target>) -> Plan {
+        Plan {
+            tables: Default::default(),
+            targets,
+            read_only: true,
+            ok_merge: OkMerge::Sum,
+            merge: None,
+            fallback: Vec::new(),
+            ddl: false,
+            host: HostHint::None,
+        }
+    }
+}
+
 /// A column of the nodes' results, by position. The statement sent to each node may carry extra
 /// columns after the client's (sort keys and collation weights the merge needs): they are
 /// addressed from the end, because a `*` in the select list makes the client's column count

@@ -2,7 +2,7 @@
 //! `EXPLAIN FORMAT=TREE`, the whole plan with the merge steps (module `route::explain`).
 
 use super::super::scan;
-use super::super::{HostHint, Local, OkMerge, Plan, RouteError, Routed, Router, SessionView};
+use super::super::{Local, Plan, RouteError, Routed, Router, SessionView};
 use super::route;
 
 /// What `EXPLAIN [FORMAT = name]` asks for.
@@ -41,16 +41,7 @@ pub(super) fn explain(
     let plan = match route(r, inner, view, None)? {
         Routed::Plan(plan) => plan,
         // The statements that would look for the parent row.
-        Routed::Lookup(l) => Plan {
-            tables: Default::default(),
-            targets: l.probes,
-            read_only: true,
-            ok_merge: OkMerge::Sum,
-            merge: None,
-            fallback: Vec::new(),
-            ddl: false,
-            host: HostHint::None,
-        },
+        Routed::Lookup(l) => Plan::read(l.probes),
         Routed::Sequence(_) => {
             return Err(RouteError::syntax(
                 "insert sql using mycat seq,you must provide primaryKey value for explain",
