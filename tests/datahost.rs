@@ -537,3 +537,50 @@ async fn balance_type_2_reads_the_server_with_the_fewest_connections_in_use() {
     held.unwrap();
     assert!(seen.iter().all(|p| *p == PRIMARY_PORT), "{seen:?}");
 }
+
+/// A read of a global table that any of its dataNodes can answer moves on to the next node when
+/// the chosen node's server cannot be reached (the engine's [`manx::engine::cursor::connect`]
+/// through the session's seam): every read is answered, by the live node.
+#[tokio::test]
+async fn a_global_read_moves_past_a_data_node_whose_server_is_unreachable() {
+    let dead = closed_port();
+    let extra = Extra {
+        schema_xml: format!(
+            r#"<schema name="GLOB" checkSQLschema="false">
+                <table name="company" primaryKey="id" type="global" dataNode="gdn1,gdn2" />
+            </schema>
+            <dataNode name="gdn1" dataHost="deadhost" database="t_globfb_db1" />
+            <dataNode name="gdn2" dataHost="localhost1" database="t_globfb_db2" />
+            <dataHost name="deadhost" maxCon="5" minCon="0" balance="0" dbType="mysql" dbDriver="native" switchType="-1">
+                <heartbeat>select user()</heartbeat>
+                <writeHost host="d" url="127.0.0.1:{dead}" user="manx" password="manx" />
+            </dataHost>"#
+        ),
+        users_xml: r#"<user name="g"><property name="password">g</property><property name="schemas">GLOB</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    };
+    let f = Fixture::start("globfb", extra).await;
+    f.backend(2)
+        .await
+        .query_drop("INSERT INTO company (id, name) VALUES (7, 'live')")
+        .await
+        .unwrap();
+    let mut c = mysql_async::Conn::new(opts(f.port, "g", "g", Some("GLOB")))
+        .await
+        .unwrap();
+    for _ in 0..12 {
+        let names: Vec<String> = c
+            .query("SELECT name FROM company WHERE id = 7")
+            .await
+            .unwrap();
+        assert_eq!(names, ["live"]);
+    }
+    // A write needs every node: it names the unreachable one.
+    let (code, _, msg) = server_error(
+        c.query_drop("UPDATE company SET name = 'x' WHERE id = 7")
+            .await
+            .unwrap_err(),
+    );
+    assert!(msg.contains("gdn1"), "{code} {msg}");
+}

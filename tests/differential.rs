@@ -1650,6 +1650,10 @@ fn tricky(data: &Dataset) -> Vec<Query> {
         d("SELECT name, COUNT(DISTINCT status) FROM d_orders GROUP BY name ORDER BY name", Ordered, &[0]),
         d("SELECT code, COUNT(DISTINCT grp) FROM d_tags GROUP BY code ORDER BY code", Ordered, &[0]),
         d("SELECT COUNT(DISTINCT name) FROM d_orders WHERE id < 0", Ordered, &[]),
+        // A constant: the nodes group by its alias, not by select-list position 1 (was 1056).
+        d("SELECT COUNT(DISTINCT 1) FROM d_orders", Ordered, &[]),
+        d("SELECT COUNT(DISTINCT 1) FROM d_orders WHERE id < 0", Ordered, &[]),
+        d("SELECT grp, COUNT(DISTINCT (2)), GROUP_CONCAT(-1) FROM d_orders GROUP BY grp ORDER BY grp", Ordered, &[]),
         d("SELECT COUNT(DISTINCT name), SUM(DISTINCT qty), GROUP_CONCAT(DISTINCT name ORDER BY name) FROM d_orders WHERE id < 0", Ordered, &[])
             .refusable(),
         d("SELECT grp, COUNT(DISTINCT name) FROM d_orders WHERE id < 0 GROUP BY grp", Ordered, &[]),

@@ -277,6 +277,21 @@ async fn show_commands_answer_mycats_columns_and_types() {
     assert_eq!(s(&sessions[0], "SESSION"), Some(id.to_string()));
     assert_eq!(s(&sessions[0], "DN_LIST").as_deref(), Some("dn1"));
     c.query_drop("ROLLBACK").await.unwrap();
+    // A session keeping its backend connection for its state (a named lock) holds it too.
+    let got: Option<i64> = c
+        .query_first("SELECT GET_LOCK('manx_manager_test', 0)")
+        .await
+        .unwrap();
+    assert_eq!(got, Some(1));
+    let sessions = check_columns(
+        &mut m,
+        "show @@session",
+        &[("SESSION", V), ("DN_COUNT", V), ("DN_LIST", V)],
+    )
+    .await;
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(s(&sessions[0], "SESSION"), Some(id.to_string()));
+    assert_eq!(s(&sessions[0], "DN_COUNT").as_deref(), Some("1"));
 
     check_columns(
         &mut m,

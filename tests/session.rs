@@ -313,3 +313,100 @@ async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     let none: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
     assert!(none.is_empty(), "{none:?}");
 }
+
+/// mysqldump's settings in version comments (`/*!40101 SET ... */`) run as their bodies would:
+/// a restore through manx writes under the dump's time zone, sql_mode and checks, and puts the
+/// session's own back at the end. (They were acknowledged and run nowhere, as Mycat does: a
+/// dump's TIMESTAMPs were then restored in the server's time zone, not the dump's UTC.)
+#[tokio::test]
+async fn a_dump_s_version_comment_settings_take_effect_on_the_backends() {
+    let f = Fixture::start("dumpset", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b')")
+        .await
+        .unwrap();
+    let own: (String, i64, String) = f
+        .backend(1)
+        .await
+        .query_first("SELECT @@time_zone, @@foreign_key_checks, @@sql_mode")
+        .await
+        .unwrap()
+        .unwrap();
+    for s in [
+        "/*!40103 SET @OLD_TIME_ZONE=@@TIME_ZONE */",
+        "/*!40103 SET TIME_ZONE='+00:00' */",
+        "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */",
+        "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    // Answered by the backends, on every node the read reaches.
+    let seen: Vec<(i64, String, i64, String)> = c
+        .query(
+            "SELECT id, @@time_zone, @@foreign_key_checks, @@sql_mode FROM travelrecord ORDER BY id",
+        )
+        .await
+        .unwrap();
+    let dump = |id: i64| {
+        (
+            id,
+            "+00:00".to_string(),
+            0,
+            "NO_AUTO_VALUE_ON_ZERO".to_string(),
+        )
+    };
+    assert_eq!(seen, vec![dump(1), dump(5000001)]);
+    for s in [
+        "/*!40103 SET TIME_ZONE=@OLD_TIME_ZONE */",
+        "/*!40014 SET FOREIGN_KEY_CHECKS=@OLD_FOREIGN_KEY_CHECKS */",
+        "/*!40101 SET SQL_MODE=@OLD_SQL_MODE */",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    let back: Vec<(String, i64, String)> = c
+        .query("SELECT @@time_zone, @@foreign_key_checks, @@sql_mode FROM travelrecord")
+        .await
+        .unwrap();
+    assert_eq!(back, vec![own.clone(), own]);
+}
+
+/// mysqldump's `SET character_set_client = @saved_cs_client` puts back the charset it saved;
+/// a charset the gateway cannot lex safely is refused from a variable as it is by name, and
+/// leaves the session's charset as it was on the backends.
+#[tokio::test]
+async fn a_client_charset_from_a_user_variable_is_checked_once_evaluated() {
+    let f = Fixture::start("cs_var", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'a')")
+        .await
+        .unwrap();
+    for s in [
+        "/*!40101 SET @saved_cs_client     = @@character_set_client */",
+        "/*!40101 SET character_set_client = latin1 */",
+        "/*!40101 SET character_set_client = @saved_cs_client */",
+    ] {
+        c.query_drop(s).await.unwrap();
+    }
+    let cs: Option<String> = c
+        .query_first("SELECT @@character_set_client FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(cs.as_deref(), Some("utf8mb4"));
+
+    c.query_drop("SET @cs = 'gbk'").await.unwrap();
+    let (code, _, msg) = server_error(
+        c.query_drop("SET character_set_client = @cs")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1235, "{msg}");
+    assert!(msg.contains("gbk"), "{msg}");
+    // On every connection the session takes, including the one the SET was checked on.
+    for _ in 0..5 {
+        let cs: Option<String> = c
+            .query_first("SELECT @@character_set_client FROM travelrecord WHERE id = 1")
+            .await
+            .unwrap();
+        assert_eq!(cs.as_deref(), Some("utf8mb4"));
+    }
+}

@@ -5,6 +5,7 @@
 //! in arrival order), cut by the plan's `LIMIT` when it has one. OK results are combined by the
 //! plan's [`OkMerge`].
 
+pub mod cursor;
 mod merge;
 
 use std::sync::Arc;

@@ -30,8 +30,9 @@
 //!   SEND_QUEUE (0), txlevel (empty: the isolation level is the backends'), autocommit.
 //! * `show @@backend`: the 17 columns, no rows: manx's pools do not expose their connections one
 //!   by one (`show @@datasource` has the counts).
-//! * `show @@session`: sessions with connections pinned to an open transaction — SESSION
-//!   (connection id), DN_COUNT, DN_LIST (dataNodes, comma-separated).
+//! * `show @@session`: sessions holding backend connections (pinned to an open transaction, or
+//!   kept for session state such as temporary tables and named locks) — SESSION (connection
+//!   id), DN_COUNT, DN_LIST (dataNodes, comma-separated).
 //! * `show @@processor`: one row per tokio worker thread (`Processor<i>`); the network and
 //!   buffer counters manx does not keep are 0.
 //! * `show @@threadpool`: one row, the tokio runtime — POOL_SIZE (workers), ACTIVE_COUNT (tasks

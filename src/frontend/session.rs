@@ -409,6 +409,31 @@ fn intent(plan: &Plan) -> Intent {
     }
 }
 
+/// The session's side of the engine's seam ([`engine::cursor::ExecCtx`]): connections from
+/// the datahost cluster, for the server the statement's intent asks for ([`intent`]).
+struct Acquire<'a>(&'a crate::datahost::Cluster);
+
+impl engine::cursor::ExecCtx for Acquire<'_> {
+    type Error = crate::datahost::DatahostError;
+
+    async fn connect(
+        &self,
+        node: &str,
+        plan: &Plan,
+        instead_of: Option<&str>,
+    ) -> Result<Box<dyn BackendConn>, Self::Error> {
+        match instead_of {
+            Some(failed) => self.0.acquire_instead(node, intent(plan), failed).await,
+            None => self.0.acquire_for(node, intent(plan)).await,
+        }
+    }
+
+    fn unreachable(e: &Self::Error) -> bool {
+        // An answer (the server's error or the gateway's refusal) would be the same elsewhere.
+        !e.source.is_answer()
+    }
+}
+
 /// Starts a transaction on `node`'s connection; the error names the node.
 async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
     conn.begin().await.map_err(|source| {
@@ -511,18 +536,23 @@ impl Session {
     /// Tells the registry (manager port) the session's schema, autocommit and pinned
     /// dataNodes, when they changed.
     fn publish(&self) {
+        // The dataNodes the session holds connections on: pinned to its transaction or kept
+        // for its state.
+        let mut nodes: Vec<String> = self
+            .pinned
+            .keys()
+            .chain(self.kept.keys())
+            .cloned()
+            .collect();
+        nodes.sort();
+        nodes.dedup();
         let mut p = self.handle.published_mut();
-        if p.schema == self.schema
-            && p.autocommit == self.autocommit
-            && p.nodes.len() == self.pinned.len()
-            && p.nodes.iter().all(|n| self.pinned.contains_key(n))
-        {
+        if p.schema == self.schema && p.autocommit == self.autocommit && p.nodes == nodes {
             return;
         }
         p.schema.clone_from(&self.schema);
         p.autocommit = self.autocommit;
-        p.nodes = self.pinned.keys().cloned().collect();
-        p.nodes.sort();
+        p.nodes = nodes;
     }
 
     /// Writes a manager command's answer.
@@ -1559,6 +1589,20 @@ impl Session {
                 fresh.as_mut()
             }
         };
+        // A client character set from a user variable (mysqldump's `SET character_set_client =
+        // @saved_cs_client`) is checked once the server has evaluated it: the one it replaces,
+        // to put back on the checking connection if it is refused.
+        let charset_before = match items
+            .iter()
+            .any(|i| i.evaluate && i.key == "character_set_client")
+        {
+            true => Some(
+                read_value(conn, "@@session.character_set_client")
+                    .await
+                    .unwrap_or_else(|| "DEFAULT".to_string()),
+            ),
+            false => None,
+        };
         for sql in Self::state_statements(&items) {
             run_simple(conn, &sql)
                 .await
@@ -1571,33 +1615,7 @@ impl Session {
             } else {
                 format!("@@session.{}", item.key)
             };
-            let read_back = match conn.query(&format!("SELECT {read}")).await {
-                Ok(Response::Rows { columns, mut rows }) => {
-                    let row = rows.next().await;
-                    let numeric = columns.first().is_some_and(|c| {
-                        matches!(
-                            c.column_type,
-                            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
-                                | crate::backend::ColumnType::MYSQL_TYPE_LONG
-                                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
-                                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
-                        )
-                    });
-                    while rows.next().await.is_some() {}
-                    match row {
-                        Some(Ok(r)) => Some(match r.into_iter().next() {
-                            Some(crate::backend::Value::Bytes(b)) => {
-                                let text = String::from_utf8_lossy(&b).into_owned();
-                                if numeric { text } else { replay_literal(&text) }
-                            }
-                            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
-                            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
-                        }),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
+            let read_back = read_value(conn, &read).await;
             // A user variable that cannot be read back is NULL; a system variable keeps the
             // value as written (a PostgreSQL dataNode answers only the variables it maps).
             let value = match read_back {
@@ -1632,6 +1650,13 @@ impl Session {
                         ));
                     }
                 }
+            }
+            if item.key == "character_set_client"
+                && let Err(e) = crate::route::check_client_charset(&value)
+            {
+                let before = charset_before.as_deref().unwrap_or("DEFAULT");
+                let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
+                return Err(e.into());
             }
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
@@ -2175,27 +2200,13 @@ impl Session {
         let on_held = self.pinned.contains_key(&plan.targets[0].node)
             || (keeps && self.kept.contains_key(&plan.targets[0].node));
         if !plan.fallback.is_empty() && !on_held {
-            let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
-            loop {
-                match server
-                    .cluster
-                    .acquire_for(&plan.targets[0].node, intent(&plan))
-                    .await
-                {
-                    Ok(c) => {
-                        fresh.push(c);
-                        nodes.push(plan.targets[0].node.clone());
-                        break;
-                    }
-                    Err(e) if !e.source.is_answer() => match candidates.next() {
-                        Some(next) => {
-                            tracing::warn!(connection = self.id, error = %e, next = %next.node, "trying another dataNode");
-                            plan.targets[0] = next;
-                        }
-                        None => return self.error(w, e.into()).await,
-                    },
-                    Err(e) => return self.error(w, e.into()).await,
+            let ctx = Acquire(&server.cluster);
+            match engine::cursor::connect(&ctx, &mut plan).await {
+                Ok(conns) => {
+                    fresh.extend(conns);
+                    nodes.push(plan.targets[0].node.clone());
                 }
+                Err(e) => return self.error(w, e.into()).await,
             }
         }
         if transactional {
@@ -2353,8 +2364,7 @@ impl Session {
             Err(e)
                 if !transactional
                     && !keeps
-                    && plan.read_only
-                    && e.source.is_closed()
+                    && engine::cursor::retryable(&plan, &e)
                     && !handle.is_killed() =>
             {
                 let failed = plan
@@ -2367,23 +2377,10 @@ impl Session {
                 tracing::warn!(connection = id, error = %e, "read retried after its connection broke");
                 // The first attempt's connections go back to their pools (reset there).
                 fresh.clear();
-                let want = intent(&plan);
-                let acquired = futures::future::join_all(plan.targets.iter().map(|t| {
-                    let failed = (t.node == e.node).then_some(failed.as_str());
-                    let cluster = &server.cluster;
-                    async move {
-                        match failed {
-                            Some(a) => cluster.acquire_instead(&t.node, want, a).await,
-                            None => cluster.acquire_for(&t.node, want).await,
-                        }
-                    }
-                }))
-                .await;
-                for a in acquired {
-                    match a {
-                        Ok(c) => fresh.push(c),
-                        Err(e) => return self.error(w, e.into()).await,
-                    }
+                let ctx = Acquire(&server.cluster);
+                match engine::cursor::reconnect(&ctx, &plan, &e, &failed).await {
+                    Ok(conns) => fresh.extend(conns),
+                    Err(e) => return self.error(w, e.into()).await,
                 }
                 for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
                     if let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await {
@@ -2499,6 +2496,38 @@ enum Ran<'w> {
         QueryResultWriter<'w, Writer>,
         Result<OkInfo, engine::EngineError>,
     ),
+}
+
+/// The value of the expression `read` (`@x`, `@@session.name`) on `conn`, written as a
+/// literal that sets it again (numbers bare, strings quoted, `NULL`); `None` when the server
+/// did not answer with a row.
+async fn read_value(conn: &mut dyn BackendConn, read: &str) -> Option<String> {
+    let sql = format!("SELECT {read}");
+    let Ok(Response::Rows { columns, mut rows }) = conn.query(&sql).await else {
+        return None;
+    };
+    let row = rows.next().await;
+    let numeric = columns.first().is_some_and(|c| {
+        matches!(
+            c.column_type,
+            crate::backend::ColumnType::MYSQL_TYPE_LONGLONG
+                | crate::backend::ColumnType::MYSQL_TYPE_LONG
+                | crate::backend::ColumnType::MYSQL_TYPE_NEWDECIMAL
+                | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
+        )
+    });
+    while rows.next().await.is_some() {}
+    match row {
+        Some(Ok(r)) => Some(match r.into_iter().next() {
+            Some(crate::backend::Value::Bytes(b)) => {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                if numeric { text } else { replay_literal(&text) }
+            }
+            Some(crate::backend::Value::Null) | None => "NULL".to_string(),
+            Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
+        }),
+        _ => None,
+    }
 }
 
 /// Runs `plan` on `conns` (one per target, in order) and streams a result set to the client;

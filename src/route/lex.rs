@@ -78,8 +78,6 @@ pub const VERSION_RUN_BY_NONE: u32 = 199_999;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Canonical<'a> {
     pub text: Cow<'a, str>,
-    /// The whole statement was one version comment (mysqldump's `/*!40101 SET ... */`).
-    pub whole_version_comment: bool,
     /// A `;` outside strings and comments (after a trailing one was trimmed): more than one
     /// statement.
     pub separator: bool,
@@ -117,7 +115,6 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     if !b.iter().any(special) {
         return Ok(Canonical {
             text: Cow::Borrowed(sql),
-            whole_version_comment: false,
             separator: false,
         });
     }
@@ -127,8 +124,6 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     let mut separator = false;
     // The byte offset where the version comment we are inside opened, if any.
     let mut in_version: Option<usize> = None;
-    let mut version_comments = 0usize;
-    let mut other_content = false;
     let mut copied = 0usize; // bytes of `sql` up to here are in `out` (or dropped)
     let mut i = 0usize;
     let unterminated = |what: &str, at: usize| {
@@ -141,7 +136,6 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
         let c = b[i];
         match c {
             b'\'' | b'"' | b'`' => {
-                other_content |= in_version.is_none();
                 let quote = c;
                 let identifier = quote == b'`' || (quote == b'"' && mode.ansi_quotes);
                 let escapes = !identifier && !mode.no_backslash_escapes;
@@ -285,7 +279,6 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
                             // `/*!123 x */`: MariaDB runs the body including the digits.
                             body = i + 3;
                         }
-                        version_comments += 1;
                         in_version = Some(i);
                         copied = body;
                         i = body;
@@ -314,15 +307,10 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
                         excerpt(sql, i.saturating_sub(8))
                     )));
                 }
-                other_content |= in_version.is_none();
                 i += ch.len_utf8();
                 continue;
             }
-            _ => {
-                if in_version.is_none() && !c.is_ascii_whitespace() {
-                    other_content = true;
-                }
-            }
+            _ => {}
         }
         i += 1;
     }
@@ -332,14 +320,12 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
     if !changed {
         return Ok(Canonical {
             text: Cow::Borrowed(sql),
-            whole_version_comment: false,
             separator,
         });
     }
     out.push_str(&sql[copied..]);
     Ok(Canonical {
         text: Cow::Owned(out),
-        whole_version_comment: version_comments == 1 && !other_content,
         separator,
     })
 }
@@ -537,16 +523,10 @@ mod tests {
     }
 
     #[test]
-    fn whole_version_comments_are_recognised() {
+    fn a_statement_in_a_version_comment_is_its_body() {
         let d = SqlMode::default();
         let c = canonical("/*!40101 SET NAMES utf8 */", d).unwrap();
-        assert!(c.whole_version_comment);
         assert_eq!(c.text.trim(), "SET NAMES utf8");
-        assert!(
-            !canonical("/*!40101 SET NAMES utf8 */ DELETE FROM t", d)
-                .unwrap()
-                .whole_version_comment
-        );
     }
 
     #[test]

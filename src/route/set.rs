@@ -113,9 +113,22 @@ const PRIVILEGED_VARIABLES: &[&str] = &[
 /// where the gateway reads an escaped quote, so a string would end in a different place.
 const UNSAFE_CLIENT_CHARSETS: &[&str] = &["big5", "cp932", "gbk", "sjis", "gb18030"];
 
+/// The name of the user variable `value` is (`@name` → `name`), `None` for anything else.
+fn user_variable(value: &str) -> Option<&str> {
+    value.strip_prefix('@').filter(|name| {
+        !name.is_empty()
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
+    })
+}
+
+/// Checks a client character set a session asks for: `value` is its name, quoted or not (also
+/// as the server reports it when the session set it from a user variable).
+///
 /// Errors: 1235 for a client character set of [`UNSAFE_CLIENT_CHARSETS`], and for a value
 /// that is not a charset name (an expression or a number, which would name one by id).
-fn check_client_charset(value: &str) -> Result<(), RouteError> {
+pub fn check_client_charset(value: &str) -> Result<(), RouteError> {
     let name = super::scan::unquote(value.trim()).to_ascii_lowercase();
     let named = !name.is_empty()
         && !name.bytes().all(|c| c.is_ascii_digit())
@@ -347,12 +360,7 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         if key == "autocommit" {
             // `SET AUTOCOMMIT = @OLD_AUTOCOMMIT` (mysqldump --no-autocommit): the session's
             // own user variable, looked up by the session.
-            if let Some(name) = value.strip_prefix('@')
-                && !name.is_empty()
-                && name
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
-            {
+            if let Some(name) = user_variable(value) {
                 autocommit_from = Some(format!("@{name}"));
                 continue;
             }
@@ -360,7 +368,12 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
             continue;
         }
         let literal = is_literal(value);
-        if key == "character_set_client" && !value.eq_ignore_ascii_case("DEFAULT") {
+        // `SET character_set_client = @saved_cs_client` (mysqldump): the variable's value is
+        // checked by the session once the server has evaluated it.
+        if key == "character_set_client"
+            && !value.eq_ignore_ascii_case("DEFAULT")
+            && user_variable(value).is_none()
+        {
             check_client_charset(value)?;
         }
         if key.ends_with("storage_engine") && !value.eq_ignore_ascii_case("DEFAULT") {

@@ -136,6 +136,17 @@ struct SubKeys {
     prefix: Option<Vec<SubKey>>,
 }
 
+/// Whether `text` is an integer literal, as MySQL reads `GROUP BY <n>` (a position): digits,
+/// possibly signed and in parentheses.
+fn integer_literal(text: &str) -> bool {
+    let mut t = text.trim();
+    while let Some(inner) = t.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        t = inner.trim();
+    }
+    let digits = t.trim_start_matches(['-', '+']).trim_start();
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn unsupported_sub_keys(what: &str) -> RouteError {
     RouteError::syntax(format!(
         "{what} in one SELECT over several dataNodes is not supported: use one DISTINCT expression list (and a GROUP_CONCAT ORDER BY over it), group by the sharding column, or route to one dataNode"
@@ -752,7 +763,12 @@ pub(super) fn plan(
                 weight,
                 desc: k.desc,
             });
-            sub_group.push(text);
+            // A bare integer in GROUP BY is a select-list position to MySQL (`COUNT(DISTINCT
+            // 1)` would group by the aggregate itself: 1056): the nodes group by its alias.
+            sub_group.push(match integer_literal(&text) {
+                true => format!("`__manx_{i}`"),
+                false => text,
+            });
         }
         if !sub_keys.is_empty() {
             // The nodes return a row per sub-group: their LIMIT would count those.
@@ -940,6 +956,20 @@ mod tests {
         Ok((p.merge, p.edits.apply(sql, "db")))
     }
 
+    #[test]
+    fn a_constant_distinct_argument_is_grouped_by_its_alias() {
+        for text in ["1", " (2) ", "-1", "+ 3", "((4))"] {
+            assert!(integer_literal(text), "{text}");
+        }
+        for text in ["1.5", "'1'", "id", "1 + 1", "()", "-"] {
+            assert!(!integer_literal(text), "{text}");
+        }
+        let (_, sql) = planned("SELECT COUNT(DISTINCT 1) FROM t").unwrap();
+        assert!(sql.contains("GROUP BY `__manx_0`"), "{sql}");
+        let (_, sql) = planned("SELECT COUNT(DISTINCT a) FROM t").unwrap();
+        assert!(sql.contains("GROUP BY a"), "{sql}");
+    }
+
     fn refused(sql: &str) -> String {
         match planned(sql) {
             Ok((_, node)) => panic!("{sql} was planned: {node}"),
@@ -1061,7 +1091,7 @@ mod tests {
         let (_, node) = planned("SELECT AVG(DISTINCT 1) FROM t ORDER BY 1").unwrap();
         assert_eq!(
             node,
-            "SELECT AVG(DISTINCT 1), 1 AS `__manx_0` FROM t GROUP BY 1 ORDER BY `__manx_0`"
+            "SELECT AVG(DISTINCT 1), 1 AS `__manx_0` FROM t GROUP BY `__manx_0` ORDER BY `__manx_0`"
         );
     }
 

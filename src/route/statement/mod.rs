@@ -81,13 +81,6 @@ pub(super) fn route(
             "Multi statements is not supported, use single statement instead",
         ));
     }
-    if canonical.whole_version_comment
-        && scan::first_word_before_comment(stmt).as_deref() == Some("SET")
-    {
-        // mysqldump's `/*!40101 SET ... */` settings are acknowledged as Mycat does, and run
-        // nowhere.
-        return Ok(Routed::Local(Local::Ok));
-    }
     if stmt.len() > 8 * 1024 && rewrite::operator_count(stmt) > MAX_OPERATORS {
         return Err(RouteError::syntax(format!(
             "statement too complex: more than {MAX_OPERATORS} operators (use IN lists)"

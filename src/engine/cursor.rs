@@ -1,0 +1,576 @@
+//! The seam through which the engine reaches dataNodes: [`ExecCtx`] (Vitess's VCursor,
+//! DESIGN.md's `ExecCtx`).
+//!
+//! The engine decides *which* connections a plan needs and what to do when one cannot be had:
+//! a read any of several dataNodes can answer moves on to the next node when the chosen one's
+//! server cannot be reached ([`connect`]), and a read whose connection broke before its result
+//! began runs once more, on another server for the failed node ([`retryable`],
+//! [`reconnect`]). *How* a connection is had — which physical server per `balance` and the
+//! hint, the pool, health, the session's settings — is the implementor's: the session
+//! implements the trait over `datahost`; tests implement it with a recording fake (below), so
+//! these policies are checked without a database.
+//!
+//! Connections pinned to a transaction or kept by a session for its state are not taken
+//! here: they belong to the session, which hands them to [`super::execute`] directly.
+
+use std::future::Future;
+
+use futures::future::join_all;
+
+use super::EngineError;
+use crate::backend::BackendConn;
+use crate::route::Plan;
+
+/// Where the engine gets connections from (module docs).
+///
+/// `connect` takes `&self` so that the engine can ask for several dataNodes' connections at
+/// once; implementors hold shared references (the datahost cluster, the session's settings).
+pub trait ExecCtx: Sync {
+    /// A failure to get a connection, as the implementor reports it (it names the dataNode
+    /// and the server); [`ExecCtx::unreachable`] classifies it.
+    type Error: std::fmt::Display + Send;
+
+    /// A connection on `node` for running `plan`'s statement there (the plan says whether it
+    /// reads or writes and which server a hint asked for). `instead_of`: the `host:port` of a
+    /// server that just failed for this node, to be avoided when another eligible one exists.
+    fn connect(
+        &self,
+        node: &str,
+        plan: &Plan,
+        instead_of: Option<&str>,
+    ) -> impl Future<Output = Result<Box<dyn BackendConn>, Self::Error>> + Send;
+
+    /// Whether `e` says the server could not be reached (refused, broken, timed out, marked
+    /// down), so that another server holding the same rows may answer; `false` for what a
+    /// server or the gateway refused, which another node would refuse alike.
+    fn unreachable(e: &Self::Error) -> bool;
+}
+
+/// Connections for every target of `plan`, in target order, for a statement run outside a
+/// transaction on connections taken for it.
+///
+/// A read any of several dataNodes can answer (`plan.fallback` not empty; its one target is
+/// the chosen node): when the chosen node's server cannot be reached, the next candidate takes
+/// its place in `plan.targets[0]` (so the statement sent is that node's), until one answers;
+/// `plan.fallback` is emptied. Other plans get one connection per target, asked for at once.
+///
+/// Errors: the first target's failure in target order; for a fallback read, the last
+/// candidate's when none could be reached, or at once the first failure that is not
+/// [`ExecCtx::unreachable`].
+pub async fn connect<C: ExecCtx>(
+    ctx: &C,
+    plan: &mut Plan,
+) -> Result<Vec<Box<dyn BackendConn>>, C::Error> {
+    if !plan.fallback.is_empty() {
+        let mut candidates = std::mem::take(&mut plan.fallback).into_iter();
+        loop {
+            match ctx.connect(&plan.targets[0].node, plan, None).await {
+                Ok(c) => return Ok(vec![c]),
+                Err(e) if C::unreachable(&e) => match candidates.next() {
+                    Some(next) => {
+                        tracing::warn!(error = %e, next = %next.node, "trying another dataNode");
+                        plan.targets[0] = next;
+                    }
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    let plan = &*plan;
+    join_all(
+        plan.targets
+            .iter()
+            .map(|t| ctx.connect(&t.node, plan, None)),
+    )
+    .await
+    .into_iter()
+    .collect()
+}
+
+/// Whether a statement that failed with `e` may run once more on new connections: a read
+/// whose connection broke (the server died or dropped a pooled connection). Writes never are:
+/// a write may have been applied before its connection broke. The caller adds what only it
+/// knows: nothing has reached the client yet, the statement is outside a transaction and
+/// outside a session keeping its connections, and the session is not being killed.
+pub fn retryable(plan: &Plan, e: &EngineError) -> bool {
+    plan.read_only && e.source.is_closed()
+}
+
+/// Connections for running `plan` once more after `failed` ([`retryable`]): for the failed
+/// dataNode another eligible server than `failed_address` (the `host:port` its connection
+/// was on) where there is one, for the others a connection as for a first run.
+///
+/// Errors: the first target's failure in target order.
+pub async fn reconnect<C: ExecCtx>(
+    ctx: &C,
+    plan: &Plan,
+    failed: &EngineError,
+    failed_address: &str,
+) -> Result<Vec<Box<dyn BackendConn>>, C::Error> {
+    join_all(plan.targets.iter().map(|t| {
+        let instead_of = (t.node == failed.node).then_some(failed_address);
+        ctx.connect(&t.node, plan, instead_of)
+    }))
+    .await
+    .into_iter()
+    .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod fake {
+    //! A recording [`ExecCtx`] and a scripted [`BackendConn`] for engine tests (as Vitess's
+    //! `loggingVCursor`): every connection asked for and every statement run is written to one
+    //! log, in order, as text; what a node answers is scripted per dataNode.
+
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    use async_trait::async_trait;
+    use futures::StreamExt;
+
+    use super::ExecCtx;
+    use crate::backend::{
+        BackendConn, BackendError, Column, ColumnFlags, ColumnType, OkInfo, Response, Row, grants,
+    };
+    use crate::route::Plan;
+
+    /// What a scripted dataNode answers to every statement.
+    #[derive(Clone)]
+    pub enum Answer {
+        /// An OK with this many affected rows.
+        Ok(u64),
+        /// A result set: column names and rows of text values.
+        Rows(Vec<&'static str>, Vec<Vec<&'static str>>),
+        /// The statement fails with this error.
+        Fails(BackendError),
+    }
+
+    /// How a connection request for a dataNode goes.
+    #[derive(Clone)]
+    pub enum Reach {
+        /// A connection to this `host:port`, answering with the node's [`Answer`].
+        Server(&'static str),
+        /// The request fails: the server cannot be reached (`true`) or refuses (`false`).
+        Fails(bool),
+    }
+
+    /// The recording context: per dataNode the servers it hands out in turn (the last one
+    /// repeats) and the node's answer; the shared log.
+    #[derive(Default)]
+    pub struct Recorder {
+        pub reach: Mutex<HashMap<String, Vec<Reach>>>,
+        pub answers: HashMap<String, Answer>,
+        pub log: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Recorder {
+        pub fn node(mut self, node: &str, reach: Vec<Reach>, answer: Answer) -> Self {
+            self.reach
+                .get_mut()
+                .unwrap()
+                .insert(node.to_string(), reach);
+            self.answers.insert(node.to_string(), answer);
+            self
+        }
+
+        pub fn log(&self) -> Vec<String> {
+            self.log.lock().unwrap().clone()
+        }
+    }
+
+    /// A connection failure of the fake: its text and whether it is [`ExecCtx::unreachable`].
+    #[derive(Debug)]
+    pub struct Failed(pub String, pub bool);
+
+    impl std::fmt::Display for Failed {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(&self.0)
+        }
+    }
+
+    impl ExecCtx for Recorder {
+        type Error = Failed;
+
+        async fn connect(
+            &self,
+            node: &str,
+            _plan: &Plan,
+            instead_of: Option<&str>,
+        ) -> Result<Box<dyn BackendConn>, Failed> {
+            let reach = {
+                let mut all = self.reach.lock().unwrap();
+                let turns = all.get_mut(node).expect("a scripted dataNode");
+                if turns.len() > 1 {
+                    turns.remove(0)
+                } else {
+                    turns[0].clone()
+                }
+            };
+            let line = match instead_of {
+                Some(a) => format!("connect {node} instead of {a}"),
+                None => format!("connect {node}"),
+            };
+            self.log.lock().unwrap().push(line);
+            match reach {
+                Reach::Server(address) => Ok(Box::new(FakeConn {
+                    node: node.to_string(),
+                    address,
+                    answer: self.answers[node].clone(),
+                    log: self.log.clone(),
+                })),
+                Reach::Fails(unreachable) => Err(Failed(
+                    format!("dataNode {node}: no connection"),
+                    unreachable,
+                )),
+            }
+        }
+
+        fn unreachable(e: &Failed) -> bool {
+            e.1
+        }
+    }
+
+    /// A connection answering every statement with its node's [`Answer`], logging
+    /// `node@address: sql`.
+    pub struct FakeConn {
+        node: String,
+        address: &'static str,
+        answer: Answer,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+
+    fn column(name: &str) -> Column {
+        Column {
+            name: name.to_string(),
+            table: String::new(),
+            column_type: ColumnType::MYSQL_TYPE_VAR_STRING,
+            flags: ColumnFlags::empty(),
+            charset: 45,
+            length: 255,
+            decimals: 0,
+        }
+    }
+
+    #[async_trait]
+    impl BackendConn for FakeConn {
+        fn address(&self) -> &str {
+            self.address
+        }
+
+        async fn select_database(&mut self, _database: &str) -> Result<(), BackendError> {
+            Ok(())
+        }
+
+        async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{}@{}: {sql}", self.node, self.address));
+            match &self.answer {
+                Answer::Ok(n) => Ok(Response::Ok(OkInfo {
+                    affected_rows: *n,
+                    ..OkInfo::default()
+                })),
+                Answer::Rows(names, rows) => {
+                    let rows: Vec<Result<Row, BackendError>> = rows
+                        .iter()
+                        .map(|r| {
+                            Ok(r.iter()
+                                .map(|v| crate::backend::Value::Bytes(v.as_bytes().to_vec()))
+                                .collect())
+                        })
+                        .collect();
+                    Ok(Response::Rows {
+                        columns: names.iter().map(|n| column(n)).collect(),
+                        rows: futures::stream::iter(rows).boxed(),
+                    })
+                }
+                Answer::Fails(e) => Err(e.clone()),
+            }
+        }
+
+        async fn describe(&mut self, _sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
+            Ok((0, Vec::new()))
+        }
+
+        async fn excess_privileges(
+            &mut self,
+        ) -> Result<Vec<grants::ExcessPrivilege>, BackendError> {
+            Ok(Vec::new())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures::StreamExt;
+
+    use super::fake::{Answer, Reach, Recorder};
+    use super::*;
+    use crate::backend::BackendError;
+    use crate::engine::{Output, execute};
+    use crate::route::{HostHint, OkMerge, Target};
+
+    fn target(node: &str, sql: &str) -> Target {
+        Target {
+            node: node.to_string(),
+            sql: Arc::from(sql),
+        }
+    }
+
+    fn plan(read_only: bool, targets: Vec<Target>, fallback: Vec<Target>) -> Plan {
+        Plan {
+            targets,
+            read_only,
+            ok_merge: OkMerge::Sum,
+            merge: None,
+            fallback,
+            ddl: false,
+            host: HostHint::None,
+            tables: Arc::from(Vec::new()),
+        }
+    }
+
+    fn rows() -> Answer {
+        Answer::Rows(vec!["c"], vec![vec!["1"]])
+    }
+
+    fn broken() -> BackendError {
+        BackendError::Closed("connection reset".to_string())
+    }
+
+    #[tokio::test]
+    async fn a_read_any_node_can_answer_moves_on_past_unreachable_servers_only() {
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Fails(true)], rows())
+            .node("dn2", vec![Reach::Server("h2:3306")], rows())
+            .node("dn3", vec![Reach::Server("h3:3306")], rows());
+        let mut p = plan(
+            true,
+            vec![target("dn1", "SELECT 1")],
+            vec![target("dn2", "SELECT 2"), target("dn3", "SELECT 3")],
+        );
+        let conns = connect(&ctx, &mut p).await.unwrap();
+        assert_eq!(conns.len(), 1);
+        assert_eq!(conns[0].address(), "h2:3306");
+        // The statement is now the one written for the node that answers.
+        assert_eq!(&*p.targets[0].sql, "SELECT 2");
+        assert!(p.fallback.is_empty());
+        assert_eq!(ctx.log(), ["connect dn1", "connect dn2"]);
+
+        // A refusal is not a reason to ask another node: it would refuse alike.
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Fails(false)], rows())
+            .node("dn2", vec![Reach::Server("h2:3306")], rows());
+        let mut p = plan(
+            true,
+            vec![target("dn1", "SELECT 1")],
+            vec![target("dn2", "SELECT 2")],
+        );
+        assert!(connect(&ctx, &mut p).await.is_err());
+        assert_eq!(ctx.log(), ["connect dn1"]);
+
+        // No candidate left: the last failure.
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Fails(true)], rows())
+            .node("dn2", vec![Reach::Fails(true)], rows());
+        let mut p = plan(
+            true,
+            vec![target("dn1", "SELECT 1")],
+            vec![target("dn2", "SELECT 2")],
+        );
+        let e = connect(&ctx, &mut p).await.err().unwrap();
+        assert_eq!(e.to_string(), "dataNode dn2: no connection");
+    }
+
+    #[tokio::test]
+    async fn every_target_gets_a_connection_in_target_order() {
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], rows())
+            .node("dn2", vec![Reach::Server("h2:3306")], rows());
+        let mut p = plan(
+            true,
+            vec![target("dn1", "SELECT 1"), target("dn2", "SELECT 1")],
+            Vec::new(),
+        );
+        let conns = connect(&ctx, &mut p).await.unwrap();
+        let addresses: Vec<_> = conns.iter().map(|c| c.address()).collect();
+        assert_eq!(addresses, ["h1:3306", "h2:3306"]);
+
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], rows())
+            .node("dn2", vec![Reach::Fails(true)], rows());
+        let e = connect(&ctx, &mut p).await.err().unwrap();
+        assert_eq!(e.to_string(), "dataNode dn2: no connection");
+    }
+
+    #[tokio::test]
+    async fn a_broken_read_runs_again_elsewhere_and_a_broken_write_does_not() {
+        let ctx = Recorder::default()
+            .node(
+                "dn1",
+                vec![Reach::Server("h1:3306"), Reach::Server("r1:3306")],
+                rows(),
+            )
+            .node("dn2", vec![Reach::Server("h2:3306")], rows());
+        let p = plan(
+            true,
+            vec![target("dn1", "SELECT c"), target("dn2", "SELECT c")],
+            Vec::new(),
+        );
+        let failed = EngineError {
+            node: "dn1".to_string(),
+            source: broken(),
+            applied: None,
+        };
+        assert!(retryable(&p, &failed));
+        let conns = reconnect(&ctx, &p, &failed, "h1:3306").await.unwrap();
+        assert_eq!(conns[0].address(), "h1:3306"); // the fake's first turn, as asked
+        assert_eq!(
+            ctx.log(),
+            ["connect dn1 instead of h1:3306", "connect dn2"],
+            "only the failed node avoids its server"
+        );
+
+        let write = plan(false, vec![target("dn1", "DELETE FROM t")], Vec::new());
+        assert!(!retryable(&write, &failed));
+        let refused = EngineError {
+            node: "dn1".to_string(),
+            source: BackendError::Server {
+                code: 1146,
+                state: "42S02".to_string(),
+                message: "Table 'db1.t' doesn't exist".to_string(),
+            },
+            applied: None,
+        };
+        assert!(!retryable(&p, &refused));
+    }
+
+    #[tokio::test]
+    async fn writes_to_several_nodes_run_in_node_order_and_stop_at_the_first_failure() {
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], Answer::Ok(2))
+            .node(
+                "dn2",
+                vec![Reach::Server("h2:3306")],
+                Answer::Fails(BackendError::Server {
+                    code: 1062,
+                    state: "23000".to_string(),
+                    message: "Duplicate entry '5' for key 'PRIMARY'".to_string(),
+                }),
+            )
+            .node("dn3", vec![Reach::Server("h3:3306")], Answer::Ok(1));
+        let mut p = plan(
+            false,
+            vec![
+                target("dn1", "UPDATE t SET a = 1"),
+                target("dn2", "UPDATE t SET a = 1"),
+                target("dn3", "UPDATE t SET a = 1"),
+            ],
+            Vec::new(),
+        );
+        let mut conns = connect(&ctx, &mut p).await.unwrap();
+        let refs = conns.iter_mut().map(|c| c.as_mut()).collect();
+        let e = match execute(&p, refs).await {
+            Err(e) => e,
+            Ok(_) => panic!("dn2's failure must fail the statement"),
+        };
+        assert_eq!((e.node.as_str(), e.applied), ("dn2", Some(1)));
+        assert_eq!(
+            ctx.log()[3..],
+            [
+                "dn1@h1:3306: UPDATE t SET a = 1",
+                "dn2@h2:3306: UPDATE t SET a = 1"
+            ],
+            "dn3 is never written once dn2 failed"
+        );
+    }
+
+    #[tokio::test]
+    async fn reads_of_several_nodes_are_concatenated_and_oks_summed() {
+        let ctx = Recorder::default()
+            .node(
+                "dn1",
+                vec![Reach::Server("h1:3306")],
+                Answer::Rows(vec!["c"], vec![vec!["1"], vec!["2"]]),
+            )
+            .node(
+                "dn2",
+                vec![Reach::Server("h2:3306")],
+                Answer::Rows(vec!["c"], vec![vec!["3"]]),
+            );
+        let mut p = plan(
+            true,
+            vec![
+                target("dn1", "SELECT c FROM t"),
+                target("dn2", "SELECT c FROM t"),
+            ],
+            Vec::new(),
+        );
+        let mut conns = connect(&ctx, &mut p).await.unwrap();
+        let refs = conns.iter_mut().map(|c| c.as_mut()).collect();
+        let mut got: Vec<String> = {
+            match execute(&p, refs).await {
+                Ok(Output::Rows { rows, .. }) => {
+                    rows.map(|r| r.unwrap()[0].to_text().unwrap())
+                        .collect()
+                        .await
+                }
+                _ => panic!("a result set"),
+            }
+        };
+        got.sort();
+        assert_eq!(got, ["1", "2", "3"]);
+
+        let ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], Answer::Ok(2))
+            .node("dn2", vec![Reach::Server("h2:3306")], Answer::Ok(3));
+        let mut p = plan(
+            false,
+            vec![
+                target("dn1", "DELETE FROM t"),
+                target("dn2", "DELETE FROM t"),
+            ],
+            Vec::new(),
+        );
+        let mut conns = connect(&ctx, &mut p).await.unwrap();
+        let refs = conns.iter_mut().map(|c| c.as_mut()).collect();
+        match execute(&p, refs).await {
+            Ok(Output::Ok(ok)) => assert_eq!(ok.affected_rows, 5),
+            _ => panic!("an OK"),
+        }
+    }
+
+    #[tokio::test]
+    async fn nodes_disagreeing_on_the_columns_fail_by_name() {
+        let ctx = Recorder::default()
+            .node(
+                "dn1",
+                vec![Reach::Server("h1:3306")],
+                Answer::Rows(vec!["a"], vec![]),
+            )
+            .node(
+                "dn2",
+                vec![Reach::Server("h2:3306")],
+                Answer::Rows(vec!["a", "b"], vec![]),
+            );
+        let mut p = plan(
+            true,
+            vec![
+                target("dn1", "SELECT * FROM t"),
+                target("dn2", "SELECT * FROM t"),
+            ],
+            Vec::new(),
+        );
+        let mut conns = connect(&ctx, &mut p).await.unwrap();
+        let refs = conns.iter_mut().map(|c| c.as_mut()).collect();
+        let e = match execute(&p, refs).await {
+            Err(e) => e,
+            Ok(_) => panic!("the column counts differ"),
+        };
+        assert!(e.to_string().contains("returned 1 and 2 columns"), "{e}");
+    }
+}
