@@ -603,3 +603,114 @@ async fn distinct_aggregates_and_group_concat_equal_one_database() {
     assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
     assert!(msg.contains("SUM/AVG(DISTINCT) of string column"), "{msg}");
 }
+
+/// A refusal the merge makes while rows stream (a GROUP_CONCAT growing past `maxPacketSize`)
+/// reaches the client with its own errno and SQLSTATE, as a refusal before the rows does: it is
+/// the gateway's answer (`BackendError::Refused`), not a broken dataNode (1105).
+#[tokio::test]
+async fn a_refusal_while_rows_stream_keeps_its_errno() {
+    let f = Fixture::start(
+        "merge_refuse",
+        Extra {
+            users_xml: common::system_xml(&[("maxPacketSize", "1024")]),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = f.client().await;
+    // hotnews is sharded by mod-long: two rows of 300 bytes on each of dn1..dn3.
+    for id in 1..=6 {
+        c.query_drop(format!(
+            "INSERT INTO hotnews (id, content) VALUES ({id}, '{}')",
+            "x".repeat(300)
+        ))
+        .await
+        .unwrap();
+    }
+    c.query_drop("SET SESSION group_concat_max_len = 100000")
+        .await
+        .unwrap();
+    let (code, state, msg) = server_error(
+        c.query_drop("SELECT GROUP_CONCAT(content) FROM hotnews")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(msg.contains("1024 bytes"), "{msg}");
+}
+
+/// `EXPLAIN FORMAT=TREE` through a client: one row, one column `EXPLAIN`, the whole plan with
+/// its merge steps (MySQL 8's tree layout, Vitess's step names); plain `EXPLAIN` stays
+/// Mycat's (`DATA_NODE`, `SQL`); formats manx does not print are refused by name.
+#[tokio::test]
+async fn explain_format_tree_shows_the_merge_steps() {
+    let f = Fixture::start("explain_tree", Extra::default()).await;
+    let mut c = f.client().await;
+    let sql = "SELECT user_id, COUNT(*) AS n FROM travelrecord GROUP BY user_id HAVING n > 1 ORDER BY n DESC LIMIT 3";
+    let node = "SELECT user_id, COUNT(*) AS n, WEIGHT_STRING(RTRIM(user_id)) AS `__manx_0` FROM travelrecord GROUP BY user_id  ORDER BY user_id ";
+
+    let result = c
+        .query_iter(format!("EXPLAIN FORMAT=TREE {sql}"))
+        .await
+        .unwrap();
+    let names: Vec<String> = result
+        .columns_ref()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    assert_eq!(names, ["EXPLAIN"]);
+    let rows: Vec<String> = result.collect_and_drop().await.unwrap();
+    let want = [
+        "-> SimpleProjection: drop __manx_0".to_string(),
+        "    -> Limit: count 3".to_string(),
+        "        -> MemorySort: #2 DESC".to_string(),
+        "            -> Filter: #2 > 1".to_string(),
+        "                -> OrderedAggregate: group by #1 (weight __manx_0); sum_count(#2)"
+            .to_string(),
+        "                    -> MergeSort: #1 (weight __manx_0)".to_string(),
+        format!("                        -> Route on dn1: {node}"),
+        format!("                        -> Route on dn2: {node}"),
+        format!("                        -> Route on dn3: {node}"),
+    ]
+    .join("\n");
+    assert_eq!(rows, [want]);
+    // Any spelling MySQL accepts; the same plan as the statement would run with.
+    let again: Vec<String> = c
+        .query(format!("explain format = 'tree' {sql}"))
+        .await
+        .unwrap();
+    assert_eq!(again, rows);
+
+    // Mycat's EXPLAIN, and MySQL's TRADITIONAL, unchanged: a row per dataNode.
+    for explain in ["EXPLAIN", "EXPLAIN FORMAT=TRADITIONAL"] {
+        let routes: Vec<(String, String)> = c.query(format!("{explain} {sql}")).await.unwrap();
+        assert_eq!(
+            routes,
+            ["dn1", "dn2", "dn3"].map(|n| (n.to_string(), node.to_string())),
+            "{explain}"
+        );
+    }
+
+    let (code, state, msg) = server_error(
+        c.query_drop(format!("EXPLAIN FORMAT=JSON {sql}"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(msg.contains("FORMAT=JSON"), "{msg}");
+    let (code, _, msg) = server_error(
+        c.query_drop(format!("EXPLAIN FORMAT=yaml {sql}"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1791, "{msg}");
+    assert_eq!(msg, "Unknown EXPLAIN format name: 'yaml'");
+    // The inner statement is routed as if it ran: a refused one stays refused.
+    let (code, _, msg) = server_error(
+        c.query_drop("EXPLAIN FORMAT=TREE INSERT INTO travelrecord (user_id) VALUES ('x')")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+    assert!(msg.contains("sharding column:ID not provided"), "{msg}");
+}

@@ -1,5 +1,6 @@
 //! Golden plan files: SQL in, the router's full answer out — the statement each dataNode gets,
-//! and the merge the engine then runs (order, grouping, limit) — checked without a database.
+//! and the merge the engine then runs (order, grouping, limit), in the tree `EXPLAIN
+//! FORMAT=TREE` prints (`manx::route::explain`) — checked without a database.
 //!
 //! Each file under `tests/plans/` holds cases: a line `> SQL` (the statement, routed in the
 //! schema the file's first line `schema: NAME` names, on the bundled configuration), then the
@@ -11,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use manx::config::Config;
-use manx::route::{ColumnOrders, Routed, Router, SessionView};
+use manx::route::{ColumnOrders, Local, Routed, Router, SessionView};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -26,29 +27,20 @@ fn render(routed: Result<Routed, manx::route::RouteError>) -> String {
                 "plan read_only={} ok_merge={:?} ddl={} host={:?}",
                 p.read_only, p.ok_merge, p.ddl, p.host
             );
-            if p.fallback.is_empty() {
-                for t in &p.targets {
-                    out.push_str(&format!("\n  {}: {}", t.node, t.sql));
-                }
-            } else {
-                // A read any node can answer: which one is drawn at random (balance).
-                let mut any: Vec<_> = p.targets.iter().chain(&p.fallback).collect();
-                any.sort_by(|a, b| a.node.cmp(&b.node));
-                for t in any {
-                    out.push_str(&format!("\n  any of {}: {}", t.node, t.sql));
-                }
-            }
-            if let Some(m) = &p.merge {
-                out.push_str(&format!(
-                    "\n  merge hidden={} node_order={:?} order={:?} limit={:?}",
-                    m.hidden, m.node_order, m.order, m.limit
-                ));
-                if let Some(g) = &m.grouping {
-                    out.push_str(&format!("\n  grouping {g:?}"));
-                }
+            // The statements and the merge steps as `EXPLAIN FORMAT=TREE` prints them.
+            for line in manx::route::explain::lines(&p) {
+                out.push_str(&format!("\n  {line}"));
             }
             out
         }
+        Ok(Routed::Local(Local::Explain(p))) => format!(
+            "explain: the route as rows (DATA_NODE, SQL)\n  {}",
+            manx::route::explain::lines(&p).join("\n  ")
+        ),
+        Ok(Routed::Local(Local::ExplainTree(p))) => format!(
+            "explain format=tree: one cell\n  {}",
+            manx::route::explain::lines(&p).join("\n  ")
+        ),
         Ok(other) => format!("{other:?}"),
     }
 }

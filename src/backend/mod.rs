@@ -93,8 +93,20 @@ pub enum Response<'a> {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BackendError {
     /// The server answered with an error: passed to the client with its own errno and SQLSTATE.
+    /// Only what a server sent (a PostgreSQL error mapped to MySQL's errno is one).
     #[error("{message}")]
     Server {
+        code: u16,
+        state: String,
+        message: String,
+    },
+    /// The gateway refused on the server's behalf, without the server having said anything: a
+    /// merge the result's column types do not allow, a statement the PostgreSQL dialect cannot
+    /// translate, a write to a standby or without the cluster's write lease. The client gets
+    /// this errno, SQLSTATE and message exactly as it would a server's; decisions that read
+    /// the server's state (a rolled-back transaction, an unknown XID) must not read it as one.
+    #[error("{message}")]
+    Refused {
         code: u16,
         state: String,
         message: String,
@@ -121,7 +133,8 @@ impl BackendError {
         matches!(self, BackendError::Timeout(_))
     }
 
-    /// The server's own error: (errno, SQLSTATE, message).
+    /// The server's own error: (errno, SQLSTATE, message). `None` for everything else, the
+    /// gateway's refusals ([`BackendError::Refused`]) included.
     pub fn server_error(&self) -> Option<(u16, &str, &str)> {
         match self {
             BackendError::Server {
@@ -130,6 +143,54 @@ impl BackendError {
                 message,
             } => Some((*code, state, message)),
             _ => None,
+        }
+    }
+
+    /// The gateway's own refusal ([`BackendError::Refused`]): (errno, SQLSTATE, message).
+    pub fn refusal(&self) -> Option<(u16, &str, &str)> {
+        match self {
+            BackendError::Refused {
+                code,
+                state,
+                message,
+            } => Some((*code, state, message)),
+            _ => None,
+        }
+    }
+
+    /// The error as the client sees it when it has its own MySQL errno: a server's answer or
+    /// the gateway's refusal, (errno, SQLSTATE, message); `None` when no server could be used
+    /// (closed, timed out, a driver failure), which the front end reports as 1105 with context.
+    pub fn mysql_error(&self) -> Option<(u16, &str, &str)> {
+        match self {
+            BackendError::Server {
+                code,
+                state,
+                message,
+            }
+            | BackendError::Refused {
+                code,
+                state,
+                message,
+            } => Some((*code, state, message)),
+            _ => None,
+        }
+    }
+
+    /// The statement got an answer (the server's error or the gateway's refusal) rather than
+    /// finding no usable server: another server or dataNode would be refused the same, so no
+    /// read is retried or falls back elsewhere on such an error.
+    pub fn is_answer(&self) -> bool {
+        self.mysql_error().is_some()
+    }
+
+    /// The gateway's refusal with MySQL's `code` and `state` (SQLSTATE, 5 characters) and a
+    /// message naming what is refused ([`BackendError::Refused`]).
+    pub fn refused(code: u16, state: &str, message: impl Into<String>) -> Self {
+        BackendError::Refused {
+            code,
+            state: state.to_string(),
+            message: message.into(),
         }
     }
 }
@@ -442,4 +503,41 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Open connections of the pool, idle or checked out (the manager port's `SIZE` of a
     /// server's pool).
     fn size(&self) -> usize;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BackendError;
+
+    #[test]
+    fn only_a_servers_answer_is_a_server_error_and_a_refusal_keeps_its_errno() {
+        let server = BackendError::Server {
+            code: 1213,
+            state: "40001".into(),
+            message: "Deadlock found".into(),
+        };
+        let refused = BackendError::refused(1235, "42000", "not yet");
+        let closed = BackendError::Closed("reset".into());
+        let timeout = BackendError::Timeout("late".into());
+        let other = BackendError::Other("odd".into());
+
+        assert_eq!(
+            server.server_error(),
+            Some((1213, "40001", "Deadlock found"))
+        );
+        assert_eq!(server.refusal(), None);
+        assert_eq!(refused.server_error(), None, "no server said it");
+        assert_eq!(refused.refusal(), Some((1235, "42000", "not yet")));
+        // The client sees both with their own errno.
+        assert_eq!(server.mysql_error(), server.server_error());
+        assert_eq!(refused.mysql_error(), refused.refusal());
+        // An answer is never retried elsewhere; a server that could not be used may be.
+        assert!(server.is_answer() && refused.is_answer());
+        for e in [&closed, &timeout, &other] {
+            assert!(!e.is_answer(), "{e:?}");
+            assert_eq!(e.mysql_error(), None, "{e:?}");
+        }
+        assert!(closed.is_closed() && !refused.is_closed() && !refused.is_timeout());
+        assert_eq!(refused.to_string(), "not yet");
+    }
 }

@@ -855,7 +855,7 @@ impl Cluster {
         // A read outside a transaction that cannot reach its server is tried once on another
         // eligible one (a replica that just died, before its heartbeat marks it down). Writes
         // are never retried silently.
-        if intent == Intent::Write || e.source.server_error().is_some() {
+        if intent == Intent::Write || e.source.is_answer() {
             return Err(e);
         }
         let second = n.host.choose(intent, Some(first));
@@ -925,27 +925,27 @@ async fn connect(
     if intent == Intent::Write
         && let Some(silent) = n.host.dnindex.lease_expired()
     {
-        return Err(fail(BackendError::Server {
-            code: 1290,
-            state: "HY000".to_string(),
-            message: format!(
+        return Err(fail(BackendError::refused(
+            1290,
+            "HY000",
+            format!(
                 "dataNode {node} (dataHost {}): cluster mode: no contact with ZooKeeper for {silent} ms (zkWriteLease {} ms); writes are refused until it is back, so that this instance cannot write to a writeHost the others may have left",
                 n.host.name,
                 n.host.dnindex.lease_ms.load(Ordering::Relaxed)
             ),
-        }));
+        )));
     }
     if intent == Intent::Write && source.health.in_recovery() {
-        return Err(fail(BackendError::Server {
-            code: 1290,
-            state: "HY000".to_string(),
-            message: format!(
+        return Err(fail(BackendError::refused(
+            1290,
+            "HY000",
+            format!(
                 "dataNode {node} (dataHost {}): writeHost {} ({}) is a read-only PostgreSQL standby (pg_is_in_recovery() is true) and no writable writeHost is active; writes resume when a standby is promoted or the primary returns",
                 n.host.name,
                 source.name,
                 source.backend.address()
             ),
-        }));
+        )));
     }
     let conn = source.backend.acquire(&n.database).await.map_err(fail)?;
     let counter = if intent == Intent::Write {

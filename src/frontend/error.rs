@@ -24,9 +24,10 @@ impl MysqlError {
     }
 
     /// A backend error, with `context` (the dataNode) in front of anything but the server's own
-    /// errors, which pass through with their errno, SQLSTATE and message.
+    /// errors and the gateway's refusals, which pass through with their errno, SQLSTATE and
+    /// message.
     pub(super) fn backend(context: String, e: &BackendError) -> Self {
-        match e.server_error() {
+        match e.mysql_error() {
             Some((code, state, message)) => MysqlError::new(code, state, message),
             // 1105 ER_UNKNOWN_ERROR: the backend could not be used (refused, timed out, broke).
             None => MysqlError::new(1105, "HY000", format!("{context}: {e}")),

@@ -1,4 +1,4 @@
-//! The routing result: data, not behaviour. The engine executes it; `EXPLAIN` will print it.
+//! The routing result: data, not behaviour. The engine executes it; `EXPLAIN` prints it (module `explain`).
 
 use std::sync::Arc;
 
@@ -60,6 +60,23 @@ pub struct Plan {
     /// for statements routed without parsing), for the statement recorder (`show
     /// @@sql.sum.table`).
     pub tables: Arc<[String]>,
+}
+
+impl Plan {
+    /// A read of `targets` with nothing to merge (their rows passed on as they come): no
+    /// fallback node, no hint, no tables recorded.
+    pub fn read(targets: Vec<Target>) -> Plan {
+        Plan {
+            tables: Default::default(),
+            targets,
+            read_only: true,
+            ok_merge: OkMerge::Sum,
+            merge: None,
+            fallback: Vec::new(),
+            ddl: false,
+            host: HostHint::None,
+        }
+    }
 }
 
 /// A column of the nodes' results, by position. The statement sent to each node may carry extra
@@ -324,6 +341,9 @@ pub enum Local {
     /// `EXPLAIN <statement>` (Mycat's meaning): the statements manx would send, one row per
     /// dataNode with columns `DATA_NODE` and `SQL`.
     Explain(Box<Plan>),
+    /// `EXPLAIN FORMAT=TREE <statement>`: the whole plan, merge steps included, as one text
+    /// cell in a column `EXPLAIN` (MySQL 8's tree form; module `explain`).
+    ExplainTree(Box<Plan>),
 }
 
 /// What follows the end of a transaction (`COMMIT` / `ROLLBACK`'s optional clauses).

@@ -126,7 +126,7 @@ impl XaError {
     /// server's own for a one-phase commit it refused, else 1180 (`ER_ERROR_DURING_COMMIT`).
     pub fn code(&self) -> (u16, String) {
         match self {
-            XaError::OnePhase { source, .. } => match source.server_error() {
+            XaError::OnePhase { source, .. } => match source.mysql_error() {
                 Some((code, state, _)) => (code, state.to_string()),
                 None => (1180, "HY000".to_string()),
             },

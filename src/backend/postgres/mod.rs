@@ -1203,7 +1203,8 @@ async fn table_info(conn: &mut Conn, table: &str) -> Result<TableInfo, BackendEr
     Ok(info)
 }
 
-/// A translation failure as the client sees it: a statement that does not parse is a syntax
+/// A translation failure as the client sees it, the gateway's refusal (no server saw the
+/// statement): a statement that does not parse is a syntax
 /// error (1064/42000); a refused construct is `ER_NOT_SUPPORTED_YET` (1235/42000); an error
 /// MySQL would give keeps its code.
 fn dialect_error(e: dialect::DialectError) -> BackendError {
@@ -1212,9 +1213,5 @@ fn dialect_error(e: dialect::DialectError) -> BackendError {
         dialect::DialectError::Unsupported(_) => (1235, "42000"),
         dialect::DialectError::Server { code, state, .. } => (code, state),
     };
-    BackendError::Server {
-        code,
-        state: state.to_string(),
-        message: e.to_string(),
-    }
+    BackendError::refused(code, state, e.to_string())
 }

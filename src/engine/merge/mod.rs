@@ -86,18 +86,18 @@ fn is_text_type(c: &Column) -> bool {
 
 /// 1235 `ER_NOT_SUPPORTED_YET`, for a merge the result's column types do not allow.
 fn not_supported(what: String) -> BackendError {
-    BackendError::Server {
-        code: 1235,
-        state: "42000".to_string(),
-        message: format!("This version of manx doesn't yet support '{what}'"),
-    }
+    BackendError::refused(
+        1235,
+        "42000",
+        format!("This version of manx doesn't yet support '{what}'"),
+    )
 }
 
 /// Combines the nodes' row streams as `merge` says. `columns` are the nodes' columns (extra
 /// columns included); returns the client's columns and rows. `mixed_weights`: the nodes compute
 /// string weights in different ways (MySQL and PostgreSQL dataNodes at once).
 ///
-/// Errors: `Server` 1235 when a key's column type cannot be merged exactly (ENUM / SET, JSON,
+/// Errors: `Refused` 1235 when a key's column type cannot be merged exactly (ENUM / SET, JSON,
 /// geometry, a string key given only by its position in `*`, or any string key when
 /// `mixed_weights`: a MySQL collation's order and PostgreSQL's byte order cannot be reconciled).
 pub(super) fn rows<'a>(
@@ -121,11 +121,11 @@ pub(super) fn rows<'a>(
         if i < total {
             Ok(i)
         } else {
-            Err(BackendError::Server {
-                code: 1054,
-                state: "42S22".to_string(),
-                message: format!("Unknown column '{}' in 'order clause'", i + 1),
-            })
+            Err(BackendError::refused(
+                1054,
+                "42S22",
+                format!("Unknown column '{}' in 'order clause'", i + 1),
+            ))
         }
     };
     let key = |k: &SortKey| -> Result<Key, BackendError> {
@@ -553,7 +553,7 @@ mod tests {
         let e = super::rows(&m2, Arc::from(cols), vec![stream(vec![])], false)
             .err()
             .expect("refused");
-        let (code, _, message) = e.server_error().unwrap();
+        let (code, _, message) = e.refusal().unwrap();
         assert_eq!(code, 1235, "{message}");
         assert!(
             message.contains("SUM/AVG(DISTINCT) of string column s"),
@@ -741,7 +741,7 @@ mod tests {
         .unwrap();
         let got: Vec<Result<Row, BackendError>> = rows.collect().await;
         let err = got.into_iter().find_map(|r| r.err()).expect("refused");
-        let (code, _, message) = err.server_error().unwrap();
+        let (code, _, message) = err.refusal().unwrap();
         assert_eq!(code, 1235, "{message}");
         assert!(message.contains("12 bytes"), "{message}");
     }
@@ -792,7 +792,7 @@ mod tests {
     fn string_keys_over_mixed_weights_are_refused_and_numbers_are_not() {
         let s = column("s", ColumnType::MYSQL_TYPE_VAR_STRING, 45, 0);
         let e = kind(&s, Some(1), true).unwrap_err();
-        let (code, _, message) = e.server_error().unwrap();
+        let (code, _, message) = e.refusal().unwrap();
         assert_eq!(code, 1235);
         assert!(message.contains("MySQL and PostgreSQL"), "{message}");
         assert_eq!(kind(&s, Some(1), false).unwrap(), Kind::Weight(1));

@@ -50,7 +50,8 @@ impl engine::cursor::ExecCtx for Acquire<'_> {
     }
 
     fn unreachable(e: &Self::Error) -> bool {
-        e.source.server_error().is_none()
+        // An answer (the server's error or the gateway's refusal) would be the same elsewhere.
+        !e.source.is_answer()
     }
 }
 

@@ -330,6 +330,10 @@ impl Session {
                     .collect();
                 write_text_rows(w, &["DATA_NODE", "SQL"], rows).await
             }
+            Local::ExplainTree(plan) => {
+                let tree = crate::route::explain::text(&plan);
+                write_text_rows(w, &["EXPLAIN"], std::iter::once(vec![Some(tree)])).await
+            }
             Local::VersionComment => {
                 write_text_rows(
                     w,

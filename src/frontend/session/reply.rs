@@ -111,15 +111,9 @@ pub(super) async fn stream_rows(
                 sent += 1;
             }
             Err(e) => {
-                // A server error mid-result keeps its errno; a broken connection is named.
-                let e = match e.server_error() {
-                    Some((code, state, message)) => MysqlError::new(code, state, message),
-                    None => MysqlError::new(
-                        1105,
-                        "HY000",
-                        format!("a dataNode failed while sending rows: {e}"),
-                    ),
-                };
+                // A server error (or the merge's refusal) mid-result keeps its errno; a broken
+                // connection is named.
+                let e = MysqlError::backend("a dataNode failed while sending rows".into(), &e);
                 return abort_rows(rw, slot, e).await.map(|_| Sent::default());
             }
         }

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use sqlparser::ast::{Statement, TableFactor, Visit, Visitor};
 
 use super::rewrite;
-use super::{Access, HostHint, OkMerge, Plan, RouteError, Router, Target};
+use super::{Access, Plan, RouteError, Router, Target};
 
 mod postgres;
 
@@ -710,19 +710,10 @@ impl Router {
             at = r.end;
         }
         sql.push_str(&q.sql[at..]);
-        Ok(Plan {
-            tables: Default::default(),
-            targets: vec![Target {
-                node: node.to_string(),
-                sql: Arc::from(sql),
-            }],
-            read_only: true,
-            ok_merge: OkMerge::Sum,
-            merge: None,
-            fallback: Vec::new(),
-            ddl: false,
-            host: HostHint::None,
-        })
+        Ok(Plan::read(vec![Target {
+            node: node.to_string(),
+            sql: Arc::from(sql),
+        }]))
     }
 }
 

@@ -86,6 +86,10 @@ pub(super) fn with_host(routed: Routed, host: HostHint) -> Routed {
             p.host = host;
             Routed::Local(Local::Explain(p))
         }
+        Routed::Local(Local::ExplainTree(mut p)) => {
+            p.host = host;
+            Routed::Local(Local::ExplainTree(p))
+        }
         local => local,
     }
 }

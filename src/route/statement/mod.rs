@@ -28,6 +28,7 @@ use crate::config::TableKind;
 use crate::sqltext::SavepointName;
 
 mod ddl;
+mod explain;
 mod hints;
 mod insert;
 mod select;
@@ -139,40 +140,8 @@ pub(super) fn route(
         }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
-        "EXPLAIN" if words.len() > 1 => {
-            // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
-            let inner = stmt[words[0].len()..].trim_start();
-            if scan::words(inner)
-                .first()
-                .is_some_and(|w| w.eq_ignore_ascii_case("EXPLAIN"))
-            {
-                return Err(RouteError::syntax("EXPLAIN of EXPLAIN is not supported"));
-            }
-            match route(r, inner, view, None)? {
-                Routed::Plan(plan) => Ok(Routed::Local(Local::Explain(Box::new(plan)))),
-                // The statements that would look for the parent row.
-                Routed::Lookup(l) => Ok(Routed::Local(Local::Explain(Box::new(Plan {
-                    tables: Default::default(),
-                    targets: l.probes,
-                    read_only: true,
-                    ok_merge: OkMerge::Sum,
-                    merge: None,
-                    fallback: Vec::new(),
-                    ddl: false,
-                    host: HostHint::None,
-                })))),
-                Routed::Sequence(_) => Err(RouteError::syntax(
-                    "insert sql using mycat seq,you must provide primaryKey value for explain",
-                )),
-                Routed::Columns(c) => Err(RouteError::syntax(format!(
-                    "EXPLAIN of an INSERT without a column list into {}: give the column list",
-                    c.table
-                ))),
-                Routed::Local(_) | Routed::Metadata(_) => Err(RouteError::syntax(format!(
-                    "EXPLAIN of a statement the gateway answers itself: {inner}"
-                ))),
-            }
-        }
+        // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
+        "EXPLAIN" if words.len() > 1 => explain::explain(r, stmt, view),
         "DESC" | "DESCRIBE" if words.len() >= 2 => {
             let (node, table_text) = table_node(r, words[1], view)?;
             let rest = &stmt[stmt
