@@ -13,6 +13,7 @@ mod affinity;
 mod analyze;
 mod boundaries;
 mod builtins;
+mod forms;
 pub mod function;
 mod horizon;
 pub mod lex;
