@@ -21,6 +21,9 @@
 //! - `UPDATE t1, t2 SET ...` (multi-table UPDATE) → `UPDATE t1 CROSS JOIN t2 SET ...`: the
 //!   same tables, every one of them an UPDATE target to `admit::table_refs`.
 //! - `DROP [TEMPORARY] TABLES` → `DROP [TEMPORARY] TABLE`.
+//! - Compound interval units (`INTERVAL '1 1' DAY_SECOND`, `EXTRACT(YEAR_MONTH FROM d)`) →
+//!   their leading unit (`DAY`, `YEAR`): routing never evaluates an interval.
+//! - `WEIGHT_STRING(x AS CHAR(n))` / `AS BINARY(n)` → `WEIGHT_STRING(x)`.
 //! - In CREATE / ALTER TABLE column definitions: the character-type attributes `BINARY`,
 //!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
 //!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
@@ -114,6 +117,38 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             }
             "MOD" if k > 0 && operand_end(&tokens, &sig, k - 1) => {
                 change[k] = Some(vec![Token::Mod]);
+            }
+            // Compound interval units (reserved words in MariaDB, so never names).
+            "YEAR_MONTH" | "DAY_HOUR" | "DAY_MINUTE" | "DAY_SECOND" | "DAY_MICROSECOND"
+            | "HOUR_MINUTE" | "HOUR_SECOND" | "HOUR_MICROSECOND" | "MINUTE_SECOND"
+            | "MINUTE_MICROSECOND" | "SECOND_MICROSECOND" => {
+                let leading = w.split('_').next().unwrap_or_default();
+                change[k] = Some(vec![Token::make_keyword(leading)]);
+            }
+            // `WEIGHT_STRING(x AS CHAR(n))`: the cast to a type is dropped.
+            "WEIGHT_STRING" if matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                let Some(as_at) = (k + 2..close).find(|&j| depth[j] == depth[k] + 1 && is(j, "AS"))
+                else {
+                    continue;
+                };
+                let typed = match close - as_at {
+                    2 => true,
+                    5 => {
+                        matches!(tok(as_at + 2), Some(Token::LParen))
+                            && matches!(tok(as_at + 3), Some(Token::Number(..)))
+                    }
+                    _ => false,
+                };
+                if typed && (is(as_at + 1, "CHAR") || is(as_at + 1, "BINARY")) {
+                    for c in &mut change[as_at..close] {
+                        *c = Some(Vec::new());
+                    }
+                }
             }
             "TABLES" if k >= 1 && first == "DROP" && (k == 1 || (k == 2 && is(1, "TEMPORARY"))) => {
                 change[k] = Some(vec![Token::make_keyword("TABLE")]);
@@ -447,6 +482,14 @@ mod tests {
             "UPDATE t1 CROSS JOIN t2 AS x SET t1.a = x.b WHERE t1.c = x.c",
         );
         same("DROP TABLES t1, t2", "DROP TABLE t1, t2");
+        same(
+            "SELECT DATE_ADD(a, INTERVAL '1 1' DAY_SECOND), EXTRACT(YEAR_MONTH FROM a) FROM t",
+            "SELECT DATE_ADD(a, INTERVAL '1 1' DAY), EXTRACT(YEAR FROM a) FROM t",
+        );
+        same(
+            "SELECT WEIGHT_STRING(a AS CHAR(4)), WEIGHT_STRING(b AS BINARY) FROM t",
+            "SELECT WEIGHT_STRING(a), WEIGHT_STRING(b) FROM t",
+        );
         same(
             "DROP TEMPORARY TABLES IF EXISTS t1",
             "DROP TEMPORARY TABLE IF EXISTS t1",
