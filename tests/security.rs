@@ -987,51 +987,60 @@ async fn mariadb_forms_the_gateway_reads_reach_nothing_else() {
     let f = world("sec7").await;
     let before = backend().await;
     let mut seen = Vec::new();
-    let mut p = login(&f, "priv", Some("PUB")).await;
-    for sql in [
-        "UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
-        "ANALYZE UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
-        "ANALYZE FORMAT=JSON DELETE FROM secret",
-        "EXPLAIN EXTENDED SELECT v FROM secret",
-        "SELECT v MOD 2, (SELECT v FROM secret) FROM pub",
-        "DROP TABLES secret",
-        "DROP TABLES pub, secret",
-        "ALTER TABLE secret ENGINE = MyISAM",
-    ] {
-        seen.extend(attempt(&mut p, sql).await);
-    }
-    let mut ro = login(&f, "ro", Some("PUB")).await;
-    for sql in [
-        "ANALYZE UPDATE pub SET v = 'ro'",
-        "ANALYZE DELETE FROM pub",
-        "ANALYZE FORMAT=JSON INSERT INTO pub VALUES (8, 'ro')",
-        "UPDATE pub, pub AS p2 SET pub.v = 'ro' WHERE pub.id = p2.id",
-        "DROP TABLES pub",
-        "ALTER TABLE pub ENGINE = 'MyISAM', RENAME TO pub3",
-        "CREATE TABLE rot (a CHAR(10) BINARY) ENGINE = 'MyISAM'",
-    ] {
-        seen.extend(attempt(&mut ro, sql).await);
+    let attempts: [(&str, &[&str]); 3] = [
+        (
+            "priv",
+            &[
+                "UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
+                "ANALYZE UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
+                "ANALYZE FORMAT=JSON DELETE FROM secret",
+                "EXPLAIN EXTENDED SELECT v FROM secret",
+                "SELECT v MOD 2, (SELECT v FROM secret) FROM pub",
+                "DROP TABLES secret",
+                "DROP TABLES pub, secret",
+                "ALTER TABLE secret ENGINE = MyISAM",
+            ],
+        ),
+        (
+            "ro",
+            &[
+                "ANALYZE UPDATE pub SET v = 'ro'",
+                "ANALYZE DELETE FROM pub",
+                "ANALYZE FORMAT=JSON INSERT INTO pub VALUES (8, 'ro')",
+                "UPDATE pub, pub AS p2 SET pub.v = 'ro' WHERE pub.id = p2.id",
+                "DROP TABLES pub",
+                "ALTER TABLE pub ENGINE = 'MyISAM', RENAME TO pub3",
+                "CREATE TABLE rot (a CHAR(10) BINARY) ENGINE = 'MyISAM'",
+            ],
+        ),
+        (
+            "app",
+            &[
+                "UPDATE pub, t_sec_victim.vt SET vt.v = 'pwned' WHERE vt.id = 1",
+                "UPDATE pub AS a, (SELECT 1) AS d, t_sec_victim.vt AS x SET x.v = 'pwned'",
+                "ANALYZE DELETE FROM t_sec_victim.vt",
+                "EXPLAIN FORMAT=JSON SELECT * FROM t_sec_victim.vt",
+                "ANALYZE SELECT * FROM mysql.user",
+                "SELECT v MOD 2, (SELECT v FROM t_sec_victim.vt) FROM pub",
+                "DROP TABLES t_sec_victim.canary",
+                "DROP TABLES pub, t_sec_victim.canary",
+                "ALTER TABLE pub ENGINE = MyISAM, RENAME TO t_sec_victim.stolen",
+                "ALTER TABLE pub UNION = (t_sec_victim.vt)",
+                "ALTER TABLE pub ENGINE = 'FEDERATED' CONNECTION = 'mysql://manx:manx@127.0.0.1:13306/t_sec_victim/vt'",
+                "CREATE TABLE evil (a CHAR(10) BINARY) ENGINE = 'CONNECT'",
+                "CREATE TABLE evil (a INT) PARTITION BY HASH (a) (PARTITION p0 DATA DIRECTORY = '/tmp')",
+                "CREATE TABLE evil (a INT) PARTITION BY HASH (a) PARTITIONS 2 SELECT v FROM t_sec_victim.vt",
+                "CREATE TABLE t_sec_victim.evil (a CHAR(3) BINARY)",
+            ],
+        ),
+    ];
+    for (user, statements) in attempts {
+        let mut c = login(&f, user, Some("PUB")).await;
+        for sql in statements {
+            seen.extend(attempt(&mut c, sql).await);
+        }
     }
     let mut app = login(&f, "app", Some("PUB")).await;
-    for sql in [
-        "UPDATE pub, t_sec_victim.vt SET vt.v = 'pwned' WHERE vt.id = 1",
-        "UPDATE pub AS a, (SELECT 1) AS d, t_sec_victim.vt AS x SET x.v = 'pwned'",
-        "ANALYZE DELETE FROM t_sec_victim.vt",
-        "EXPLAIN FORMAT=JSON SELECT * FROM t_sec_victim.vt",
-        "ANALYZE SELECT * FROM mysql.user",
-        "SELECT v MOD 2, (SELECT v FROM t_sec_victim.vt) FROM pub",
-        "DROP TABLES t_sec_victim.canary",
-        "DROP TABLES pub, t_sec_victim.canary",
-        "ALTER TABLE pub ENGINE = MyISAM, RENAME TO t_sec_victim.stolen",
-        "ALTER TABLE pub UNION = (t_sec_victim.vt)",
-        "ALTER TABLE pub ENGINE = 'FEDERATED' CONNECTION = 'mysql://manx:manx@127.0.0.1:13306/t_sec_victim/vt'",
-        "CREATE TABLE evil (a CHAR(10) BINARY) ENGINE = 'CONNECT'",
-        "CREATE TABLE evil (a INT) PARTITION BY HASH (a) (PARTITION p0 DATA DIRECTORY = '/tmp')",
-        "CREATE TABLE evil (a INT) PARTITION BY HASH (a) PARTITIONS 2 SELECT v FROM t_sec_victim.vt",
-        "CREATE TABLE t_sec_victim.evil (a CHAR(3) BINARY)",
-    ] {
-        seen.extend(attempt(&mut app, sql).await);
-    }
     assert!(
         !seen
             .iter()
