@@ -975,3 +975,120 @@ async fn tables_a_mask_denies_everything_on_are_not_listed() {
     let listed = first(attempt(&mut all, "SHOW TABLES").await);
     assert!(listed.iter().any(|n| n == "hotnews"), "{listed:?}");
 }
+
+/// The MariaDB forms the gateway now reads beside sqlparser (module `route::forms`: `UPDATE
+/// t1, t2`, `DROP TABLES`, `x MOD y`, `CHAR(n) BINARY`, quoted engines, partitioning clauses,
+/// ALTER TABLE options) and the backend's `EXPLAIN EXTENDED | FORMAT=JSON` / `ANALYZE` (which
+/// runs its statement): each wrapped around what the users may not do. Judged on the backend
+/// and on the rows returned; then the same forms, within the users' rights, run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_forms_the_gateway_reads_reach_nothing_else() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec7").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+    let attempts: [(&str, &[&str]); 3] = [
+        (
+            "priv",
+            &[
+                "UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
+                "ANALYZE UPDATE pub, secret SET pub.v = secret.v WHERE pub.id = secret.id",
+                "ANALYZE FORMAT=JSON DELETE FROM secret",
+                "EXPLAIN EXTENDED SELECT v FROM secret",
+                "SELECT v MOD 2, (SELECT v FROM secret) FROM pub",
+                "DROP TABLES secret",
+                "DROP TABLES pub, secret",
+                "ALTER TABLE secret ENGINE = MyISAM",
+            ],
+        ),
+        (
+            "ro",
+            &[
+                "ANALYZE UPDATE pub SET v = 'ro'",
+                "ANALYZE DELETE FROM pub",
+                "ANALYZE FORMAT=JSON INSERT INTO pub VALUES (8, 'ro')",
+                "UPDATE pub, pub AS p2 SET pub.v = 'ro' WHERE pub.id = p2.id",
+                "DROP TABLES pub",
+                "ALTER TABLE pub ENGINE = 'MyISAM', RENAME TO pub3",
+                "CREATE TABLE rot (a CHAR(10) BINARY) ENGINE = 'MyISAM'",
+            ],
+        ),
+        (
+            "app",
+            &[
+                "UPDATE pub, t_sec_victim.vt SET vt.v = 'pwned' WHERE vt.id = 1",
+                "UPDATE pub AS a, (SELECT 1) AS d, t_sec_victim.vt AS x SET x.v = 'pwned'",
+                "ANALYZE DELETE FROM t_sec_victim.vt",
+                "EXPLAIN FORMAT=JSON SELECT * FROM t_sec_victim.vt",
+                "ANALYZE SELECT * FROM mysql.user",
+                "SELECT v MOD 2, (SELECT v FROM t_sec_victim.vt) FROM pub",
+                "DROP TABLES t_sec_victim.canary",
+                "DROP TABLES pub, t_sec_victim.canary",
+                "ALTER TABLE pub ENGINE = MyISAM, RENAME TO t_sec_victim.stolen",
+                "ALTER TABLE pub UNION = (t_sec_victim.vt)",
+                "ALTER TABLE pub ENGINE = 'FEDERATED' CONNECTION = 'mysql://manx:manx@127.0.0.1:13306/t_sec_victim/vt'",
+                "CREATE TABLE evil (a CHAR(10) BINARY) ENGINE = 'CONNECT'",
+                "CREATE TABLE evil (a INT) ENGINE = \"CONNECT\" TABLE_TYPE = DIR FILE_NAME = '/etc/*'",
+                "ALTER TABLE pub ENGINE \"FEDERATED\"",
+                "CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE = \"MRG_MyISAM\"",
+                "CREATE TABLE m2 (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE = 'MRG_MyISAM'",
+                "CREATE TABLE evil (a INT) PARTITION BY HASH (a) (PARTITION p0 DATA DIRECTORY = '/tmp')",
+                "CREATE TABLE evil (a INT) PARTITION BY HASH (a) PARTITIONS 2 SELECT v FROM t_sec_victim.vt",
+                "CREATE TABLE t_sec_victim.evil (a CHAR(3) BINARY)",
+            ],
+        ),
+    ];
+    for (user, statements) in attempts {
+        let mut c = login(&f, user, Some("PUB")).await;
+        for sql in statements {
+            seen.extend(attempt(&mut c, sql).await);
+        }
+    }
+    let mut app = login(&f, "app", Some("PUB")).await;
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.contains("the secret") || r.contains("victim row") || r.contains("manx")),
+        "rows outside the user's reach came back: {seen:?}"
+    );
+    assert_eq!(before, backend().await, "the backend changed");
+
+    // Within the user's rights the same forms run, as MariaDB runs them.
+    for sql in [
+        "CREATE TABLE fresh (a CHAR(10) BINARY, b NATIONAL VARCHAR(3), c INT(4) ZEROFILL UNSIGNED) ENGINE = 'MyISAM' PARTITION BY HASH (c) PARTITIONS 2",
+        "ALTER TABLE fresh ENGINE = InnoDB, CONVERT TO CHARACTER SET utf8mb4",
+        "INSERT INTO fresh VALUES ('x', 'y', 7)",
+        "UPDATE fresh, pub SET fresh.a = pub.v WHERE pub.id = 2",
+    ] {
+        app.query_drop(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    assert_eq!(
+        attempt(&mut app, "SELECT a, c MOD 4 FROM fresh").await,
+        ["b|3"]
+    );
+    let plan = attempt(
+        &mut app,
+        "EXPLAIN FORMAT=JSON SELECT * FROM fresh WHERE c = 7",
+    )
+    .await;
+    assert!(
+        plan.iter().any(|r| r.contains("\"query_block\"")),
+        "{plan:?}"
+    );
+    let analyzed = attempt(&mut app, "ANALYZE DELETE FROM fresh WHERE c = 7").await;
+    assert_eq!(analyzed.len(), 1, "{analyzed:?}");
+    assert!(attempt(&mut app, "SELECT * FROM fresh").await.is_empty());
+    let mut admin = primary(None).await;
+    let engine: Option<String> = admin
+        .query_first(format!(
+            "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME = 'fresh'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(engine.as_deref(), Some("InnoDB"));
+    app.query_drop("DROP TABLES fresh").await.unwrap();
+    assert_eq!(before, backend().await);
+    gateway_account_intact().await;
+}

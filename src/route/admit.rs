@@ -237,7 +237,13 @@ fn check_table_options(text: &str) -> Result<(), RouteError> {
                 }
                 let engine = match toks.get(j).map(|t| &t.0) {
                     Some(Token::Word(e)) => e.value.to_ascii_uppercase(),
-                    Some(Token::SingleQuotedString(e)) => e.to_ascii_uppercase(),
+                    // Quoted either way: a string unless ANSI_QUOTES, a name then; an engine
+                    // to MariaDB both times.
+                    Some(
+                        Token::SingleQuotedString(e)
+                        | Token::DoubleQuotedString(e)
+                        | Token::NationalStringLiteral(e),
+                    ) => e.to_ascii_uppercase(),
                     _ => continue,
                 };
                 if !LOCAL_ENGINES.contains(&engine.as_str()) {

@@ -14,6 +14,7 @@ mod analyze;
 mod boundaries;
 mod builtins;
 pub mod explain;
+mod forms;
 pub mod function;
 mod horizon;
 pub mod lex;

@@ -27,6 +27,7 @@ use super::{
 use crate::config::TableKind;
 use crate::sqltext::SavepointName;
 
+mod backend_explain;
 mod ddl;
 mod explain;
 mod hints;
@@ -105,6 +106,12 @@ pub(super) fn route(
         "USE" | "SHOW" | "KILL" | "EXPLAIN" | "DESC" | "DESCRIBE" => scan::words(stmt),
         _ => Vec::new(),
     };
+    // MariaDB's EXPLAIN EXTENDED / FORMAT=JSON and ANALYZE: the backend's plan.
+    if matches!(first.as_str(), "EXPLAIN" | "ANALYZE")
+        && let Some(at) = backend_explain::modifiers(stmt)
+    {
+        return backend_explain::backend_explain(r, stmt, at, view);
+    }
     match first.as_str() {
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
@@ -373,37 +380,6 @@ impl Visitor for Collector<'_> {
     }
 }
 
-/// The text the parser reads: MySQL's `LOCK IN SHARE MODE`, which sqlparser does not know, as
-/// the equivalent `FOR SHARE` padded to the same length, so every source span still points
-/// at the client's text (which is what is sent: MariaDB does not know `FOR SHARE`).
-fn parse_form(stmt: &str) -> std::borrow::Cow<'_, str> {
-    if !stmt.to_ascii_lowercase().contains("share") {
-        return std::borrow::Cow::Borrowed(stmt);
-    }
-    let Some(toks) = rewrite::tokens(stmt) else {
-        return std::borrow::Cow::Borrowed(stmt);
-    };
-    let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, 0)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
-    let mut text = stmt.to_string();
-    for i in 0..toks.len() {
-        if word(i, "LOCK") && word(i + 1, "IN") && word(i + 2, "SHARE") && word(i + 3, "MODE") {
-            let range = toks[i].1.start..toks[i + 3].1.end;
-            if stmt[range.clone()].contains('\n') || !stmt[range.clone()].is_ascii() {
-                // Line breaks inside would move the spans (lines, characters) of everything
-                // after it, and so would multi-byte characters in a comment there: the padding
-                // counts bytes.
-                continue;
-            }
-            let mut replacement = String::from("FOR SHARE");
-            while replacement.len() < range.len() {
-                replacement.push(' ');
-            }
-            text.replace_range(range, &replacement);
-        }
-    }
-    std::borrow::Cow::Owned(text)
-}
-
 /// Statements that go through the SQL parser.
 /// [`parsed`] through the session's plan cache (module `shape`).
 ///
@@ -474,8 +450,8 @@ fn parsed_statement(
     tables: &mut Vec<String>,
 ) -> Result<Routed, RouteError> {
     let schema = view.schema;
-    let mut statements = Parser::parse_sql(&MySqlDialect {}, &parse_form(stmt))
-        .map_err(|e| RouteError::syntax(e.to_string()))?;
+    let mut statements =
+        super::forms::parse(stmt).map_err(|e| RouteError::syntax(e.to_string()))?;
     if statements.len() != 1 {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
@@ -912,20 +888,7 @@ impl Ctx<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{like, parse_form};
-
-    /// `LOCK IN SHARE MODE` is padded to the same number of bytes as `FOR SHARE`; the parser's
-    /// spans count characters, so a multi-byte comment inside would shift every later edit
-    /// (attacker round 6). Such a stretch is left as written.
-    #[test]
-    fn share_mode_is_rewritten_only_where_bytes_and_characters_agree() {
-        assert_eq!(
-            parse_form("SELECT id FROM p LOCK IN SHARE MODE"),
-            "SELECT id FROM p FOR SHARE         "
-        );
-        let multibyte = "SELECT id FROM p LOCK /*\u{e9}\u{e9}*/ IN SHARE MODE";
-        assert_eq!(parse_form(multibyte), multibyte);
-    }
+    use super::like;
 
     #[test]
     fn like_patterns() {

@@ -1,0 +1,572 @@
+//! MariaDB forms that `sqlparser`'s MySQL dialect does not read, handed to it as forms it does
+//! read that mean the same to routing and to the security classifier (module `admit`).
+//!
+//! The changes are made on the tokens, never on the text: every token kept keeps its place
+//! (line and column), a replacing token takes the place of the one it replaces, so the spans
+//! the parse reports still point at the client's text (schema qualifiers replaced per
+//! dataNode, the call spellings `admit` compares). The statement a backend receives is the
+//! client's text, not this form.
+//!
+//! Each change drops or renames a word that names nothing — no table, schema, column,
+//! function, variable, file or server — so no name the allow-list and the access checks read
+//! can appear or disappear; what reaches past the tables in a dropped stretch (an engine, a
+//! directory, another database's `db.t`) is read from the text by `admit` itself
+//! (`check_table_options`, `check_ddl_qualifiers`). A statement none of them fits stays a parse
+//! error, and is refused.
+//!
+//! The forms (MariaDB 10.11 grammar, `sql/sql_yacc.yy`):
+//! - `LOCK IN SHARE MODE` → `FOR SHARE`.
+//! - `a MOD b` (the operator: `MOD` right after an operand; `MOD` is reserved, so there it can
+//!   only be the operator) → `a % b`, which has its precedence.
+//! - `UPDATE t1, t2 SET ...` (multi-table UPDATE) → `UPDATE t1 CROSS JOIN t2 SET ...`: the
+//!   same tables, every one of them an UPDATE target to `admit::table_refs`.
+//! - `DROP [TEMPORARY] TABLES` → `DROP [TEMPORARY] TABLE`.
+//! - Compound interval units (`INTERVAL '1 1' DAY_SECOND`, `EXTRACT(YEAR_MONTH FROM d)`) →
+//!   their leading unit (`DAY`, `YEAR`): routing never evaluates an interval.
+//! - `WEIGHT_STRING(x AS CHAR(n))` / `AS BINARY(n)` → `WEIGHT_STRING(x)`.
+//! - In CREATE / ALTER TABLE column definitions: the character-type attributes `BINARY`,
+//!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
+//!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
+//!   (`ENGINE = 'MyISAM'`) is read as the name.
+//! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
+//!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
+//!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
+//!   `DATA DIRECTORY` and `INDEX DIRECTORY` are refused by `admit` from the text.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+/// Parses `stmt` (one canonical statement, module `lex`) as `Parser::parse_sql` with the MySQL
+/// dialect does, after the token changes of the module docs.
+///
+/// Errors: the parser's, as `parse_sql` gives them (the tokenizer's included).
+pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
+    let tokens = Tokenizer::new(&MySqlDialect {}, stmt)
+        .with_unescape(true)
+        .tokenize_with_location()?;
+    Parser::new(&MySqlDialect {})
+        .with_tokens_with_locations(normalize(tokens))
+        .parse_statements()
+}
+
+/// The character types a `BINARY` / `ASCII` / `UNICODE` attribute may follow directly.
+const CHARACTER_TYPES: &[&str] = &[
+    "CHAR",
+    "VARCHAR",
+    "CHARACTER",
+    "VARYING",
+    "TEXT",
+    "TINYTEXT",
+    "MEDIUMTEXT",
+    "LONGTEXT",
+    "NCHAR",
+    "NVARCHAR",
+];
+
+/// The token changes of the module docs, on the tokenizer's output (white space and comments
+/// included; they are left as they are).
+fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    // Indices of the significant tokens, and each one's parenthesis depth.
+    let sig: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let mut depth = Vec::with_capacity(sig.len());
+    let mut d = 0usize;
+    for &i in &sig {
+        if matches!(tokens[i].token, Token::RParen) {
+            d = d.saturating_sub(1);
+        }
+        depth.push(d);
+        if matches!(tokens[i].token, Token::LParen) {
+            d += 1;
+        }
+    }
+    let tok = |k: usize| sig.get(k).map(|&i| &tokens[i].token);
+    // The unquoted word at significant position `k`, upper-cased.
+    let word = |k: usize| match tok(k) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let is = |k: usize, w: &str| word(k).as_deref() == Some(w);
+    // What replaces each significant token (by position in `sig`): None keeps it.
+    let mut change: Vec<Option<Vec<Token>>> = vec![None; sig.len()];
+    let first = word(0).unwrap_or_default();
+    let table_ddl = match first.as_str() {
+        "CREATE" => (1..5).any(|k| is(k, "TABLE")),
+        "ALTER" => (1..4).any(|k| is(k, "TABLE")),
+        _ => false,
+    };
+    // A query inside (CREATE TABLE ... SELECT, a table value constructor; not a partition's
+    // `VALUES LESS THAN` / `VALUES IN`): the column-definition changes stop before it.
+    let query_at = (0..sig.len())
+        .find(|&k| {
+            is(k, "SELECT")
+                || is(k, "WITH")
+                || (is(k, "VALUES") && !is(k + 1, "LESS") && !is(k + 1, "IN"))
+        })
+        .unwrap_or(sig.len());
+    for k in 0..sig.len() {
+        let Some(w) = word(k) else { continue };
+        match w.as_str() {
+            "LOCK" if is(k + 1, "IN") && is(k + 2, "SHARE") && is(k + 3, "MODE") => {
+                change[k] = Some(vec![Token::make_keyword("FOR")]);
+                change[k + 1] = Some(Vec::new());
+                change[k + 3] = Some(Vec::new());
+            }
+            "MOD" if k > 0 && operand_end(&tokens, &sig, k - 1) => {
+                change[k] = Some(vec![Token::Mod]);
+            }
+            // Compound interval units (reserved words in MariaDB, so never names).
+            "YEAR_MONTH" | "DAY_HOUR" | "DAY_MINUTE" | "DAY_SECOND" | "DAY_MICROSECOND"
+            | "HOUR_MINUTE" | "HOUR_SECOND" | "HOUR_MICROSECOND" | "MINUTE_SECOND"
+            | "MINUTE_MICROSECOND" | "SECOND_MICROSECOND" => {
+                let leading = w.split('_').next().unwrap_or_default();
+                change[k] = Some(vec![Token::make_keyword(leading)]);
+            }
+            // `WEIGHT_STRING(x AS CHAR(n))`: the cast to a type is dropped.
+            "WEIGHT_STRING" if matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                let Some(as_at) = (k + 2..close).find(|&j| depth[j] == depth[k] + 1 && is(j, "AS"))
+                else {
+                    continue;
+                };
+                let typed = match close - as_at {
+                    2 => true,
+                    5 => {
+                        matches!(tok(as_at + 2), Some(Token::LParen))
+                            && matches!(tok(as_at + 3), Some(Token::Number(..)))
+                    }
+                    _ => false,
+                };
+                if typed && (is(as_at + 1, "CHAR") || is(as_at + 1, "BINARY")) {
+                    for c in &mut change[as_at..close] {
+                        *c = Some(Vec::new());
+                    }
+                }
+            }
+            "TABLES" if k >= 1 && first == "DROP" && (k == 1 || (k == 2 && is(1, "TEMPORARY"))) => {
+                change[k] = Some(vec![Token::make_keyword("TABLE")]);
+            }
+            "BINARY" | "ASCII" | "UNICODE"
+                if table_ddl
+                    && k < query_at
+                    && k >= 2
+                    && !matches!(tok(k + 1), Some(Token::LParen))
+                    && (matches!(tok(k - 1), Some(Token::RParen))
+                        || word(k - 1).is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str()))
+                        || is(k - 2, "SET")
+                        || is(k - 2, "CHARSET"))
+                    && (matches!(tok(k + 1), None | Some(Token::Comma | Token::RParen))
+                        || word(k + 1).is_some()) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            "NATIONAL"
+                if table_ddl
+                    && k < query_at
+                    && (is(k + 1, "CHAR") || is(k + 1, "VARCHAR") || is(k + 1, "CHARACTER")) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            "ZEROFILL"
+                if table_ddl && k < query_at && (is(k + 1, "UNSIGNED") || is(k + 1, "SIGNED")) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            "ENGINE" if table_ddl => {
+                let v = if matches!(tok(k + 1), Some(Token::Eq)) {
+                    k + 2
+                } else {
+                    k + 1
+                };
+                if let Some(Token::SingleQuotedString(name) | Token::DoubleQuotedString(name)) =
+                    tok(v)
+                    && !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    change[v] = Some(vec![Token::make_word(name, None)]);
+                }
+            }
+            "PARTITION"
+                if first == "CREATE"
+                    && table_ddl
+                    && depth[k] == 0
+                    && is(k + 1, "BY")
+                    && query_at == sig.len() =>
+            {
+                for c in change.iter_mut().skip(k) {
+                    *c = Some(Vec::new());
+                }
+                break;
+            }
+            "UPDATE" if k == 0 => {
+                // Commas between the tables, before the first SET outside parentheses.
+                let mut j = 1;
+                while j < sig.len() && !(depth[j] == 0 && is(j, "SET")) {
+                    if depth[j] == 0 && matches!(tok(j), Some(Token::Comma)) {
+                        change[j] = Some(vec![
+                            Token::make_keyword("CROSS"),
+                            Token::make_keyword("JOIN"),
+                        ]);
+                    }
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    if first == "ALTER" && is(1, "TABLE") {
+        alter_table_options(&tok, &word, &depth, &mut change);
+    }
+    if change.iter().all(Option::is_none) {
+        return tokens;
+    }
+    let mut replaced: Vec<Option<Vec<Token>>> = vec![None; tokens.len()];
+    for (k, c) in change.into_iter().enumerate() {
+        replaced[sig[k]] = c;
+    }
+    let mut out = Vec::with_capacity(tokens.len() + 2);
+    for (t, r) in tokens.into_iter().zip(replaced) {
+        match r {
+            None => out.push(t),
+            Some(new) => out.extend(new.into_iter().map(|token| TokenWithSpan {
+                token,
+                span: t.span,
+            })),
+        }
+    }
+    out
+}
+
+/// The words a table-option item of ALTER TABLE starts with (`ENGINE = Aria`, `CONVERT TO
+/// CHARACTER SET utf8`, `PARTITION BY KEY (a) PARTITIONS 3`, ...), with the word that must
+/// follow (one of them) where one must.
+const ALTER_OPTIONS: &[(&str, &[&str])] = &[
+    ("ENGINE", &[]),
+    ("CHARACTER", &["SET"]),
+    ("CHARSET", &[]),
+    ("COLLATE", &[]),
+    ("DEFAULT", &["CHARACTER", "CHARSET", "COLLATE"]),
+    ("CONVERT", &["TO"]),
+    ("COMMENT", &[]),
+    ("ROW_FORMAT", &[]),
+    ("FORCE", &[]),
+    ("PACK_KEYS", &[]),
+    ("CHECKSUM", &[]),
+    ("DELAY_KEY_WRITE", &[]),
+    ("MAX_ROWS", &[]),
+    ("MIN_ROWS", &[]),
+    ("AVG_ROW_LENGTH", &[]),
+    ("KEY_BLOCK_SIZE", &[]),
+    ("STATS_PERSISTENT", &[]),
+    ("STATS_AUTO_RECALC", &[]),
+    ("STATS_SAMPLE_PAGES", &[]),
+    ("TRANSACTIONAL", &[]),
+    ("PAGE_CHECKSUM", &[]),
+    ("PARTITION", &["BY"]),
+    ("REMOVE", &["PARTITIONING"]),
+];
+
+/// Words that end the table options of an item, or name other tables: an item holding one is
+/// left as written (and stays unread).
+const NOT_OPTIONS: &[&str] = &[
+    "ADD", "DROP", "CHANGE", "MODIFY", "RENAME", "ALTER", "EXCHANGE", "UNION", "SELECT", "TABLE",
+    "WITH", "SEQUENCE", "ORDER",
+];
+
+/// `ALTER TABLE t <item>, <item>...`: each item made of table options only (words and values;
+/// an engine and directories are checked on the text by `admit`) is read as
+/// `ALGORITHM = DEFAULT`, an item the parser knows that names nothing. Items that could name a
+/// table (`UNION = (...)`, `EXCHANGE PARTITION ... WITH TABLE`) are not items of options.
+fn alter_table_options<'t>(
+    tok: &dyn Fn(usize) -> Option<&'t Token>,
+    word: &dyn Fn(usize) -> Option<String>,
+    depth: &[usize],
+    change: &mut [Option<Vec<Token>>],
+) {
+    let is = |k: usize, w: &str| word(k).as_deref() == Some(w);
+    // The table's name: after `TABLE [IF EXISTS]`, words joined by periods.
+    let mut k = if is(2, "IF") && is(3, "EXISTS") { 4 } else { 2 };
+    if !matches!(tok(k), Some(Token::Word(_))) {
+        return;
+    }
+    while matches!(tok(k + 1), Some(Token::Period)) && matches!(tok(k + 2), Some(Token::Word(_))) {
+        k += 2;
+    }
+    let mut start = k + 1;
+    while start < depth.len() {
+        let end = (start..depth.len())
+            .find(|&j| depth[j] == 0 && matches!(tok(j), Some(Token::Comma)))
+            .unwrap_or(depth.len());
+        let opens = word(start).is_some_and(|w| {
+            ALTER_OPTIONS.iter().any(|(o, next)| {
+                *o == w && (next.is_empty() || next.iter().any(|n| is(start + 1, n)))
+            })
+        });
+        let only_options =
+            (start..end).all(|j| word(j).is_none_or(|w| !NOT_OPTIONS.contains(&w.as_str())));
+        if opens && only_options && end > start {
+            change[start] = Some(vec![
+                Token::make_keyword("ALGORITHM"),
+                Token::Eq,
+                Token::make_keyword("DEFAULT"),
+            ]);
+            for c in &mut change[start + 1..end] {
+                *c = Some(Vec::new());
+            }
+        }
+        start = end + 1;
+    }
+}
+
+/// Keywords after which an operand starts (a `MOD` after them is the function, `MOD(a, b)`).
+/// MariaDB reserves all of them, so none can be a column name there.
+const BEFORE_OPERAND: &[&str] = &[
+    "SELECT",
+    "WHERE",
+    "AND",
+    "OR",
+    "NOT",
+    "XOR",
+    "ON",
+    "BY",
+    "HAVING",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "SET",
+    "VALUES",
+    "IN",
+    "IS",
+    "LIKE",
+    "RLIKE",
+    "REGEXP",
+    "CASE",
+    "DIV",
+    "MOD",
+    "BETWEEN",
+    "INTERVAL",
+    "DISTINCT",
+    "DISTINCTROW",
+    "ALL",
+    "ANY",
+    "SOME",
+    "EXISTS",
+    "BINARY",
+    "AS",
+    "RETURN",
+    "LIMIT",
+    "OFFSET",
+    "ESCAPE",
+    "SEPARATOR",
+    "USING",
+    "AGAINST",
+    "TO",
+    "FROM",
+    "HIGH_PRIORITY",
+    "STRAIGHT_JOIN",
+    "SQL_CALC_FOUND_ROWS",
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "SQL_BUFFER_RESULT",
+    "DEFAULT",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "WITH",
+    "RECURSIVE",
+    "LEADING",
+    "TRAILING",
+    "BOTH",
+    "FOR",
+    "UPDATE",
+    "DELETE",
+    "INSERT",
+    "REPLACE",
+    "INTO",
+    "IF",
+    "ELSEIF",
+    "WHILE",
+    "UNTIL",
+    "DO",
+    "CHECK",
+    "OVER",
+    "PARTITION",
+    "ROWS",
+    "RANGE",
+    "PRECEDING",
+    "FOLLOWING",
+    "ORDER",
+    "GROUP",
+    "JOIN",
+    "KEY",
+    "LOW_PRIORITY",
+    "IGNORE",
+    "QUICK",
+    "DELAYED",
+    "COLLATE",
+    "CHARACTER",
+    "CHARSET",
+    "WINDOW",
+];
+
+/// Whether the significant token at `k` ends an operand (a value, a name, a closing
+/// parenthesis), so that a `MOD` after it is the operator. A word ends one unless it is a
+/// keyword an operand follows ([`BEFORE_OPERAND`]); quoted, or qualified (`t.k`), it is a
+/// name.
+fn operand_end(tokens: &[TokenWithSpan], sig: &[usize], k: usize) -> bool {
+    match &tokens[sig[k]].token {
+        Token::Number(..)
+        | Token::SingleQuotedString(_)
+        | Token::DoubleQuotedString(_)
+        | Token::NationalStringLiteral(_)
+        | Token::HexStringLiteral(_)
+        | Token::SingleQuotedByteStringLiteral(_)
+        | Token::DoubleQuotedByteStringLiteral(_)
+        | Token::EscapedStringLiteral(_)
+        | Token::RParen
+        | Token::Placeholder(_) => true,
+        Token::Word(w) => {
+            w.quote_style.is_some()
+                || (k > 0 && matches!(tokens[sig[k - 1]].token, Token::Period))
+                || !BEFORE_OPERAND
+                    .iter()
+                    .any(|b| w.value.eq_ignore_ascii_case(b))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    /// `client` parses as `equivalent` does (compared as the parser prints them).
+    fn same(client: &str, equivalent: &str) {
+        let ours = parse(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+        let theirs = Parser::parse_sql(&MySqlDialect {}, equivalent).unwrap();
+        assert_eq!(
+            ours.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            theirs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "{client}"
+        );
+        assert!(
+            Parser::parse_sql(&MySqlDialect {}, client).is_err(),
+            "sqlparser reads {client} itself now: the change is no longer needed"
+        );
+    }
+
+    #[test]
+    fn mariadb_forms_read_as_their_equivalents() {
+        same("SELECT a MOD 3 FROM t", "SELECT a % 3 FROM t");
+        same(
+            "SELECT id MOD 3, value mod 2 FROM t",
+            "SELECT id % 3, value % 2 FROM t",
+        );
+        same(
+            "SELECT (a+1) mod `b`, 7 MOD ?, t.k MOD 2 FROM t",
+            "SELECT (a+1) % `b`, 7 % ?, t.k % 2 FROM t",
+        );
+        same(
+            "UPDATE t1, t2 AS x SET t1.a = x.b WHERE t1.c = x.c",
+            "UPDATE t1 CROSS JOIN t2 AS x SET t1.a = x.b WHERE t1.c = x.c",
+        );
+        same("DROP TABLES t1, t2", "DROP TABLE t1, t2");
+        same(
+            "SELECT DATE_ADD(a, INTERVAL '1 1' DAY_SECOND), EXTRACT(YEAR_MONTH FROM a) FROM t",
+            "SELECT DATE_ADD(a, INTERVAL '1 1' DAY), EXTRACT(YEAR FROM a) FROM t",
+        );
+        same(
+            "SELECT WEIGHT_STRING(a AS CHAR(4)), WEIGHT_STRING(b AS BINARY) FROM t",
+            "SELECT WEIGHT_STRING(a), WEIGHT_STRING(b) FROM t",
+        );
+        same(
+            "DROP TEMPORARY TABLES IF EXISTS t1",
+            "DROP TEMPORARY TABLE IF EXISTS t1",
+        );
+        same(
+            "CREATE TABLE t (a CHAR(10) BINARY NOT NULL, b VARCHAR(5) CHARACTER SET latin1 BINARY, c TEXT ASCII, d CHAR UNICODE)",
+            "CREATE TABLE t (a CHAR(10) NOT NULL, b VARCHAR(5) CHARACTER SET latin1, c TEXT, d CHAR)",
+        );
+        same(
+            "CREATE TABLE t (a NATIONAL CHAR(3), b INT(5) ZEROFILL UNSIGNED) ENGINE = 'MyISAM'",
+            "CREATE TABLE t (a CHAR(3), b INT(5) UNSIGNED) ENGINE = MyISAM",
+        );
+        same(
+            "CREATE TABLE t (a INT) ENGINE=MyISAM PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+            "CREATE TABLE t (a INT) ENGINE=MyISAM",
+        );
+        same(
+            "ALTER TABLE t1 ENGINE = Aria, ADD COLUMN b INT, CONVERT TO CHARACTER SET utf8 COLLATE utf8_bin",
+            "ALTER TABLE t1 ALGORITHM = DEFAULT, ADD COLUMN b INT, ALGORITHM = DEFAULT",
+        );
+        same(
+            "ALTER TABLE db.t1 PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+            "ALTER TABLE db.t1 ALGORITHM = DEFAULT",
+        );
+        same(
+            "ALTER TABLE t1 DEFAULT CHARSET = latin1 ROW_FORMAT = DYNAMIC",
+            "ALTER TABLE t1 ALGORITHM = DEFAULT",
+        );
+        same(
+            "SELECT id FROM p WHERE id = 1 LOCK\n IN /* é */ SHARE MODE",
+            "SELECT id FROM p WHERE id = 1 FOR SHARE",
+        );
+    }
+
+    /// `MOD` where MariaDB reads the function, and the words of the other forms where they
+    /// mean something else, are left as written.
+    #[test]
+    fn other_readings_are_left_alone() {
+        for sql in [
+            "SELECT DISTINCT MOD(b, 3) FROM t",
+            "SELECT a FROM t WHERE a = MOD(5, 2)",
+            "SELECT CAST(a AS BINARY) FROM t",
+            "CREATE TABLE t (a BINARY(4), b INT)",
+            "UPDATE t SET a = 1, b = 2",
+            "UPDATE t SET a = (SELECT 1 FROM u, v)",
+            "SELECT a FROM t WHERE a IN (1) AND MOD(a, 2) = 1 OR NOT MOD(a, 3)",
+            "SELECT CASE WHEN 1 THEN MOD(a, 2) ELSE MOD(a, 3) END FROM t",
+            // ALTER TABLE items that could name another table are not read as options.
+            "ALTER TABLE t1 UNION = (t2, t3)",
+            "ALTER TABLE t1 ENGINE = MRG_MyISAM UNION = (t2)",
+            "ALTER TABLE t1 EXCHANGE PARTITION p0 WITH TABLE t2",
+        ] {
+            let mine = parse(sql).map(|s| s[0].to_string());
+            let plain = Parser::parse_sql(&MySqlDialect {}, sql).map(|s| s[0].to_string());
+            assert_eq!(mine.ok(), plain.ok(), "{sql}");
+        }
+        // A query in CREATE TABLE keeps the partitioning clause (and so stays unread).
+        assert!(parse("CREATE TABLE t (a INT) PARTITION BY HASH (a) SELECT a FROM u").is_err());
+        // A `MOD` after a keyword that is no operand is not turned into the operator.
+        assert!(parse("SELECT DISTINCT MOD 2 FROM t").is_err());
+    }
+
+    /// The spans of the tokens after a change still point at the client's text.
+    #[test]
+    fn spans_point_at_the_clients_text() {
+        use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+        let sql = "SELECT a MOD 2, TESTDB.t.b FROM TESTDB.t LOCK IN SHARE MODE";
+        let Statement::Query(q) = parse(sql).unwrap().remove(0) else {
+            panic!()
+        };
+        let SetExpr::Select(s) = *q.body else {
+            panic!()
+        };
+        let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = &s.projection[1] else {
+            panic!("{:?}", s.projection[1])
+        };
+        assert_eq!(parts[0].span.start.column, 17);
+        assert_eq!(&sql[16..22], "TESTDB");
+    }
+}
