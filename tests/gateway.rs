@@ -1098,6 +1098,59 @@ async fn table_spelling_version_and_labels_are_what_the_client_expects() {
     );
 }
 
+/// A `fakeMySQLVersion` that is a whole server version, as MariaDB announces itself
+/// (`5.5.5-10.11.6-MariaDB-log`), is announced the way MariaDB does: the greeting carries it, and
+/// `VERSION()`, `@@version` and `SHOW VARIABLES LIKE 'version'` answer it without the `5.5.5-`
+/// greeting prefix, whether the gateway answers the statement itself or a dataNode runs it;
+/// `@@version_comment` is the gateway's everywhere. (A gateway process of its own: the
+/// announced version is the process's, and this binary's in-process gateways announce others.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_fake_version_is_announced_consistently() {
+    let f = Fixture::start("mariaver", Extra::default()).await;
+    let server_xml = f.dir.path().join("server.xml");
+    let text = std::fs::read_to_string(&server_xml).unwrap();
+    let text = text.replacen(
+        "<system>",
+        "<system><property name=\"fakeMySQLVersion\">5.5.5-10.11.6-MariaDB-log</property>",
+        1,
+    );
+    std::fs::write(&server_xml, text).unwrap();
+    let (_gateway, mut c) =
+        common::GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    let expected = format!("10.11.6-MariaDB-log-manx-{}", env!("CARGO_PKG_VERSION"));
+    // The greeting: the client library reads MariaDB's prefix as MariaDB does.
+    assert_eq!(c.server_version(), (10, 11, 6));
+    let alone: Option<String> = c.query_first("SELECT VERSION()").await.unwrap();
+    assert_eq!(alone.as_deref(), Some(expected.as_str()));
+    let alone: Option<String> = c.query_first("SELECT @@version").await.unwrap();
+    assert_eq!(alone.as_deref(), Some(expected.as_str()));
+    // Forwarded to a dataNode (more than one expression): the same answers.
+    let forwarded: Option<(String, String, String, i64)> = c
+        .query_first(
+            "SELECT VERSION(), @@version, @@global.version_comment, VERSION() LIKE '%MariaDB%'",
+        )
+        .await
+        .unwrap();
+    let comment: Option<String> = c.query_first("SELECT @@version_comment").await.unwrap();
+    let comment = comment.unwrap();
+    assert!(comment.starts_with("manx "), "{comment}");
+    assert_eq!(
+        forwarded,
+        Some((expected.clone(), expected.clone(), comment.clone(), 1))
+    );
+    let variables: Vec<(String, String)> = c.query("SHOW VARIABLES LIKE 'version%'").await.unwrap();
+    let value = |name: &str| {
+        variables
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(value("version").as_deref(), Some(expected.as_str()));
+    assert_eq!(value("version_comment"), Some(comment));
+    // The other rows are the dataNode's.
+    assert!(value("version_compile_os").is_some(), "{variables:?}");
+}
+
 /// A statement whose tables are all qualified with another logical schema the user may use is
 /// routed by that schema's rules (SQLAlchemy's `test_schema`); mixing the two is refused by
 /// name; DATABASE() still answers the session's schema.

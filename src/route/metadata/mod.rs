@@ -722,6 +722,7 @@ impl Router {
             fallback: Vec::new(),
             ddl: false,
             host: HostHint::None,
+            server_variables: false,
         })
     }
 }

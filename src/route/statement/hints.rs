@@ -159,6 +159,7 @@ pub(super) fn verbatim(
         fallback: Vec::new(),
         ddl,
         host: HostHint::None,
+        server_variables: false,
     }))
 }
 

@@ -175,6 +175,7 @@ pub(super) fn insert_route(
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
+        server_variables: false,
     }))
 }
 
