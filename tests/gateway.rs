@@ -1098,6 +1098,52 @@ async fn table_spelling_version_and_labels_are_what_the_client_expects() {
     );
 }
 
+/// A multi-table UPDATE with its tables separated by commas (`UPDATE a, b SET ... WHERE`, as
+/// SQLAlchemy writes an UPDATE..FROM) runs as the JOIN form does, here on a schema's default
+/// dataNode; a comma list with anything but plain tables stays refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comma_separated_tables_in_an_update_run_as_a_join() {
+    let f = Fixture::start(
+        "updcomma",
+        Extra {
+            schema_xml: r#"<schema name="LOOSE" dataNode="dn2" />"#.into(),
+            users_xml: r#"<user name="lo"><property name="password">lo</property><property name="schemas">LOOSE</property></user>"#.into(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(opts(f.port, "lo", "lo", Some("LOOSE")))
+        .await
+        .unwrap();
+    for sql in [
+        "CREATE TABLE uc_a (id INT PRIMARY KEY, name VARCHAR(10))",
+        "CREATE TABLE uc_b (id INT PRIMARY KEY, name VARCHAR(10), price INT)",
+        "INSERT INTO uc_a (id, name) VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO uc_b (id, name, price) VALUES (1, 'x', 1), (2, 'y', 2)",
+    ] {
+        c.query_drop(sql).await.unwrap();
+    }
+    c.query_drop(
+        "UPDATE uc_a, uc_b AS g SET uc_a.name = g.name WHERE uc_a.id = g.id AND g.price > 1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let names: Vec<(i64, String)> = f
+        .backend(2)
+        .await
+        .query("SELECT id, name FROM uc_a ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(names, [(1, "a".into()), (2, "y".into())]);
+    let (code, _, msg) = server_error(
+        c.query_drop("UPDATE uc_a, (SELECT 1 AS id) d SET uc_a.name = 'z' WHERE uc_a.id = d.id")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1064, "{msg}");
+}
+
 /// A `fakeMySQLVersion` that is a whole server version, as MariaDB announces itself
 /// (`5.5.5-10.11.6-MariaDB-log`), is announced the way MariaDB does: the greeting carries it, and
 /// `VERSION()`, `@@version` and `SHOW VARIABLES LIKE 'version'` answer it without the `5.5.5-`

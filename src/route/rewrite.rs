@@ -234,6 +234,78 @@ pub fn limit_clause(sql: &str) -> Option<Range<usize>> {
     Some(toks[at].1.start..toks[end].1.end)
 }
 
+/// A multi-table `UPDATE [LOW_PRIORITY] [IGNORE] t1 [[AS] a1], t2 [[AS] a2], ... SET ...` with
+/// its comma-separated tables written as `t1 CROSS JOIN t2 ...` (sqlparser reads only the
+/// JOIN form; SQLAlchemy writes the comma form). The two mean the same to MySQL and MariaDB: a
+/// comma between plain tables is a cross join, and no join condition is involved (the `WHERE`
+/// filters the rows). `None` for any other statement, and whenever the table list holds
+/// anything but plain table names (qualified or not) and aliases — a `JOIN`, a parenthesis, a
+/// derived table — where the comma's lower precedence would make the forms differ.
+pub fn update_tables_joined(sql: &str) -> Option<String> {
+    let toks = tokens(sql)?;
+    if !is_keyword(&toks.first()?.0, Keyword::UPDATE) {
+        return None;
+    }
+    let mut i = 1;
+    while toks.get(i).is_some_and(|t| {
+        is_keyword(&t.0, Keyword::LOW_PRIORITY) || is_keyword(&t.0, Keyword::IGNORE)
+    }) {
+        i += 1;
+    }
+    let set = toks[i..]
+        .iter()
+        .position(|t| is_keyword(&t.0, Keyword::SET))?
+        + i;
+    let mut commas = Vec::new();
+    // Each item: name [. name] [[AS] alias].
+    let mut j = i;
+    loop {
+        // Any word before SET (table names may be non-reserved keywords such as `users`): a
+        // word in a wrong place leaves a list that is neither a comma nor SET next, or that
+        // the parser refuses in the JOIN form.
+        let name = |k: usize| k < set && matches!(toks.get(k), Some((Token::Word(_), _, _)));
+        if !name(j) {
+            return None;
+        }
+        j += 1;
+        if matches!(toks.get(j), Some((Token::Period, _, _))) {
+            if !name(j + 1) {
+                return None;
+            }
+            j += 2;
+        }
+        if toks.get(j).is_some_and(|t| is_keyword(&t.0, Keyword::AS)) {
+            j += 1;
+            if !name(j) {
+                return None;
+            }
+            j += 1;
+        } else if name(j) {
+            j += 1;
+        }
+        match toks.get(j) {
+            Some((Token::Comma, r, _)) if j < set => {
+                commas.push(r.clone());
+                j += 1;
+            }
+            _ if j == set => break,
+            _ => return None,
+        }
+    }
+    if commas.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len() + 11 * commas.len());
+    let mut at = 0;
+    for c in commas {
+        out.push_str(&sql[at..c.start]);
+        out.push_str(" CROSS JOIN");
+        at = c.end;
+    }
+    out.push_str(&sql[at..]);
+    Some(out)
+}
+
 /// Byte ranges of `DATABASE()` and `SCHEMA()` calls, which must answer the logical schema, not
 /// the dataNode's database.
 pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
@@ -329,6 +401,28 @@ pub fn operator_count(sql: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comma_separated_update_tables_become_cross_joins() {
+        assert_eq!(
+            update_tables_joined("UPDATE a, b AS x, s.c y SET a.v = x.v WHERE a.id = y.id")
+                .as_deref(),
+            Some("UPDATE a CROSS JOIN b AS x CROSS JOIN s.c y SET a.v = x.v WHERE a.id = y.id")
+        );
+        assert_eq!(
+            update_tables_joined("UPDATE LOW_PRIORITY `a`,`b` SET a.v = 1").as_deref(),
+            Some("UPDATE LOW_PRIORITY `a` CROSS JOIN`b` SET a.v = 1")
+        );
+        for other in [
+            "UPDATE a SET v = 1, w = 2",
+            "UPDATE a, b JOIN c ON c.id = a.id SET a.v = 1",
+            "UPDATE a, (SELECT 1 AS id) d SET a.v = 1",
+            "UPDATE a, b",
+            "SELECT a, b FROM t",
+        ] {
+            assert_eq!(update_tables_joined(other), None, "{other}");
+        }
+    }
 
     #[test]
     fn global_variable_references_are_found_in_their_spellings() {

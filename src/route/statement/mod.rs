@@ -211,10 +211,19 @@ pub(super) fn route(
                 true,
             ))
         }
-        _ => match (cache, schema) {
-            (Some(cache), Some(_)) => cached(r, stmt, view, cache),
-            _ => parsed(r, stmt, view, &mut false),
-        },
+        _ => {
+            // `UPDATE a, b SET ...` is read, checked and sent as `UPDATE a CROSS JOIN b SET ...`.
+            let joined = if first == "UPDATE" {
+                rewrite::update_tables_joined(stmt)
+            } else {
+                None
+            };
+            let stmt = joined.as_deref().unwrap_or(stmt);
+            match (cache, schema) {
+                (Some(cache), Some(_)) => cached(r, stmt, view, cache),
+                _ => parsed(r, stmt, view, &mut false),
+            }
+        }
     }
 }
 
