@@ -1144,6 +1144,21 @@ async fn comma_separated_tables_in_an_update_run_as_a_join() {
     assert_eq!(code, 1064, "{msg}");
 }
 
+/// MariaDB's JSON functions are built-ins the gateway lets through (SQLAlchemy's JSON type
+/// calls `JSON_UNQUOTE(JSON_EXTRACT(...))`; a `json` column's CHECK is `JSON_VALID`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_functions_are_builtins() {
+    let f = Fixture::start("jsonfn", Extra::default()).await;
+    let mut c = f.client().await;
+    let row: Option<(String, i64, String)> = c
+        .query_first(
+            r#"SELECT JSON_UNQUOTE(JSON_EXTRACT('{"a": "x"}', '$.a')), JSON_VALID('{}'), JSON_SET('{}', '$.b', 1)"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(row, Some(("x".into(), 1, r#"{"b": 1}"#.into())));
+}
+
 /// A `fakeMySQLVersion` that is a whole server version, as MariaDB announces itself
 /// (`5.5.5-10.11.6-MariaDB-log`), is announced the way MariaDB does: the greeting carries it, and
 /// `VERSION()`, `@@version` and `SHOW VARIABLES LIKE 'version'` answer it without the `5.5.5-`
