@@ -1100,7 +1100,8 @@ async fn table_spelling_version_and_labels_are_what_the_client_expects() {
 
 /// A multi-table UPDATE with its tables separated by commas (`UPDATE a, b SET ... WHERE`, as
 /// SQLAlchemy writes an UPDATE..FROM) runs as the JOIN form does, here on a schema's default
-/// dataNode; a comma list with anything but plain tables stays refused.
+/// dataNode; a comma list with anything but plain tables stays refused. An INSERT reading
+/// other undeclared tables runs on the default dataNode too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn comma_separated_tables_in_an_update_run_as_a_join() {
     let f = Fixture::start(
@@ -1142,6 +1143,21 @@ async fn comma_separated_tables_in_an_update_run_as_a_join() {
             .unwrap_err(),
     );
     assert_eq!(code, 1064, "{msg}");
+    // Undeclared tables all live on the default dataNode: an INSERT reading another of them
+    // (a subquery in VALUES, INSERT ... SELECT) runs there too.
+    c.query_drop("INSERT INTO uc_a (id, name) VALUES (3, (SELECT name FROM uc_b WHERE id = 1))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO uc_a (id, name) SELECT id + 10, name FROM uc_b")
+        .await
+        .unwrap();
+    let names: Vec<(i64, String)> = f
+        .backend(2)
+        .await
+        .query("SELECT id, name FROM uc_a WHERE id >= 3 ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(names, [(3, "x".into()), (11, "x".into()), (12, "y".into())]);
 }
 
 /// MariaDB's JSON functions are built-ins the gateway lets through (SQLAlchemy's JSON type
