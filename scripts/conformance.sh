@@ -250,6 +250,14 @@ start_manx() {
         echo '</mycat:schema>'
     } >"$conf/schema.xml"
     local schemas; schemas=$(IFS=,; echo "${LOGICAL[*]}")
+    # The gateway announces the version the throwaway server announces in its own greeting
+    # (MariaDB's `5.5.5-10.11.x-MariaDB-...`), as a MariaDB-backed deployment would set
+    # fakeMySQLVersion: the suites then take the same dialect paths through manx as directly.
+    local greeting
+    greeting=$("$VENV/bin/python" -c 'import sys, pymysql
+c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="")
+print(c.get_server_info())' "$DB_PORT") || die "cannot read the greeting of the MariaDB on $DB_PORT"
+    log "the gateway announces the server's version: $greeting"
     cat >"$conf/server.xml" <<XML
 <?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE mycat:server SYSTEM "server.dtd">
@@ -257,6 +265,7 @@ start_manx() {
   <system>
     <property name="serverPort">8066</property>
     <property name="managerPort">9066</property>
+    <property name="fakeMySQLVersion">$greeting</property>
   </system>
   <user name="root">
     <property name="password"></property>

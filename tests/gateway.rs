@@ -1098,6 +1098,142 @@ async fn table_spelling_version_and_labels_are_what_the_client_expects() {
     );
 }
 
+/// A multi-table UPDATE with its tables separated by commas (`UPDATE a, b SET ... WHERE`, as
+/// SQLAlchemy writes an UPDATE..FROM) runs as the JOIN form does, here on a schema's default
+/// dataNode, derived tables included. An INSERT reading other undeclared tables runs on the
+/// default dataNode too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comma_separated_tables_in_an_update_run_as_a_join() {
+    let f = Fixture::start(
+        "updcomma",
+        Extra {
+            schema_xml: r#"<schema name="LOOSE" dataNode="dn2" />"#.into(),
+            users_xml: r#"<user name="lo"><property name="password">lo</property><property name="schemas">LOOSE</property></user>"#.into(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut c = mysql_async::Conn::new(opts(f.port, "lo", "lo", Some("LOOSE")))
+        .await
+        .unwrap();
+    for sql in [
+        "CREATE TABLE uc_a (id INT PRIMARY KEY, name VARCHAR(10))",
+        "CREATE TABLE uc_b (id INT PRIMARY KEY, name VARCHAR(10), price INT)",
+        "INSERT INTO uc_a (id, name) VALUES (1, 'a'), (2, 'b')",
+        "INSERT INTO uc_b (id, name, price) VALUES (1, 'x', 1), (2, 'y', 2)",
+    ] {
+        c.query_drop(sql).await.unwrap();
+    }
+    c.query_drop(
+        "UPDATE uc_a, uc_b AS g SET uc_a.name = g.name WHERE uc_a.id = g.id AND g.price > 1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(c.affected_rows(), 1);
+    let names: Vec<(i64, String)> = f
+        .backend(2)
+        .await
+        .query("SELECT id, name FROM uc_a ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(names, [(1, "a".into()), (2, "y".into())]);
+    // A derived table in the list is read as MariaDB reads it (module `route::forms`): its
+    // SELECT is checked like any other, and the statement runs on the default dataNode.
+    c.query_drop("UPDATE uc_a, (SELECT 1 AS id) d SET uc_a.name = 'z' WHERE uc_a.id = d.id")
+        .await
+        .unwrap();
+    let names: Vec<(i64, String)> = f
+        .backend(2)
+        .await
+        .query("SELECT id, name FROM uc_a ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(names, [(1, "z".into()), (2, "y".into())]);
+    // Undeclared tables all live on the default dataNode: an INSERT reading another of them
+    // (a subquery in VALUES, INSERT ... SELECT) runs there too.
+    c.query_drop("INSERT INTO uc_a (id, name) VALUES (3, (SELECT name FROM uc_b WHERE id = 1))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO uc_a (id, name) SELECT id + 10, name FROM uc_b")
+        .await
+        .unwrap();
+    let names: Vec<(i64, String)> = f
+        .backend(2)
+        .await
+        .query("SELECT id, name FROM uc_a WHERE id >= 3 ORDER BY id")
+        .await
+        .unwrap();
+    assert_eq!(names, [(3, "x".into()), (11, "x".into()), (12, "y".into())]);
+}
+
+/// MariaDB's JSON functions are built-ins the gateway lets through (SQLAlchemy's JSON type
+/// calls `JSON_UNQUOTE(JSON_EXTRACT(...))`; a `json` column's CHECK is `JSON_VALID`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_functions_are_builtins() {
+    let f = Fixture::start("jsonfn", Extra::default()).await;
+    let mut c = f.client().await;
+    let row: Option<(String, i64, String)> = c
+        .query_first(
+            r#"SELECT JSON_UNQUOTE(JSON_EXTRACT('{"a": "x"}', '$.a')), JSON_VALID('{}'), JSON_SET('{}', '$.b', 1)"#,
+        )
+        .await
+        .unwrap();
+    assert_eq!(row, Some(("x".into(), 1, r#"{"b": 1}"#.into())));
+}
+
+/// A `fakeMySQLVersion` that is a whole server version, as MariaDB announces itself
+/// (`5.5.5-10.11.6-MariaDB-log`), is announced the way MariaDB does: the greeting carries it, and
+/// `VERSION()`, `@@version` and `SHOW VARIABLES LIKE 'version'` answer it without the `5.5.5-`
+/// greeting prefix, whether the gateway answers the statement itself or a dataNode runs it;
+/// `@@version_comment` is the gateway's everywhere. (A gateway process of its own: the
+/// announced version is the process's, and this binary's in-process gateways announce others.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mariadb_fake_version_is_announced_consistently() {
+    let f = Fixture::start("mariaver", Extra::default()).await;
+    let server_xml = f.dir.path().join("server.xml");
+    let text = std::fs::read_to_string(&server_xml).unwrap();
+    let text = text.replacen(
+        "<system>",
+        "<system><property name=\"fakeMySQLVersion\">5.5.5-10.11.6-MariaDB-log</property>",
+        1,
+    );
+    std::fs::write(&server_xml, text).unwrap();
+    let (_gateway, mut c) =
+        common::GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    let expected = format!("10.11.6-MariaDB-log-manx-{}", env!("CARGO_PKG_VERSION"));
+    // The greeting: the client library reads MariaDB's prefix as MariaDB does.
+    assert_eq!(c.server_version(), (10, 11, 6));
+    let alone: Option<String> = c.query_first("SELECT VERSION()").await.unwrap();
+    assert_eq!(alone.as_deref(), Some(expected.as_str()));
+    let alone: Option<String> = c.query_first("SELECT @@version").await.unwrap();
+    assert_eq!(alone.as_deref(), Some(expected.as_str()));
+    // Forwarded to a dataNode (more than one expression): the same answers.
+    let forwarded: Option<(String, String, String, i64)> = c
+        .query_first(
+            "SELECT VERSION(), @@version, @@global.version_comment, VERSION() LIKE '%MariaDB%'",
+        )
+        .await
+        .unwrap();
+    let comment: Option<String> = c.query_first("SELECT @@version_comment").await.unwrap();
+    let comment = comment.unwrap();
+    assert!(comment.starts_with("manx "), "{comment}");
+    assert_eq!(
+        forwarded,
+        Some((expected.clone(), expected.clone(), comment.clone(), 1))
+    );
+    let variables: Vec<(String, String)> = c.query("SHOW VARIABLES LIKE 'version%'").await.unwrap();
+    let value = |name: &str| {
+        variables
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(value("version").as_deref(), Some(expected.as_str()));
+    assert_eq!(value("version_comment"), Some(comment));
+    // The other rows are the dataNode's.
+    assert!(value("version_compile_os").is_some(), "{variables:?}");
+}
+
 /// A statement whose tables are all qualified with another logical schema the user may use is
 /// routed by that schema's rules (SQLAlchemy's `test_schema`); mixing the two is refused by
 /// name; DATABASE() still answers the session's schema.

@@ -274,20 +274,14 @@ pub(super) fn load(
                     )),
                 },
                 "fakeMySQLVersion" => {
-                    let parts: Vec<&str> = value.split('.').collect();
-                    if parts.len() >= 2
-                        && parts.len() <= 3
-                        && parts
-                            .iter()
-                            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
-                    {
+                    if fake_version_is_valid(&value) {
                         system.fake_mysql_version = Some(value.clone());
                     } else {
                         errors.push(ConfigError::new(
                             &origin,
                             element,
                             format!(
-                                "fakeMySQLVersion '{value}' is not a MySQL version number (such as 5.6.29 or 8.0.33)"
+                                "fakeMySQLVersion '{value}' is not a MySQL version number (such as 5.6.29 or 8.0.33, optionally followed by a suffix of letters, digits and . _ + ~ - such as 5.5.5-10.11.6-MariaDB-log), at most {FAKE_VERSION_MAX} characters"
                             ),
                         ));
                     }
@@ -595,4 +589,63 @@ fn tracing_filter_ok(value: &str) -> Result<(), ()> {
             LEVELS.contains(&level.to_ascii_lowercase().as_str())
         });
     if ok { Ok(()) } else { Err(()) }
+}
+
+/// The longest `fakeMySQLVersion`: MySQL's `SERVER_VERSION_LENGTH` (60) less the
+/// `-manx-<version>` the gateway appends, with room for a longer crate version.
+const FAKE_VERSION_MAX: usize = 48;
+
+/// Whether `value` may be announced as the server's version (`fakeMySQLVersion`, SPEC §3.2): a
+/// MySQL version number (two or three dot-separated numbers of at most three digits: `5.6.29`,
+/// `8.0.33`), optionally followed by `-` and a suffix of ASCII letters, digits and `. _ + ~ -`,
+/// as a server's whole version string reads (MariaDB's greeting `5.5.5-10.11.6-MariaDB-log`,
+/// whose first number Mycat checks the same way); at most [`FAKE_VERSION_MAX`] bytes. Nothing
+/// that could end an SQL string literal or a packet field (quotes, white space, NUL) passes:
+/// the version is written into statements as a literal (`VERSION()` answers it).
+fn fake_version_is_valid(value: &str) -> bool {
+    let (number, suffix) = match value.split_once('-') {
+        Some((n, s)) => (n, Some(s)),
+        None => (value, None),
+    };
+    let parts: Vec<&str> = number.split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+        && suffix.is_none_or(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._+~-".contains(&b))
+        })
+        && value.len() <= FAKE_VERSION_MAX
+}
+
+#[cfg(test)]
+mod fake_version_tests {
+    use super::fake_version_is_valid;
+
+    #[test]
+    fn fake_versions_are_numbers_with_an_optional_server_suffix() {
+        for ok in [
+            "5.6.29",
+            "8.0.33",
+            "5.7",
+            "5.5.5-10.11.6-MariaDB-log",
+            "5.5.5-10.11.14-MariaDB-0+deb12u2-log",
+        ] {
+            assert!(fake_version_is_valid(ok), "{ok}");
+        }
+        for bad in [
+            "8",
+            "8.0.33'; x",
+            "8.0.33-",
+            "8.0.33-a b",
+            "x.0.33",
+            "5.5.5-10'",
+            "8.0.33-\0",
+            &format!("8.0.33-{}", "a".repeat(42)),
+        ] {
+            assert!(!fake_version_is_valid(bad), "{bad}");
+        }
+    }
 }

@@ -331,6 +331,7 @@ mod tests {
             ddl: false,
             host: HostHint::None,
             tables: Arc::from(Vec::new()),
+            server_variables: false,
         }
     }
 

@@ -132,10 +132,32 @@ pub async fn execute<'a>(
         } else {
             futures::stream::select_all(streams).boxed()
         };
+        let rows = if plan.server_variables && columns.len() == 2 {
+            rows.map(|row| row.map(announced_variable)).boxed()
+        } else {
+            rows
+        };
         return Ok(Output::Rows { columns, rows });
     }
     tracing::debug!(?oks, "node OK packets");
     Ok(Output::Ok(merge_ok(oks, plan.ok_merge)))
+}
+
+/// A `SHOW VARIABLES` row (`Variable_name`, `Value`) as the gateway answers it: `version` and
+/// `version_comment` are what the gateway announces ([`Plan::server_variables`]); other rows
+/// as the dataNode gave them.
+fn announced_variable(mut row: crate::backend::Row) -> crate::backend::Row {
+    let value = match row.first().and_then(|name| name.to_text()) {
+        Some(name) if name.eq_ignore_ascii_case("version") => crate::version::function_version(),
+        Some(name) if name.eq_ignore_ascii_case("version_comment") => {
+            crate::version::VERSION_COMMENT
+        }
+        _ => return row,
+    };
+    if let Some(v) = row.get_mut(1) {
+        *v = crate::backend::Value::Bytes(value.as_bytes().to_vec());
+    }
+    row
 }
 
 /// The node of the `i`-th row stream (streams are pushed in target order).

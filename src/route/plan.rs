@@ -56,6 +56,11 @@ pub struct Plan {
     pub ddl: bool,
     /// The server a hint asked for; [`HostHint::None`] without one.
     pub host: HostHint,
+    /// The result is `SHOW [SESSION|GLOBAL] VARIABLES`' rows (`Variable_name`, `Value`): the
+    /// rows `version` and `version_comment` answer what the gateway announces
+    /// ([`crate::version::function_version`], [`crate::version::VERSION_COMMENT`]), as `SELECT
+    /// @@version` and the greeting do, not the dataNode server's own.
+    pub server_variables: bool,
     /// The logical tables the statement names (upper-cased, as routing resolved them; empty
     /// for statements routed without parsing), for the statement recorder (`show
     /// @@sql.sum.table`).
@@ -75,6 +80,7 @@ impl Plan {
             fallback: Vec::new(),
             ddl: false,
             host: HostHint::None,
+            server_variables: false,
         }
     }
 }

@@ -245,6 +245,37 @@ pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
     niladic_calls(sql, &["VERSION"])
 }
 
+/// Byte ranges of the references to the global system variable `name` (lower case): `@@name`
+/// and `@@global.name`, in any case, none inside strings and comments. (`@@session.name` is
+/// left alone: MariaDB refuses it for a global-only variable such as `version`.)
+pub fn global_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
+    if !super::scan::contains_ignore_ascii_case(sql, name) {
+        return Vec::new();
+    }
+    let Some(toks) = tokens(sql) else {
+        return Vec::new();
+    };
+    let word = |i: usize, w: &str| {
+        matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none()
+            && x.value.eq_ignore_ascii_case(w))
+    };
+    let period = |i: usize| matches!(toks.get(i), Some((Token::Period, _, _)));
+    let plain = format!("@@{name}");
+    (0..toks.len())
+        .filter_map(|i| {
+            if word(i, &plain) {
+                Some(toks[i].1.clone())
+            } else if word(i, "@@global") && period(i + 1) && word(i + 2, name) {
+                Some(toks[i].1.start..toks[i + 2].1.end)
+            } else {
+                None
+            }
+        })
+        // Not the tail of a longer name (`@@version.x` is no reference of `version`).
+        .filter(|r| !sql[r.end..].starts_with('.'))
+        .collect()
+}
+
 /// Byte ranges of calls without arguments of the functions `names` (upper case) in `sql`:
 /// the name unquoted and not qualified, then `(` and `)`; none inside strings and comments.
 fn niladic_calls(sql: &str, names: &[&str]) -> Vec<Range<usize>> {
@@ -298,6 +329,21 @@ pub fn operator_count(sql: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn global_variable_references_are_found_in_their_spellings() {
+        let sql = "SELECT @@version, @@GLOBAL.Version, @@version_comment, '@@version', @@session.version, x.version /* @@version */";
+        let found: Vec<&str> = global_variable_refs(sql, "version")
+            .into_iter()
+            .map(|r| &sql[r])
+            .collect();
+        assert_eq!(found, ["@@version", "@@GLOBAL.Version"]);
+        let found: Vec<&str> = global_variable_refs(sql, "version_comment")
+            .into_iter()
+            .map(|r| &sql[r])
+            .collect();
+        assert_eq!(found, ["@@version_comment"]);
+    }
     use sqlparser::ast::{ObjectName, Visit, Visitor};
     use sqlparser::parser::Parser;
     use std::ops::ControlFlow;

@@ -363,7 +363,7 @@ impl Session {
                 write_text_rows(w, &[&label], std::iter::once(vec![self.schema.clone()])).await
             }
             Local::Version(label) => {
-                let version = crate::version::server_version().to_string();
+                let version = crate::version::function_version().to_string();
                 write_text_rows(w, &[&label], std::iter::once(vec![Some(version)])).await
             }
         }

@@ -176,6 +176,7 @@ impl Session {
                     fallback: Vec::new(),
                     ddl: false,
                     host: HostHint::None,
+                    server_variables: false,
                 });
             }
         }

@@ -163,6 +163,7 @@ pub(super) fn verbatim(
         fallback: Vec::new(),
         ddl,
         host: HostHint::None,
+        server_variables: false,
     }))
 }
 

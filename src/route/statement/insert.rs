@@ -12,6 +12,15 @@ pub(super) fn insert_route(
     let Statement::Insert(insert) = statement else {
         unreachable!("called for INSERT only")
     };
+    // The target and every table the values read are undeclared tables of a schema with a
+    // default dataNode: all live there (SPEC §5.4), so the statement runs there as a SELECT of
+    // undeclared tables does (INSERT ... SELECT, subqueries in VALUES alike).
+    if let Some(d) = &ctx.s.default_node
+        && ctx.table(&table).is_none()
+        && occurrences.iter().all(|o| ctx.table(&o.name).is_none())
+    {
+        return Ok(ctx.plan(BTreeSet::from([d.clone()]), false, OkMerge::Sum));
+    }
     // Values read from other tables (INSERT ... SELECT, subqueries in VALUES): each node reads
     // only its own rows of a non-global table.
     if let Some(o) = occurrences.iter().find(|o| !is_global(ctx, o)) {
@@ -175,6 +184,7 @@ pub(super) fn insert_route(
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
+        server_variables: false,
     }))
 }
 

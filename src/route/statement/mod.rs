@@ -228,6 +228,7 @@ fn single(node: String, sql: String, read_only: bool) -> Routed {
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
+        server_variables: false,
     })
 }
 
@@ -581,10 +582,18 @@ fn parsed_statement(
         let literal = format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
         // VERSION() answers the version the greeting announced, not the backend's (drivers
         // check one against the other: SQLAlchemy's `SELECT VERSION() LIKE '%MariaDB%'`).
-        let version = format!("'{}'", crate::version::server_version());
+        // So do `@@version` and `@@version_comment`, as `SELECT @@version` alone and SHOW
+        // VARIABLES do.
+        let version = format!("'{}'", crate::version::function_version());
+        let comment = format!("'{}'", crate::version::VERSION_COMMENT);
         for (calls, value) in [
             (rewrite::database_calls(stmt), &literal),
             (rewrite::version_calls(stmt), &version),
+            (rewrite::global_variable_refs(stmt, "version"), &version),
+            (
+                rewrite::global_variable_refs(stmt, "version_comment"),
+                &comment,
+            ),
         ] {
             for call in calls {
                 // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
@@ -857,6 +866,7 @@ impl Ctx<'_> {
             fallback: Vec::new(),
             ddl: false,
             host: HostHint::None,
+            server_variables: false,
         })
     }
 

@@ -269,6 +269,7 @@ pub(super) fn select(
         fallback: Vec::new(),
         ddl: false,
         host: HostHint::None,
+        server_variables: false,
     }))
 }
 

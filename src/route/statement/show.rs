@@ -160,7 +160,14 @@ pub(super) fn show(
                 edits: Edits::default(),
                 columns: view.columns,
             };
-            Ok(ctx.plan_any(&s.nodes))
+            let mut routed = ctx.plan_any(&s.nodes);
+            if let Routed::Plan(p) = &mut routed {
+                p.server_variables = words[i..]
+                    .iter()
+                    .take(2)
+                    .any(|w| w.eq_ignore_ascii_case("VARIABLES"));
+            }
+            Ok(routed)
         }
         _ => Err(RouteError {
             code: 1227,

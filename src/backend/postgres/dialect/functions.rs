@@ -182,7 +182,7 @@ pub(super) fn rewrite_function(f: &Function) -> Result<Option<Expr>, DialectErro
             call("strpos", vec![haystack, cast(a.remove(0), DataType::Text)])
         }
         // The version the greeting announces, as `@@version` answers it.
-        "VERSION" if args()?.is_empty() => string(crate::version::server_version()),
+        "VERSION" if args()?.is_empty() => string(crate::version::function_version()),
         "UNIX_TIMESTAMP" if args()?.is_empty() => cast(
             call("date_part", vec![string("epoch"), call("now", Vec::new())]),
             DataType::BigInt(None),

@@ -123,7 +123,7 @@ fn source_expr(source: Source) -> Result<Expr, DialectError> {
     Ok(match source {
         Source::Number(n) => Expr::value(Value::Number(n.to_string(), false)),
         Source::Text(s) => string(s),
-        Source::Version => string(crate::version::server_version()),
+        Source::Version => string(crate::version::function_version()),
         Source::Sql(sql) => Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
             .try_with_sql(sql)
             .and_then(|mut p| p.parse_expr())
