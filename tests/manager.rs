@@ -267,15 +267,21 @@ async fn show_commands_answer_mycats_columns_and_types() {
     assert_eq!(s(mine, "SCHEMA").as_deref(), Some("TESTDB"));
     assert_eq!(n(mine, "LOCAL_PORT"), i64::from(port));
     assert_eq!(s(mine, "HOST").as_deref(), Some("127.0.0.1"));
-    let sessions = check_columns(
-        &mut m,
-        "show @@session",
-        &[("SESSION", V), ("DN_COUNT", V), ("DN_LIST", V)],
-    )
-    .await;
-    assert_eq!(sessions.len(), 1, "{sessions:?}");
-    assert_eq!(s(&sessions[0], "SESSION"), Some(id.to_string()));
-    assert_eq!(s(&sessions[0], "DN_LIST").as_deref(), Some("dn1"));
+    // `show @@session`: this session's one row, its columns checked.
+    async fn only_session(m: &mut mysql_async::Conn, id: u32) -> Row {
+        let mut sessions = check_columns(
+            m,
+            "show @@session",
+            &[("SESSION", V), ("DN_COUNT", V), ("DN_LIST", V)],
+        )
+        .await;
+        assert_eq!(sessions.len(), 1, "{sessions:?}");
+        let row = sessions.remove(0);
+        assert_eq!(row.get::<String, _>("SESSION"), Some(id.to_string()));
+        row
+    }
+    let session = only_session(&mut m, id).await;
+    assert_eq!(s(&session, "DN_LIST").as_deref(), Some("dn1"));
     c.query_drop("ROLLBACK").await.unwrap();
     // A session keeping its backend connection for its state (a named lock) holds it too.
     let got: Option<i64> = c
@@ -283,15 +289,8 @@ async fn show_commands_answer_mycats_columns_and_types() {
         .await
         .unwrap();
     assert_eq!(got, Some(1));
-    let sessions = check_columns(
-        &mut m,
-        "show @@session",
-        &[("SESSION", V), ("DN_COUNT", V), ("DN_LIST", V)],
-    )
-    .await;
-    assert_eq!(sessions.len(), 1, "{sessions:?}");
-    assert_eq!(s(&sessions[0], "SESSION"), Some(id.to_string()));
-    assert_eq!(s(&sessions[0], "DN_COUNT").as_deref(), Some("1"));
+    let session = only_session(&mut m, id).await;
+    assert_eq!(s(&session, "DN_COUNT").as_deref(), Some("1"));
 
     check_columns(
         &mut m,

@@ -71,10 +71,21 @@ impl Plan {
     /// A read of `targets` with nothing to merge (their rows passed on as they come): no
     /// fallback node, no hint, no tables recorded.
     pub fn read(targets: Vec<Target>) -> Plan {
+        Plan::simple(targets, true)
+    }
+
+    /// A write of `targets` (affected rows summed), otherwise as [`Plan::read`].
+    pub fn write(targets: Vec<Target>) -> Plan {
+        Plan::simple(targets, false)
+    }
+
+    /// `targets` run as they are: nothing to merge, no fallback node, no hint, no tables
+    /// recorded; `read_only` as given.
+    pub fn simple(targets: Vec<Target>, read_only: bool) -> Plan {
         Plan {
             tables: Default::default(),
             targets,
-            read_only: true,
+            read_only,
             ok_merge: OkMerge::Sum,
             merge: None,
             fallback: Vec::new(),

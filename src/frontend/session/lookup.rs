@@ -10,7 +10,7 @@ use futures::StreamExt;
 use super::Session;
 use crate::backend::{BackendConn, Column, Response};
 use crate::frontend::error::MysqlError;
-use crate::route::{HostHint, OkMerge, ParentLookup, Plan};
+use crate::route::{ParentLookup, Plan};
 
 impl Session {
     /// Draws the sequence values a statement needs and writes them in (SPEC §5.17). For an
@@ -167,17 +167,7 @@ impl Session {
             let (_, rows) = self.probe(probe, &lookup.parent).await?;
             if rows > 0 {
                 tracing::debug!(connection = self.id, child = %lookup.child, parent = %lookup.parent, node = %insert.node, "parent row found");
-                return Ok(Plan {
-                    tables: Default::default(),
-                    targets: vec![insert],
-                    read_only: false,
-                    ok_merge: OkMerge::Sum,
-                    merge: None,
-                    fallback: Vec::new(),
-                    ddl: false,
-                    host: HostHint::None,
-                    server_variables: false,
-                });
+                return Ok(Plan::write(vec![insert]));
             }
         }
         Err(MysqlError::new(

@@ -175,17 +175,7 @@ pub(super) fn insert_route(
             }
         })
         .collect();
-    Ok(Routed::Plan(Plan {
-        tables: Default::default(),
-        targets,
-        read_only: false,
-        ok_merge: OkMerge::Sum,
-        merge: None,
-        fallback: Vec::new(),
-        ddl: false,
-        host: HostHint::None,
-        server_variables: false,
-    }))
+    Ok(Routed::Plan(Plan::write(targets)))
 }
 
 /// The columns an INSERT fills, upper-cased: its column list, or without one the table's own

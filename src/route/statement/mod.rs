@@ -216,20 +216,13 @@ fn check_access(
 }
 
 fn single(node: String, sql: String, read_only: bool) -> Routed {
-    Routed::Plan(Plan {
-        tables: Default::default(),
-        targets: vec![Target {
+    Routed::Plan(Plan::simple(
+        vec![Target {
             node,
             sql: Arc::from(sql),
         }],
         read_only,
-        ok_merge: OkMerge::Sum,
-        merge: None,
-        fallback: Vec::new(),
-        ddl: false,
-        host: HostHint::None,
-        server_variables: false,
-    })
+    ))
 }
 
 /// The logical schema `schema` names, if the session's user may use it.
