@@ -393,6 +393,24 @@ async fn a_client_charset_from_a_user_variable_is_checked_once_evaluated() {
         .unwrap();
     assert_eq!(cs.as_deref(), Some("utf8mb4"));
 
+    // The bytes of a name as a hex or bit value are not a name (they passed for one before:
+    // the backend then read the session's statements as gbk, and `'丁\'` ended a string the
+    // gateway thought went on — SQL injection).
+    for sql in [
+        "SET character_set_client = 0x67626b",
+        "/*!40101 SET character_set_client = 0x62696735 */",
+        "SET character_set_client = 0b011001110110001001101011",
+        "SET NAMES 0x736a6973",
+    ] {
+        let (code, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(code, 1235, "{sql}: {msg}");
+    }
+    let cs: Option<String> = c
+        .query_first("SELECT @@character_set_client FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(cs.as_deref(), Some("utf8mb4"));
+
     c.query_drop("SET @cs = 'gbk'").await.unwrap();
     let (code, _, msg) = server_error(
         c.query_drop("SET character_set_client = @cs")

@@ -90,6 +90,13 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         _ => None,
     };
     let is = |k: usize, w: &str| word(k).as_deref() == Some(w);
+    // A word beside a `.` is part of a qualified name (`db.year_month`: MariaDB reads a reserved
+    // word after a period as a name), never a keyword to change.
+    let qualified = |k: usize| {
+        matches!(tok(k + 1), Some(Token::Period))
+            || k.checked_sub(1)
+                .is_some_and(|j| matches!(tok(j), Some(Token::Period)))
+    };
     // What replaces each significant token (by position in `sig`): None keeps it.
     let mut change: Vec<Option<Vec<Token>>> = vec![None; sig.len()];
     let first = word(0).unwrap_or_default();
@@ -109,6 +116,9 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         .unwrap_or(sig.len());
     for k in 0..sig.len() {
         let Some(w) = word(k) else { continue };
+        if qualified(k) {
+            continue;
+        }
         match w.as_str() {
             "LOCK" if is(k + 1, "IN") && is(k + 2, "SHARE") && is(k + 3, "MODE") => {
                 change[k] = Some(vec![Token::make_keyword("FOR")]);
@@ -464,6 +474,28 @@ mod tests {
             Parser::parse_sql(&MySqlDialect {}, client).is_err(),
             "sqlparser reads {client} itself now: the change is no longer needed"
         );
+    }
+
+    #[test]
+    fn a_qualified_name_is_never_changed() {
+        // MariaDB reads a reserved word after a period as a name: `db.year_month` is the table
+        // `year_month` (read as the table `YEAR`, a table privilege was checked on the wrong
+        // table).
+        for sql in [
+            "SELECT * FROM d.year_month",
+            "DELETE FROM d.day_hour",
+            "SELECT t.day_second FROM t",
+        ] {
+            let parsed = parse(sql).map(|s| s[0].to_string().to_ascii_uppercase());
+            if let Ok(text) = &parsed {
+                assert!(
+                    text.contains("YEAR_MONTH")
+                        || text.contains("DAY_HOUR")
+                        || text.contains("DAY_SECOND"),
+                    "{sql} read as {text}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -130,8 +130,9 @@ fn user_variable(value: &str) -> Option<&str> {
 /// that is not a charset name (an expression or a number, which would name one by id).
 pub fn check_client_charset(value: &str) -> Result<(), RouteError> {
     let name = super::scan::unquote(value.trim()).to_ascii_lowercase();
-    let named = !name.is_empty()
-        && !name.bytes().all(|c| c.is_ascii_digit())
+    // Every charset name starts with a letter: `0x67626b` and `0b0110...` are the bytes of a
+    // name (`gbk`), `28` an id, not names this check could judge.
+    let named = name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
     if !named || UNSAFE_CLIENT_CHARSETS.contains(&name.as_str()) {
         return Err(RouteError::not_supported(format!(
@@ -390,8 +391,10 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         items.push(SessionSet {
             assignment: format!("{key} = {value}"),
             // An expression is evaluated once and replayed as its value (`sql_mode = @old`);
-            // sql_mode is always read back: how the session's statements are lexed follows it.
-            evaluate: !literal || (!user && key == "sql_mode"),
+            // sql_mode and the client charset are always read back: how the server reads the
+            // session's statements follows them (the charset is checked again on the value the
+            // server settled on).
+            evaluate: !literal || (!user && (key == "sql_mode" || key == "character_set_client")),
             key,
             standalone: false,
         });
@@ -684,6 +687,31 @@ mod tests {
             )]
         );
         assert_eq!(set_("SET @`a b` = 1").unwrap_err().code, 1235);
+    }
+
+    #[test]
+    fn a_client_charset_is_judged_only_by_its_name() {
+        // The bytes of `gbk`, `big5` and `sjis` as hex and bit values, and charset ids: not
+        // names this check can judge (a hex value passed for a name before).
+        for sql in [
+            "SET character_set_client = 0x67626b",
+            "SET character_set_client = 0X62696735",
+            "SET character_set_client = 0b011001110110001001101011",
+            "SET character_set_client = '0x736a6973'",
+            "SET character_set_client = 28",
+            "SET NAMES 0x67626b",
+            "SET CHARACTER SET 0x67626b",
+            "SET NAMES gbk",
+            "SET character_set_client = big5",
+        ] {
+            assert_eq!(set_(sql).unwrap_err().code, 1235, "{sql}");
+        }
+        assert!(set_("SET character_set_client = latin1").is_ok());
+        // Always read back: the session checks the value the server settled on too.
+        let Ok(Local::Set { items, .. }) = set_("SET character_set_client = utf8mb4") else {
+            panic!("a SET of state")
+        };
+        assert!(items[0].evaluate);
     }
 
     #[test]
