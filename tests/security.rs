@@ -1092,3 +1092,50 @@ async fn mariadb_forms_the_gateway_reads_reach_nothing_else() {
     assert_eq!(before, backend().await);
     gateway_account_intact().await;
 }
+
+/// A client charset in which a backslash can end a character, set by the bytes of its name
+/// (`0x67626b` is `gbk`), would make the backend read `'丁\'` as a finished string where the
+/// gateway reads an escaped quote: everything after it ran unchecked (found by a breaker: a
+/// readOnly user wrote to another database, created accounts, set globals). Judged on the
+/// backend, after every spelling of the SET and the injection that would follow it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_charset_given_by_its_bytes_opens_no_injection() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec8").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+    for user in ["ro", "app"] {
+        for set in [
+            "SET character_set_client = 0x67626b",
+            "/*!40101 SET character_set_client = 0x62696735 */",
+            "SET character_set_client = 0b011001110110001001101011",
+            "SET NAMES 0x736a6973",
+            "SET SESSION character_set_client = 0X67626B",
+        ] {
+            let mut c = login(&f, user, Some("PUB")).await;
+            let _ = c.query_drop(set).await;
+            for sql in [
+                format!(
+                    "SELECT id FROM pub WHERE v = '丁\\'; INSERT INTO {VICTIM_DB}.vt VALUES (9, 'pwned') -- '"
+                ),
+                "SELECT id FROM pub WHERE v = '丁\\'; SET GLOBAL max_connections = 99; CREATE USER evil@'%' IDENTIFIED BY 'evil' -- '".to_string(),
+                format!(
+                    "SELECT id, '丁\\' AS x, (SELECT v FROM {VICTIM_DB}.vt LIMIT 1) AS leak -- '\nFROM pub"
+                ),
+            ] {
+                seen.extend(attempt(&mut c, &sql).await);
+            }
+            let cs: Option<String> = c
+                .query_first("SELECT @@character_set_client FROM pub WHERE id = 1")
+                .await
+                .unwrap();
+            assert_eq!(cs.as_deref(), Some("utf8mb4"), "{user}: {set}");
+        }
+    }
+    assert!(
+        !seen.iter().any(|r| r.contains("victim row")),
+        "a victim row leaked: {seen:?}"
+    );
+    assert_eq!(backend().await, before);
+    gateway_account_intact().await;
+}
