@@ -39,6 +39,7 @@ fn extra() -> Extra {
         <privileges check="true">
             <schema name="PUB" dml="1111">
                 <table name="secret" dml="0000" />
+                <table name="year_month" dml="0000" />
             </schema>
         </privileges>
     </user>
@@ -1091,6 +1092,47 @@ async fn mariadb_forms_the_gateway_reads_reach_nothing_else() {
     app.query_drop("DROP TABLES fresh").await.unwrap();
     assert_eq!(before, backend().await);
     gateway_account_intact().await;
+}
+
+/// A table named like a compound interval unit (`year_month`, a reserved word MariaDB reads as
+/// a name after a period) is checked as itself: the parser's rewrite of interval units once
+/// turned `PUB.year_month` into the table `YEAR`, past the mask that denies it everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_named_like_an_interval_unit_keeps_its_privileges() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec9").await;
+    let mut admin = primary(Some(PUB_DB)).await;
+    admin
+        .query_drop("CREATE TABLE `year_month` (v VARCHAR(16)); INSERT INTO `year_month` VALUES ('ym secret')")
+        .await
+        .unwrap();
+    let mut c = login(&f, "priv", Some("PUB")).await;
+    let mut seen = Vec::new();
+    for sql in [
+        "SELECT * FROM PUB.year_month",
+        "SELECT v FROM pub WHERE id = 1 UNION SELECT v FROM PUB.year_month",
+        "INSERT INTO PUB.year_month VALUES ('priv')",
+        "UPDATE PUB.year_month SET v = 'priv'",
+        "DELETE FROM PUB.year_month",
+        "ALTER TABLE PUB.year_month COMMENT 'priv'",
+        "EXPLAIN EXTENDED SELECT * FROM PUB.year_month",
+        "ANALYZE SELECT * FROM PUB.year_month",
+    ] {
+        seen.extend(attempt(&mut c, sql).await);
+    }
+    assert!(
+        !seen.iter().any(|r| r.contains("ym secret")),
+        "the denied table leaked: {seen:?}"
+    );
+    let rows: Vec<String> = admin.query("SELECT v FROM `year_month`").await.unwrap();
+    assert_eq!(rows, ["ym secret"]);
+    let comment: Option<String> = admin
+        .query_first(format!(
+            "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME = 'year_month'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(comment.as_deref(), Some(""));
 }
 
 /// A client charset in which a backslash can end a character, set by the bytes of its name
