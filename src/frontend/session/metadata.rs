@@ -159,28 +159,44 @@ impl Session {
         Ok(c)
     }
 
+    /// A connection on `node` for a metadata read: the session's own (pinned to its transaction
+    /// or kept for its state), else one taken for reading and left in `fresh`.
+    ///
+    /// Errors: the dataHost's when no connection can be had.
+    async fn read_conn<'a>(
+        &'a mut self,
+        node: &str,
+        fresh: &'a mut Option<Box<dyn BackendConn>>,
+    ) -> Result<&'a mut dyn BackendConn, MysqlError> {
+        if self.held_conn(node, None).is_none() {
+            *fresh = Some(
+                self.generation()
+                    .cluster
+                    .acquire_for(node, Intent::Read)
+                    .await?,
+            );
+        }
+        match fresh {
+            Some(c) => Ok(c.as_mut()),
+            None => self
+                .held_conn(node, None)
+                .map(|c| c.as_mut() as &mut dyn BackendConn)
+                .ok_or_else(|| {
+                    MysqlError::new(
+                        1105,
+                        "HY000",
+                        format!("dataNode {node}: the session's connection is gone"),
+                    )
+                }),
+        }
+    }
+
     /// The column names of `information_schema.<view>` on `node`.
     async fn describe_view(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
         let sql = format!("SELECT * FROM information_schema.`{view}` WHERE 1 = 0");
-        let mut fresh;
-        let conn: &mut dyn BackendConn = match self.held_conn(node, None) {
-            Some(c) => c.as_mut(),
-            None => {
-                fresh = self
-                    .generation()
-                    .cluster
-                    .acquire_for(node, Intent::Read)
-                    .await?;
-                fresh.as_mut()
-            }
-        };
-        let failed = |source| {
-            MysqlError::from(crate::engine::EngineError {
-                node: node.to_string(),
-                source,
-                applied: None,
-            })
-        };
+        let mut fresh = None;
+        let conn = self.read_conn(node, &mut fresh).await?;
+        let failed = node_failed(node);
         match conn.query(&sql).await.map_err(failed)? {
             Response::Rows { columns, mut rows } => {
                 while let Some(r) = rows.next().await {
@@ -204,25 +220,9 @@ impl Session {
         sql: &str,
     ) -> Result<Vec<Vec<String>>, MysqlError> {
         use crate::backend::{ColumnType as T, Value};
-        let mut fresh;
-        let conn: &mut dyn BackendConn = match self.held_conn(node, None) {
-            Some(c) => c.as_mut(),
-            None => {
-                fresh = self
-                    .generation()
-                    .cluster
-                    .acquire_for(node, Intent::Read)
-                    .await?;
-                fresh.as_mut()
-            }
-        };
-        let failed = |source| {
-            MysqlError::from(crate::engine::EngineError {
-                node: node.to_string(),
-                source,
-                applied: None,
-            })
-        };
+        let mut fresh = None;
+        let conn = self.read_conn(node, &mut fresh).await?;
+        let failed = node_failed(node);
         let Response::Rows { columns, mut rows } = conn.query(sql).await.map_err(failed)? else {
             return Ok(Vec::new());
         };
@@ -371,4 +371,15 @@ fn field_definition(schema: &str, table: &str, c: &Column) -> Vec<u8> {
     p.extend_from_slice(&[0, 0]);
     p.push(0xFB);
     p
+}
+
+/// The client's error for a failure of `node`'s server (the error names the dataNode).
+fn node_failed(node: &str) -> impl Fn(crate::backend::BackendError) -> MysqlError + Copy + '_ {
+    move |source| {
+        MysqlError::from(crate::engine::EngineError {
+            node: node.to_string(),
+            source,
+            applied: None,
+        })
+    }
 }
