@@ -572,22 +572,25 @@ fn parsed_statement(
     if !is_ddl(&statement) {
         // DATABASE() answers the session's logical schema, not the dataNode's database.
         let current = view.schema.unwrap_or(&s.name);
-        let literal = format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
+        let database = || format!("'{}'", current.replace('\\', "\\\\").replace('\'', "''"));
         // VERSION() answers the version the greeting announced, not the backend's (drivers
         // check one against the other: SQLAlchemy's `SELECT VERSION() LIKE '%MariaDB%'`).
         // So do `@@version` and `@@version_comment`, as `SELECT @@version` alone and SHOW
         // VARIABLES do.
-        let version = format!("'{}'", crate::version::function_version());
-        let comment = format!("'{}'", crate::version::VERSION_COMMENT);
-        for (calls, value) in [
-            (rewrite::database_calls(stmt), &literal),
+        let version = || format!("'{}'", crate::version::function_version());
+        let comment = || format!("'{}'", crate::version::VERSION_COMMENT);
+        let found: [(_, &dyn Fn() -> String); 4] = [
+            (rewrite::database_calls(stmt), &database),
             (rewrite::version_calls(stmt), &version),
             (rewrite::global_variable_refs(stmt, "version"), &version),
             (
                 rewrite::global_variable_refs(stmt, "version_comment"),
                 &comment,
             ),
-        ] {
+        ];
+        // (The literals are written only for a statement that has such a call: most have none.)
+        for (calls, value) in found.into_iter().filter(|(c, _)| !c.is_empty()) {
+            let value = value();
             for call in calls {
                 // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
                 // concatenates adjacent strings), so it goes in parentheses there.
