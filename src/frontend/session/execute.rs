@@ -235,18 +235,15 @@ impl Session {
                 nodes.push(t.node.clone());
             }
         } else if fresh.is_empty() {
-            nodes.extend(plan.targets.iter().map(|t| t.node.clone()));
-            let acquired = futures::future::join_all(
-                plan.targets
-                    .iter()
-                    .map(|t| server.cluster.acquire_for(&t.node, intent(&plan))),
-            )
-            .await;
-            for a in acquired {
-                match a {
-                    Ok(c) => fresh.push(c),
-                    Err(e) => return self.error(w, e.into()).await,
+            // One connection per target (a fallback read was served above, unless a held
+            // connection answers its node: then there is nothing to fall back from).
+            plan.fallback.clear();
+            match engine::cursor::connect(&Acquire(&server.cluster), &mut plan).await {
+                Ok(conns) => {
+                    nodes.extend(plan.targets.iter().map(|t| t.node.clone()));
+                    fresh.extend(conns);
                 }
+                Err(e) => return self.error(w, e.into()).await,
             }
         }
         if !transactional && !self.state.is_empty() && !keeps {
