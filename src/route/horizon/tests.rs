@@ -1,0 +1,197 @@
+use super::*;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+/// The merge and the node statement of `sql` over several nodes (no sharding column known).
+fn planned(sql: &str) -> Result<(Merge, String), RouteError> {
+    let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
+    let Statement::Query(q) = &stmts[0] else {
+        panic!("not a query: {sql}")
+    };
+    let p = plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096)?;
+    Ok((p.merge, p.edits.apply(sql, "db")))
+}
+
+#[test]
+fn a_constant_distinct_argument_is_grouped_by_its_alias() {
+    for text in ["1", " (2) ", "-1", "+ 3", "((4))"] {
+        assert!(integer_literal(text), "{text}");
+    }
+    for text in ["1.5", "'1'", "id", "1 + 1", "()", "-"] {
+        assert!(!integer_literal(text), "{text}");
+    }
+    let (_, sql) = planned("SELECT COUNT(DISTINCT 1) FROM t").unwrap();
+    assert!(sql.contains("GROUP BY `__manx_0`"), "{sql}");
+    let (_, sql) = planned("SELECT COUNT(DISTINCT a) FROM t").unwrap();
+    assert!(sql.contains("GROUP BY a"), "{sql}");
+}
+
+fn refused(sql: &str) -> String {
+    match planned(sql) {
+        Ok((_, node)) => panic!("{sql} was planned: {node}"),
+        Err(e) => {
+            assert_eq!((e.code, e.state), (1064, "42000"), "{sql}: {}", e.message);
+            e.message
+        }
+    }
+}
+
+#[test]
+fn count_distinct_groups_the_nodes_by_its_arguments() {
+    let (m, node) = planned("SELECT COUNT(DISTINCT name) FROM t").unwrap();
+    assert_eq!(
+        node,
+        "SELECT COUNT(DISTINCT name), name AS `__manx_0`, WEIGHT_STRING(RTRIM(name)) AS `__manx_1` FROM t GROUP BY name ORDER BY `__manx_0` "
+    );
+    let g = m.grouping.unwrap();
+    assert!(g.keys.is_empty());
+    assert_eq!(
+        g.aggregates,
+        [(
+            ColumnRef::Visible(0),
+            Aggregate::Distinct(DistinctOp::Count)
+        )]
+    );
+    assert_eq!(
+        g.sub_keys,
+        [SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: Some(ColumnRef::Hidden(1)),
+            desc: false,
+        }]
+    );
+    assert_eq!(m.node_order, g.sub_keys);
+    assert_eq!(g.max_group_bytes, 4096);
+}
+
+#[test]
+fn distinct_sub_keys_follow_the_group_keys_and_limits_stay_off_the_nodes() {
+    let (m, node) = planned(
+        "SELECT grp, COUNT(DISTINCT a, b), COUNT(*), AVG(q) FROM t WHERE x > 1 GROUP BY grp HAVING COUNT(DISTINCT b, a) > 1 ORDER BY grp DESC LIMIT 2",
+    )
+    .unwrap();
+    assert_eq!(
+        node,
+        "SELECT grp, COUNT(DISTINCT a, b), COUNT(*), AVG(q), WEIGHT_STRING(RTRIM(grp)) AS `__manx_0`, SUM(q) AS `__manx_1`, COUNT(q) AS `__manx_2`, COUNT(DISTINCT b, a) AS `__manx_3`, a AS `__manx_4`, WEIGHT_STRING(RTRIM(a)) AS `__manx_5`, b AS `__manx_6`, WEIGHT_STRING(RTRIM(b)) AS `__manx_7` FROM t WHERE x > 1 GROUP BY grp, a, b  ORDER BY grp DESC, `__manx_4`, `__manx_6` "
+    );
+    let g = m.grouping.as_ref().unwrap();
+    assert_eq!(g.sub_keys.len(), 2);
+    assert_eq!(m.node_order.len(), 3);
+    assert_eq!(m.node_order[1..], g.sub_keys[..]);
+    assert_eq!(m.limit, Some((0, 2)));
+    assert!(g.having.is_some());
+}
+
+#[test]
+fn group_concat_order_leads_the_sub_keys_and_its_separator_is_a_column() {
+    let (m, node) = planned(
+        "SELECT grp, GROUP_CONCAT(DISTINCT name, code ORDER BY code DESC SEPARATOR '; ') AS g FROM t GROUP BY grp",
+    )
+    .unwrap();
+    assert_eq!(
+        node,
+        "SELECT grp, GROUP_CONCAT(DISTINCT name, code ORDER BY code DESC SEPARATOR '; ') AS g, WEIGHT_STRING(RTRIM(grp)) AS `__manx_0`, '; ' AS `__manx_1`, @@SESSION.group_concat_max_len AS `__manx_2`, code AS `__manx_3`, WEIGHT_STRING(RTRIM(code)) AS `__manx_4`, name AS `__manx_5`, WEIGHT_STRING(RTRIM(name)) AS `__manx_6` FROM t GROUP BY grp, code, name ORDER BY grp, `__manx_3` DESC, `__manx_5` "
+    );
+    let g = m.grouping.unwrap();
+    assert_eq!(
+        g.aggregates,
+        [(
+            ColumnRef::Visible(1),
+            Aggregate::GroupConcat {
+                distinct: true,
+                separator: Some(ColumnRef::Hidden(1)),
+                max_len: ColumnRef::Hidden(2),
+            }
+        )]
+    );
+    assert!(g.sub_keys[0].desc && !g.sub_keys[1].desc);
+    // Without DISTINCT or ORDER BY each node's GROUP_CONCAT is a piece: no sub-keys.
+    let (m, node) = planned("SELECT GROUP_CONCAT(name) FROM t").unwrap();
+    assert!(m.grouping.unwrap().sub_keys.is_empty());
+    assert_eq!(
+        node,
+        "SELECT GROUP_CONCAT(name), @@SESSION.group_concat_max_len AS `__manx_0` FROM t"
+    );
+}
+
+#[test]
+fn groups_ordered_by_an_aggregate_are_buffered_on_the_nodes_as_one_server_would() {
+    let (m, node) =
+        planned("SELECT grp, COUNT(DISTINCT a) AS n FROM t GROUP BY grp ORDER BY n DESC, SUM(q)")
+            .unwrap();
+    assert!(
+        node.starts_with("SELECT SQL_BUFFER_RESULT grp, COUNT(DISTINCT a) AS n,"),
+        "{node}"
+    );
+    assert_eq!(m.order.len(), 2);
+    // Ordered by the group keys: no temporary table on one server either.
+    let (_, node) =
+        planned("SELECT grp, COUNT(DISTINCT a) FROM t GROUP BY grp ORDER BY grp").unwrap();
+    assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
+    let (_, node) = planned("SELECT grp, COUNT(a) FROM t GROUP BY grp ORDER BY COUNT(a)").unwrap();
+    assert!(!node.contains("SQL_BUFFER_RESULT"), "{node}");
+}
+
+#[test]
+fn group_by_is_placed_before_having_order_and_limit() {
+    let (_, node) = planned(
+        "SELECT SUM(DISTINCT q) FROM t WHERE a = 1 HAVING SUM(DISTINCT q) > 2 ORDER BY 1 LIMIT 1 FOR UPDATE",
+    )
+    .unwrap();
+    assert_eq!(
+        node,
+        "SELECT SUM(DISTINCT q), q AS `__manx_0`, WEIGHT_STRING(RTRIM(q)) AS `__manx_1` FROM t WHERE a = 1 GROUP BY q  ORDER BY `__manx_0`  FOR UPDATE"
+    );
+    let (_, node) = planned("SELECT AVG(DISTINCT 1) FROM t ORDER BY 1").unwrap();
+    assert_eq!(
+        node,
+        "SELECT AVG(DISTINCT 1), 1 AS `__manx_0` FROM t GROUP BY `__manx_0` ORDER BY `__manx_0`"
+    );
+}
+
+#[test]
+fn what_cannot_be_merged_exactly_is_refused_by_name() {
+    for (sql, text) in [
+        (
+            "SELECT COUNT(DISTINCT a), COUNT(DISTINCT b) FROM t",
+            "DISTINCT aggregates over different expressions",
+        ),
+        (
+            "SELECT GROUP_CONCAT(a ORDER BY a), GROUP_CONCAT(b ORDER BY b DESC) FROM t",
+            "GROUP_CONCATs with different ORDER BY",
+        ),
+        (
+            "SELECT COUNT(DISTINCT a), GROUP_CONCAT(b ORDER BY c) FROM t",
+            "GROUP_CONCAT ORDER BY over expressions beside the DISTINCT ones",
+        ),
+        (
+            "SELECT GROUP_CONCAT(DISTINCT a ORDER BY b) FROM t",
+            "GROUP_CONCAT ORDER BY over expressions beside the DISTINCT ones",
+        ),
+        (
+            "SELECT GROUP_CONCAT(a SEPARATOR \"-\") FROM t",
+            "a SEPARATOR that is not one single-quoted string",
+        ),
+        (
+            "SELECT GROUP_CONCAT(a ORDER BY 1) FROM t",
+            "an ORDER BY position",
+        ),
+        (
+            "SELECT grp, GROUP_CONCAT(a) AS c FROM t GROUP BY grp ORDER BY c",
+            "ordering by a GROUP_CONCAT",
+        ),
+        (
+            "SELECT 'x', COUNT(DISTINCT a) FROM t",
+            "select item 1 beside DISTINCT aggregates",
+        ),
+        (
+            "SELECT COUNT(DISTINCT a) + 1 FROM t",
+            "an aggregate inside an expression",
+        ),
+        ("SELECT STDDEV_POP(a) FROM t", "statistical"),
+    ] {
+        let message = refused(sql);
+        assert!(message.contains(text), "{sql}: {message}");
+    }
+}
