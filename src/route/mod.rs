@@ -32,7 +32,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::config::{Config, ConfigError, ConfigErrors, TableKind};
-use function::{BuildContext, PartitionFunction};
+use function::{BuildContext, FunctionError, PartitionFunction};
 
 pub use access::{Access, TableAccess};
 pub use affinity::session_state;
@@ -273,7 +273,7 @@ fn crc32_for_table(
     data_nodes: &[String],
     rule: &str,
     ctx: &BuildContext<'_>,
-) -> Result<Arc<dyn PartitionFunction>, String> {
+) -> Result<Arc<dyn PartitionFunction>, FunctionError> {
     let per_table = config.system.mycat_version >= crate::config::MycatVersion::V1_6_7_5;
     let name = if per_table {
         format!("{rule}_{schema}_{table}")
@@ -303,10 +303,17 @@ fn crc32_for_table(
             let text = function::hash::crc32_default_rule_data(nodes);
             std::fs::create_dir_all(&dir)
                 .and_then(|()| std::fs::write(&path, &text))
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                .map_err(|e| {
+                    FunctionError::File(format!("cannot write {}: {e}", path.display()))
+                })?;
             text
         }
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => {
+            return Err(FunctionError::File(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
     };
     let table_ctx = BuildContext {
         version: ctx.version,
@@ -389,7 +396,7 @@ impl Router {
                 Err(m) => errors.push(ConfigError::new(
                     &f.origin,
                     format!("function name=\"{}\"", f.name),
-                    m,
+                    m.to_string(),
                 )),
             }
         }
@@ -427,7 +434,7 @@ impl Router {
                                     errors.push(ConfigError::new(
                                         &t.origin,
                                         format!("table name=\"{}\"", t.name),
-                                        m,
+                                        m.to_string(),
                                     ));
                                     continue;
                                 }

@@ -2,6 +2,7 @@
 
 use super::mapfile::{self, LongRange};
 use super::{BuildContext, PartitionError, PartitionFunction, Props, RangePartitions, java};
+use crate::route::function::FunctionError;
 
 /// `x = Long.parseLong(v)`; the first map-file range with `start <= x <= end` gives the node;
 /// none → `defaultNode` when it is >= 0, else no partition. BETWEEN uses Mycat's sequence range.
@@ -13,9 +14,9 @@ pub struct AutoPartitionByLong {
 
 impl AutoPartitionByLong {
     /// Properties: `mapFile` (required), `defaultNode` (int, default -1).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let file = props.required("mapFile")?;
-        let content = (ctx.read_map_file)(file)?;
+        let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
         Ok(AutoPartitionByLong {
             ranges: mapfile::long_ranges(file, &content)?,
             default_node: props.int("defaultNode", -1)?,

@@ -10,6 +10,7 @@ mod calendar;
 mod sdf;
 mod zone;
 
+use crate::route::function::FunctionError;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -28,7 +29,7 @@ pub(super) fn build(
     short: &str,
     props: &Props<'_>,
     ctx: &BuildContext<'_>,
-) -> Option<Result<Arc<dyn PartitionFunction>, String>> {
+) -> Option<Result<Arc<dyn PartitionFunction>, FunctionError>> {
     let built = match short {
         "PartitionByDate" => PartitionByDate::new(props, ctx).map(super::to_arc),
         "PartitionByMonth" => PartitionByMonth::new(props, ctx).map(super::to_arc),
@@ -40,7 +41,10 @@ pub(super) fn build(
         "PartitionByRangeDateHash" => PartitionByRangeDateHash::new(props, ctx).map(super::to_arc),
         _ => return None,
     };
-    Some(built.map_err(|e| format!("{short}: {e}")))
+    Some(built.map_err(|e| FunctionError::Class {
+        class: short.to_string(),
+        source: Box::new(e),
+    }))
 }
 
 /// Ranges that would list more partitions (or walk more days) than this route to all
@@ -64,8 +68,8 @@ struct Dates {
 
 impl Dates {
     /// `dateFormat` must be present (Mycat fails with a NullPointerException without it).
-    fn new(pattern: Option<&str>, ctx: &BuildContext<'_>) -> Result<Self, String> {
-        let pattern = pattern.ok_or("property dateFormat is required")?;
+    fn new(pattern: Option<&str>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
+        let pattern = pattern.ok_or_else(|| FunctionError::Required("dateFormat".to_string()))?;
         Ok(Dates {
             pattern: pattern.to_string(),
             format: SimpleDateFormat::new(pattern)?,
@@ -96,13 +100,13 @@ impl Dates {
     }
 
     /// Parses a date property at build time (`init()` wraps the ParseException).
-    fn parse_property(&self, name: &str, text: &str) -> Result<i64, String> {
+    fn parse_property(&self, name: &str, text: &str) -> Result<i64, FunctionError> {
         self.parse(text).ok_or_else(|| {
-            format!(
+            FunctionError::Invalid(format!(
                 "{name} {text:?} does not match dateFormat {:?} \
                  (java.text.ParseException: Unparseable date: \"{text}\")",
                 self.pattern
-            )
+            ))
         })
     }
 
@@ -124,13 +128,13 @@ fn divide_by_zero() -> PartitionError {
 }
 
 /// `Integer.parseInt(value)` of a property at build time (`null` when absent).
-fn int_property(props: &Props<'_>, name: &str) -> Result<i32, String> {
+fn int_property(props: &Props<'_>, name: &str) -> Result<i32, FunctionError> {
     let value = props.string(name);
     value.and_then(java::parse_int).ok_or_else(|| {
-        format!(
+        FunctionError::Invalid(format!(
             "property {name}: {} is not an int (NumberFormatException)",
             value.map_or("null".to_string(), |v| format!("'{v}'"))
-        )
+        ))
     })
 }
 
@@ -162,11 +166,11 @@ pub struct PartitionByDate {
 
 impl PartitionByDate {
     /// Properties: `dateFormat`, `sBeginDate`, `sEndDate`, `sPartionDay`, `sNaturalDay`.
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let dates = Dates::new(props.string("dateFormat"), ctx)?;
         let mut natural =
             ctx.version >= MycatVersion::V1_6_7_5 && props.string("sNaturalDay") == Some("1");
-        let days = |natural: bool| -> Result<i64, String> {
+        let days = |natural: bool| -> Result<i64, FunctionError> {
             if natural {
                 Ok(ONE_DAY)
             } else {
@@ -180,7 +184,7 @@ impl PartitionByDate {
                 begin = dates.parse_property("sBeginDate", text)?;
             }
             None if ctx.version == MycatVersion::V1_6_5 => {
-                return Err("property sBeginDate is required".to_string());
+                return Err(FunctionError::Required("sBeginDate".to_string()));
             }
             None => {}
         }
@@ -189,9 +193,11 @@ impl PartitionByDate {
             && begin > 0
         {
             end = dates.parse_property("sEndDate", text)?;
-            let n_count = |period: i64| -> Result<i32, String> {
+            let n_count = |period: i64| -> Result<i32, FunctionError> {
                 if period == 0 {
-                    return Err("sPartionDay 0: / by zero (java.lang.ArithmeticException)".into());
+                    return Err(FunctionError::Invalid(
+                        "sPartionDay 0: / by zero (java.lang.ArithmeticException)".to_string(),
+                    ));
                 }
                 Ok((end.wrapping_sub(begin).wrapping_div(period) as i32).wrapping_add(1))
             };
@@ -288,7 +294,7 @@ impl Months {
         props: &Props<'_>,
         ctx: &BuildContext<'_>,
         class_variant: MonthVariant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, FunctionError> {
         let modern = class_variant == MonthVariant::Month && ctx.version >= MycatVersion::V1_6_7_5;
         let head = class_variant == MonthVariant::Month && ctx.version >= MycatVersion::V1_6_7_6;
         let pattern = props
@@ -307,17 +313,17 @@ impl Months {
                 dates,
             });
         }
-        let begin = begin.ok_or("property sBeginDate is required")?;
+        let begin = begin.ok_or_else(|| FunctionError::Required("sBeginDate".to_string()))?;
         let b = dates.fields(dates.parse_property("sBeginDate", begin)?);
         let n = match end {
             Some(end) => {
                 let e = dates.fields(dates.parse_property("sEndDate", end)?);
                 let n = month_index(e, b.year, b.month).wrapping_add(1);
                 if n <= 0 {
-                    return Err(format!(
+                    return Err(FunctionError::Invalid(format!(
                         "Incorrect time range for month partitioning! (sBeginDate {begin:?}, \
                          sEndDate {end:?})"
-                    ));
+                    )));
                 }
                 n
             }
@@ -435,7 +441,7 @@ pub struct PartitionByMonth(Months);
 
 impl PartitionByMonth {
     /// Properties: `dateFormat`, `sBeginDate`, `sEndDate`.
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         Months::new(props, ctx, MonthVariant::Month).map(PartitionByMonth)
     }
 }
@@ -468,7 +474,7 @@ pub struct PartitionByMonthAndHistory(Months);
 
 impl PartitionByMonthAndHistory {
     /// Properties: `dateFormat`, `sBeginDate` (required), `sEndDate`.
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         Months::new(props, ctx, MonthVariant::History).map(PartitionByMonthAndHistory)
     }
 }
@@ -501,7 +507,7 @@ pub struct PartitionByHotDate {
 
 impl PartitionByHotDate {
     /// Properties: `dateFormat`, `sLastDay`, `sPartionDay`.
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let dates = Dates::new(props.string("dateFormat"), ctx)?;
         Ok(PartitionByHotDate {
             last_days: i64::from(int_property(props, "sLastDay")?),
@@ -578,7 +584,7 @@ pub struct LatestMonthPartion {
 
 impl LatestMonthPartion {
     /// Properties: `splitOneDay` (int, 1..=24).
-    pub fn new(props: &Props<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>) -> Result<Self, FunctionError> {
         if props.string("splitOneDay").is_none() {
             return Ok(LatestMonthPartion {
                 split_one_day: 24,
@@ -587,14 +593,16 @@ impl LatestMonthPartion {
         }
         let split = props.int("splitOneDay", 24)?;
         if split == 0 {
-            return Err("splitOneDay 0: / by zero (java.lang.ArithmeticException)".to_string());
+            return Err(FunctionError::Invalid(
+                "splitOneDay 0: / by zero (java.lang.ArithmeticException)".to_string(),
+            ));
         }
         let hour_span = 24i32.wrapping_div(split);
         if hour_span.wrapping_mul(24) < 24 {
-            return Err(format!(
+            return Err(FunctionError::Invalid(format!(
                 "invalid splitOnDay param:{split} should be an even number and less or equals \
                  than 24"
-            ));
+            )));
         }
         Ok(LatestMonthPartion {
             split_one_day: split,
@@ -655,15 +663,17 @@ pub struct PartitionByRangeDateHash {
 
 impl PartitionByRangeDateHash {
     /// Properties: `dateFormat`, `sBeginDate`, `sPartionDay`, `groupPartionSize` (> 0).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let dates = Dates::new(props.string("dateFormat"), ctx)?;
         let begin_text = props
             .string("sBeginDate")
-            .ok_or("property sBeginDate is required")?;
+            .ok_or_else(|| FunctionError::Required("sBeginDate".to_string()))?;
         let begin = dates.parse_property("sBeginDate", begin_text)?;
         let group = int_property(props, "groupPartionSize")?;
         if group <= 0 {
-            return Err(format!("groupPartionSize must >0,but cur is {group}"));
+            return Err(FunctionError::Invalid(format!(
+                "groupPartionSize must >0,but cur is {group}"
+            )));
         }
         let period = i64::from(int_property(props, "sPartionDay")?) * ONE_DAY;
         Ok(PartitionByRangeDateHash {

@@ -1,5 +1,6 @@
 //! `io.mycat.route.function.PartitionByFileMap` (enumeration, "sharding-by-intfile", SPEC §2.5.4).
 
+use crate::route::function::FunctionError;
 use std::collections::HashMap;
 
 use super::mapfile;
@@ -26,11 +27,11 @@ pub struct PartitionByFileMap {
 impl PartitionByFileMap {
     /// Properties: `mapFile` (required), `type` (int, default 0), `defaultNode` (int, default -1).
     /// Lines whose key or node does not parse are skipped silently, as Mycat skips them.
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let file = props.required("mapFile")?;
         let int_keys = props.int("type", 0)? == 0;
         let default_node = props.int("defaultNode", -1)?;
-        let content = (ctx.read_map_file)(file)?;
+        let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
         let mut map = HashMap::new();
         for (_, line) in mapfile::lines(&content) {
             let Some((key, node)) = line.split_once('=') else {

@@ -11,6 +11,7 @@ mod properties;
 mod segment;
 mod string;
 
+use crate::route::function::FunctionError;
 use std::sync::Arc;
 
 use super::{BuildContext, PartitionFunction, Props, to_arc};
@@ -21,7 +22,7 @@ pub(super) fn build(
     short: &str,
     props: &Props<'_>,
     ctx: &BuildContext<'_>,
-) -> Option<Result<Arc<dyn PartitionFunction>, String>> {
+) -> Option<Result<Arc<dyn PartitionFunction>, FunctionError>> {
     Some(match short {
         "PartitionByLong" => long::PartitionByLong::new(props, ctx).map(to_arc),
         "PartitionByString" => string::PartitionByString::new(props).map(to_arc),

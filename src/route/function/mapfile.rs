@@ -1,6 +1,7 @@
 //! Mycat's map-file formats (SPEC §2.4).
 
 use super::java;
+use crate::route::function::FunctionError;
 
 /// Mycat `NumberParseUtil.parseLong`: `M` = 10,000 and `K` = 1,000 (DECISIONS.md item 4), a
 /// remainder may follow the unit (`2M1` = 20,001, `30K09` = 30,009); a leading unit is an error.
@@ -45,13 +46,15 @@ pub struct LongRange {
 /// them with a warning; file order is kept (first match wins).
 ///
 /// Errors: a bound or node that does not parse, naming the file's line.
-pub fn long_ranges(file: &str, content: &str) -> Result<Vec<LongRange>, String> {
+pub fn long_ranges(file: &str, content: &str) -> Result<Vec<LongRange>, FunctionError> {
     let mut out = Vec::new();
     for (n, line) in lines(content) {
         let Some((left, right)) = line.split_once('=') else {
             continue;
         };
-        let bad = |what: &str| format!("map file {file} line {n} '{line}': {what}");
+        let bad = |what: &str| {
+            FunctionError::Invalid(format!("map file {file} line {n} '{line}': {what}"))
+        };
         let mut bounds = left.split('-');
         let start = bounds.next().map(java::trim).and_then(parse_units);
         let end = bounds.next().map(java::trim).and_then(parse_units);
@@ -99,6 +102,11 @@ mod tests {
                 }
             ]
         );
-        assert!(long_ranges("f", "-5-0=1").unwrap_err().contains("line 1"));
+        assert!(
+            long_ranges("f", "-5-0=1")
+                .unwrap_err()
+                .to_string()
+                .contains("line 1")
+        );
     }
 }

@@ -8,6 +8,7 @@
 
 mod auto_long;
 mod date;
+mod error;
 mod file_map;
 pub(crate) mod hash;
 pub mod java;
@@ -20,6 +21,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::config::MycatVersion;
+
+pub use error::FunctionError;
 
 /// The Java exception class Mycat would raise, kept so results can be compared with the golden
 /// vectors and reported faithfully.
@@ -157,7 +160,7 @@ pub fn build(
     class: &str,
     properties: &BTreeMap<String, String>,
     ctx: &BuildContext<'_>,
-) -> Result<Arc<dyn PartitionFunction>, String> {
+) -> Result<Arc<dyn PartitionFunction>, FunctionError> {
     let short = class
         .strip_prefix("io.mycat.route.function.")
         .unwrap_or(class);
@@ -171,7 +174,7 @@ pub fn build(
             .or_else(|| pattern::build(short, &props, ctx)),
     };
     // Custom classes of a Mycat deployment cannot run here: refuse them by name.
-    built.unwrap_or_else(|| Err(format!("unknown partition function class {class}")))
+    built.unwrap_or_else(|| Err(FunctionError::UnknownClass(class.to_string())))
 }
 
 fn to_arc<F: PartitionFunction + 'static>(f: F) -> Arc<dyn PartitionFunction> {
@@ -187,18 +190,19 @@ impl Props<'_> {
     }
 
     /// An `int` setter: Java `Integer.parseInt` of the trimmed text; absent → `default`.
-    pub fn int(&self, name: &str, default: i32) -> Result<i32, String> {
+    pub fn int(&self, name: &str, default: i32) -> Result<i32, FunctionError> {
         match self.0.get(name) {
             None => Ok(default),
-            Some(v) => java::parse_int(v).ok_or_else(|| {
-                format!("property {name}: '{v}' is not an int (NumberFormatException)")
+            Some(v) => java::parse_int(v).ok_or_else(|| FunctionError::NotAnInt {
+                name: name.to_string(),
+                value: v.clone(),
             }),
         }
     }
 
-    pub fn required(&self, name: &str) -> Result<&str, String> {
+    pub fn required(&self, name: &str) -> Result<&str, FunctionError> {
         self.string(name)
-            .ok_or_else(|| format!("property {name} is required"))
+            .ok_or_else(|| FunctionError::Required(name.to_string()))
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{PartitionError, PartitionFunction, Props, RangePartitions, java};
 use crate::config::MycatVersion;
+use crate::route::function::FunctionError;
 
 /// `|BigInteger(v)| mod count`. A non-numeric value: Mycat 1.6.7.6 (`main`) hashes it,
 /// `|i64(v.hashCode())| mod count`; up to 1.6.7.5 it is an error (DECISIONS.md item 2).
@@ -13,7 +14,7 @@ pub struct PartitionByMod {
 
 impl PartitionByMod {
     /// Properties: `count` (int).
-    pub fn new(props: &Props<'_>, version: MycatVersion) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, version: MycatVersion) -> Result<Self, FunctionError> {
         Ok(PartitionByMod {
             count: props.int("count", 0)?,
             hash_non_numeric: version >= MycatVersion::V1_6_7_6,

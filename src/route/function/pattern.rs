@@ -7,6 +7,7 @@ mod prefix_pattern;
 mod range_mod;
 mod ranges;
 
+use crate::route::function::FunctionError;
 use std::sync::Arc;
 
 use super::{BuildContext, PartitionFunction, Props, to_arc};
@@ -17,7 +18,7 @@ pub(super) fn build(
     short: &str,
     props: &Props<'_>,
     ctx: &BuildContext<'_>,
-) -> Option<Result<Arc<dyn PartitionFunction>, String>> {
+) -> Option<Result<Arc<dyn PartitionFunction>, FunctionError>> {
     Some(match short {
         "PartitionByRangeMod" => range_mod::PartitionByRangeMod::new(props, ctx).map(to_arc),
         "PartitionByPattern" => by_pattern::PartitionByPattern::new(props, ctx).map(to_arc),

@@ -18,6 +18,7 @@
 
 use super::calendar::{self, Field, Fields, LocalFields};
 use super::zone::JavaZone;
+use crate::route::function::FunctionError;
 use crate::route::function::java;
 
 const LONG_MONTHS: [&str; 12] = [
@@ -118,7 +119,7 @@ pub(crate) struct SimpleDateFormat {
 impl SimpleDateFormat {
     /// `SimpleDateFormat.compile`: fails like Java on an unknown pattern letter or an
     /// unterminated quote, and on the letters manx does not support.
-    pub(crate) fn new(pattern: &str) -> Result<Self, String> {
+    pub(crate) fn new(pattern: &str) -> Result<Self, FunctionError> {
         let units: Vec<u16> = pattern.encode_utf16().collect();
         let mut items: Vec<Item> = Vec::new();
         let mut field: Option<(u16, usize)> = None;
@@ -128,14 +129,14 @@ impl SimpleDateFormat {
             if let Some((c, count)) = field.take() {
                 let ch = char::from(c as u8);
                 let letter = Letter::from_char(ch).ok_or_else(|| {
-                    format!(
+                    FunctionError::Invalid(format!(
                         "dateFormat {pattern:?}: pattern letter '{ch}' is not supported \
                          (supported: y M d H k K h m s S a)"
-                    )
+                    ))
                 })?;
                 items.push(Item::Field { letter, count });
             }
-            Ok::<(), String>(())
+            Ok::<(), FunctionError>(())
         };
         let push_literal = |items: &mut Vec<Item>, text: &[u16]| {
             if let Some(Item::Literal(prev)) = items.last_mut() {
@@ -182,10 +183,10 @@ impl SimpleDateFormat {
             }
             let ch = char::from(c as u8);
             if !JAVA_PATTERN_CHARS.contains(ch) {
-                return Err(format!(
+                return Err(FunctionError::Invalid(format!(
                     "dateFormat {pattern:?}: Illegal pattern character '{ch}' \
                      (java.lang.IllegalArgumentException)"
-                ));
+                )));
             }
             match &mut field {
                 Some((last, count)) if *last == c => *count += 1,
@@ -197,9 +198,9 @@ impl SimpleDateFormat {
             i += 1;
         }
         if quoted.is_some() {
-            return Err(format!(
+            return Err(FunctionError::Invalid(format!(
                 "dateFormat {pattern:?}: Unterminated quote (java.lang.IllegalArgumentException)"
-            ));
+            )));
         }
         flush(&mut field, &mut items)?;
         Ok(SimpleDateFormat { items })
@@ -755,11 +756,13 @@ mod tests {
         assert!(
             SimpleDateFormat::new("yyyy-bb")
                 .unwrap_err()
+                .to_string()
                 .contains("Illegal pattern character")
         );
         assert!(
             SimpleDateFormat::new("yyyy-MM-dd EEE")
                 .unwrap_err()
+                .to_string()
                 .contains("not supported")
         );
     }

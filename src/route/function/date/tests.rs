@@ -1,6 +1,7 @@
 //! SPEC.md §2.5.11-2.5.16 examples, Mycat's own unit-test values, and this family's golden
 //! vector files with every mismatch listed.
 
+use crate::route::function::FunctionError;
 use std::collections::BTreeMap;
 
 use super::*;
@@ -30,7 +31,7 @@ fn build_in(
     props: &[(&str, &str)],
     version: MycatVersion,
     zone: &str,
-) -> Result<Arc<dyn PartitionFunction>, String> {
+) -> Result<Arc<dyn PartitionFunction>, FunctionError> {
     let map: BTreeMap<String, String> = props
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -264,6 +265,7 @@ fn partition_by_month_spec_examples() {
             "UTC"
         )
         .unwrap_err()
+        .to_string()
         .contains("Incorrect time range")
     );
 }

@@ -9,6 +9,7 @@
 //! `instant + offset after it` is not later than the wall time, which puts times in a DST gap
 //! on the old offset (so they move forward) and times in an overlap on the new offset.
 
+use crate::route::function::FunctionError;
 use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone, TimeZoneDatabase};
 
@@ -42,7 +43,7 @@ impl JavaZone {
     /// IDs (`CTT`, `PST`, fixed `EST`...), custom `GMT+8` / `GMT-05:30` offsets, then tz
     /// database names, from the bundled database first (rearguard data, like the JDK's own
     /// copy). An unknown name is an error (Java would silently use GMT).
-    pub(crate) fn new(name: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn new(name: Option<&str>) -> Result<Self, FunctionError> {
         let bundled = |name: &str| TimeZoneDatabase::bundled().get(name).ok();
         let tz = match name {
             None => {
@@ -52,12 +53,17 @@ impl JavaZone {
             Some(name) => match java_zone_id(name) {
                 Some(JavaId::Fixed(seconds)) => Offset::from_seconds(seconds)
                     .map(TimeZone::fixed)
-                    .map_err(|e| format!("time zone {name:?}: {e}"))?,
-                Some(JavaId::Alias(iana)) => bundled(iana)
-                    .ok_or_else(|| format!("time zone {name:?} ({iana}) is not in the database"))?,
+                    .map_err(|e| FunctionError::Invalid(format!("time zone {name:?}: {e}")))?,
+                Some(JavaId::Alias(iana)) => bundled(iana).ok_or_else(|| {
+                    FunctionError::Invalid(format!(
+                        "time zone {name:?} ({iana}) is not in the database"
+                    ))
+                })?,
                 None => bundled(name)
                     .map_or_else(|| TimeZone::get(name), Ok)
-                    .map_err(|e| format!("unknown time zone {name:?}: {e}"))?,
+                    .map_err(|e| {
+                        FunctionError::Invalid(format!("unknown time zone {name:?}: {e}"))
+                    })?,
             },
         };
         Ok(Self::from_tz(tz))

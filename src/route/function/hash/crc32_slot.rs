@@ -3,6 +3,7 @@
 use super::super::{BuildContext, PartitionError, PartitionFunction, Props, java};
 use super::properties;
 use crate::config::MycatVersion;
+use crate::route::function::FunctionError;
 
 /// Slots the CRC is reduced to.
 const SLOTS: u32 = 102_400;
@@ -75,11 +76,17 @@ fn guava_split(s: &str, sep: char) -> impl Iterator<Item = &str> {
 /// Parses a slot file as Mycat's `convertToMap` does: nodes in ascending order, each with its
 /// ranges in file order. Mycat reads the file with `Properties.load(InputStream)`, i.e. as
 /// ISO-8859-1, so non-ASCII bytes never form digits or white space here either.
-fn parse_rule_data(content: &str) -> Result<SlotMap, String> {
+fn parse_rule_data(content: &str) -> Result<SlotMap, FunctionError> {
     let latin1: String = content.bytes().map(char::from).collect();
-    let bad_int = |s: &str| format!("ruledata: For input string: \"{s}\" (NumberFormatException)");
+    let bad_int = |s: &str| {
+        FunctionError::Invalid(format!(
+            "ruledata: For input string: \"{s}\" (NumberFormatException)"
+        ))
+    };
     let mut nodes: SlotMap = Vec::new();
-    for (key, value) in properties::load(&latin1).map_err(|e| format!("ruledata: {e}"))? {
+    for (key, value) in
+        properties::load(&latin1).map_err(|e| FunctionError::Invalid(format!("ruledata: {e}")))?
+    {
         let mut ranges = Vec::new();
         for range in guava_split(&value, ',') {
             let bounds: Vec<&str> = guava_split(range, '-').collect();
@@ -88,9 +95,9 @@ fn parse_rule_data(content: &str) -> Result<SlotMap, String> {
                 [a, b] => ranges.push((int(a)?, int(b)?)),
                 [a] => ranges.push((int(a)?, int(a)?)),
                 _ => {
-                    return Err(format!(
+                    return Err(FunctionError::Invalid(format!(
                         "load crc32slot datafile error:dn={key},value={range}"
-                    ));
+                    )));
                 }
             }
         }
@@ -108,7 +115,7 @@ fn parse_rule_data(content: &str) -> Result<SlotMap, String> {
 
 /// Fills the slot → node array as Mycat's `hack()` does (ascending nodes, later writes win),
 /// failing where Java's array index would be out of bounds, and compresses it into runs.
-fn slot_runs(nodes: &SlotMap) -> Result<Vec<(u32, i32)>, String> {
+fn slot_runs(nodes: &SlotMap) -> Result<Vec<(u32, i32)>, FunctionError> {
     let mut owner = vec![0i32; SLOTS as usize];
     for (node, ranges) in nodes {
         for &(start, end) in ranges {
@@ -116,11 +123,11 @@ fn slot_runs(nodes: &SlotMap) -> Result<Vec<(u32, i32)>, String> {
                 continue;
             }
             if start < 0 || end >= SLOTS as i32 {
-                return Err(format!(
+                return Err(FunctionError::Invalid(format!(
                     "ruledata: node {node} range {start}-{end} is outside the slots 0-{} \
                      (ArrayIndexOutOfBoundsException)",
                     SLOTS - 1
-                ));
+                )));
             }
             for slot in &mut owner[start as usize..=end as usize] {
                 *slot = *node;
@@ -155,7 +162,7 @@ impl PartitionByCRC32PreSlot {
     /// Errors: no node count (no table and no positive `count`), a slot file that does not
     /// parse, or (1.6.7) one that names a different number of nodes than the table has
     /// (Mycat: `<rule>数量与dataNode数量不符`).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let count = props.int("count", 0)?;
         let per_table = ctx.version >= MycatVersion::V1_6_7_5;
         let (nodes, rule_data) = match ctx.table {
@@ -173,20 +180,20 @@ impl PartitionByCRC32PreSlot {
                     && ctx.table.is_some()
                     && i64::try_from(map.len()) != Ok(i64::from(nodes))
                 {
-                    return Err(format!(
+                    return Err(FunctionError::Invalid(format!(
                         "PartitionByCRC32PreSlot: the ruledata file names {} nodes but the table \
                          has {nodes} dataNodes (数量与dataNode数量不符)",
                         map.len()
-                    ));
+                    )));
                 }
                 map
             }
             None if nodes > 0 => even_split(nodes),
             None => {
-                return Err(format!(
+                return Err(FunctionError::Invalid(format!(
                     "PartitionByCRC32PreSlot needs a positive node count: property count is \
                      {count} and no table gives its dataNode count"
-                ));
+                )));
             }
         };
         Ok(PartitionByCRC32PreSlot {
@@ -227,7 +234,7 @@ mod tests {
         version: MycatVersion,
         count: Option<&str>,
         table: Option<TableContext<'_>>,
-    ) -> Result<PartitionByCRC32PreSlot, String> {
+    ) -> Result<PartitionByCRC32PreSlot, FunctionError> {
         let map: BTreeMap<String, String> = count
             .map(|c| ("count".to_string(), c.to_string()))
             .into_iter()
@@ -316,7 +323,12 @@ mod tests {
             Some("3"),
             table(3, Some("0=0-50000\n1=50001-102399\n")),
         );
-        assert!(mismatch.unwrap_err().contains("数量与dataNode数量不符"));
+        assert!(
+            mismatch
+                .unwrap_err()
+                .to_string()
+                .contains("数量与dataNode数量不符")
+        );
         for bad in [
             "0=1-2-3\n",
             "0=x\n",

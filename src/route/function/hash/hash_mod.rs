@@ -1,6 +1,7 @@
 //! `io.mycat.route.function.PartitionByHashMod` (SPEC §2.5.9).
 
 use super::super::{JavaException, PartitionError, PartitionFunction, Props, java};
+use crate::route::function::FunctionError;
 
 /// Thomas Wang's 32-bit integer mix over Java's `String.hashCode`, then `|k| mod count`, with
 /// `|k|` taken without overflow (`|i32::MIN|` = 2^31). When the `count` setter saw a power of
@@ -27,7 +28,7 @@ fn wang_hash(key: i32) -> i32 {
 impl PartitionByHashMod {
     /// Properties: `count` (int). Like Mycat's setter, the power-of-two test is made only when
     /// the property is given.
-    pub fn new(props: &Props<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>) -> Result<Self, FunctionError> {
         let given = props.string("count").is_some();
         let count = props.int("count", 0)?;
         Ok(PartitionByHashMod {

@@ -1,6 +1,7 @@
 //! `io.mycat.route.function.PartitionByJumpConsistentHash` (SPEC §2.5.8).
 
 use super::super::{JavaException, PartitionError, PartitionFunction, Props, java};
+use crate::route::function::FunctionError;
 
 /// Lamping & Veach's jump consistent hash of Java's `String.hashCode` (sign-extended to 64
 /// bits) over `totalBuckets` buckets, with Mycat's IEEE double arithmetic and saturating
@@ -31,7 +32,7 @@ fn jump_consistent_hash(key: i64, buckets: i32) -> i32 {
 
 impl PartitionByJumpConsistentHash {
     /// Properties: `totalBuckets` (int, default 0).
-    pub fn new(props: &Props<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>) -> Result<Self, FunctionError> {
         Ok(PartitionByJumpConsistentHash {
             total_buckets: props.int("totalBuckets", 0)?,
         })

@@ -3,6 +3,7 @@
 use super::super::{BuildContext, PartitionError, PartitionFunction, Props, RangePartitions, java};
 use super::segment::SegmentTable;
 use crate::config::MycatVersion;
+use crate::route::function::FunctionError;
 
 /// `k = Long.parseLong(v)`; from Mycat 1.6.7.4 on the key is folded, `k ^= k >>> 32` (logical
 /// shift), 1.6.5 uses it as is; the result is `segment[k & 1023]` of the
@@ -17,7 +18,7 @@ pub struct PartitionByLong {
 
 impl PartitionByLong {
     /// Properties: `partitionCount`, `partitionLength` (comma-separated int lists, required).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         Ok(PartitionByLong {
             table: SegmentTable::from_props(props)?,
             fold: ctx.version >= MycatVersion::V1_6_7_5,

@@ -1,5 +1,6 @@
 //! `io.mycat.route.function.PartitionByMurmurHash` (consistent hash ring, SPEC §2.5.7).
 
+use crate::route::function::FunctionError;
 use std::collections::BTreeMap;
 
 use super::super::{BuildContext, JavaException, PartitionError, PartitionFunction, Props, java};
@@ -87,14 +88,16 @@ pub struct PartitionByMurmurHash {
 /// Reads the `weightMapFile` (`java.util.Properties`, node index = weight; a weight <= 0
 /// counts as 1), failing like Mycat's setter: file missing, or a key or weight that is not an
 /// int (`NumberFormatException`).
-fn weights(file: &str, ctx: &BuildContext<'_>) -> Result<BTreeMap<i32, i32>, String> {
-    let content = (ctx.read_map_file)(file)?;
+fn weights(file: &str, ctx: &BuildContext<'_>) -> Result<BTreeMap<i32, i32>, FunctionError> {
+    let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
     let bad = |s: &str| {
-        format!("weightMapFile {file}: For input string: \"{s}\" (NumberFormatException)")
+        FunctionError::Invalid(format!(
+            "weightMapFile {file}: For input string: \"{s}\" (NumberFormatException)"
+        ))
     };
     let mut map = BTreeMap::new();
-    for (key, value) in
-        properties::load(&content).map_err(|e| format!("weightMapFile {file}: {e}"))?
+    for (key, value) in properties::load(&content)
+        .map_err(|e| FunctionError::Invalid(format!("weightMapFile {file}: {e}")))?
     {
         let weight = java::parse_int(&value).ok_or_else(|| bad(&value))?;
         let node = java::parse_int(&key).ok_or_else(|| bad(&key))?;
@@ -110,7 +113,7 @@ impl PartitionByMurmurHash {
     ///
     /// Errors: a bad int property or weight file, and rings too large to build (see
     /// [`MAX_BUCKETS`]).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let seed = props.int("seed", 0)?;
         let count = props.int("count", 0)?;
         let times = props.int("virtualBucketTimes", 160)?;
@@ -150,11 +153,11 @@ impl PartitionByMurmurHash {
     }
 }
 
-fn too_large(count: i32, times: i32) -> String {
-    format!(
+fn too_large(count: i32, times: i32) -> FunctionError {
+    FunctionError::Invalid(format!(
         "PartitionByMurmurHash: count {count} × virtualBucketTimes {times} (× weights) is more \
          than the {MAX_BUCKETS} virtual buckets manx builds (Mycat would not finish building it)"
-    )
+    ))
 }
 
 impl PartitionFunction for PartitionByMurmurHash {

@@ -1,13 +1,15 @@
 //! Java `java.util.Properties.load`: the format of Mycat's murmur weight file and of
 //! PartitionByCRC32PreSlot's `ruledata/<rule>.properties`.
 
+use crate::route::function::FunctionError;
+
 /// The key/value pairs of a properties file in file order; a repeated key keeps its last value
 /// (at the place it first appeared). Comment lines start with `#` or `!`; a line ending in an odd
 /// number of backslashes continues on the next one; the key ends at the first unescaped `=`,
 /// `:` or white space (space, tab, form feed); the value keeps trailing white space.
 ///
 /// Errors: a malformed `\uXXXX` escape (Java's `IllegalArgumentException`).
-pub(super) fn load(content: &str) -> Result<Vec<(String, String)>, String> {
+pub(super) fn load(content: &str) -> Result<Vec<(String, String)>, FunctionError> {
     let mut pairs: Vec<(String, String)> = Vec::new();
     for line in logical_lines(content) {
         let (key, value) = split_line(&line)?;
@@ -93,7 +95,7 @@ fn logical_lines(content: &str) -> Vec<Vec<char>> {
 }
 
 /// Splits a logical line into key and value and resolves their escapes (`Properties.load0`).
-fn split_line(line: &[char]) -> Result<(String, String), String> {
+fn split_line(line: &[char]) -> Result<(String, String), FunctionError> {
     let mut key_len = 0;
     let mut value_start = line.len();
     let mut has_sep = false;
@@ -129,7 +131,7 @@ fn split_line(line: &[char]) -> Result<(String, String), String> {
 
 /// `Properties.loadConvert`: `\uXXXX`, `\t`, `\n`, `\r`, `\f`; any other escaped character
 /// stands for itself.
-fn unescape(chars: &[char]) -> Result<String, String> {
+fn unescape(chars: &[char]) -> Result<String, FunctionError> {
     let mut out = String::with_capacity(chars.len());
     let mut it = chars.iter().copied();
     while let Some(c) = it.next() {
@@ -146,7 +148,9 @@ fn unescape(chars: &[char]) -> Result<String, String> {
                 for _ in 0..4 {
                     let digit = it.next().and_then(|h| h.to_digit(16));
                     let Some(d) = digit else {
-                        return Err("Malformed \\uxxxx encoding.".to_string());
+                        return Err(FunctionError::Invalid(
+                            "Malformed \\uxxxx encoding.".to_string(),
+                        ));
                     };
                     code = code * 16 + d;
                 }

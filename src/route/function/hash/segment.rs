@@ -2,6 +2,7 @@
 //! PartitionByString, SPEC §2.4) and the `partitionCount` / `partitionLength` list setters.
 
 use super::super::{Props, java};
+use crate::route::function::FunctionError;
 
 /// Slots in the table; a hash picks `segment[h & 1023]`.
 const SLOTS: usize = 1024;
@@ -9,7 +10,7 @@ const SLOTS: usize = 1024;
 /// Mycat's `toIntArray`: `SplitUtil.split(text, ',', true)` (empty items between commas are
 /// dropped, the others Java-trimmed, so `"8, ,8"` keeps an empty item) then `Integer.parseInt`
 /// of each item. An absent property is Java's `null` array.
-fn int_list(props: &Props<'_>, name: &str) -> Result<Option<Vec<i32>>, String> {
+fn int_list(props: &Props<'_>, name: &str) -> Result<Option<Vec<i32>>, FunctionError> {
     let Some(text) = props.string(name) else {
         return Ok(None);
     };
@@ -17,8 +18,9 @@ fn int_list(props: &Props<'_>, name: &str) -> Result<Option<Vec<i32>>, String> {
         .filter(|item| !item.is_empty())
         .map(|item| {
             let item = java::trim(item);
-            java::parse_int(item).ok_or_else(|| {
-                format!("property {name}: '{item}' is not an int (NumberFormatException)")
+            java::parse_int(item).ok_or_else(|| FunctionError::NotAnInt {
+                name: name.to_string(),
+                value: item.to_string(),
             })
         })
         .collect::<Result<Vec<_>, _>>()
@@ -43,23 +45,28 @@ impl SegmentTable {
     /// (`error,check your scope & scopeLength definition.`), Σ count·length ≠ 1024
     /// (`error,check your partitionScope definition.`), and the Java array errors the
     /// constructor runs into with negative or overflowing counts and lengths.
-    pub fn from_props(props: &Props<'_>) -> Result<SegmentTable, String> {
+    pub fn from_props(props: &Props<'_>) -> Result<SegmentTable, FunctionError> {
         let count = int_list(props, "partitionCount")?;
         let length = int_list(props, "partitionLength")?;
         match (count, length) {
             (Some(count), Some(length)) if count.len() == length.len() => {
                 SegmentTable::new(&count, &length)
             }
-            _ => Err("error,check your scope & scopeLength definition.".to_string()),
+            _ => Err(FunctionError::Invalid(
+                "error,check your scope & scopeLength definition.".to_string(),
+            )),
         }
     }
 
     /// `PartitionUtil(count, length)` for lists of equal length, simulated without Java's
     /// `int[Σ count + 1]` boundary array (whose size a configuration controls) but failing
     /// exactly where Java's constructor throws.
-    fn new(count: &[i32], length: &[i32]) -> Result<SegmentTable, String> {
-        let array_error =
-            |what: &str| format!("error,check your partitionScope definition ({what}).");
+    fn new(count: &[i32], length: &[i32]) -> Result<SegmentTable, FunctionError> {
+        let array_error = |what: &str| {
+            FunctionError::Invalid(format!(
+                "error,check your partitionScope definition ({what})."
+            ))
+        };
         // ai = new int[segmentLength + 1], segmentLength = Σ count (wrapping int).
         let partitions = count.iter().fold(0i32, |s, &c| s.wrapping_add(c));
         if partitions.wrapping_add(1) < 0 {
@@ -85,7 +92,9 @@ impl SegmentTable {
             })
         };
         if last != SLOTS as i32 {
-            return Err("error,check your partitionScope definition.".to_string());
+            return Err(FunctionError::Invalid(
+                "error,check your partitionScope definition.".to_string(),
+            ));
         }
         // segment[j] = p for j in [ai[p], ai[p+1]); a non-empty interval outside 0..1024 is an
         // ArrayIndexOutOfBoundsException.
@@ -153,7 +162,7 @@ mod tests {
 
     use super::*;
 
-    fn table(count: &str, length: &str) -> Result<SegmentTable, String> {
+    fn table(count: &str, length: &str) -> Result<SegmentTable, FunctionError> {
         let map: BTreeMap<String, String> = [
             ("partitionCount".to_string(), count.to_string()),
             ("partitionLength".to_string(), length.to_string()),
@@ -181,14 +190,20 @@ mod tests {
     #[test]
     fn java_failures() {
         let scope = "error,check your partitionScope definition.";
-        assert_eq!(table("2", "256").unwrap_err(), scope);
-        assert_eq!(table("4", "512").unwrap_err(), scope);
+        assert_eq!(table("2", "256").unwrap_err().to_string(), scope);
+        assert_eq!(table("4", "512").unwrap_err().to_string(), scope);
         assert!(
             table("2,1", "512")
                 .unwrap_err()
+                .to_string()
                 .contains("scope & scopeLength")
         );
-        assert!(table("8, ,", "128").unwrap_err().contains("not an int"));
+        assert!(
+            table("8, ,", "128")
+                .unwrap_err()
+                .to_string()
+                .contains("not an int")
+        );
         assert!(table("-1,2", "0,512").is_err());
         assert!(table("2147483647,1", "0,1024").is_err());
         assert!(table("1,1", "2048,-1024").is_err());

@@ -2,6 +2,7 @@
 
 use super::super::{PartitionError, PartitionFunction, Props, java};
 use super::segment::SegmentTable;
+use crate::route::function::FunctionError;
 
 /// Hashes the UTF-16 units `[start, end)` of the value with a **64-bit** `h = 31*h + unit`
 /// (wrapping) and returns `segment[h & 1023]` of the `partitionCount` × `partitionLength`
@@ -17,10 +18,11 @@ pub struct PartitionByString {
 
 /// Mycat `PartitionByString.sequenceSlicing`: `"n"` → `(0, n)` for `n >= 0`, `(n, 0)` otherwise;
 /// `"a:b"` with each side Java-trimmed and an empty side meaning 0.
-fn sequence_slicing(slice: &str) -> Result<(i32, i32), String> {
+fn sequence_slicing(slice: &str) -> Result<(i32, i32), FunctionError> {
     let int = |s: &str| {
-        java::parse_int(s).ok_or_else(|| {
-            format!("property hashSlice: '{s}' is not an int (NumberFormatException)")
+        java::parse_int(s).ok_or_else(|| FunctionError::NotAnInt {
+            name: "hashSlice".to_string(),
+            value: s.to_string(),
         })
     };
     match slice.split_once(':') {
@@ -42,7 +44,7 @@ impl PartitionByString {
     /// Properties: `partitionCount`, `partitionLength` (as PartitionByLong), `hashSlice`
     /// (default `0:8`) or the older `hashLength` (int, same as `hashSlice` `"n"`). Mycat's
     /// setters run in property-name order, so `hashSlice` wins over `hashLength`.
-    pub fn new(props: &Props<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>) -> Result<Self, FunctionError> {
         let mut slice = (0, 8);
         if props.string("hashLength").is_some() {
             slice = sequence_slicing(&props.int("hashLength", 0)?.to_string())?;

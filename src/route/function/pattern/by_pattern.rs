@@ -2,6 +2,7 @@
 //! SPEC §2.5.17).
 
 use super::ranges::{self, BadLine, Bounds, Range};
+use crate::route::function::FunctionError;
 use crate::route::function::{
     BuildContext, JavaException, PartitionError, PartitionFunction, Props, java,
 };
@@ -23,11 +24,11 @@ impl PartitionByPattern {
     /// Properties: `patternValue` (int, default 1024), `defaultNode` (int, default 0),
     /// `mapFile` (required; `start-end=node` with plain-long bounds, no K/M; lines that do not
     /// parse are skipped silently, as Mycat skips them).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let pattern_value = props.int("patternValue", 1024)?;
         let default_node = props.int("defaultNode", 0)?;
         let file = props.required("mapFile")?;
-        let content = (ctx.read_map_file)(file)?;
+        let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
         Ok(PartitionByPattern {
             pattern_value,
             default_node,

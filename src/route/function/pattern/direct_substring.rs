@@ -1,5 +1,6 @@
 //! `io.mycat.route.function.PartitionDirectBySubString` (SPEC §2.5.19).
 
+use crate::route::function::FunctionError;
 use crate::route::function::{JavaException, PartitionError, PartitionFunction, Props, java};
 
 /// The exception Java's `String.substring` raises on bad indexes. `JavaException` has no
@@ -22,7 +23,7 @@ pub struct PartitionDirectBySubString {
 impl PartitionDirectBySubString {
     /// Properties: `startIndex`, `size`, `partitionCount`, `defaultPartition` (String setters
     /// doing `Integer.parseInt`; absent → 0).
-    pub fn new(props: &Props<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>) -> Result<Self, FunctionError> {
         Ok(PartitionDirectBySubString {
             start_index: props.int("startIndex", 0)?,
             size: props.int("size", 0)?,
@@ -78,7 +79,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn build(props: &[(&str, &str)]) -> Result<PartitionDirectBySubString, String> {
+    fn build(props: &[(&str, &str)]) -> Result<PartitionDirectBySubString, FunctionError> {
         let p: BTreeMap<String, String> = props
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -2,6 +2,7 @@
 //! SPEC §2.5.18).
 
 use super::ranges::{self, BadLine, Bounds, Range};
+use crate::route::function::FunctionError;
 use crate::route::function::{
     BuildContext, JavaException, PartitionError, PartitionFunction, Props,
 };
@@ -22,11 +23,11 @@ impl PartitionByPrefixPattern {
     /// Properties: `patternValue` (int, default 1024), `prefixLength` (int, default 0),
     /// `mapFile` (required; `start-end=node`, K/M allowed; lines that do not parse are skipped
     /// silently, as Mycat skips them).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let pattern_value = props.int("patternValue", 1024)?;
         let prefix_length = props.int("prefixLength", 0)?;
         let file = props.required("mapFile")?;
-        let content = (ctx.read_map_file)(file)?;
+        let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
         Ok(PartitionByPrefixPattern {
             pattern_value,
             prefix_length,

@@ -2,6 +2,7 @@
 //! "auto-sharding-rang-mod", SPEC §2.5.6).
 
 use super::ranges::{self, BadLine, Bounds, Range};
+use crate::route::function::FunctionError;
 use crate::route::function::{
     BuildContext, JavaException, PartitionError, PartitionFunction, Props, RangePartitions, java,
 };
@@ -31,10 +32,10 @@ pub struct PartitionByRangeMod {
 impl PartitionByRangeMod {
     /// Properties: `mapFile` (required; K/M units; any bad line fails, as Mycat's `init()`
     /// fails), `defaultNode` (int, default -1).
-    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, String> {
+    pub fn new(props: &Props<'_>, ctx: &BuildContext<'_>) -> Result<Self, FunctionError> {
         let default_node = props.int("defaultNode", -1)?;
         let file = props.required("mapFile")?;
-        let content = (ctx.read_map_file)(file)?;
+        let content = (ctx.read_map_file)(file).map_err(FunctionError::File)?;
         Ok(PartitionByRangeMod {
             ranges: ranges::parse(file, &content, Bounds::Units, BadLine::Fail)?,
             default_node,
@@ -140,7 +141,7 @@ mod tests {
 
     const SPEC_FILE: &str = "0-200M=5\n200M1-400M=1\n400M1-600M=4\n600M1-800M=4\n800M1-1000M=6\n";
 
-    fn build(file: &str, default_node: Option<&str>) -> Result<PartitionByRangeMod, String> {
+    fn build(file: &str, default_node: Option<&str>) -> Result<PartitionByRangeMod, FunctionError> {
         let mut props = vec![("mapFile", "f.txt")];
         if let Some(d) = default_node {
             props.push(("defaultNode", d));

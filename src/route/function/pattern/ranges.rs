@@ -7,6 +7,7 @@
 //! PartitionByPattern / PartitionByPrefixPattern skip a line that does not parse (their
 //! per-line `catch (Exception e) {}`) where PartitionByRangeMod fails to start.
 
+use crate::route::function::FunctionError;
 use crate::route::function::java;
 
 /// One `start-end=value` line; `value` is a node index or, for PartitionByRangeMod, a group size.
@@ -91,7 +92,7 @@ pub(super) fn parse(
     content: &str,
     bounds: Bounds,
     bad_line: BadLine,
-) -> Result<Vec<Range>, String> {
+) -> Result<Vec<Range>, FunctionError> {
     let bound = |s: &str| match bounds {
         Bounds::Units => parse_units(java::trim(s)),
         Bounds::Plain => java::parse_long(java::trim(s)),
@@ -116,11 +117,11 @@ pub(super) fn parse(
             _ => match bad_line {
                 BadLine::Skip => {}
                 BadLine::Fail => {
-                    return Err(format!(
+                    return Err(FunctionError::Invalid(format!(
                         "map file {file} line {} '{line}': expected START-END=INT with \
                          non-negative START and END (K = 1000, M = 10000)",
                         n + 1
-                    ));
+                    )));
                 }
             },
         }
@@ -168,6 +169,7 @@ mod tests {
         assert!(
             parse("f", text, Bounds::Units, BadLine::Fail)
                 .unwrap_err()
+                .to_string()
                 .contains("line 5")
         );
         let r = parse("f", text, Bounds::Units, BadLine::Skip).unwrap();
