@@ -15,7 +15,36 @@
 //! with a session in ZooKeeper.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+/// Why `myid.properties` gives no cluster settings.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MyIdError {
+    /// The file exists but cannot be read (the system's error as text).
+    #[error("cannot read {}: {message}", .path.display())]
+    Unreadable { path: PathBuf, message: String },
+    /// A property of the file is wrong; the file's path comes first.
+    #[error("{}: {source}", .path.display())]
+    InFile {
+        path: PathBuf,
+        #[source]
+        source: Box<MyIdError>,
+    },
+    /// `loadZk` is neither `true` nor `false`.
+    #[error("loadZk '{0}' is not true or false")]
+    LoadZk(String),
+    /// With `loadZk=true`, a required key (`zkURL`, `clusterId`, `myid`) is absent or empty.
+    #[error("loadZk=true but {0} is missing")]
+    Missing(String),
+    /// An entry of `zkURL` is not `host:port`.
+    #[error("zkURL '{url}': '{entry}' is not host:port")]
+    ZkUrl { url: String, entry: String },
+    /// `clusterId` or `myid` is not 1 to 64 letters, digits, `_`, `-` or `.`.
+    #[error("{key} '{value}' must be 1 to 64 letters, digits, '_', '-' or '.'")]
+    BadId { key: String, value: String },
+}
 
 /// File name in the configuration directory.
 pub const FILE: &str = "myid.properties";
@@ -52,31 +81,39 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
 /// Errors: the file cannot be read; with `loadZk=true`, `zkURL`, `clusterId` or `myid` is
 /// missing or malformed (ids: 1 to 64 letters, digits, `_`, `-`, `.`) — each message names
 /// the file and key.
-pub fn load(dir: &Path) -> Result<Option<MyId>, String> {
+pub fn load(dir: &Path) -> Result<Option<MyId>, MyIdError> {
     let path = dir.join(FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        Err(e) => {
+            return Err(MyIdError::Unreadable {
+                path,
+                message: e.to_string(),
+            });
+        }
     };
-    from_properties(&parse_properties(&text)).map_err(|e| format!("{}: {e}", path.display()))
+    from_properties(&parse_properties(&text)).map_err(|e| MyIdError::InFile {
+        path,
+        source: Box::new(e),
+    })
 }
 
 /// [`load`] over parsed properties.
 ///
 /// Errors: as [`load`], without the file name.
-pub fn from_properties(p: &BTreeMap<String, String>) -> Result<Option<MyId>, String> {
+pub fn from_properties(p: &BTreeMap<String, String>) -> Result<Option<MyId>, MyIdError> {
     match p.get("loadZk").map(|v| v.to_ascii_lowercase()) {
         Some(v) if v == "true" => {}
         Some(v) if v == "false" || v.is_empty() => return Ok(None),
         None => return Ok(None),
-        Some(v) => return Err(format!("loadZk '{v}' is not true or false")),
+        Some(v) => return Err(MyIdError::LoadZk(v)),
     }
-    let get = |key: &str| -> Result<String, String> {
+    let get = |key: &str| -> Result<String, MyIdError> {
         p.get(key)
             .filter(|v| !v.is_empty())
             .cloned()
-            .ok_or_else(|| format!("loadZk=true but {key} is missing"))
+            .ok_or_else(|| MyIdError::Missing(key.to_string()))
     };
     let zk_url = get("zkURL")?;
     for hostport in zk_url.split(',') {
@@ -84,19 +121,23 @@ pub fn from_properties(p: &BTreeMap<String, String>) -> Result<Option<MyId>, Str
             .rsplit_once(':')
             .is_some_and(|(h, port)| !h.trim().is_empty() && port.trim().parse::<u16>().is_ok());
         if !ok {
-            return Err(format!("zkURL '{zk_url}': '{hostport}' is not host:port"));
+            return Err(MyIdError::ZkUrl {
+                url: zk_url.clone(),
+                entry: hostport.to_string(),
+            });
         }
     }
-    let id = |key: &str| -> Result<String, String> {
+    let id = |key: &str| -> Result<String, MyIdError> {
         let v = get(key)?;
         if v.len() > 64
             || !v
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
         {
-            return Err(format!(
-                "{key} '{v}' must be 1 to 64 letters, digits, '_', '-' or '.'"
-            ));
+            return Err(MyIdError::BadId {
+                key: key.to_string(),
+                value: v,
+            });
         }
         Ok(v)
     };
@@ -135,18 +176,20 @@ mod tests {
         let no_id = on.replace("myid=mycat_fz_01\n", "");
         assert_eq!(
             from_properties(&parse_properties(&no_id)),
-            Err("loadZk=true but myid is missing".to_string())
+            Err(MyIdError::Missing("myid".to_string()))
         );
         let bad_url = on.replace("127.0.0.1:2181", "127.0.0.1:2181,zk2");
         assert!(
             from_properties(&parse_properties(&bad_url))
                 .unwrap_err()
+                .to_string()
                 .contains("'zk2' is not host:port")
         );
         let slash = on.replace("clusterId=mycat-cluster-1", "clusterId=a/b");
         assert!(
             from_properties(&parse_properties(&slash))
                 .unwrap_err()
+                .to_string()
                 .starts_with("clusterId 'a/b'")
         );
     }

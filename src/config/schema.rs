@@ -612,7 +612,7 @@ fn load_host(
         match super::decrypt::host_password(host, user, &password) {
             Ok(p) => password = p,
             Err(m) => {
-                errors.push(ConfigError::new(&e.origin, element.clone(), m));
+                errors.push(ConfigError::new(&e.origin, element.clone(), m.to_string()));
                 return None;
             }
         }

@@ -508,7 +508,7 @@ fn load_user(
     if let Some((true, origin)) = decrypt {
         match super::decrypt::user_password(name, &user.password) {
             Ok(p) => user.password = p,
-            Err(m) => errors.push(ConfigError::new(&origin, element.clone(), m)),
+            Err(m) => errors.push(ConfigError::new(&origin, element.clone(), m.to_string())),
         }
     }
     if !has_schemas {

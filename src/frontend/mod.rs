@@ -247,13 +247,13 @@ impl Server {
         let tls = load_tls(&config)?;
         let stats = recorder(&config)?;
         let xa = Arc::new(coordinator(&config)?);
-        let myid = crate::config::myid::load(&config.dir).map_err(|message| {
+        let myid = crate::config::myid::load(&config.dir).map_err(|e| {
             let path = config.dir.join(crate::config::myid::FILE);
             // The origin names the file: not twice.
-            let message = message
-                .strip_prefix(&format!("{}: ", path.display()))
-                .map(String::from)
-                .unwrap_or(message);
+            let message = match e {
+                crate::config::myid::MyIdError::InFile { source, .. } => source.to_string(),
+                e => e.to_string(),
+            };
             ConfigErrors(vec![ConfigError {
                 origin: Origin::new(&path, 0),
                 element: String::new(),
