@@ -10,8 +10,14 @@
 //! implements the trait over `datahost`; tests implement it with a recording fake (below), so
 //! these policies are checked without a database.
 //!
-//! Connections pinned to a transaction or kept by a session for its state are not taken
-//! here: they belong to the session, which hands them to [`super::execute`] directly.
+//! The look-ups that come before a plan — Mycat sequence draws, the column order of a table
+//! an INSERT fills without a column list, the dataNode of an ER child row's parent, the
+//! `information_schema` reads of a metadata query — run through the same seam
+//! ([`ExecCtx::draw`], [`ExecCtx::session_conn`]; module [`super::lookup`]). For them the
+//! implementor decides, once, whether the session's own connection for a node answers (the
+//! one pinned to its transaction, so rows it wrote itself are seen, or one kept for its state)
+//! or a fresh one ([`Lease`]). Connections pinned to a transaction for the statement itself are
+//! still handed to [`super::execute`] by the session.
 
 use std::future::Future;
 
@@ -44,6 +50,61 @@ pub trait ExecCtx: Sync {
     /// down), so that another server holding the same rows may answer; `false` for what a
     /// server or the gateway refused, which another node would refuse alike.
     fn unreachable(e: &Self::Error) -> bool;
+
+    /// The connection a look-up on `node` runs on: the session's own for that node (pinned to
+    /// its transaction, or kept for its state) when `purpose` may use it, else a fresh one
+    /// (module docs). A fresh one is dropped (back to its pool) with the [`Lease`].
+    fn session_conn(
+        &mut self,
+        node: &str,
+        purpose: Purpose<'_>,
+    ) -> impl Future<Output = Result<Lease<'_>, Self::Error>> + Send;
+
+    /// `count` new values of Mycat global sequence `name` (upper-cased), from the handler the
+    /// configuration selects (SPEC §5.17), in increasing order for the file and database
+    /// handlers.
+    ///
+    /// Errors: the handler's (an unknown sequence, a database that cannot be asked), worded
+    /// with Mycat's `mycat sequnce err.` prefix.
+    fn draw(
+        &mut self,
+        name: &str,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<i64>, Self::Error>> + Send;
+}
+
+/// What a look-up's connection is for ([`ExecCtx::session_conn`]), which decides the fresh
+/// connection's server and set-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose<'a> {
+    /// A statement the gateway runs for the session (an ER parent's row, a table's column
+    /// order, a statement's description, a `SET` check) reading `table` (as spelled; `None`
+    /// when it names none): the session's own connection unless tables are locked and `table`
+    /// is not among them (the backend would refuse it there with 1100); a fresh one is the
+    /// writeHost's, with the session's settings replayed on it.
+    Session(Option<&'a str>),
+    /// A read of `information_schema` for a metadata query: the session's own connection
+    /// whatever it locked, else a fresh one chosen as for a read (`balance`), without the
+    /// session's settings.
+    Metadata,
+}
+
+/// The connection of a look-up ([`ExecCtx::session_conn`]).
+pub enum Lease<'a> {
+    /// The session's own, lent for the look-up.
+    Held(&'a mut (dyn BackendConn + 'static)),
+    /// Taken for the look-up; back to its pool when dropped.
+    Fresh(Box<dyn BackendConn>),
+}
+
+impl Lease<'_> {
+    /// The connection, whichever it is.
+    pub fn conn(&mut self) -> &mut (dyn BackendConn + 'static) {
+        match self {
+            Lease::Held(c) => &mut **c,
+            Lease::Fresh(c) => c.as_mut(),
+        }
+    }
 }
 
 /// Connections for every target of `plan`, in target order, for a statement run outside a
@@ -129,7 +190,7 @@ pub(crate) mod fake {
     use async_trait::async_trait;
     use futures::StreamExt;
 
-    use super::ExecCtx;
+    use super::{ExecCtx, Lease, Purpose};
     use crate::backend::{
         BackendConn, BackendError, Column, ColumnFlags, ColumnType, OkInfo, Response, Row, grants,
     };
@@ -156,11 +217,15 @@ pub(crate) mod fake {
     }
 
     /// The recording context: per dataNode the servers it hands out in turn (the last one
-    /// repeats) and the node's answer; the shared log.
+    /// repeats) and the node's answer; the connections the "session" holds (lent to
+    /// look-ups before any fresh one); the sequences' next values (a sequence not listed
+    /// cannot be drawn); the shared log.
     #[derive(Default)]
     pub struct Recorder {
         pub reach: Mutex<HashMap<String, Vec<Reach>>>,
         pub answers: HashMap<String, Answer>,
+        pub held: HashMap<String, Box<dyn BackendConn>>,
+        pub sequences: HashMap<String, i64>,
         pub log: Arc<Mutex<Vec<String>>>,
     }
 
@@ -174,8 +239,56 @@ pub(crate) mod fake {
             self
         }
 
+        /// The session holds a connection to `address` for `node` (which answers as scripted).
+        pub fn holding(mut self, node: &str, address: &'static str) -> Self {
+            let conn = FakeConn {
+                node: node.to_string(),
+                address,
+                answer: self.answers[node].clone(),
+                log: self.log.clone(),
+            };
+            self.held.insert(node.to_string(), Box::new(conn));
+            self
+        }
+
+        /// Sequence `name` hands out values from `next` on.
+        pub fn sequence(mut self, name: &str, next: i64) -> Self {
+            self.sequences.insert(name.to_string(), next);
+            self
+        }
+
         pub fn log(&self) -> Vec<String> {
             self.log.lock().unwrap().clone()
+        }
+
+        /// A fresh connection on `node`, logged.
+        fn open(&self, node: &str, instead_of: Option<&str>) -> Result<FakeConn, Failed> {
+            let reach = {
+                let mut all = self.reach.lock().unwrap();
+                let turns = all.get_mut(node).expect("a scripted dataNode");
+                if turns.len() > 1 {
+                    turns.remove(0)
+                } else {
+                    turns[0].clone()
+                }
+            };
+            let line = match instead_of {
+                Some(a) => format!("connect {node} instead of {a}"),
+                None => format!("connect {node}"),
+            };
+            self.log.lock().unwrap().push(line);
+            match reach {
+                Reach::Server(address) => Ok(FakeConn {
+                    node: node.to_string(),
+                    address,
+                    answer: self.answers[node].clone(),
+                    log: self.log.clone(),
+                }),
+                Reach::Fails(unreachable) => Err(Failed(
+                    format!("dataNode {node}: no connection"),
+                    unreachable,
+                )),
+            }
         }
     }
 
@@ -198,36 +311,43 @@ pub(crate) mod fake {
             _plan: &Plan,
             instead_of: Option<&str>,
         ) -> Result<Box<dyn BackendConn>, Failed> {
-            let reach = {
-                let mut all = self.reach.lock().unwrap();
-                let turns = all.get_mut(node).expect("a scripted dataNode");
-                if turns.len() > 1 {
-                    turns.remove(0)
-                } else {
-                    turns[0].clone()
-                }
-            };
-            let line = match instead_of {
-                Some(a) => format!("connect {node} instead of {a}"),
-                None => format!("connect {node}"),
-            };
-            self.log.lock().unwrap().push(line);
-            match reach {
-                Reach::Server(address) => Ok(Box::new(FakeConn {
-                    node: node.to_string(),
-                    address,
-                    answer: self.answers[node].clone(),
-                    log: self.log.clone(),
-                })),
-                Reach::Fails(unreachable) => Err(Failed(
-                    format!("dataNode {node}: no connection"),
-                    unreachable,
-                )),
-            }
+            Ok(Box::new(self.open(node, instead_of)?))
         }
 
         fn unreachable(e: &Failed) -> bool {
             e.1
+        }
+
+        /// The held connection of `node` (logged `held dn1`, whatever the purpose), else a
+        /// fresh one.
+        async fn session_conn(
+            &mut self,
+            node: &str,
+            _purpose: Purpose<'_>,
+        ) -> Result<Lease<'_>, Failed> {
+            if self.held.contains_key(node) {
+                self.log.lock().unwrap().push(format!("held {node}"));
+                let conn = self.held.get_mut(node).expect("checked");
+                return Ok(Lease::Held(conn.as_mut()));
+            }
+            Ok(Lease::Fresh(Box::new(self.open(node, None)?)))
+        }
+
+        /// Logged `draw NAME count`.
+        async fn draw(&mut self, name: &str, count: usize) -> Result<Vec<i64>, Failed> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("draw {name} {count}"));
+            let Some(next) = self.sequences.get_mut(name) else {
+                return Err(Failed(
+                    format!("mycat sequnce err.can't find definition for sequence :{name}"),
+                    false,
+                ));
+            };
+            let values = (*next..*next + count as i64).collect();
+            *next += count as i64;
+            Ok(values)
         }
     }
 
