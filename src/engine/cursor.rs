@@ -25,7 +25,7 @@ use futures::future::join_all;
 
 use super::EngineError;
 use crate::backend::BackendConn;
-use crate::route::Plan;
+use crate::route::{Plan, Target};
 
 /// Where the engine gets connections from (module docs).
 ///
@@ -60,6 +60,19 @@ pub trait ExecCtx: Sync {
         purpose: Purpose<'_>,
     ) -> impl Future<Output = Result<Lease<'_>, Self::Error>> + Send;
 
+    /// A connection for `node` that the session takes for itself, to pin it to its transaction
+    /// or keep it for its state: the one it keeps for its state when `kept` allows and it has
+    /// one ([`Taken::kept`]), else a fresh one on the writeHost with the session's settings.
+    fn take_conn(
+        &mut self,
+        node: &str,
+        kept: bool,
+    ) -> impl Future<Output = Result<Taken, Self::Error>> + Send;
+
+    /// The connections the session has pinned to its transaction for `targets`' nodes, in
+    /// target order (a node without one is left out).
+    fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)>;
+
     /// `count` new values of Mycat global sequence `name` (upper-cased), from the handler the
     /// configuration selects (SPEC §5.17), in increasing order for the file and database
     /// handlers.
@@ -71,6 +84,29 @@ pub trait ExecCtx: Sync {
         name: &str,
         count: usize,
     ) -> impl Future<Output = Result<Vec<i64>, Self::Error>> + Send;
+}
+
+/// A connection the session took for itself ([`ExecCtx::take_conn`]).
+pub struct Taken {
+    pub conn: Box<dyn BackendConn>,
+    /// It was the one the session kept for its state (its settings are on it already); a
+    /// fresh one had them replayed.
+    pub kept: bool,
+}
+
+/// The connections a statement runs on, in target order: inside the session's transaction
+/// the ones pinned to it ([`ExecCtx::pinned_for`]), else `fresh`, those taken for it.
+pub fn statement_conns<'a, C: ExecCtx>(
+    ctx: &'a mut C,
+    in_transaction: bool,
+    fresh: &'a mut [Box<dyn BackendConn>],
+    targets: &[Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    if in_transaction {
+        ctx.pinned_for(targets)
+    } else {
+        fresh.iter_mut().map(|b| b.as_mut()).collect()
+    }
 }
 
 /// What a look-up's connection is for ([`ExecCtx::session_conn`]), which decides the fresh
@@ -190,11 +226,11 @@ pub(crate) mod fake {
     use async_trait::async_trait;
     use futures::StreamExt;
 
-    use super::{ExecCtx, Lease, Purpose};
+    use super::{ExecCtx, Lease, Purpose, Taken};
     use crate::backend::{
         BackendConn, BackendError, Column, ColumnFlags, ColumnType, OkInfo, Response, Row, grants,
     };
-    use crate::route::Plan;
+    use crate::route::{Plan, Target};
 
     /// What a scripted dataNode answers to every statement.
     #[derive(Clone)]
@@ -331,6 +367,26 @@ pub(crate) mod fake {
                 return Ok(Lease::Held(conn.as_mut()));
             }
             Ok(Lease::Fresh(Box::new(self.open(node, None)?)))
+        }
+
+        /// The held connection when `kept` (logged `take dn1 kept`), else a fresh one.
+        async fn take_conn(&mut self, node: &str, kept: bool) -> Result<Taken, Failed> {
+            if kept && let Some(conn) = self.held.remove(node) {
+                self.log.lock().unwrap().push(format!("take {node} kept"));
+                return Ok(Taken { conn, kept: true });
+            }
+            let conn = Box::new(self.open(node, None)?);
+            Ok(Taken { conn, kept: false })
+        }
+
+        /// The held connections of `targets`' nodes.
+        fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)> {
+            let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
+                self.held.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
+            targets
+                .iter()
+                .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+                .collect()
         }
 
         /// Logged `draw NAME count`.
@@ -663,6 +719,44 @@ mod tests {
             Ok(Output::Ok(ok)) => assert_eq!(ok.affected_rows, 5),
             _ => panic!("an OK"),
         }
+    }
+
+    #[tokio::test]
+    async fn in_a_transaction_a_statement_runs_on_the_pinned_connections_in_target_order() {
+        let mut ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], Answer::Ok(1))
+            .node("dn2", vec![Reach::Server("h2:3306")], Answer::Ok(1))
+            .node("dn3", vec![Reach::Server("h3:3306")], Answer::Ok(1))
+            .holding("dn2", "pinned2:3306")
+            .holding("dn1", "pinned1:3306");
+        let p = plan(
+            false,
+            vec![
+                target("dn2", "UPDATE t SET a = 1"),
+                target("dn1", "UPDATE t SET a = 1"),
+            ],
+            Vec::new(),
+        );
+        let mut fresh = Vec::new();
+        let conns = statement_conns(&mut ctx, true, &mut fresh, &p.targets);
+        let addresses: Vec<_> = conns.iter().map(|c| c.address().to_string()).collect();
+        assert_eq!(addresses, ["pinned2:3306", "pinned1:3306"]);
+        assert!(ctx.log().is_empty(), "no connection taken: {:?}", ctx.log());
+
+        // Outside it: the connections taken for the statement, whatever the session holds.
+        let mut p = plan(false, vec![target("dn3", "DELETE FROM t")], Vec::new());
+        let mut fresh = connect(&ctx, &mut p).await.unwrap();
+        let conns = statement_conns(&mut ctx, false, &mut fresh, &p.targets);
+        assert_eq!(conns[0].address(), "h3:3306");
+
+        // What the session takes for itself: its kept connection, once; then a fresh one.
+        let kept = ctx.take_conn("dn1", true).await.unwrap();
+        assert!(kept.kept);
+        assert_eq!(kept.conn.address(), "pinned1:3306");
+        let again = ctx.take_conn("dn1", true).await.unwrap();
+        assert!(!again.kept);
+        assert_eq!(again.conn.address(), "h1:3306");
+        assert_eq!(ctx.log(), ["connect dn3", "take dn1 kept", "connect dn1"]);
     }
 
     #[tokio::test]

@@ -14,14 +14,14 @@ use super::transaction::{begin_on, ends_transaction, finish_implicit, xa_start_o
 use super::{Session, Writer, run_simple};
 use crate::backend::{BackendConn, OkInfo};
 use crate::datahost::Intent;
-use crate::engine::cursor::{Lease, Purpose};
+use crate::engine::cursor::{ExecCtx, Lease, Purpose, Taken};
 use crate::engine::lookup::LookupError;
 use crate::engine::{self, Output};
 use crate::frontend::error::MysqlError;
 use crate::frontend::registry::Handle;
 use crate::frontend::reload::Generation;
 use crate::frontend::wire::tap::ErrorSlot;
-use crate::route::{HostHint, LockTables, OkMerge, Plan, SessionSet};
+use crate::route::{HostHint, LockTables, OkMerge, Plan, SessionSet, Target};
 
 /// Which server a statement outside a transaction asks for: writes and master-forced reads the
 /// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
@@ -164,6 +164,34 @@ impl engine::cursor::ExecCtx for SessionCtx<'_> {
                 .map(Lease::Fresh)
                 .map_err(CtxError::Datahost),
         }
+    }
+
+    async fn take_conn(&mut self, node: &str, kept: bool) -> Result<Taken, Self::Error> {
+        if kept && let Some(conn) = self.kept.remove(node) {
+            return Ok(Taken { conn, kept: true });
+        }
+        let mut conn = self
+            .generation
+            .cluster
+            .acquire(node, false)
+            .await
+            .map_err(CtxError::Datahost)?;
+        Session::apply_state(self.state, conn.as_mut(), node)
+            .await
+            .map_err(CtxError::Refused)?;
+        Ok(Taken { conn, kept: false })
+    }
+
+    fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)> {
+        let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
+            .pinned
+            .iter_mut()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        targets
+            .iter()
+            .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+            .collect()
     }
 
     async fn draw(&mut self, name: &str, count: usize) -> Result<Vec<i64>, Self::Error> {
@@ -310,27 +338,24 @@ impl Session {
                 // connections, and the kept ones wait for it to end.
                 let xa = self.locks.is_none()
                     && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
-                let kept = if xa { None } else { self.kept.remove(&t.node) };
-                let was_kept = kept.is_some();
-                let acquired = match kept {
-                    Some(c) => Ok(c),
-                    None => match fresh.pop() {
-                        Some(c) => {
-                            nodes.pop();
-                            Ok(c)
-                        }
-                        None => server.cluster.acquire(&t.node, false).await,
-                    },
-                };
-                let mut conn = match acquired {
-                    Ok(c) => c,
-                    Err(e) => return self.error(w, e.into()).await,
-                };
-                if !was_kept
-                    && let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await
+                // The connection a fallback read took above, when the kept one does not serve.
+                let taken = if (xa || !self.kept.contains_key(&t.node))
+                    && let Some(mut conn) = fresh.pop()
                 {
-                    return self.error(w, e).await;
-                }
+                    nodes.pop();
+                    Self::apply_state(&self.state, conn.as_mut(), &t.node)
+                        .await
+                        .map(|()| Taken { conn, kept: false })
+                } else {
+                    self.ctx()
+                        .take_conn(&t.node, !xa)
+                        .await
+                        .map_err(MysqlError::from)
+                };
+                let (mut conn, was_kept) = match taken {
+                    Ok(t) => (t.conn, t.kept),
+                    Err(e) => return self.error(w, e).await,
+                };
                 if let Err(e) = self.open_tx(conn.as_mut(), &t.node).await {
                     if was_kept {
                         self.kept.insert(t.node.clone(), conn);
@@ -348,19 +373,10 @@ impl Session {
             // Session affinity: the kept connections, and new ones (on the writeHost, as the
             // state may be a write's) for the other nodes, kept afterwards.
             for t in &plan.targets {
-                let conn = match self.kept.remove(&t.node) {
-                    Some(c) => c,
-                    None => match server.cluster.acquire(&t.node, false).await {
-                        Ok(mut c) => {
-                            if let Err(e) =
-                                Self::apply_state(&self.state, c.as_mut(), &t.node).await
-                            {
-                                return self.error(w, e).await;
-                            }
-                            c
-                        }
-                        Err(e) => return self.error(w, e.into()).await,
-                    },
+                let taken = self.ctx().take_conn(&t.node, true).await;
+                let conn = match taken {
+                    Ok(t) => t.conn,
+                    Err(e) => return self.error(w, e.into()).await,
                 };
                 fresh.push(conn);
                 nodes.push(t.node.clone());
@@ -431,9 +447,13 @@ impl Session {
         slot.set_status(status.bits());
         let id = self.id;
         let handle = self.handle.clone();
-        let conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
         let binary = self.binary;
-        let ran = run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await;
+        let ran = {
+            let mut ctx = self.ctx();
+            let conns =
+                engine::cursor::statement_conns(&mut ctx, transactional, fresh, &plan.targets);
+            run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await
+        };
         let (w, finished) = match ran {
             Ran::Rows(sent) => {
                 return self
@@ -538,13 +558,22 @@ impl Session {
                 // The warnings stay on the backend connections, which go back to their pools
                 // now: read them while they are held, for a later SHOW WARNINGS.
                 if ok.warnings > 0 {
-                    let mut conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
-                    // A global table's write ran on every node: its first node's warnings are
-                    // the statement's (as its OK packet is).
-                    if plan.ok_merge == OkMerge::First {
-                        conns.truncate(1);
-                    }
-                    self.warnings = collect_warnings(&mut conns).await;
+                    let warnings = {
+                        let mut ctx = self.ctx();
+                        let mut conns = engine::cursor::statement_conns(
+                            &mut ctx,
+                            transactional,
+                            fresh,
+                            &plan.targets,
+                        );
+                        // A global table's write ran on every node: its first node's warnings
+                        // are the statement's (as its OK packet is).
+                        if plan.ok_merge == OkMerge::First {
+                            conns.truncate(1);
+                        }
+                        collect_warnings(&mut conns).await
+                    };
+                    self.warnings = warnings;
                     self.warning_count = ok.warnings;
                 }
                 if implicit
@@ -616,34 +645,6 @@ async fn run_plan<'w>(
     };
     handle.running(None);
     ran
-}
-
-/// The connections a statement runs on, in target order: the session's pinned ones in a
-/// transaction, else those taken for it.
-pub(super) fn held<'a>(
-    transactional: bool,
-    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    fresh: &'a mut [Box<dyn BackendConn>],
-    targets: &[crate::route::Target],
-) -> Vec<&'a mut (dyn BackendConn + 'static)> {
-    if transactional {
-        pinned_for(pinned, targets)
-    } else {
-        fresh.iter_mut().map(|b| b.as_mut()).collect()
-    }
-}
-
-/// The session's pinned connections of `targets`' nodes, in target order.
-fn pinned_for<'a>(
-    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    targets: &[crate::route::Target],
-) -> Vec<&'a mut (dyn BackendConn + 'static)> {
-    let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
-        pinned.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
-    targets
-        .iter()
-        .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
-        .collect()
 }
 
 #[cfg(test)]
