@@ -10,8 +10,14 @@
 //! implements the trait over `datahost`; tests implement it with a recording fake (below), so
 //! these policies are checked without a database.
 //!
-//! Connections pinned to a transaction or kept by a session for its state are not taken
-//! here: they belong to the session, which hands them to [`super::execute`] directly.
+//! The look-ups that come before a plan — Mycat sequence draws, the column order of a table
+//! an INSERT fills without a column list, the dataNode of an ER child row's parent, the
+//! `information_schema` reads of a metadata query — run through the same seam
+//! ([`ExecCtx::draw`], [`ExecCtx::session_conn`]; module [`super::lookup`]). For them the
+//! implementor decides, once, whether the session's own connection for a node answers (the
+//! one pinned to its transaction, so rows it wrote itself are seen, or one kept for its state)
+//! or a fresh one ([`Lease`]). Connections pinned to a transaction for the statement itself are
+//! still handed to [`super::execute`] by the session.
 
 use std::future::Future;
 
@@ -19,7 +25,7 @@ use futures::future::join_all;
 
 use super::EngineError;
 use crate::backend::BackendConn;
-use crate::route::Plan;
+use crate::route::{Plan, Target};
 
 /// Where the engine gets connections from (module docs).
 ///
@@ -44,6 +50,97 @@ pub trait ExecCtx: Sync {
     /// down), so that another server holding the same rows may answer; `false` for what a
     /// server or the gateway refused, which another node would refuse alike.
     fn unreachable(e: &Self::Error) -> bool;
+
+    /// The connection a look-up on `node` runs on: the session's own for that node (pinned to
+    /// its transaction, or kept for its state) when `purpose` may use it, else a fresh one
+    /// (module docs). A fresh one is dropped (back to its pool) with the [`Lease`].
+    fn session_conn(
+        &mut self,
+        node: &str,
+        purpose: Purpose<'_>,
+    ) -> impl Future<Output = Result<Lease<'_>, Self::Error>> + Send;
+
+    /// A connection for `node` that the session takes for itself, to pin it to its transaction
+    /// or keep it for its state: the one it keeps for its state when `kept` allows and it has
+    /// one ([`Taken::kept`]), else a fresh one on the writeHost with the session's settings.
+    fn take_conn(
+        &mut self,
+        node: &str,
+        kept: bool,
+    ) -> impl Future<Output = Result<Taken, Self::Error>> + Send;
+
+    /// The connections the session has pinned to its transaction for `targets`' nodes, in
+    /// target order (a node without one is left out).
+    fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)>;
+
+    /// `count` new values of Mycat global sequence `name` (upper-cased), from the handler the
+    /// configuration selects (SPEC §5.17), in increasing order for the file and database
+    /// handlers.
+    ///
+    /// Errors: the handler's (an unknown sequence, a database that cannot be asked), worded
+    /// with Mycat's `mycat sequnce err.` prefix.
+    fn draw(
+        &mut self,
+        name: &str,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<i64>, Self::Error>> + Send;
+}
+
+/// A connection the session took for itself ([`ExecCtx::take_conn`]).
+pub struct Taken {
+    pub conn: Box<dyn BackendConn>,
+    /// It was the one the session kept for its state (its settings are on it already); a
+    /// fresh one had them replayed.
+    pub kept: bool,
+}
+
+/// The connections a statement runs on, in target order: inside the session's transaction
+/// the ones pinned to it ([`ExecCtx::pinned_for`]), else `fresh`, those taken for it.
+pub fn statement_conns<'a, C: ExecCtx>(
+    ctx: &'a mut C,
+    in_transaction: bool,
+    fresh: &'a mut [Box<dyn BackendConn>],
+    targets: &[Target],
+) -> Vec<&'a mut (dyn BackendConn + 'static)> {
+    if in_transaction {
+        ctx.pinned_for(targets)
+    } else {
+        fresh.iter_mut().map(|b| b.as_mut()).collect()
+    }
+}
+
+/// What a look-up's connection is for ([`ExecCtx::session_conn`]), which decides the fresh
+/// connection's server and set-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose<'a> {
+    /// A statement the gateway runs for the session (an ER parent's row, a table's column
+    /// order, a statement's description, a `SET` check) reading `table` (as spelled; `None`
+    /// when it names none): the session's own connection unless tables are locked and `table`
+    /// is not among them (the backend would refuse it there with 1100); a fresh one is the
+    /// writeHost's, with the session's settings replayed on it.
+    Session(Option<&'a str>),
+    /// A read of `information_schema` for a metadata query: the session's own connection
+    /// whatever it locked, else a fresh one chosen as for a read (`balance`), without the
+    /// session's settings.
+    Metadata,
+}
+
+/// The connection of a look-up ([`ExecCtx::session_conn`]).
+pub enum Lease<'a> {
+    /// The session's own, lent for the look-up.
+    Held(&'a mut (dyn BackendConn + 'static)),
+    /// Taken for the look-up; back to its pool when dropped.
+    Fresh(Box<dyn BackendConn>),
+}
+
+impl Lease<'_> {
+    /// The connection, whichever it is.
+    pub fn conn(&mut self) -> &mut (dyn BackendConn + 'static) {
+        match self {
+            Lease::Held(c) => &mut **c,
+            Lease::Fresh(c) => c.as_mut(),
+        }
+    }
 }
 
 /// Connections for every target of `plan`, in target order, for a statement run outside a
@@ -129,11 +226,11 @@ pub(crate) mod fake {
     use async_trait::async_trait;
     use futures::StreamExt;
 
-    use super::ExecCtx;
+    use super::{ExecCtx, Lease, Purpose, Taken};
     use crate::backend::{
         BackendConn, BackendError, Column, ColumnFlags, ColumnType, OkInfo, Response, Row, grants,
     };
-    use crate::route::Plan;
+    use crate::route::{Plan, Target};
 
     /// What a scripted dataNode answers to every statement.
     #[derive(Clone)]
@@ -156,11 +253,15 @@ pub(crate) mod fake {
     }
 
     /// The recording context: per dataNode the servers it hands out in turn (the last one
-    /// repeats) and the node's answer; the shared log.
+    /// repeats) and the node's answer; the connections the "session" holds (lent to
+    /// look-ups before any fresh one); the sequences' next values (a sequence not listed
+    /// cannot be drawn); the shared log.
     #[derive(Default)]
     pub struct Recorder {
         pub reach: Mutex<HashMap<String, Vec<Reach>>>,
         pub answers: HashMap<String, Answer>,
+        pub held: HashMap<String, Box<dyn BackendConn>>,
+        pub sequences: HashMap<String, i64>,
         pub log: Arc<Mutex<Vec<String>>>,
     }
 
@@ -174,8 +275,56 @@ pub(crate) mod fake {
             self
         }
 
+        /// The session holds a connection to `address` for `node` (which answers as scripted).
+        pub fn holding(mut self, node: &str, address: &'static str) -> Self {
+            let conn = FakeConn {
+                node: node.to_string(),
+                address,
+                answer: self.answers[node].clone(),
+                log: self.log.clone(),
+            };
+            self.held.insert(node.to_string(), Box::new(conn));
+            self
+        }
+
+        /// Sequence `name` hands out values from `next` on.
+        pub fn sequence(mut self, name: &str, next: i64) -> Self {
+            self.sequences.insert(name.to_string(), next);
+            self
+        }
+
         pub fn log(&self) -> Vec<String> {
             self.log.lock().unwrap().clone()
+        }
+
+        /// A fresh connection on `node`, logged.
+        fn open(&self, node: &str, instead_of: Option<&str>) -> Result<FakeConn, Failed> {
+            let reach = {
+                let mut all = self.reach.lock().unwrap();
+                let turns = all.get_mut(node).expect("a scripted dataNode");
+                if turns.len() > 1 {
+                    turns.remove(0)
+                } else {
+                    turns[0].clone()
+                }
+            };
+            let line = match instead_of {
+                Some(a) => format!("connect {node} instead of {a}"),
+                None => format!("connect {node}"),
+            };
+            self.log.lock().unwrap().push(line);
+            match reach {
+                Reach::Server(address) => Ok(FakeConn {
+                    node: node.to_string(),
+                    address,
+                    answer: self.answers[node].clone(),
+                    log: self.log.clone(),
+                }),
+                Reach::Fails(unreachable) => Err(Failed(
+                    format!("dataNode {node}: no connection"),
+                    unreachable,
+                )),
+            }
         }
     }
 
@@ -198,36 +347,63 @@ pub(crate) mod fake {
             _plan: &Plan,
             instead_of: Option<&str>,
         ) -> Result<Box<dyn BackendConn>, Failed> {
-            let reach = {
-                let mut all = self.reach.lock().unwrap();
-                let turns = all.get_mut(node).expect("a scripted dataNode");
-                if turns.len() > 1 {
-                    turns.remove(0)
-                } else {
-                    turns[0].clone()
-                }
-            };
-            let line = match instead_of {
-                Some(a) => format!("connect {node} instead of {a}"),
-                None => format!("connect {node}"),
-            };
-            self.log.lock().unwrap().push(line);
-            match reach {
-                Reach::Server(address) => Ok(Box::new(FakeConn {
-                    node: node.to_string(),
-                    address,
-                    answer: self.answers[node].clone(),
-                    log: self.log.clone(),
-                })),
-                Reach::Fails(unreachable) => Err(Failed(
-                    format!("dataNode {node}: no connection"),
-                    unreachable,
-                )),
-            }
+            Ok(Box::new(self.open(node, instead_of)?))
         }
 
         fn unreachable(e: &Failed) -> bool {
             e.1
+        }
+
+        /// The held connection of `node` (logged `held dn1`, whatever the purpose), else a
+        /// fresh one.
+        async fn session_conn(
+            &mut self,
+            node: &str,
+            _purpose: Purpose<'_>,
+        ) -> Result<Lease<'_>, Failed> {
+            if self.held.contains_key(node) {
+                self.log.lock().unwrap().push(format!("held {node}"));
+                let conn = self.held.get_mut(node).expect("checked");
+                return Ok(Lease::Held(conn.as_mut()));
+            }
+            Ok(Lease::Fresh(Box::new(self.open(node, None)?)))
+        }
+
+        /// The held connection when `kept` (logged `take dn1 kept`), else a fresh one.
+        async fn take_conn(&mut self, node: &str, kept: bool) -> Result<Taken, Failed> {
+            if kept && let Some(conn) = self.held.remove(node) {
+                self.log.lock().unwrap().push(format!("take {node} kept"));
+                return Ok(Taken { conn, kept: true });
+            }
+            let conn = Box::new(self.open(node, None)?);
+            Ok(Taken { conn, kept: false })
+        }
+
+        /// The held connections of `targets`' nodes.
+        fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)> {
+            let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
+                self.held.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
+            targets
+                .iter()
+                .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+                .collect()
+        }
+
+        /// Logged `draw NAME count`.
+        async fn draw(&mut self, name: &str, count: usize) -> Result<Vec<i64>, Failed> {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("draw {name} {count}"));
+            let Some(next) = self.sequences.get_mut(name) else {
+                return Err(Failed(
+                    format!("mycat sequnce err.can't find definition for sequence :{name}"),
+                    false,
+                ));
+            };
+            let values = (*next..*next + count as i64).collect();
+            *next += count as i64;
+            Ok(values)
         }
     }
 
@@ -543,6 +719,44 @@ mod tests {
             Ok(Output::Ok(ok)) => assert_eq!(ok.affected_rows, 5),
             _ => panic!("an OK"),
         }
+    }
+
+    #[tokio::test]
+    async fn in_a_transaction_a_statement_runs_on_the_pinned_connections_in_target_order() {
+        let mut ctx = Recorder::default()
+            .node("dn1", vec![Reach::Server("h1:3306")], Answer::Ok(1))
+            .node("dn2", vec![Reach::Server("h2:3306")], Answer::Ok(1))
+            .node("dn3", vec![Reach::Server("h3:3306")], Answer::Ok(1))
+            .holding("dn2", "pinned2:3306")
+            .holding("dn1", "pinned1:3306");
+        let p = plan(
+            false,
+            vec![
+                target("dn2", "UPDATE t SET a = 1"),
+                target("dn1", "UPDATE t SET a = 1"),
+            ],
+            Vec::new(),
+        );
+        let mut fresh = Vec::new();
+        let conns = statement_conns(&mut ctx, true, &mut fresh, &p.targets);
+        let addresses: Vec<_> = conns.iter().map(|c| c.address().to_string()).collect();
+        assert_eq!(addresses, ["pinned2:3306", "pinned1:3306"]);
+        assert!(ctx.log().is_empty(), "no connection taken: {:?}", ctx.log());
+
+        // Outside it: the connections taken for the statement, whatever the session holds.
+        let mut p = plan(false, vec![target("dn3", "DELETE FROM t")], Vec::new());
+        let mut fresh = connect(&ctx, &mut p).await.unwrap();
+        let conns = statement_conns(&mut ctx, false, &mut fresh, &p.targets);
+        assert_eq!(conns[0].address(), "h3:3306");
+
+        // What the session takes for itself: its kept connection, once; then a fresh one.
+        let kept = ctx.take_conn("dn1", true).await.unwrap();
+        assert!(kept.kept);
+        assert_eq!(kept.conn.address(), "pinned1:3306");
+        let again = ctx.take_conn("dn1", true).await.unwrap();
+        assert!(!again.kept);
+        assert_eq!(again.conn.address(), "h1:3306");
+        assert_eq!(ctx.log(), ["connect dn3", "take dn1 kept", "connect dn1"]);
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@
 //! plan's [`OkMerge`].
 
 pub mod cursor;
+pub mod lookup;
 mod merge;
 
 use std::sync::Arc;

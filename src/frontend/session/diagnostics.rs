@@ -6,7 +6,6 @@ use std::io;
 use futures::StreamExt;
 use opensrv_mysql::{Column as WireColumn, ColumnFlags, ColumnType, QueryResultWriter};
 
-use super::execute::held;
 use super::reply::Sent;
 use super::{Session, Writer};
 use crate::backend::{BackendConn, Response};
@@ -127,22 +126,34 @@ impl Session {
         if sent.warnings == 0 && !calc {
             return Ok(());
         }
-        let mut conns = held(transactional, &mut self.pinned, fresh, targets);
-        if sent.warnings > 0 {
+        let (warnings, found) = {
+            let mut ctx = self.ctx();
+            let mut conns =
+                crate::engine::cursor::statement_conns(&mut ctx, transactional, fresh, targets);
             // First: MariaDB's SHOW WARNINGS leaves FOUND_ROWS() as it is, and a SELECT
             // without warnings would clear them.
-            self.warnings = collect_warnings(&mut conns).await;
+            let warnings = match sent.warnings > 0 {
+                true => Some(collect_warnings(&mut conns).await),
+                false => None,
+            };
+            let found = match conns.first_mut() {
+                Some(conn) if calc => Some(found_rows_on(&mut **conn).await),
+                _ => None,
+            };
+            (warnings, found)
+        };
+        if let Some(warnings) = warnings {
+            self.warnings = warnings;
             self.warning_count = sent.warnings;
         }
-        if calc && let Some(conn) = conns.first_mut() {
-            match found_rows_on(&mut **conn).await {
-                Some(n) => self.found_rows = n,
-                None => tracing::warn!(
-                    connection = self.id,
-                    node = %targets[0].node,
-                    "FOUND_ROWS() after SQL_CALC_FOUND_ROWS could not be read; counting the rows sent"
-                ),
-            }
+        match found {
+            Some(Some(n)) => self.found_rows = n,
+            Some(None) => tracing::warn!(
+                connection = self.id,
+                node = %targets[0].node,
+                "FOUND_ROWS() after SQL_CALC_FOUND_ROWS could not be read; counting the rows sent"
+            ),
+            None => {}
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 
 use opensrv_mysql::QueryResultWriter;
 
@@ -13,11 +14,14 @@ use super::transaction::{begin_on, ends_transaction, finish_implicit, xa_start_o
 use super::{Session, Writer, run_simple};
 use crate::backend::{BackendConn, OkInfo};
 use crate::datahost::Intent;
+use crate::engine::cursor::{ExecCtx, Lease, Purpose, Taken};
+use crate::engine::lookup::LookupError;
 use crate::engine::{self, Output};
 use crate::frontend::error::MysqlError;
 use crate::frontend::registry::Handle;
+use crate::frontend::reload::Generation;
 use crate::frontend::wire::tap::ErrorSlot;
-use crate::route::{HostHint, OkMerge, Plan};
+use crate::route::{HostHint, LockTables, OkMerge, Plan, SessionSet, Target};
 
 /// Which server a statement outside a transaction asks for: writes and master-forced reads the
 /// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
@@ -31,11 +35,80 @@ fn intent(plan: &Plan) -> Intent {
 }
 
 /// The session's side of the engine's seam ([`engine::cursor::ExecCtx`]): connections from
-/// the datahost cluster, for the server the statement's intent asks for ([`intent`]).
-struct Acquire<'a>(&'a crate::datahost::Cluster);
+/// its generation's datahost cluster, for the server the statement's intent asks for
+/// ([`intent`]); for look-ups the session's own connections (pinned to its transaction, or
+/// kept for its state) where they may serve, else fresh ones with its settings
+/// ([`engine::cursor::Purpose`]); sequence values from the server's handler. Made by
+/// [`Session::ctx`], over the session's fields it needs.
+pub(super) struct SessionCtx<'a> {
+    generation: Arc<Generation>,
+    sequences: &'a crate::sequence::Sequences,
+    state: &'a [SessionSet],
+    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    kept: &'a mut HashMap<String, Box<dyn BackendConn>>,
+    locks: Option<&'a LockTables>,
+}
 
-impl engine::cursor::ExecCtx for Acquire<'_> {
-    type Error = crate::datahost::DatahostError;
+/// A failure of [`SessionCtx`]: the dataHost's (no connection), or the gateway's error for
+/// the client (the session's settings refused on a fresh connection, a sequence draw).
+#[derive(Debug)]
+pub(super) enum CtxError {
+    Datahost(crate::datahost::DatahostError),
+    Refused(MysqlError),
+}
+
+impl std::fmt::Display for CtxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CtxError::Datahost(e) => write!(f, "{e}"),
+            CtxError::Refused(e) => f.write_str(&e.message),
+        }
+    }
+}
+
+impl From<CtxError> for MysqlError {
+    fn from(e: CtxError) -> MysqlError {
+        match e {
+            CtxError::Datahost(e) => e.into(),
+            CtxError::Refused(e) => e,
+        }
+    }
+}
+
+impl From<LookupError<CtxError>> for MysqlError {
+    /// The client's error for a failed look-up (errno per [`LookupError`]'s variants).
+    fn from(e: LookupError<CtxError>) -> MysqlError {
+        match e {
+            LookupError::Ctx(e) => e.into(),
+            LookupError::Node(e) => e.into(),
+            LookupError::NoValueDrawn => MysqlError::new(1003, "HY000", e.to_string()),
+            LookupError::ColumnsDiffer { .. } | LookupError::NoColumns { .. } => {
+                MysqlError::new(1105, "HY000", e.to_string())
+            }
+            LookupError::NoParent { .. } => MysqlError::new(1064, "42000", e.to_string()),
+        }
+    }
+}
+
+impl SessionCtx<'_> {
+    /// Whether the session holds a connection for `node` that `purpose` may use: the
+    /// transaction's, else a kept one — unless tables are locked and a look-up's table is not
+    /// among them (the backend would refuse it there with 1100, while a pooled connection
+    /// reads it: the gateway's own look-ups, such as an ER parent's row, do that).
+    fn holds(&self, node: &str, purpose: Purpose<'_>) -> bool {
+        if self.pinned.contains_key(node) {
+            return true;
+        }
+        let usable = match (self.locks, purpose) {
+            (Some(l), Purpose::Session(Some(t))) => l.holds(&t.to_ascii_uppercase()),
+            _ => true,
+        };
+        usable && self.kept.contains_key(node)
+    }
+}
+
+impl engine::cursor::ExecCtx for SessionCtx<'_> {
+    type Error = CtxError;
 
     async fn connect(
         &self,
@@ -43,19 +116,105 @@ impl engine::cursor::ExecCtx for Acquire<'_> {
         plan: &Plan,
         instead_of: Option<&str>,
     ) -> Result<Box<dyn BackendConn>, Self::Error> {
+        let cluster = &self.generation.cluster;
         match instead_of {
-            Some(failed) => self.0.acquire_instead(node, intent(plan), failed).await,
-            None => self.0.acquire_for(node, intent(plan)).await,
+            Some(failed) => cluster.acquire_instead(node, intent(plan), failed).await,
+            None => cluster.acquire_for(node, intent(plan)).await,
         }
+        .map_err(CtxError::Datahost)
     }
 
     fn unreachable(e: &Self::Error) -> bool {
         // An answer (the server's error or the gateway's refusal) would be the same elsewhere.
-        !e.source.is_answer()
+        match e {
+            CtxError::Datahost(e) => !e.source.is_answer(),
+            CtxError::Refused(_) => false,
+        }
+    }
+
+    async fn session_conn(
+        &mut self,
+        node: &str,
+        purpose: Purpose<'_>,
+    ) -> Result<Lease<'_>, Self::Error> {
+        if self.holds(node, purpose) {
+            let held = match self.pinned.get_mut(node) {
+                Some(c) => Some(c),
+                None => self.kept.get_mut(node),
+            };
+            if let Some(c) = held {
+                return Ok(Lease::Held(c.as_mut()));
+            }
+        }
+        let cluster = &self.generation.cluster;
+        match purpose {
+            Purpose::Session(_) => {
+                let mut c = cluster
+                    .acquire(node, false)
+                    .await
+                    .map_err(CtxError::Datahost)?;
+                Session::apply_state(self.state, c.as_mut(), node)
+                    .await
+                    .map_err(CtxError::Refused)?;
+                Ok(Lease::Fresh(c))
+            }
+            Purpose::Metadata => cluster
+                .acquire_for(node, Intent::Read)
+                .await
+                .map(Lease::Fresh)
+                .map_err(CtxError::Datahost),
+        }
+    }
+
+    async fn take_conn(&mut self, node: &str, kept: bool) -> Result<Taken, Self::Error> {
+        if kept && let Some(conn) = self.kept.remove(node) {
+            return Ok(Taken { conn, kept: true });
+        }
+        let mut conn = self
+            .generation
+            .cluster
+            .acquire(node, false)
+            .await
+            .map_err(CtxError::Datahost)?;
+        Session::apply_state(self.state, conn.as_mut(), node)
+            .await
+            .map_err(CtxError::Refused)?;
+        Ok(Taken { conn, kept: false })
+    }
+
+    fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)> {
+        let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
+            .pinned
+            .iter_mut()
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        targets
+            .iter()
+            .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
+            .collect()
+    }
+
+    async fn draw(&mut self, name: &str, count: usize) -> Result<Vec<i64>, Self::Error> {
+        self.sequences
+            .next(&self.generation.cluster, name, count)
+            .await
+            .map_err(|e| CtxError::Refused(MysqlError::new(1003, "HY000", e.to_string())))
     }
 }
 
 impl Session {
+    /// The engine's context over this session ([`SessionCtx`]).
+    pub(super) fn ctx(&mut self) -> SessionCtx<'_> {
+        SessionCtx {
+            generation: self.generation(),
+            sequences: &self.server.sequences,
+            state: &self.state,
+            pinned: &mut self.pinned,
+            kept: &mut self.kept,
+            locks: self.locks.as_ref(),
+        }
+    }
+
     /// Runs a plan ([`Session::execute_on`]); afterwards the connections it took from pools
     /// are kept when the session keeps its connections ([`Session::kept`]), which the
     /// statement itself may have begun (a temporary table, `SELECT @x := ...`, `GET_LOCK`).
@@ -158,8 +317,8 @@ impl Session {
         let on_held = self.pinned.contains_key(&plan.targets[0].node)
             || (keeps && self.kept.contains_key(&plan.targets[0].node));
         if !plan.fallback.is_empty() && !on_held {
-            let ctx = Acquire(&server.cluster);
-            match engine::cursor::connect(&ctx, &mut plan).await {
+            let connected = engine::cursor::connect(&self.ctx(), &mut plan).await;
+            match connected {
                 Ok(conns) => {
                     fresh.extend(conns);
                     nodes.push(plan.targets[0].node.clone());
@@ -179,27 +338,24 @@ impl Session {
                 // connections, and the kept ones wait for it to end.
                 let xa = self.locks.is_none()
                     && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
-                let kept = if xa { None } else { self.kept.remove(&t.node) };
-                let was_kept = kept.is_some();
-                let acquired = match kept {
-                    Some(c) => Ok(c),
-                    None => match fresh.pop() {
-                        Some(c) => {
-                            nodes.pop();
-                            Ok(c)
-                        }
-                        None => server.cluster.acquire(&t.node, false).await,
-                    },
-                };
-                let mut conn = match acquired {
-                    Ok(c) => c,
-                    Err(e) => return self.error(w, e.into()).await,
-                };
-                if !was_kept
-                    && let Err(e) = Self::apply_state(&self.state, conn.as_mut(), &t.node).await
+                // The connection a fallback read took above, when the kept one does not serve.
+                let taken = if (xa || !self.kept.contains_key(&t.node))
+                    && let Some(mut conn) = fresh.pop()
                 {
-                    return self.error(w, e).await;
-                }
+                    nodes.pop();
+                    Self::apply_state(&self.state, conn.as_mut(), &t.node)
+                        .await
+                        .map(|()| Taken { conn, kept: false })
+                } else {
+                    self.ctx()
+                        .take_conn(&t.node, !xa)
+                        .await
+                        .map_err(MysqlError::from)
+                };
+                let (mut conn, was_kept) = match taken {
+                    Ok(t) => (t.conn, t.kept),
+                    Err(e) => return self.error(w, e).await,
+                };
                 if let Err(e) = self.open_tx(conn.as_mut(), &t.node).await {
                     if was_kept {
                         self.kept.insert(t.node.clone(), conn);
@@ -217,19 +373,10 @@ impl Session {
             // Session affinity: the kept connections, and new ones (on the writeHost, as the
             // state may be a write's) for the other nodes, kept afterwards.
             for t in &plan.targets {
-                let conn = match self.kept.remove(&t.node) {
-                    Some(c) => c,
-                    None => match server.cluster.acquire(&t.node, false).await {
-                        Ok(mut c) => {
-                            if let Err(e) =
-                                Self::apply_state(&self.state, c.as_mut(), &t.node).await
-                            {
-                                return self.error(w, e).await;
-                            }
-                            c
-                        }
-                        Err(e) => return self.error(w, e.into()).await,
-                    },
+                let taken = self.ctx().take_conn(&t.node, true).await;
+                let conn = match taken {
+                    Ok(t) => t.conn,
+                    Err(e) => return self.error(w, e.into()).await,
                 };
                 fresh.push(conn);
                 nodes.push(t.node.clone());
@@ -238,7 +385,8 @@ impl Session {
             // One connection per target (a fallback read was served above, unless a held
             // connection answers its node: then there is nothing to fall back from).
             plan.fallback.clear();
-            match engine::cursor::connect(&Acquire(&server.cluster), &mut plan).await {
+            let connected = engine::cursor::connect(&self.ctx(), &mut plan).await;
+            match connected {
                 Ok(conns) => {
                     nodes.extend(plan.targets.iter().map(|t| t.node.clone()));
                     fresh.extend(conns);
@@ -299,9 +447,13 @@ impl Session {
         slot.set_status(status.bits());
         let id = self.id;
         let handle = self.handle.clone();
-        let conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
         let binary = self.binary;
-        let ran = run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await;
+        let ran = {
+            let mut ctx = self.ctx();
+            let conns =
+                engine::cursor::statement_conns(&mut ctx, transactional, fresh, &plan.targets);
+            run_plan(&plan, conns, w, &slot, binary, &handle, transactional).await
+        };
         let (w, finished) = match ran {
             Ran::Rows(sent) => {
                 return self
@@ -332,8 +484,8 @@ impl Session {
                 tracing::warn!(connection = id, error = %e, "read retried after its connection broke");
                 // The first attempt's connections go back to their pools (reset there).
                 fresh.clear();
-                let ctx = Acquire(&server.cluster);
-                match engine::cursor::reconnect(&ctx, &plan, &e, &failed).await {
+                let connected = engine::cursor::reconnect(&self.ctx(), &plan, &e, &failed).await;
+                match connected {
                     Ok(conns) => fresh.extend(conns),
                     Err(e) => return self.error(w, e.into()).await,
                 }
@@ -406,13 +558,22 @@ impl Session {
                 // The warnings stay on the backend connections, which go back to their pools
                 // now: read them while they are held, for a later SHOW WARNINGS.
                 if ok.warnings > 0 {
-                    let mut conns = held(transactional, &mut self.pinned, fresh, &plan.targets);
-                    // A global table's write ran on every node: its first node's warnings are
-                    // the statement's (as its OK packet is).
-                    if plan.ok_merge == OkMerge::First {
-                        conns.truncate(1);
-                    }
-                    self.warnings = collect_warnings(&mut conns).await;
+                    let warnings = {
+                        let mut ctx = self.ctx();
+                        let mut conns = engine::cursor::statement_conns(
+                            &mut ctx,
+                            transactional,
+                            fresh,
+                            &plan.targets,
+                        );
+                        // A global table's write ran on every node: its first node's warnings
+                        // are the statement's (as its OK packet is).
+                        if plan.ok_merge == OkMerge::First {
+                            conns.truncate(1);
+                        }
+                        collect_warnings(&mut conns).await
+                    };
+                    self.warnings = warnings;
                     self.warning_count = ok.warnings;
                 }
                 if implicit
@@ -486,30 +647,50 @@ async fn run_plan<'w>(
     ran
 }
 
-/// The connections a statement runs on, in target order: the session's pinned ones in a
-/// transaction, else those taken for it.
-pub(super) fn held<'a>(
-    transactional: bool,
-    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    fresh: &'a mut [Box<dyn BackendConn>],
-    targets: &[crate::route::Target],
-) -> Vec<&'a mut (dyn BackendConn + 'static)> {
-    if transactional {
-        pinned_for(pinned, targets)
-    } else {
-        fresh.iter_mut().map(|b| b.as_mut()).collect()
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The session's pinned connections of `targets`' nodes, in target order.
-fn pinned_for<'a>(
-    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    targets: &[crate::route::Target],
-) -> Vec<&'a mut (dyn BackendConn + 'static)> {
-    let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> =
-        pinned.iter_mut().map(|(k, v)| (k.as_str(), v)).collect();
-    targets
-        .iter()
-        .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
-        .collect()
+    /// What a failed look-up answers the client: Mycat's errno for each, the text as the
+    /// engine words it, a context's own error passed through.
+    #[test]
+    fn lookup_failures_get_mycats_errnos() {
+        let to = |e: LookupError<CtxError>| {
+            let e = MysqlError::from(e);
+            (e.code, e.state, e.message)
+        };
+        let (code, state, message) = to(LookupError::NoParent {
+            child: "ORDER_ITEM".to_string(),
+            parent: "ORDERS".to_string(),
+        });
+        assert_eq!((code, state.as_str()), (1064, "42000"));
+        assert!(
+            message.starts_with("can't find (root) parent sharding node for sql"),
+            "{message}"
+        );
+        assert_eq!(to(LookupError::NoValueDrawn).0, 1003);
+        let differ = LookupError::ColumnsDiffer {
+            table: "t".to_string(),
+            first_node: "dn1".to_string(),
+            first: vec!["a".to_string()],
+            node: "dn2".to_string(),
+            columns: vec!["b".to_string()],
+        };
+        assert_eq!(to(differ).0, 1105);
+        let refused = MysqlError::new(1003, "HY000", "mycat sequnce err.x");
+        assert_eq!(
+            to(LookupError::Ctx(CtxError::Refused(refused))),
+            (1003, "HY000".to_string(), "mycat sequnce err.x".to_string())
+        );
+        let node = crate::engine::EngineError {
+            node: "dn1".to_string(),
+            source: crate::backend::BackendError::Server {
+                code: 1146,
+                state: "42S02".to_string(),
+                message: "Table 'db1.t' doesn't exist".to_string(),
+            },
+            applied: None,
+        };
+        assert_eq!(to(LookupError::Node(node)).0, 1146);
+    }
 }

@@ -3,6 +3,7 @@
 
 use super::{Session, run_simple};
 use crate::backend::BackendConn;
+use crate::engine::cursor::ExecCtx;
 use crate::frontend::error::MysqlError;
 use crate::route::Plan;
 
@@ -33,25 +34,16 @@ impl Session {
         if self.locks.is_some() {
             return Err(MysqlError::new(1003, "HY000", "can't lock multi-table"));
         }
-        let server = self.generation();
         let mut taken: Vec<(String, Box<dyn BackendConn>)> = Vec::new();
         let mut failure = None;
         for t in &l.targets {
-            let mut conn = match self.kept.remove(&t.node) {
-                Some(c) => c,
-                None => match server.cluster.acquire(&t.node, false).await {
-                    Ok(mut c) => {
-                        if let Err(e) = Self::apply_state(&self.state, c.as_mut(), &t.node).await {
-                            failure = Some(e);
-                            break;
-                        }
-                        c
-                    }
-                    Err(e) => {
-                        failure = Some(e.into());
-                        break;
-                    }
-                },
+            let got = self.ctx().take_conn(&t.node, true).await;
+            let mut conn = match got {
+                Ok(t) => t.conn,
+                Err(e) => {
+                    failure = Some(e.into());
+                    break;
+                }
             };
             let done = run_simple(conn.as_mut(), &t.sql).await;
             match done {

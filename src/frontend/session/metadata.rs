@@ -8,9 +8,11 @@ use std::sync::Arc;
 use futures::StreamExt;
 use opensrv_mysql::{OkResponse, QueryResultWriter};
 
+use super::execute::CtxError;
 use super::{Session, Writer};
-use crate::backend::{BackendConn, Column, Response};
-use crate::datahost::Intent;
+use crate::backend::{Column, Response};
+use crate::engine::cursor::{ExecCtx, Purpose};
+use crate::engine::lookup;
 use crate::frontend::error::MysqlError;
 use crate::route::{Plan, Routed, SessionView};
 
@@ -31,15 +33,14 @@ impl Session {
             return Vec::new();
         };
         let hidden = plan.merge.as_ref().map_or(0, |m| m.hidden);
-        let described = match self.held_conn(&target.node, None) {
-            Some(c) => c.describe(&target.sql).await,
-            None => match self.generation().cluster.acquire(&target.node, false).await {
-                Ok(mut c) => match Self::apply_state(&self.state, c.as_mut(), &target.node).await {
-                    Ok(()) => c.describe(&target.sql).await,
-                    Err(e) => Err(crate::backend::BackendError::Other(e.message)),
-                },
-                Err(e) => Err(e.source),
-            },
+        let described = match self
+            .ctx()
+            .session_conn(&target.node, Purpose::Session(None))
+            .await
+        {
+            Ok(mut lease) => lease.conn().describe(&target.sql).await,
+            Err(CtxError::Datahost(e)) => Err(e.source),
+            Err(CtxError::Refused(e)) => Err(crate::backend::BackendError::Other(e.message)),
         };
         match described {
             Ok((_, mut columns)) => {
@@ -159,115 +160,18 @@ impl Session {
         Ok(c)
     }
 
-    /// A connection on `node` for a metadata read: the session's own (pinned to its transaction
-    /// or kept for its state), else one taken for reading and left in `fresh`.
-    ///
-    /// Errors: the dataHost's when no connection can be had.
-    async fn read_conn<'a>(
-        &'a mut self,
-        node: &str,
-        fresh: &'a mut Option<Box<dyn BackendConn>>,
-    ) -> Result<&'a mut dyn BackendConn, MysqlError> {
-        if self.held_conn(node, None).is_none() {
-            *fresh = Some(
-                self.generation()
-                    .cluster
-                    .acquire_for(node, Intent::Read)
-                    .await?,
-            );
-        }
-        match fresh {
-            Some(c) => Ok(c.as_mut()),
-            None => self
-                .held_conn(node, None)
-                .map(|c| c.as_mut() as &mut dyn BackendConn)
-                .ok_or_else(|| {
-                    MysqlError::new(
-                        1105,
-                        "HY000",
-                        format!("dataNode {node}: the session's connection is gone"),
-                    )
-                }),
-        }
-    }
-
-    /// The column names of `information_schema.<view>` on `node`.
+    /// The column names of `information_schema.<view>` on `node` ([`lookup::view_columns`]).
     async fn describe_view(&mut self, node: &str, view: &str) -> Result<Arc<[String]>, MysqlError> {
-        let sql = format!("SELECT * FROM information_schema.`{view}` WHERE 1 = 0");
-        let mut fresh = None;
-        let conn = self.read_conn(node, &mut fresh).await?;
-        let failed = node_failed(node);
-        match conn.query(&sql).await.map_err(failed)? {
-            Response::Rows { columns, mut rows } => {
-                while let Some(r) = rows.next().await {
-                    r.map_err(failed)?;
-                }
-                Ok(columns.iter().map(|c| c.name.clone()).collect())
-            }
-            Response::Ok(_) => Err(MysqlError::new(
-                1105,
-                "HY000",
-                format!("dataNode {node} answered no columns for information_schema.{view}"),
-            )),
-        }
+        Ok(lookup::view_columns(&mut self.ctx(), node, view).await?)
     }
 
-    /// Runs `sql` on `node` and returns its rows with each value as an SQL literal: numbers of
-    /// numeric columns as written, NULL, other text quoted, other bytes in hex.
+    /// `sql`'s rows on `node` as SQL literals ([`lookup::literal_rows`]).
     async fn literal_rows(
         &mut self,
         node: &str,
         sql: &str,
     ) -> Result<Vec<Vec<String>>, MysqlError> {
-        use crate::backend::{ColumnType as T, Value};
-        let mut fresh = None;
-        let conn = self.read_conn(node, &mut fresh).await?;
-        let failed = node_failed(node);
-        let Response::Rows { columns, mut rows } = conn.query(sql).await.map_err(failed)? else {
-            return Ok(Vec::new());
-        };
-        let numeric: Vec<bool> = columns
-            .iter()
-            .map(|c| {
-                matches!(
-                    c.column_type,
-                    T::MYSQL_TYPE_TINY
-                        | T::MYSQL_TYPE_SHORT
-                        | T::MYSQL_TYPE_LONG
-                        | T::MYSQL_TYPE_INT24
-                        | T::MYSQL_TYPE_LONGLONG
-                        | T::MYSQL_TYPE_DECIMAL
-                        | T::MYSQL_TYPE_NEWDECIMAL
-                        | T::MYSQL_TYPE_FLOAT
-                        | T::MYSQL_TYPE_DOUBLE
-                        | T::MYSQL_TYPE_YEAR
-                )
-            })
-            .collect();
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().await {
-            let row = row.map_err(failed)?;
-            let literals = row
-                .iter()
-                .zip(&numeric)
-                .map(|(v, numeric)| match v {
-                    Value::Null => "NULL".to_string(),
-                    Value::Int(i) => i.to_string(),
-                    Value::UInt(u) => u.to_string(),
-                    Value::Double(d) => d.to_string(),
-                    Value::Bytes(b) => match std::str::from_utf8(b) {
-                        Ok(t) if *numeric && t.parse::<f64>().is_ok() => t.to_string(),
-                        Ok(t) => format!("'{}'", t.replace('\\', "\\\\").replace('\'', "''")),
-                        Err(_) => format!(
-                            "X'{}'",
-                            b.iter().map(|x| format!("{x:02X}")).collect::<String>()
-                        ),
-                    },
-                })
-                .collect();
-            out.push(literals);
-        }
-        Ok(out)
+        Ok(lookup::literal_rows(&mut self.ctx(), node, sql).await?)
     }
 
     /// COM_FIELD_LIST (`args`: the table name, NUL, the column wildcard): the table's column
@@ -307,28 +211,23 @@ impl Session {
         let Some(target) = target else {
             return self.error(w, missing()).await;
         };
-        let mut fresh;
-        let conn: &mut dyn BackendConn = match self.held_conn(&target.node, Some(table)) {
-            Some(c) => c.as_mut(),
-            None => {
-                fresh = match self.generation().cluster.acquire(&target.node, false).await {
-                    Ok(c) => c,
-                    Err(e) => return self.error(w, e.into()).await,
-                };
-                if let Err(e) = Self::apply_state(&self.state, fresh.as_mut(), &target.node).await {
-                    return self.error(w, e).await;
+        let described = match self
+            .ctx()
+            .session_conn(&target.node, Purpose::Session(Some(table)))
+            .await
+        {
+            Err(e) => Err(MysqlError::from(e)),
+            Ok(mut lease) => match lease.conn().query(&target.sql).await {
+                Ok(Response::Rows { columns, mut rows }) => {
+                    while rows.next().await.is_some() {}
+                    Ok(columns.to_vec())
                 }
-                fresh.as_mut()
-            }
-        };
-        let described = match conn.query(&target.sql).await {
-            Ok(Response::Rows { columns, mut rows }) => {
-                while rows.next().await.is_some() {}
-                Ok(columns.to_vec())
-            }
-            Ok(Response::Ok(_)) => Ok(Vec::new()),
-            Err(e) if e.server_error().is_some_and(|(code, _, _)| code == 1146) => Err(missing()),
-            Err(e) => Err(MysqlError::backend(format!("dataNode {}", target.node), &e)),
+                Ok(Response::Ok(_)) => Ok(Vec::new()),
+                Err(e) if e.server_error().is_some_and(|(code, _, _)| code == 1146) => {
+                    Err(missing())
+                }
+                Err(e) => Err(MysqlError::backend(format!("dataNode {}", target.node), &e)),
+            },
         };
         let columns = match described {
             Ok(c) => c,
@@ -371,15 +270,4 @@ fn field_definition(schema: &str, table: &str, c: &Column) -> Vec<u8> {
     p.extend_from_slice(&[0, 0]);
     p.push(0xFB);
     p
-}
-
-/// The client's error for a failure of `node`'s server (the error names the dataNode).
-fn node_failed(node: &str) -> impl Fn(crate::backend::BackendError) -> MysqlError + Copy + '_ {
-    move |source| {
-        MysqlError::from(crate::engine::EngineError {
-            node: node.to_string(),
-            source,
-            applied: None,
-        })
-    }
 }

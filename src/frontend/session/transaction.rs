@@ -220,29 +220,6 @@ impl Session {
             None => begin_on(conn, node).await,
         }
     }
-
-    /// The connection the session holds for `node` that a statement reading `table`
-    /// (upper-cased) may use: the transaction's, else a kept one — unless tables are locked and
-    /// `table` is not among them (the backend would refuse it there with 1100, while a pooled
-    /// connection reads it: the gateway's own look-ups, such as an ER parent's row, do that).
-    pub(super) fn held_conn(
-        &mut self,
-        node: &str,
-        table: Option<&str>,
-    ) -> Option<&mut Box<dyn BackendConn>> {
-        if self.pinned.contains_key(node) {
-            return self.pinned.get_mut(node);
-        }
-        let usable = match (&self.locks, table) {
-            (Some(l), Some(t)) => l.holds(&t.to_ascii_uppercase()),
-            _ => true,
-        };
-        if usable {
-            self.kept.get_mut(node)
-        } else {
-            None
-        }
-    }
 }
 
 /// Ends the implicit per-node transactions of a multi-node write (`COMMIT` or `ROLLBACK`).
