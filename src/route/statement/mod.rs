@@ -33,6 +33,7 @@ mod explain;
 mod hints;
 mod insert;
 mod select;
+mod sequence;
 mod session;
 mod show;
 mod write;
@@ -144,6 +145,9 @@ pub(super) fn route(
             ) =>
         {
             Ok(Routed::Local(Local::UnlockTables))
+        }
+        "CREATE" | "ALTER" | "DROP" if sequence::is_sequence_ddl(stmt) => {
+            sequence::sequence_ddl(r, stmt, view)
         }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
@@ -303,6 +307,9 @@ struct Collector<'a> {
     qualifiers: BTreeSet<String>,
     /// Qualifiers that name no logical schema (physical or system databases).
     foreign: BTreeSet<String>,
+    /// MariaDB sequences named in sequence functions (`NEXTVAL(s)`): `(qualifier as written,
+    /// upper-cased name)`, each also an [`Occurrence`] (a table to routing).
+    sequences: Vec<sequence::Named>,
     depth: usize,
 }
 
@@ -363,6 +370,24 @@ impl Visitor for Collector<'_> {
     }
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        // A sequence function's sequence is a table reference (module `sequence`).
+        if let Expr::Function(f) = e
+            && let Some((name, access)) = admit::sequence_of(f)
+        {
+            self.relation(&name);
+            let (qualifier, table) = split_name(&name);
+            let upper = table.to_ascii_uppercase();
+            self.sequences.push(sequence::Named {
+                name: upper.clone(),
+                writes: access.iter().any(|a| a.writes()),
+            });
+            self.occurrences.push(Occurrence {
+                name: upper,
+                qualifier,
+                alias: None,
+                depth: self.depth,
+            });
+        }
         // `schema.table.column` in expressions.
         if let Expr::CompoundIdentifier(parts) = e
             && parts.len() >= 3
@@ -400,8 +425,11 @@ fn cached(
     cache.set_last_key(key.clone());
     let mut literal_free = false;
     let routed = parsed(r, stmt, view, &mut literal_free)?;
+    // A statement naming a sequence is placed by the sequence's node too (module
+    // `sequence`), which the cache's learned placements do not know: never cached.
     if let Routed::Plan(plan) = &routed
         && plan.fallback.is_empty()
+        && !sequence::may_name_sequence(stmt)
     {
         // One node, the statement as written, no merge.
         let plain =
@@ -492,6 +520,12 @@ fn parsed_statement(
         })
     {
         // Tools' metadata queries: answered for the logical schemas (module `metadata`).
+        if let Some(seq) = c.sequences.first() {
+            return Err(RouteError::not_supported(format!(
+                "sequence {} in a query of information_schema is not supported",
+                seq.name
+            )));
+        }
         let others: Vec<String> = c
             .occurrences
             .iter()
@@ -622,13 +656,17 @@ fn parsed_statement(
         })
         .collect();
     check_access(view, &s.name, &statement, &c.qualifiers)?;
+    let sequence_node = sequence::node_of_sequences(r, s, &c.sequences)?;
     let returning = match &statement {
         Statement::Insert(i) => i.returning.is_some(),
         Statement::Update(u) => u.returning.is_some(),
         Statement::Delete(d) => d.returning.is_some(),
         _ => false,
     };
-    let routed = route_parsed(&ctx, &statement, &occurrences)?;
+    let mut routed = route_parsed(&ctx, &statement, &occurrences)?;
+    if let Some(place) = &sequence_node {
+        sequence::keep_on_node(&mut routed, place)?;
+    }
     *literal_free = matches!(statement, Statement::Query(_))
         && s.default_node.is_some()
         && occurrences
@@ -651,6 +689,7 @@ fn collect<'a>(is_schema: &'a dyn Fn(&str) -> bool, statement: &Statement) -> Co
         qualifier_spans: Vec::new(),
         qualifiers: BTreeSet::new(),
         foreign: BTreeSet::new(),
+        sequences: Vec::new(),
         depth: 0,
     };
     let _ = statement.visit(&mut c);
