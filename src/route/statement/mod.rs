@@ -295,6 +295,8 @@ struct Occurrence {
     alias: Option<String>,
     /// Query nesting depth (0 for DML targets, 1 for a top-level SELECT's FROM).
     depth: usize,
+    /// The sequence of a sequence function (`NEXTVAL(s)`), not a table the statement reads.
+    sequence: bool,
 }
 
 /// Collects table occurrences, CTE names and the spans of logical-schema qualifiers.
@@ -359,6 +361,7 @@ impl Visitor for Collector<'_> {
                 qualifier,
                 alias: alias.as_ref().map(|a| a.name.value.clone()),
                 depth: self.depth,
+                sequence: false,
             });
         }
         ControlFlow::Continue(())
@@ -386,6 +389,7 @@ impl Visitor for Collector<'_> {
                 qualifier,
                 alias: None,
                 depth: self.depth,
+                sequence: true,
             });
         }
         // `schema.table.column` in expressions.
@@ -656,6 +660,18 @@ fn parsed_statement(
         })
         .collect();
     check_access(view, &s.name, &statement, &c.qualifiers)?;
+    // An INSERT is placed by its target and sources; its sequences' dataNode is checked on
+    // the plan (`sequence::keep_on_node`): a value drawn from a sequence reads no rows.
+    // Elsewhere a sequence is placed like a table, after the statement's tables: never the
+    // "first table" that decides where a statement over undeclared tables goes (SPEC §5.4).
+    let occurrences: Vec<Occurrence> = match statement {
+        Statement::Insert(_) => occurrences.into_iter().filter(|o| !o.sequence).collect(),
+        _ => {
+            let (sequences, tables): (Vec<_>, Vec<_>) =
+                occurrences.into_iter().partition(|o| o.sequence);
+            tables.into_iter().chain(sequences).collect()
+        }
+    };
     let sequence_node = sequence::node_of_sequences(r, s, &c.sequences)?;
     let returning = match &statement {
         Statement::Insert(i) => i.returning.is_some(),
