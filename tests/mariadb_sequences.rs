@@ -173,6 +173,30 @@ async fn every_sequence_form_works_and_the_backend_shows_it() {
     assert_eq!(one(&mut c2, "SELECT NEXTVAL(s2)").await, Some(1));
     assert_eq!(stored(&db2, "s2").await, Some(2));
 
+    // A statement of the session's schema naming another schema's sequence is refused, not
+    // run as a statement of the other schema (its target would be the other schema's table).
+    for sql in [
+        "INSERT INTO withseq (id, v) VALUES (NEXTVAL(SQ2.s2), 9)",
+        "CREATE TABLE withseq3 (id INT DEFAULT NEXTVAL(SQ2.s2))",
+    ] {
+        let (code, message) = refused(&mut c, sql).await;
+        assert!(
+            code == 1064 && message.contains("several schemas"),
+            "{sql}: {code} {message}"
+        );
+    }
+    assert_eq!(stored(&db2, "s2").await, Some(2));
+    for db in &f.databases {
+        let n: Option<i64> = primary(None)
+            .await
+            .query_first(format!(
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = 'withseq3'"
+            ))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(0), "{db}");
+    }
+
     // SHOW, information_schema, the sequence as a table.
     let create: (String, String) = c
         .query_first("SHOW CREATE SEQUENCE s1")

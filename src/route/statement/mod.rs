@@ -559,18 +559,33 @@ fn parsed_statement(
     // test_schema's rules, as after `USE test_schema`); a statement mixing the session's
     // tables with another schema's is not supported yet.
     let only_other = match (schema, c.qualifiers.iter().collect::<Vec<_>>().as_slice()) {
-        (Some(s), [q]) if *q != s => c
-            .occurrences
-            .iter()
-            .filter(|o| o.qualifier.is_some() || !(c.ctes.contains(&o.name) || o.name == "DUAL"))
-            .filter(|o| {
-                !o.qualifier.as_deref().is_some_and(|q| {
-                    metadata::is_information_schema(q)
-                        || SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q))
+        (Some(s), [q]) if *q != s => {
+            let relations = c
+                .occurrences
+                .iter()
+                .filter(|o| {
+                    o.qualifier.is_some() || !(c.ctes.contains(&o.name) || o.name == "DUAL")
                 })
-            })
-            .all(|o| o.qualifier.as_deref() == Some(q.as_str()))
-            .then_some(q.as_str()),
+                .filter(|o| {
+                    !o.qualifier.as_deref().is_some_and(|q| {
+                        metadata::is_information_schema(q)
+                            || SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q))
+                    })
+                })
+                .all(|o| o.qualifier.as_deref() == Some(q.as_str()));
+            // The targets too (INSERT INTO t, CREATE TABLE t, which are no relations of the
+            // query): `INSERT INTO t VALUES (NEXTVAL(other.s))` writes the session's `t`.
+            let targets = || {
+                admit::table_refs(&statement).iter().all(|t| {
+                    t.qualifier.as_deref().is_some_and(|x| {
+                        x == q.as_str()
+                            || metadata::is_information_schema(x)
+                            || SYSTEM_SCHEMAS.iter().any(|y| y.eq_ignore_ascii_case(x))
+                    })
+                })
+            };
+            (relations && targets()).then_some(q.as_str())
+        }
         _ => None,
     };
     let schema = match (schema, c.qualifiers.iter().next()) {

@@ -130,10 +130,12 @@ pub(super) fn keep_on_node(routed: &mut Routed, at: &Placement) -> Result<(), Ro
         Routed::Lookup(_) => return Err(refuse("a dataNode found from data".to_string())),
         _ => return Err(refuse("no dataNode".to_string())),
     };
-    if p.targets.len() == 1 && p.targets[0].node != at.node && p.merge.is_none() {
-        if let Some(i) = p.fallback.iter().position(|t| t.node == at.node) {
-            std::mem::swap(&mut p.targets[0], &mut p.fallback[i]);
-        }
+    if p.targets.len() == 1
+        && p.targets[0].node != at.node
+        && p.merge.is_none()
+        && let Some(i) = p.fallback.iter().position(|t| t.node == at.node)
+    {
+        std::mem::swap(&mut p.targets[0], &mut p.fallback[i]);
     }
     if p.targets.len() != 1 || p.targets[0].node != at.node {
         let nodes: Vec<&str> = p.targets.iter().map(|t| t.node.as_str()).collect();
@@ -403,13 +405,12 @@ pub(super) fn sequence_ddl(
         }
         Kind::Drop => {}
         _ => reader.options(kind).map_err(|w| {
-            if w.starts_with("ENGINE ") {
+            if let Some(engine) = w.strip_prefix("ENGINE ") {
                 RouteError {
                     code: 1227,
                     state: "42000",
                     message: format!(
-                        "Access denied; the storage engine {} is not available through the gateway",
-                        &w[7..]
+                        "Access denied; the storage engine {engine} is not available through the gateway"
                     ),
                 }
             } else {
