@@ -387,7 +387,22 @@ fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteErr
             continue;
         }
         found += 1;
-        if !matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen)) {
+        // `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s`: read as NEXTVAL(s) / LASTVAL(s)
+        // (module `forms`), where the call stands.
+        let mut next = tokens[i + 1..]
+            .iter()
+            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+            .map(|t| match &t.token {
+                Token::Word(x) if x.quote_style.is_none() => x.value.to_ascii_uppercase(),
+                _ => String::new(),
+            });
+        let sequence_expression = w.quote_style.is_none()
+            && (w.value.eq_ignore_ascii_case("NEXT") || w.value.eq_ignore_ascii_case("PREVIOUS"))
+            && next.next().as_deref() == Some("VALUE")
+            && next.next().as_deref() == Some("FOR");
+        if !sequence_expression
+            && !matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen))
+        {
             return Err(spelling(&w.value));
         }
     }
@@ -433,11 +448,25 @@ fn forbidden(statement: &Statement, known: &dyn Fn(&str) -> bool) -> Option<Refu
                     .and_then(|p| p.as_ident())
                     .map(|i| i.value.to_ascii_uppercase())
                     .unwrap_or_default();
+                if f.name.0.len() == 1 && SEQUENCE_FUNCTIONS.contains(&name.as_str()) {
+                    // A sequence function names its sequence as a table (`table_refs`);
+                    // any other shape of call is refused.
+                    if sequence_of(f).is_none() {
+                        self.0 = Some(Refused::Denied(format!(
+                            "function {} other than as {name}(sequence{})",
+                            f.name,
+                            if name == "SETVAL" {
+                                ", value[, ...]"
+                            } else {
+                                ""
+                            }
+                        )));
+                        return ControlFlow::Break(());
+                    }
+                    return ControlFlow::Continue(());
+                }
                 if f.name.0.len() > 1
-                    || matches!(
-                        name.as_str(),
-                        "LOAD_FILE" | "NEXTVAL" | "LASTVAL" | "SETVAL" | "SYS_EXEC" | "SYS_EVAL"
-                    )
+                    || matches!(name.as_str(), "LOAD_FILE" | "SYS_EXEC" | "SYS_EVAL")
                 {
                     self.0 = Some(Refused::Denied(format!("function {}", f.name)));
                     return ControlFlow::Break(());
@@ -508,6 +537,87 @@ fn forbidden(statement: &Statement, known: &dyn Fn(&str) -> bool) -> Option<Refu
     let mut f = Find(None, known);
     let _ = statement.visit(&mut f);
     f.0
+}
+
+/// MariaDB's sequence functions (`NEXT VALUE FOR s` and `PREVIOUS VALUE FOR s` are read as
+/// `NEXTVAL(s)` and `LASTVAL(s)`, module `forms`).
+pub(super) const SEQUENCE_FUNCTIONS: &[&str] = &["NEXTVAL", "LASTVAL", "SETVAL"];
+
+/// The sequence a call of a sequence function names, and the access MariaDB asks of it; `None`
+/// when `f` is no such call or not of MariaDB's shape: `NEXTVAL(s)`, `LASTVAL(s)`,
+/// `SETVAL(s, n[, used[, round]])`, `s` a name or `db.s`, plain arguments (no DISTINCT, ORDER
+/// BY, FILTER, OVER).
+///
+/// The privileges are MariaDB 10.11's, as a grant-limited account meets them: NEXTVAL needs
+/// INSERT and SELECT on the sequence (the documentation names INSERT; the server also checks
+/// SELECT), SETVAL INSERT, LASTVAL SELECT.
+pub(super) fn sequence_of(
+    f: &sqlparser::ast::Function,
+) -> Option<(ObjectName, &'static [TableAccess])> {
+    let [part] = f.name.0.as_slice() else {
+        return None;
+    };
+    let name = part.as_ident()?;
+    if name.quote_style.is_some() {
+        return None;
+    }
+    let (arity, access): (std::ops::RangeInclusive<usize>, &'static [TableAccess]) =
+        match name.value.to_ascii_uppercase().as_str() {
+            "NEXTVAL" => (1..=1, &[TableAccess::Insert, TableAccess::Select]),
+            "LASTVAL" => (1..=1, &[TableAccess::Select]),
+            "SETVAL" => (2..=4, &[TableAccess::Insert]),
+            _ => return None,
+        };
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    if list.duplicate_treatment.is_some()
+        || !list.clauses.is_empty()
+        || f.filter.is_some()
+        || f.over.is_some()
+        || !f.within_group.is_empty()
+        || !matches!(f.parameters, FunctionArguments::None)
+        || !arity.contains(&list.args.len())
+    {
+        return None;
+    }
+    let sqlparser::ast::FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Expr(first)) =
+        &list.args[0]
+    else {
+        return None;
+    };
+    let parts = match first {
+        Expr::Identifier(i) => vec![i.clone()],
+        Expr::CompoundIdentifier(p) if p.len() == 2 => p.clone(),
+        _ => return None,
+    };
+    let object = ObjectName(
+        parts
+            .into_iter()
+            .map(sqlparser::ast::ObjectNamePart::Identifier)
+            .collect(),
+    );
+    Some((object, access))
+}
+
+/// Every sequence `statement` names in a sequence function call, in order, with the access
+/// MariaDB asks of it ([`sequence_of`]).
+pub fn sequence_refs(statement: &Statement) -> Vec<(ObjectName, &'static [TableAccess])> {
+    struct Calls(Vec<(ObjectName, &'static [TableAccess])>);
+    impl Visitor for Calls {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+            if let Expr::Function(f) = e
+                && let Some(found) = sequence_of(f)
+            {
+                self.0.push(found);
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    let _ = statement.visit(&mut calls);
+    calls.0
 }
 
 /// `(qualifier, table)` of a possibly schema-qualified name.
@@ -733,9 +843,14 @@ pub fn table_refs(statement: &Statement) -> Vec<TableRef> {
         }
     }
     let reads = v.names.into_iter().map(|n| (n, TableAccess::Select));
+    // Sequences named in sequence functions (`NEXTVAL(s)`): tables to MariaDB's privileges.
+    let sequences = sequence_refs(statement)
+        .into_iter()
+        .flat_map(|(n, access)| access.iter().map(move |a| (n.clone(), *a)));
     targets
         .into_iter()
         .chain(reads)
+        .chain(sequences)
         .map(|(n, access)| {
             let (qualifier, table) = split_name(&n);
             TableRef {
@@ -887,6 +1002,48 @@ mod tests {
         );
     }
 
+    /// MariaDB sequences are tables to the access checks, with MariaDB's privileges.
+    #[test]
+    fn sequences_are_table_references() {
+        use TableAccess::*;
+        let forms = |sql: &str| -> Vec<(Option<String>, String, TableAccess)> {
+            let statement = crate::route::forms::parse(sql).unwrap().remove(0);
+            let known = |n: &str| crate::route::builtins::is_builtin(n, false);
+            admit(&statement, sql, &|q| q == "A", &known).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let mut v: Vec<_> = table_refs(&statement)
+                .into_iter()
+                .map(|r| (r.qualifier, r.table, r.access))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            forms("SELECT NEXTVAL(s)"),
+            [t(None, "s", Insert), t(None, "s", Select)]
+        );
+        assert_eq!(
+            forms("SELECT next value for A.s, PREVIOUS VALUE FOR `s2`"),
+            [
+                t(None, "s2", Select),
+                t(Some("A"), "s", Insert),
+                t(Some("A"), "s", Select)
+            ]
+        );
+        assert_eq!(forms("SELECT SETVAL(s, 10, 1, 0)"), [t(None, "s", Insert)]);
+        assert_eq!(
+            forms("INSERT INTO t (a) VALUES (LASTVAL(s))"),
+            [t(None, "s", Select), t(None, "t", Insert)]
+        );
+        assert_eq!(
+            forms("CREATE TABLE t (a INT DEFAULT NEXT VALUE FOR s)"),
+            [
+                t(None, "s", Insert),
+                t(None, "s", Select),
+                t(None, "t", Ddl)
+            ]
+        );
+    }
+
     #[test]
     fn calls_are_spelled_as_builtins_are() {
         let known = |n: &str| crate::route::builtins::is_builtin(n, false);
@@ -962,7 +1119,11 @@ mod tests {
             ("SELECT 1 UNION SELECT 2 INTO OUTFILE '/tmp/x'", 1227),
             ("SELECT LOAD_FILE('/etc/passwd')", 1227),
             ("SELECT sys.ps_thread_id(1)", 1227),
-            ("SELECT NEXTVAL(other.seq)", 1227),
+            ("SELECT NEXTVAL(other.seq, 1)", 1227),
+            ("SELECT NEXTVAL('seq')", 1227),
+            ("SELECT SETVAL(seq)", 1227),
+            ("SELECT NEXTVAL(a.b.seq)", 1227),
+            ("SELECT NEXTVAL(DISTINCT seq)", 1227),
             (
                 "CREATE TABLE t (id INT) ENGINE=CONNECT TABLE_TYPE=CSV FILE_NAME='/etc/passwd'",
                 1227,

@@ -11,6 +11,7 @@ pub fn session_state(sql: &str) -> Option<&'static str> {
     if !sql.contains(":=")
         && !crate::sqltext::contains_ignore_ascii_case(sql, "TEMPORARY")
         && !crate::sqltext::contains_ignore_ascii_case(sql, "GET_LOCK")
+        && !crate::sqltext::contains_ignore_ascii_case(sql, "VAL")
     {
         return None;
     }
@@ -29,6 +30,13 @@ pub fn session_state(sql: &str) -> Option<&'static str> {
         if word(i, "GET_LOCK") && matches!(toks.get(i + 1), Some((Token::LParen, _, _))) {
             return Some("a named lock (GET_LOCK)");
         }
+        // A sequence's last value in this connection (MariaDB's LASTVAL / PREVIOUS VALUE FOR).
+        if ((word(i, "NEXTVAL") || word(i, "SETVAL"))
+            && matches!(toks.get(i + 1), Some((Token::LParen, _, _))))
+            || (word(i, "NEXT") && word(i + 1, "VALUE") && word(i + 2, "FOR"))
+        {
+            return Some("a sequence's last value (NEXTVAL, SETVAL)");
+        }
     }
     None
 }
@@ -45,6 +53,10 @@ mod tests {
         );
         assert!(session_state("SELECT @x := 5").is_some());
         assert!(session_state("select get_lock('a', 0)").is_some());
+        assert!(session_state("SELECT nextval(s)").is_some());
+        assert!(session_state("INSERT INTO t VALUES (NEXT VALUE FOR s)").is_some());
+        assert!(session_state("SELECT setval(s, 5)").is_some());
+        assert_eq!(session_state("SELECT lastval(s), 'nextval('"), None);
         for sql in [
             "SELECT 'CREATE TEMPORARY TABLE', ':=', 'get_lock('",
             "SELECT * FROM travelrecord WHERE id = 1",

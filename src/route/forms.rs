@@ -28,6 +28,8 @@
 //!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
 //!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
 //!   (`ENGINE = 'MyISAM'`) is read as the name.
+//! - `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s` (MariaDB sequences) → `NEXTVAL(s)` /
+//!   `LASTVAL(s)`: the same sequence, read by `admit` as a table reference either way.
 //! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
 //!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
 //!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
@@ -214,6 +216,26 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     *c = Some(Vec::new());
                 }
                 break;
+            }
+            // MariaDB's sequence expressions, as their function spellings (the same table
+            // reference, read by `admit` as one): `NEXT VALUE FOR s` → `NEXTVAL(s)`,
+            // `PREVIOUS VALUE FOR s` → `LASTVAL(s)`; `s` is a name, `db.s` a qualified one.
+            "NEXT" | "PREVIOUS" if is(k + 1, "VALUE") && is(k + 2, "FOR") => {
+                let name_word = |j: usize| matches!(tok(j), Some(Token::Word(_)));
+                if !name_word(k + 3) {
+                    continue;
+                }
+                let last = if matches!(tok(k + 4), Some(Token::Period)) && name_word(k + 5) {
+                    k + 5
+                } else {
+                    k + 3
+                };
+                let function = if w == "NEXT" { "NEXTVAL" } else { "LASTVAL" };
+                change[k] = Some(vec![Token::make_word(function, None), Token::LParen]);
+                change[k + 1] = Some(Vec::new());
+                change[k + 2] = Some(Vec::new());
+                let name = tok(last).cloned().unwrap_or(Token::EOF);
+                change[last] = Some(vec![name, Token::RParen]);
             }
             "UPDATE" if k == 0 => {
                 // Commas between the tables, before the first SET outside parentheses.
@@ -549,6 +571,14 @@ mod tests {
         same(
             "ALTER TABLE t1 DEFAULT CHARSET = latin1 ROW_FORMAT = DYNAMIC",
             "ALTER TABLE t1 ALGORITHM = DEFAULT",
+        );
+        same(
+            "SELECT NEXT VALUE FOR s, previous value for `db`.`s2`",
+            "SELECT NEXTVAL(s), LASTVAL(`db`.`s2`)",
+        );
+        same(
+            "CREATE TABLE t (id INT DEFAULT NEXT VALUE FOR db.s, v INT)",
+            "CREATE TABLE t (id INT DEFAULT NEXTVAL(db.s), v INT)",
         );
         same(
             "SELECT id FROM p WHERE id = 1 LOCK\n IN /* é */ SHARE MODE",

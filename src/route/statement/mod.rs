@@ -33,6 +33,7 @@ mod explain;
 mod hints;
 mod insert;
 mod select;
+mod sequence;
 mod session;
 mod show;
 mod write;
@@ -144,6 +145,9 @@ pub(super) fn route(
             ) =>
         {
             Ok(Routed::Local(Local::UnlockTables))
+        }
+        "CREATE" | "ALTER" | "DROP" if sequence::is_sequence_ddl(stmt) => {
+            sequence::sequence_ddl(r, stmt, view)
         }
         "SHOW" => show(r, stmt, &words, view),
         "KILL" => kill(&words).map(Routed::Local),
@@ -291,6 +295,8 @@ struct Occurrence {
     alias: Option<String>,
     /// Query nesting depth (0 for DML targets, 1 for a top-level SELECT's FROM).
     depth: usize,
+    /// The sequence of a sequence function (`NEXTVAL(s)`), not a table the statement reads.
+    sequence: bool,
 }
 
 /// Collects table occurrences, CTE names and the spans of logical-schema qualifiers.
@@ -303,6 +309,9 @@ struct Collector<'a> {
     qualifiers: BTreeSet<String>,
     /// Qualifiers that name no logical schema (physical or system databases).
     foreign: BTreeSet<String>,
+    /// MariaDB sequences named in sequence functions (`NEXTVAL(s)`): `(qualifier as written,
+    /// upper-cased name)`, each also an [`Occurrence`] (a table to routing).
+    sequences: Vec<sequence::Named>,
     depth: usize,
 }
 
@@ -352,6 +361,7 @@ impl Visitor for Collector<'_> {
                 qualifier,
                 alias: alias.as_ref().map(|a| a.name.value.clone()),
                 depth: self.depth,
+                sequence: false,
             });
         }
         ControlFlow::Continue(())
@@ -363,6 +373,25 @@ impl Visitor for Collector<'_> {
     }
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        // A sequence function's sequence is a table reference (module `sequence`).
+        if let Expr::Function(f) = e
+            && let Some((name, access)) = admit::sequence_of(f)
+        {
+            self.relation(&name);
+            let (qualifier, table) = split_name(&name);
+            let upper = table.to_ascii_uppercase();
+            self.sequences.push(sequence::Named {
+                name: upper.clone(),
+                writes: access.iter().any(|a| a.writes()),
+            });
+            self.occurrences.push(Occurrence {
+                name: upper,
+                qualifier,
+                alias: None,
+                depth: self.depth,
+                sequence: true,
+            });
+        }
         // `schema.table.column` in expressions.
         if let Expr::CompoundIdentifier(parts) = e
             && parts.len() >= 3
@@ -400,8 +429,11 @@ fn cached(
     cache.set_last_key(key.clone());
     let mut literal_free = false;
     let routed = parsed(r, stmt, view, &mut literal_free)?;
+    // A statement naming a sequence is placed by the sequence's node too (module
+    // `sequence`), which the cache's learned placements do not know: never cached.
     if let Routed::Plan(plan) = &routed
         && plan.fallback.is_empty()
+        && !sequence::may_name_sequence(stmt)
     {
         // One node, the statement as written, no merge.
         let plain =
@@ -492,6 +524,12 @@ fn parsed_statement(
         })
     {
         // Tools' metadata queries: answered for the logical schemas (module `metadata`).
+        if let Some(seq) = c.sequences.first() {
+            return Err(RouteError::not_supported(format!(
+                "sequence {} in a query of information_schema is not supported",
+                seq.name
+            )));
+        }
         let others: Vec<String> = c
             .occurrences
             .iter()
@@ -521,18 +559,33 @@ fn parsed_statement(
     // test_schema's rules, as after `USE test_schema`); a statement mixing the session's
     // tables with another schema's is not supported yet.
     let only_other = match (schema, c.qualifiers.iter().collect::<Vec<_>>().as_slice()) {
-        (Some(s), [q]) if *q != s => c
-            .occurrences
-            .iter()
-            .filter(|o| o.qualifier.is_some() || !(c.ctes.contains(&o.name) || o.name == "DUAL"))
-            .filter(|o| {
-                !o.qualifier.as_deref().is_some_and(|q| {
-                    metadata::is_information_schema(q)
-                        || SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q))
+        (Some(s), [q]) if *q != s => {
+            let relations = c
+                .occurrences
+                .iter()
+                .filter(|o| {
+                    o.qualifier.is_some() || !(c.ctes.contains(&o.name) || o.name == "DUAL")
                 })
-            })
-            .all(|o| o.qualifier.as_deref() == Some(q.as_str()))
-            .then_some(q.as_str()),
+                .filter(|o| {
+                    !o.qualifier.as_deref().is_some_and(|q| {
+                        metadata::is_information_schema(q)
+                            || SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q))
+                    })
+                })
+                .all(|o| o.qualifier.as_deref() == Some(q.as_str()));
+            // The targets too (INSERT INTO t, CREATE TABLE t, which are no relations of the
+            // query): `INSERT INTO t VALUES (NEXTVAL(other.s))` writes the session's `t`.
+            let targets = || {
+                admit::table_refs(&statement).iter().all(|t| {
+                    t.qualifier.as_deref().is_some_and(|x| {
+                        x == q.as_str()
+                            || metadata::is_information_schema(x)
+                            || SYSTEM_SCHEMAS.iter().any(|y| y.eq_ignore_ascii_case(x))
+                    })
+                })
+            };
+            (relations && targets()).then_some(q.as_str())
+        }
         _ => None,
     };
     let schema = match (schema, c.qualifiers.iter().next()) {
@@ -622,13 +675,29 @@ fn parsed_statement(
         })
         .collect();
     check_access(view, &s.name, &statement, &c.qualifiers)?;
+    // An INSERT is placed by its target and sources; its sequences' dataNode is checked on
+    // the plan (`sequence::keep_on_node`): a value drawn from a sequence reads no rows.
+    // Elsewhere a sequence is placed like a table, after the statement's tables: never the
+    // "first table" that decides where a statement over undeclared tables goes (SPEC §5.4).
+    let occurrences: Vec<Occurrence> = match statement {
+        Statement::Insert(_) => occurrences.into_iter().filter(|o| !o.sequence).collect(),
+        _ => {
+            let (sequences, tables): (Vec<_>, Vec<_>) =
+                occurrences.into_iter().partition(|o| o.sequence);
+            tables.into_iter().chain(sequences).collect()
+        }
+    };
+    let sequence_node = sequence::node_of_sequences(r, s, &c.sequences)?;
     let returning = match &statement {
         Statement::Insert(i) => i.returning.is_some(),
         Statement::Update(u) => u.returning.is_some(),
         Statement::Delete(d) => d.returning.is_some(),
         _ => false,
     };
-    let routed = route_parsed(&ctx, &statement, &occurrences)?;
+    let mut routed = route_parsed(&ctx, &statement, &occurrences)?;
+    if let Some(place) = &sequence_node {
+        sequence::keep_on_node(&mut routed, place)?;
+    }
     *literal_free = matches!(statement, Statement::Query(_))
         && s.default_node.is_some()
         && occurrences
@@ -651,6 +720,7 @@ fn collect<'a>(is_schema: &'a dyn Fn(&str) -> bool, statement: &Statement) -> Co
         qualifier_spans: Vec::new(),
         qualifiers: BTreeSet::new(),
         foreign: BTreeSet::new(),
+        sequences: Vec::new(),
         depth: 0,
     };
     let _ = statement.visit(&mut c);

@@ -126,6 +126,20 @@ pub(super) fn show(
             );
             Ok(single(node, sql.trim_end().to_string(), true))
         }
+        // A MariaDB sequence is shown where it is placed, as a table (module `sequence`).
+        "CREATE" if is(words.get(i + 1), "SEQUENCE") && words.len() >= i + 3 => {
+            if words.len() > i + 3 {
+                return Err(RouteError::syntax(
+                    "SHOW CREATE SEQUENCE takes one sequence",
+                ));
+            }
+            let (node, table_text) = table_node(r, words[i + 2], view)?;
+            Ok(single(
+                node,
+                format!("SHOW CREATE SEQUENCE {table_text}"),
+                true,
+            ))
+        }
         "CREATE" if is(words.get(i + 1), "TABLE") && words.len() >= i + 3 => {
             if words.len() > i + 3 {
                 return Err(RouteError::syntax("SHOW CREATE TABLE takes one table"));
