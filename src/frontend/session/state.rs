@@ -183,6 +183,25 @@ impl Session {
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
         }
+        // `wait_timeout` is the gateway's own idle limit of the client connection too
+        // (`limits::idle_deadline`): a plain number as written, else what the server settled
+        // on (`DEFAULT`, an expression).
+        if let Some(item) = items.iter().find(|i| i.key == "wait_timeout") {
+            let written = item
+                .assignment
+                .split_once('=')
+                .map(|(_, v)| v.trim().trim_matches('\''))
+                .and_then(|v| v.parse::<u64>().ok());
+            let seconds = match written {
+                Some(n) => Some(n),
+                None => read_value(conn, "@@session.wait_timeout")
+                    .await
+                    .and_then(|v| v.parse::<u64>().ok()),
+            };
+            if let Some(n) = seconds {
+                self.handle.set_wait_timeout(n);
+            }
+        }
         // Connections the session holds get it too (the checking one already has it).
         let pinned: Vec<String> = self
             .pinned
