@@ -27,7 +27,10 @@
 //! - In CREATE / ALTER TABLE column definitions: the character-type attributes `BINARY`,
 //!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
 //!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
-//!   (`ENGINE = 'MyISAM'`) is read as the name.
+//!   (`ENGINE = 'MyISAM'`) is read as the name. The old type names with `LONG` (a reserved
+//!   word, so never a name there) are read as the types MariaDB makes of them (`sql_yacc.yy`,
+//!   `field_type_lob`): `LONG VARBINARY` and `LONG BYTE` → `MEDIUMBLOB`; `LONG VARCHAR`,
+//!   `LONG CHAR VARYING` and a bare `LONG` → `MEDIUMTEXT`.
 //! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
 //!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
 //!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
@@ -63,6 +66,7 @@ const CHARACTER_TYPES: &[&str] = &[
     "LONGTEXT",
     "NCHAR",
     "NVARCHAR",
+    "LONG",
 ];
 
 /// The token changes of the module docs, on the tokenizer's output (white space and comments
@@ -183,6 +187,23 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     && (is(k + 1, "CHAR") || is(k + 1, "VARCHAR") || is(k + 1, "CHARACTER")) =>
             {
                 change[k] = Some(Vec::new());
+            }
+            // `LONG [VARBINARY | BYTE | VARCHAR | CHAR VARYING]`, MariaDB's old LOB type names.
+            "LONG" if table_ddl && k < query_at => {
+                let (blob, words) = if is(k + 1, "VARBINARY") || is(k + 1, "BYTE") {
+                    (true, 1)
+                } else if is(k + 1, "VARCHAR") {
+                    (false, 1)
+                } else if is(k + 1, "CHAR") && is(k + 2, "VARYING") {
+                    (false, 2)
+                } else {
+                    (false, 0)
+                };
+                let name = if blob { "MEDIUMBLOB" } else { "MEDIUMTEXT" };
+                change[k] = Some(vec![Token::make_keyword(name)]);
+                for c in &mut change[k + 1..=k + words] {
+                    *c = Some(Vec::new());
+                }
             }
             "ZEROFILL"
                 if table_ddl && k < query_at && (is(k + 1, "UNSIGNED") || is(k + 1, "SIGNED")) =>
@@ -533,6 +554,14 @@ mod tests {
         same(
             "CREATE TABLE t (a NATIONAL CHAR(3), b INT(5) ZEROFILL UNSIGNED) ENGINE = 'MyISAM'",
             "CREATE TABLE t (a CHAR(3), b INT(5) UNSIGNED) ENGINE = MyISAM",
+        );
+        same(
+            "CREATE TABLE t (col1 INT, col2 LONG BYTE, c3 LONG VARBINARY NOT NULL, c4 LONG VARCHAR BINARY, c5 LONG CHAR VARYING)",
+            "CREATE TABLE t (col1 INT, col2 MEDIUMBLOB, c3 MEDIUMBLOB NOT NULL, c4 MEDIUMTEXT, c5 MEDIUMTEXT)",
+        );
+        same(
+            "ALTER TABLE t ADD COLUMN b LONG BYTE, MODIFY c long",
+            "ALTER TABLE t ADD COLUMN b MEDIUMBLOB, MODIFY c MEDIUMTEXT",
         );
         same(
             "CREATE TABLE t (a INT) ENGINE=MyISAM PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
