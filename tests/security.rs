@@ -1238,6 +1238,8 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "ALTER TABLE secret REORGANIZE PARTITION p0, p1 INTO (PARTITION q0)",
                 "ALTER TABLE secret DISABLE KEYS, COMMENT 'hi'",
                 "CREATE OR REPLACE INDEX kv ON secret (id)",
+                "CREATE INDEX kp ON secret (v(3))",
+                "ALTER TABLE secret ADD KEY kp (v(2)), ENGINE = Aria",
                 "SELECT MATCH v AGAINST ('secret'), (SELECT v FROM secret) FROM pub",
                 "SELECT CHAR(77 USING utf8), (SELECT v FROM secret) FROM pub",
             ],
@@ -1298,6 +1300,8 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
         "ALTER TABLE fresh ALTER INDEX k IGNORED",
         "ALTER TABLE fresh REORGANIZE PARTITION p1, p2 INTO (PARTITION p12 VALUES LESS THAN MAXVALUE)",
         "ALTER TABLE fresh DROP PARTITION p0",
+        "CREATE INDEX kb ON fresh (b(4), a)",
+        "ALTER TABLE fresh ADD UNIQUE KEY ub (b(8), a)",
         "CREATE TABLE fresh2 (a INT, v INT DEFAULT 1) ENGINE = InnoDB",
         "ALTER ONLINE TABLE fresh2 ALTER v SET DEFAULT 2",
         "ALTER IGNORE TABLE fresh2 ALTER v DROP DEFAULT",
@@ -1325,4 +1329,53 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
     app.query_drop("DROP TABLES fresh").await.unwrap();
     assert_eq!(before, backend().await);
     gateway_account_intact().await;
+}
+
+/// `SET default_storage_engine = @saved` (mysql-test's idiom) is checked on the engine the
+/// server evaluated: an allowed one is kept for the session's CREATE TABLEs, a refused one gets
+/// 1227 and the connection it was checked on (here the transaction's) keeps the engine it had.
+/// Judged on the backend's tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_engine_from_a_user_variable_is_checked_on_its_value() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec11").await;
+    let mut app = login(&f, "app", Some("PUB")).await;
+    app.query_drop("SET @tmp = 'MyISAM'").await.unwrap();
+    app.query_drop("SET default_storage_engine = @tmp")
+        .await
+        .unwrap();
+    app.query_drop("CREATE TABLE e1 (a INT)").await.unwrap();
+    app.query_drop("BEGIN").await.unwrap();
+    app.query_drop("SELECT * FROM pub").await.unwrap();
+    for (set, value) in [
+        ("SET @e = 'MRG_MyISAM'", "SET default_storage_engine = @e"),
+        (
+            "SET @e = CONCAT('SEQ', 'UENCE')",
+            "SET SESSION default_storage_engine = @e",
+        ),
+        (
+            "SET @e = 'MRG_MYISAM'",
+            "SET @@default_tmp_storage_engine = @e",
+        ),
+    ] {
+        app.query_drop(set).await.unwrap();
+        let e = app.query_drop(value).await.expect_err(value);
+        assert_eq!(common::server_error(e).0, 1227, "{value}");
+    }
+    app.query_drop("CREATE TABLE e2 (a INT)").await.unwrap();
+    let mut admin = primary(None).await;
+    let engines: Vec<(String, String)> = admin
+        .query(format!(
+            "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME LIKE 'e_' ORDER BY 1"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        engines,
+        [
+            ("e1".to_string(), "MyISAM".to_string()),
+            ("e2".to_string(), "MyISAM".to_string())
+        ]
+    );
+    app.query_drop("DROP TABLE e1, e2").await.unwrap();
 }

@@ -353,6 +353,10 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             _ => {}
         }
     }
+    let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
+    if table_ddl || index_ddl {
+        key_prefixes(&tok, &word, &depth, query_at, &mut change);
+    }
     if first == "ALTER"
         && let Some(table) = (1..=3).find(|&k| is(k, "TABLE"))
         && (1..table).all(|k| is(k, "ONLINE") || is(k, "IGNORE"))
@@ -409,6 +413,51 @@ const ALTER_OPTIONS: &[(&str, &[&str])] = &[
     ("DISABLE", &["KEYS"]),
     ("ENABLE", &["KEYS"]),
 ];
+
+/// Key parts with a prefix length (`KEY k (a(3), b)`, `PRIMARY KEY (b(2))`, `CREATE INDEX i ON t
+/// (a(10))`) lose the length: the parser reads `a(3)` as a call of a function `a` (a
+/// functional key part, which MariaDB does not have), and the function check then refuses a
+/// function nobody called. In a key's column list before `query_at`, `name ( number )` →
+/// `name`.
+fn key_prefixes<'t>(
+    tok: &dyn Fn(usize) -> Option<&'t Token>,
+    word: &dyn Fn(usize) -> Option<String>,
+    depth: &[usize],
+    query_at: usize,
+    change: &mut [Option<Vec<Token>>],
+) {
+    const OPENERS: &[&str] = &["KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "ON"];
+    for k in 0..query_at {
+        if !word(k).is_some_and(|w| OPENERS.contains(&w.as_str())) {
+            continue;
+        }
+        // The key's column list: the next `(` after at most a name, `USING BTREE` and the
+        // like (words and periods only).
+        let Some(open) = (k + 1..query_at.min(k + 7))
+            .take_while(|&j| matches!(tok(j), Some(Token::Word(_) | Token::Period | Token::LParen)))
+            .find(|&j| matches!(tok(j), Some(Token::LParen)))
+        else {
+            continue;
+        };
+        let inner = depth[open] + 1;
+        let mut j = open + 1;
+        while j + 3 < query_at && depth[j] >= inner {
+            if depth[j] == inner
+                && matches!(tok(j), Some(Token::Word(_)))
+                && matches!(tok(j + 1), Some(Token::LParen))
+                && matches!(tok(j + 2), Some(Token::Number(..)))
+                && matches!(tok(j + 3), Some(Token::RParen))
+            {
+                for c in &mut change[j + 1..=j + 3] {
+                    *c = Some(Vec::new());
+                }
+                j += 4;
+            } else {
+                j += 1;
+            }
+        }
+    }
+}
 
 /// The ALTER TABLE items `<word> PARTITION ...` that change a table's partitions (MariaDB
 /// 10.11, `alter_commands`). `ANALYZE`, `CHECK`, `OPTIMIZE` and `REPAIR PARTITION` are table
@@ -697,6 +746,38 @@ mod tests {
         );
     }
 
+    /// A key part's prefix length (`b(2)`), which the parser reads as a call of a function
+    /// `b` (it reads the statement, so `same` does not apply), is dropped.
+    #[test]
+    fn key_prefix_lengths_are_dropped() {
+        let reads_as = |client: &str, equivalent: &str| {
+            let ours = parse(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+            let theirs = Parser::parse_sql(&MySqlDialect {}, equivalent).unwrap();
+            assert_eq!(
+                ours.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                theirs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "{client}"
+            );
+        };
+        reads_as(
+            "CREATE TABLE t (a CHAR(4), b CHAR(10), PRIMARY KEY (a, b(2)), UNIQUE KEY u (a(3)), KEY k USING BTREE (b (1), a))",
+            "CREATE TABLE t (a CHAR(4), b CHAR(10), PRIMARY KEY (a, b), UNIQUE KEY u (a), KEY k USING BTREE (b, a))",
+        );
+        reads_as(
+            "CREATE UNIQUE INDEX i ON d.t (a(10), b)",
+            "CREATE UNIQUE INDEX i ON d.t (a, b)",
+        );
+        reads_as(
+            "ALTER TABLE t ADD INDEX (a(10)), ADD COLUMN c VARCHAR(3)",
+            "ALTER TABLE t ADD INDEX (a), ADD COLUMN c VARCHAR(3)",
+        );
+        // Elsewhere `name(number)` is a type or a call, left as written.
+        reads_as(
+            "CREATE TABLE t (a VARCHAR(10), b INT DEFAULT (abs(3)), KEY k (a)) SELECT LEFT(x, 2) AS a FROM u",
+            "CREATE TABLE t (a VARCHAR(10), b INT DEFAULT (abs(3)), KEY k (a)) SELECT LEFT(x, 2) AS a FROM u",
+        );
+    }
+
     #[test]
     fn a_qualified_name_is_never_changed() {
         // MariaDB reads a reserved word after a period as a name: `db.year_month` is the table
@@ -789,7 +870,7 @@ mod tests {
         );
         same(
             "ALTER TABLE t1 DROP KEY s1, ADD KEY(s1(1))",
-            "ALTER TABLE t1 DROP INDEX s1, ADD KEY(s1(1))",
+            "ALTER TABLE t1 DROP INDEX s1, ADD KEY(s1)",
         );
         same(
             "CREATE OR REPLACE UNIQUE INDEX i1 ON t1(a)",

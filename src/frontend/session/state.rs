@@ -125,6 +125,19 @@ impl Session {
             ),
             false => None,
         };
+        // An engine from a user variable (`SET default_storage_engine = @saved`) is checked
+        // once the server has evaluated it: the ones it replaces, to put back on the checking
+        // connection if it is refused.
+        let mut engines_before = Vec::new();
+        for item in items
+            .iter()
+            .filter(|i| i.evaluate && i.key.ends_with("storage_engine"))
+        {
+            let before = read_value(conn, &format!("@@session.{}", item.key))
+                .await
+                .unwrap_or_else(|| "DEFAULT".to_string());
+            engines_before.push(format!("{} = {before}", item.key));
+        }
         for sql in Self::state_statements(&items) {
             run_simple(conn, &sql)
                 .await
@@ -178,6 +191,14 @@ impl Session {
             {
                 let before = charset_before.as_deref().unwrap_or("DEFAULT");
                 let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
+                return Err(e.into());
+            }
+            if item.key.ends_with("storage_engine")
+                && let Err(e) = crate::route::check_storage_engine(&value)
+            {
+                for before in &engines_before {
+                    let _ = run_simple(conn, &format!("SET {before}")).await;
+                }
                 return Err(e.into());
             }
             item.assignment = format!("{} = {value}", item.key);
