@@ -31,8 +31,11 @@
 //!   word, so never a name there) are read as the types MariaDB makes of them (`sql_yacc.yy`,
 //!   `field_type_lob`): `LONG VARBINARY` and `LONG BYTE` → `MEDIUMBLOB`; `LONG VARCHAR`,
 //!   `LONG CHAR VARYING` and a bare `LONG` → `MEDIUMTEXT`.
-//! - In CREATE / ALTER TABLE: a hex literal as a member of `ENUM(..)` / `SET(..)` is read as a
-//!   string; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
+//! - In CREATE / ALTER TABLE: a hex or double-quoted literal as a member of `ENUM(..)` /
+//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR(n)` as `VARCHAR(n)`; a key
+//!   part's prefix length (`KEY k (a(3))`, which the parser reads as a call of a function `a`)
+//!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
+//!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
 //!   dropped from CREATE TABLE.
 //! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE`; `CREATE OR REPLACE
 //!   [UNIQUE] INDEX` → `CREATE [UNIQUE] INDEX` (the same index of the same table).
@@ -133,12 +136,12 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         })
         .unwrap_or(sig.len());
     for k in 0..sig.len() {
-        if let Some(Token::HexStringLiteral(hex)) = tok(k)
+        if let Some(Token::HexStringLiteral(text) | Token::DoubleQuotedString(text)) = tok(k)
             && table_ddl
             && k < query_at
-            && (hex_as_string(&tok, &word, &depth, k))
+            && enum_member(&tok, &word, &depth, k)
         {
-            change[k] = Some(vec![Token::SingleQuotedString(hex.clone())]);
+            change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
             continue;
         }
         let Some(w) = word(k) else { continue };
@@ -162,6 +165,23 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             {
                 change[1] = Some(Vec::new());
                 change[2] = Some(Vec::new());
+            }
+            // `NCHAR VARCHAR(n)` (`NATIONAL VARCHAR`).
+            "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARCHAR") => {
+                change[k] = Some(Vec::new());
+            }
+            // `DROP FOREIGN KEY IF EXISTS fk`, `DROP INDEX | KEY IF EXISTS i`: whether a missing
+            // one is an error.
+            "IF" if first == "ALTER"
+                && table_ddl
+                && depth[k] == 0
+                && is(k + 1, "EXISTS")
+                && k >= 2
+                && ((is(k - 1, "KEY") && (is(k - 2, "FOREIGN") || is(k - 2, "DROP")))
+                    || (is(k - 1, "INDEX") && is(k - 2, "DROP"))) =>
+            {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
             }
             // `ALTER TABLE t DROP KEY k` (a synonym of `DROP INDEX k`).
             "KEY"
@@ -472,10 +492,11 @@ const PARTITION_OPERATIONS: &[&str] = &[
     "REBUILD",
 ];
 
-/// Whether the hex literal at significant position `k` is a member of `ENUM(..)` / `SET(..)`,
-/// where MariaDB takes a hex string (`text_string`) and the parser wants a quoted one. The
-/// value names nothing. (A `COMMENT` takes only a quoted string, to MariaDB too.)
-fn hex_as_string<'t>(
+/// Whether the literal at significant position `k` is a member of `ENUM(..)` / `SET(..)`, where
+/// MariaDB takes a hex string or a double-quoted one (`text_string`; the lexer has made a
+/// double-quoted name of the latter under `ANSI_QUOTES`) and the parser wants a single-quoted
+/// one. The value names nothing. (A `COMMENT` takes only a quoted string, to MariaDB too.)
+fn enum_member<'t>(
     tok: &dyn Fn(usize) -> Option<&'t Token>,
     word: &dyn Fn(usize) -> Option<String>,
     depth: &[usize],
@@ -883,6 +904,14 @@ mod tests {
         same(
             "ALTER TABLE t1 REORGANIZE PARTITION p0, p1 INTO (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
             "ALTER TABLE t1 ALGORITHM = DEFAULT",
+        );
+        same(
+            "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"))",
+            "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'))",
+        );
+        same(
+            "ALTER TABLE t DROP FOREIGN KEY IF EXISTS fk, DROP KEY IF EXISTS k, DROP INDEX IF EXISTS i",
+            "ALTER TABLE t DROP FOREIGN KEY fk, DROP INDEX k, DROP INDEX i",
         );
         same(
             "ALTER TABLE t1 COALESCE PARTITION 2",
