@@ -478,3 +478,93 @@ async fn a_backend_that_accepts_and_never_greets_fails_the_connection_in_bounded
         started.elapsed()
     );
 }
+
+/// `SET wait_timeout = 1`, then idle: the gateway closes the client connection, as MariaDB does
+/// (no packet: the client's next statement fails on the connection, not with a server error),
+/// and the transaction the client left open is rolled back on the backend (its row lock is
+/// gone: a backend session writes the same key at once).
+#[tokio::test]
+async fn an_idle_client_is_closed_after_its_wait_timeout_and_its_transaction_rolled_back() {
+    let f = Fixture::start("lim_idle", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("SET wait_timeout = 1").await.unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'idle')")
+        .await
+        .unwrap();
+    // A client of the default wait_timeout idles as long and is still served afterwards.
+    let mut other = f.client().await;
+    let _: Option<i64> = other.query_first("SELECT 1").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let e = c
+        .query_drop("SELECT 1")
+        .await
+        .expect_err("the idle connection is closed");
+    assert!(
+        !matches!(e, mysql_async::Error::Server(_)),
+        "closed without an answer, as MariaDB closes it: {e:?}"
+    );
+    // Rolled back: the key is free on the backend (a lock still held would time out, 1205).
+    let mut b = f.backend(1).await;
+    b.query_drop("SET innodb_lock_wait_timeout = 1")
+        .await
+        .unwrap();
+    b.query_drop("INSERT INTO travelrecord (id, user_id) VALUES (1, 'backend')")
+        .await
+        .expect("the gateway's transaction was rolled back, its lock released");
+    assert_eq!(f.ids_on(1, "travelrecord").await, vec![1]);
+    let who: Option<String> = b
+        .query_first("SELECT user_id FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(who.as_deref(), Some("backend"));
+    let two: Option<i64> = other.query_first("SELECT 2").await.unwrap();
+    assert_eq!(
+        two,
+        Some(2),
+        "a session of the default wait_timeout stays open"
+    );
+}
+
+/// A statement that runs longer than the session's wait_timeout is not cut (the timeout counts
+/// idle time only), nor is a client that sends a command more often than its timeout; once
+/// they go quiet, they are closed. COM_RESET_CONNECTION puts the default back.
+#[tokio::test]
+async fn wait_timeout_counts_only_idle_time() {
+    let f = Fixture::start("lim_busy", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("SET @@session.wait_timeout = 1")
+        .await
+        .unwrap();
+    let slept: Option<i64> = c.query_first("SELECT SLEEP(2.5)").await.unwrap();
+    assert_eq!(slept, Some(0), "a busy statement is not cut");
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1), "the session is open after its long statement");
+    let mut d = f.client().await;
+    d.query_drop("SET wait_timeout = 2").await.unwrap();
+    for i in 0..5 {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let n: Option<i64> = d.query_first(format!("SELECT {i}")).await.unwrap();
+        assert_eq!(n, Some(i), "a client active within its timeout is served");
+    }
+    // A session reset gets the default timeout back.
+    let mut r = f.client().await;
+    r.query_drop("SET wait_timeout = 1").await.unwrap();
+    r.reset().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let n: Option<i64> = r.query_first("SELECT 3").await.unwrap();
+    assert_eq!(
+        n,
+        Some(3),
+        "COM_RESET_CONNECTION restored the default wait_timeout"
+    );
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        c.query_drop("SELECT 1").await.is_err(),
+        "idle again: closed"
+    );
+    assert!(
+        d.query_drop("SELECT 1").await.is_err(),
+        "idle again: closed"
+    );
+}

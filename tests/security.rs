@@ -1181,3 +1181,201 @@ async fn a_client_charset_given_by_its_bytes_opens_no_injection() {
     assert_eq!(backend().await, before);
     gateway_account_intact().await;
 }
+
+/// The MariaDB forms read since the mysql-test parser gaps (module `route::forms`: partition
+/// maintenance items of ALTER TABLE, `ALTER ONLINE | IGNORE TABLE`, `DROP KEY`, `ALTER c SET
+/// DEFAULT`, `DISABLE KEYS` among other items, `ALTER INDEX .. IGNORED`, `CREATE OR REPLACE
+/// INDEX`, `LONG BYTE`, hex ENUM members, Aria's table options, `CHAR(.. USING
+/// cs)`, `MATCH a AGAINST`): each aimed at a table the user may not change or read. `secret`
+/// and the victim's `vt` are partitioned, so a `TRUNCATE PARTITION` that reached them would
+/// empty them. Judged on the backend (rows, tables, and every table's definition); then the
+/// same forms, within the user's rights, run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec10").await;
+    let mut admin = primary(None).await;
+    admin
+        .query_drop(format!(
+            "ALTER TABLE {PUB_DB}.secret PARTITION BY HASH (id) PARTITIONS 2;
+             ALTER TABLE {VICTIM_DB}.vt PARTITION BY HASH (id) PARTITIONS 2;
+             ALTER TABLE {PUB_DB}.pub PARTITION BY HASH (id) PARTITIONS 2;
+             CREATE INDEX kv ON {PUB_DB}.secret (v);
+             CREATE INDEX kv ON {VICTIM_DB}.vt (v);
+             CREATE INDEX kv ON {PUB_DB}.pub (v)"
+        ))
+        .await
+        .unwrap();
+    let definitions = || async {
+        let mut a = primary(None).await;
+        let mut out = Vec::new();
+        for t in [
+            format!("{PUB_DB}.pub"),
+            format!("{PUB_DB}.secret"),
+            format!("{VICTIM_DB}.vt"),
+        ] {
+            let row: Option<(String, String)> = a
+                .query_first(format!("SHOW CREATE TABLE {t}"))
+                .await
+                .unwrap();
+            out.push(row.unwrap().1);
+        }
+        out
+    };
+    let before = backend().await;
+    let defined = definitions().await;
+    let mut seen = Vec::new();
+    let attempts: [(&str, &[&str]); 3] = [
+        (
+            "priv",
+            &[
+                "ALTER TABLE secret TRUNCATE PARTITION ALL",
+                "ALTER TABLE secret TRUNCATE PARTITION p0, p1",
+                "ALTER TABLE secret DROP KEY kv",
+                "ALTER ONLINE TABLE secret ALTER v SET DEFAULT 'x'",
+                "ALTER IGNORE TABLE secret ALTER INDEX kv IGNORED",
+                "ALTER TABLE secret COALESCE PARTITION 1",
+                "ALTER TABLE secret REORGANIZE PARTITION p0, p1 INTO (PARTITION q0)",
+                "ALTER TABLE secret DISABLE KEYS, COMMENT 'hi'",
+                "CREATE OR REPLACE INDEX kv ON secret (id)",
+                "CREATE INDEX kp ON secret (v(3))",
+                "ALTER TABLE secret ADD KEY kp (v(2)), ENGINE = Aria",
+                "SELECT MATCH v AGAINST ('secret'), (SELECT v FROM secret) FROM pub",
+                "SELECT CHAR(77 USING utf8), (SELECT v FROM secret) FROM pub",
+            ],
+        ),
+        (
+            "ro",
+            &[
+                "ALTER TABLE pub TRUNCATE PARTITION ALL",
+                "ALTER TABLE pub DROP PARTITION p0",
+                "ALTER TABLE pub DISABLE KEYS, RENAME TO pub3",
+                "ALTER ONLINE TABLE pub DROP KEY kv",
+                "ALTER TABLE pub ALTER v DROP DEFAULT",
+                "CREATE OR REPLACE INDEX kv ON pub (id)",
+                "CREATE TABLE rot (a LONG BYTE, b ENUM(0x61)) ENGINE = Aria TRANSACTIONAL = 0",
+            ],
+        ),
+        (
+            "app",
+            &[
+                "ALTER TABLE t_sec_victim.vt TRUNCATE PARTITION ALL",
+                "ALTER ONLINE TABLE t_sec_victim.vt DROP KEY kv",
+                "CREATE OR REPLACE INDEX kv ON t_sec_victim.vt (id)",
+                "ALTER TABLE pub DROP PARTITION p0, EXCHANGE PARTITION p1 WITH TABLE t_sec_victim.vt",
+                "ALTER TABLE pub TRUNCATE PARTITION p0, EXCHANGE PARTITION p1 WITH TABLE t_sec_victim.vt",
+                "ALTER TABLE pub REORGANIZE PARTITION p0, p1 INTO (PARTITION q0 DATA DIRECTORY = '/tmp')",
+                "ALTER TABLE pub ADD PARTITION (PARTITION p9 ENGINE = CONNECT)",
+                "ALTER TABLE pub ANALYZE PARTITION p0",
+                "CREATE TABLE evil (a LONG BYTE, b SET(0x41)) ENGINE = 'CONNECT'",
+                "CREATE TABLE t_sec_victim.evil (a LONG BYTE) TRANSACTIONAL = 1",
+                "SELECT MATCH v AGAINST ('x') FROM t_sec_victim.vt",
+                "SELECT CHAR(77 USING utf8), (SELECT v FROM t_sec_victim.vt) FROM pub",
+            ],
+        ),
+    ];
+    for (user, statements) in attempts {
+        let mut c = login(&f, user, Some("PUB")).await;
+        for sql in statements {
+            seen.extend(attempt(&mut c, sql).await);
+        }
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.contains("the secret") || r.contains("victim row")),
+        "rows outside the user's reach came back: {seen:?}"
+    );
+    assert_eq!(before, backend().await, "the backend changed");
+    assert_eq!(defined, definitions().await, "a table's definition changed");
+
+    // Within the user's rights the same forms run, as MariaDB runs them.
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for sql in [
+        "CREATE TABLE fresh (a INT, b LONG BYTE, c ENUM(0x61, 'b') COMMENT 'c', KEY k (a)) ENGINE = Aria TRANSACTIONAL = 1 PAGE_CHECKSUM = 1 PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN MAXVALUE)",
+        "INSERT INTO fresh VALUES (1, 'x', 'a'), (11, 'y', 'b'), (21, 'z', 'a')",
+        "ALTER TABLE fresh TRUNCATE PARTITION p0",
+        "ALTER TABLE fresh ALTER c SET DEFAULT 'b', DROP KEY k, DISABLE KEYS",
+        "CREATE OR REPLACE INDEX k ON fresh (a)",
+        "ALTER TABLE fresh ALTER INDEX k IGNORED",
+        "ALTER TABLE fresh REORGANIZE PARTITION p1, p2 INTO (PARTITION p12 VALUES LESS THAN MAXVALUE)",
+        "ALTER TABLE fresh DROP PARTITION p0",
+        "CREATE INDEX kb ON fresh (b(4), a)",
+        "ALTER TABLE fresh ADD UNIQUE KEY ub (b(8), a)",
+        "CREATE TABLE fresh2 (a INT, v INT DEFAULT 1) ENGINE = InnoDB",
+        "ALTER ONLINE TABLE fresh2 ALTER v SET DEFAULT 2",
+        "ALTER IGNORE TABLE fresh2 ALTER v DROP DEFAULT",
+        "DROP TABLE fresh2",
+    ] {
+        app.query_drop(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    assert_eq!(
+        attempt(
+            &mut app,
+            "SELECT a, b, c, CHAR(77 USING latin1) FROM fresh ORDER BY a"
+        )
+        .await,
+        ["11|y|b|M", "21|z|a|M"]
+    );
+    let parts: Vec<String> = admin
+        .query(format!(
+            "SELECT PARTITION_NAME FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME = 'fresh' ORDER BY 1"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(parts, ["p12"]);
+    app.query_drop("DROP TABLES fresh").await.unwrap();
+    assert_eq!(before, backend().await);
+    gateway_account_intact().await;
+}
+
+/// `SET default_storage_engine = @saved` (mysql-test's idiom) is checked on the engine the
+/// server evaluated: an allowed one is kept for the session's CREATE TABLEs, a refused one gets
+/// 1227 and the connection it was checked on (here the transaction's) keeps the engine it had.
+/// Judged on the backend's tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_engine_from_a_user_variable_is_checked_on_its_value() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec11").await;
+    let mut app = login(&f, "app", Some("PUB")).await;
+    app.query_drop("SET @tmp = 'MyISAM'").await.unwrap();
+    app.query_drop("SET default_storage_engine = @tmp")
+        .await
+        .unwrap();
+    app.query_drop("CREATE TABLE e1 (a INT)").await.unwrap();
+    app.query_drop("BEGIN").await.unwrap();
+    app.query_drop("SELECT * FROM pub").await.unwrap();
+    for (set, value) in [
+        ("SET @e = 'MRG_MyISAM'", "SET default_storage_engine = @e"),
+        (
+            "SET @e = CONCAT('SEQ', 'UENCE')",
+            "SET SESSION default_storage_engine = @e",
+        ),
+        (
+            "SET @e = 'MRG_MYISAM'",
+            "SET @@default_tmp_storage_engine = @e",
+        ),
+    ] {
+        app.query_drop(set).await.unwrap();
+        let e = app.query_drop(value).await.expect_err(value);
+        assert_eq!(common::server_error(e).0, 1227, "{value}");
+    }
+    app.query_drop("CREATE TABLE e2 (a INT)").await.unwrap();
+    let mut admin = primary(None).await;
+    let engines: Vec<(String, String)> = admin
+        .query(format!(
+            "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME LIKE 'e_' ORDER BY 1"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        engines,
+        [
+            ("e1".to_string(), "MyISAM".to_string()),
+            ("e2".to_string(), "MyISAM".to_string())
+        ]
+    );
+    app.query_drop("DROP TABLE e1, e2").await.unwrap();
+}

@@ -8,6 +8,17 @@
 //! - `authTimeout` (Mycat's, milliseconds, default 15 000): a session that has not logged in
 //!   that long after it was accepted is closed ([`login_deadline`]); so is one stuck half way
 //!   through its TLS handshake or its login packet.
+//! - `wait_timeout` (the session variable, MariaDB's rule): a logged-in client connection that
+//!   stays idle — no command read, no response written, no statement running — for the
+//!   session's `wait_timeout` seconds is closed ([`idle_deadline`]), as MariaDB closes it:
+//!   without a packet (the client's next command reads the end of the stream: PyMySQL 2013
+//!   `Lost connection`, libmariadb 2006 `server has gone away`). Closing the session rolls back
+//!   its open transaction and gives back the backend connections it held. A session starts
+//!   with MariaDB's default, 28,800 s, whether or not the client sets `CLIENT_INTERACTIVE`
+//!   (MariaDB then starts it at the global `interactive_timeout`, whose default is the same);
+//!   `SET [SESSION] wait_timeout = n` changes it, COM_RESET_CONNECTION and COM_CHANGE_USER put
+//!   it back. A `SET interactive_timeout` changes nothing for the session, as in MariaDB (it is
+//!   only read when a connection starts).
 //! - `benchmark` (a `<user>` property, SPEC §3.3): a user's login is refused while the gateway
 //!   holds more client connections than the user's benchmark ([`degraded`]).
 
@@ -20,7 +31,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::registry::Handle;
-use super::wire::tap::ErrPacket;
+use super::wire::tap::{ErrPacket, ErrorSlot};
 use crate::config::UserConfig;
 
 /// The client connections the gateway holds (`maxConnections`).
@@ -116,6 +127,31 @@ pub async fn login_deadline(handle: &Handle, timeout: Duration) {
     tokio::time::sleep(timeout).await;
     if handle.user().is_some() {
         std::future::pending::<()>().await;
+    }
+}
+
+/// Completes once the logged-in session of `handle` has been idle for its `wait_timeout`
+/// (module docs): nothing read from or written to the client (`slot`'s activity, or the
+/// session's start) for that long, and no statement running. Never completes before the
+/// login (`authTimeout` governs then).
+pub async fn idle_deadline(handle: &Handle, slot: &ErrorSlot) {
+    // Rechecked at least this often while a statement runs, at most this often otherwise.
+    const MIN_CHECK: Duration = Duration::from_millis(50);
+    loop {
+        let timeout = handle.wait_timeout();
+        let idle = slot.idle_for().unwrap_or_else(|| handle.since.elapsed());
+        let wait = if handle.user().is_none() || handle.statement_running() {
+            // Not idle now: looked at again once a whole timeout could have passed.
+            timeout
+        } else if idle >= timeout {
+            return;
+        } else {
+            timeout - idle
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait.max(MIN_CHECK)) => {}
+            _ = handle.wait_timeout_changed() => {}
+        }
     }
 }
 

@@ -24,6 +24,13 @@ use tokio::sync::Notify;
 
 use crate::backend::Canceller;
 
+/// The `wait_timeout` (and `interactive_timeout`) a session starts with, in seconds:
+/// MariaDB's and MySQL's default global value (8 hours).
+pub const DEFAULT_WAIT_TIMEOUT: u64 = 28_800;
+
+/// The largest `wait_timeout` MariaDB takes, in seconds (a year); larger values are clamped.
+const MAX_WAIT_TIMEOUT: u64 = 31_536_000;
+
 /// Sessions by connection id, and the server-wide counters.
 #[derive(Debug)]
 pub struct Registry {
@@ -75,6 +82,11 @@ pub struct Handle {
     /// The number of the configuration generation the session holds (module `reload`),
     /// `u64::MAX` when it holds none.
     generation: std::sync::atomic::AtomicU64,
+    /// The session's `wait_timeout`, in seconds: how long the client connection may stay idle
+    /// before the gateway closes it (`super::limits::idle_deadline`).
+    wait_timeout: AtomicU64,
+    /// Told when `wait_timeout` changes (the idle deadline then starts over).
+    wait_timeout_changed: Notify,
 }
 
 impl Handle {
@@ -105,6 +117,8 @@ impl Handle {
             killed: Notify::new(),
             kill_requested: AtomicBool::new(false),
             generation: std::sync::atomic::AtomicU64::new(u64::MAX),
+            wait_timeout: AtomicU64::new(DEFAULT_WAIT_TIMEOUT),
+            wait_timeout_changed: Notify::new(),
         }
     }
 
@@ -131,6 +145,31 @@ impl Handle {
     /// What [`Handle::published`] answers, to update in place.
     pub fn published_mut(&self) -> std::sync::MutexGuard<'_, Published> {
         self.published.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a statement of the session runs now (its idle time does not count meanwhile).
+    pub fn statement_running(&self) -> bool {
+        self.running_statement.load(Ordering::Acquire)
+    }
+
+    /// Sets the session's `wait_timeout` to `seconds` (clamped to MariaDB's range, 1 to
+    /// 31,536,000): a client connection idle that long is closed.
+    pub fn set_wait_timeout(&self, seconds: u64) {
+        let seconds = seconds.clamp(1, MAX_WAIT_TIMEOUT);
+        if self.wait_timeout.swap(seconds, Ordering::AcqRel) != seconds {
+            self.wait_timeout_changed.notify_one();
+        }
+    }
+
+    /// The session's `wait_timeout`.
+    pub fn wait_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.wait_timeout.load(Ordering::Acquire))
+    }
+
+    /// Completes once [`Handle::set_wait_timeout`] changed the timeout since the last call
+    /// completed (a change while nobody waits is kept for the next call).
+    pub async fn wait_timeout_changed(&self) {
+        self.wait_timeout_changed.notified().await
     }
 
     /// The session logged in as `user`.

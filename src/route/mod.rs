@@ -48,7 +48,7 @@ pub use plan::{
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;
-pub use set::{check_client_charset, switch_value};
+pub use set::{check_client_charset, check_storage_engine, switch_value};
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};
 pub use statement::like;
 

@@ -142,6 +142,21 @@ pub fn check_client_charset(value: &str) -> Result<(), RouteError> {
     Ok(())
 }
 
+/// Checks a storage engine a session variable (`default_storage_engine`,
+/// `default_tmp_storage_engine`, `storage_engine`) was set to, as the server settled on it
+/// (`'MyISAM'`, quoted or not): the engines a CREATE TABLE may name ([`super::admit`]'s
+/// `LOCAL_ENGINES`).
+///
+/// Errors: 1227 naming the engine.
+pub fn check_storage_engine(value: &str) -> Result<(), RouteError> {
+    let engine = super::scan::unquote(value.trim()).to_ascii_uppercase();
+    if super::admit::LOCAL_ENGINES.contains(&engine.as_str()) {
+        Ok(())
+    } else {
+        Err(denied(&format!("the storage engine {value}")))
+    }
+}
+
 fn denied(what: &str) -> RouteError {
     RouteError {
         code: 1227,
@@ -377,8 +392,13 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         {
             check_client_charset(value)?;
         }
-        if key.ends_with("storage_engine") && !value.eq_ignore_ascii_case("DEFAULT") {
+        if key.ends_with("storage_engine")
+            && !value.eq_ignore_ascii_case("DEFAULT")
+            && user_variable(value).is_none()
+        {
             // The engine of a CREATE TABLE without ENGINE: the same allow-list as ENGINE =.
+            // (From a user variable, `SET default_storage_engine = @saved`: checked by the
+            // session on the value the server evaluated, `check_storage_engine`.)
             let engine = super::scan::unquote(value.trim()).to_ascii_uppercase();
             if !super::admit::LOCAL_ENGINES.contains(&engine.as_str()) {
                 return Err(denied(&format!("the storage engine {value}")));

@@ -50,6 +50,8 @@ impl Session {
         self.kept.clear();
         self.autocommit = true;
         self.state.clear();
+        self.handle
+            .set_wait_timeout(crate::frontend::registry::DEFAULT_WAIT_TIMEOUT);
         self.sql_mode = SqlMode::default();
         self.slot.set_sql_mode(self.sql_mode);
     }

@@ -128,6 +128,7 @@ pub async fn run(
         tally: Tally::default(),
     };
     slot.set_status(StatusFlags::SERVER_STATUS_AUTOCOMMIT.bits());
+    let idle_slot = slot.clone();
     let serve = AsyncMysqlIntermediary::run_on(
         session,
         Commands::new(
@@ -160,6 +161,12 @@ pub async fn run(
             }
             _ = super::limits::login_deadline(&handle, auth_timeout) => {
                 tracing::info!(?auth_timeout, "login not completed within authTimeout: closed");
+                Ok(())
+            }
+            _ = super::limits::idle_deadline(&handle, &idle_slot) => {
+                // As MariaDB: no packet, the connection ends; dropping the session rolls back
+                // its transaction and gives its backend connections back.
+                tracing::info!(wait_timeout = ?handle.wait_timeout(), "idle longer than wait_timeout: closed");
                 Ok(())
             }
         }

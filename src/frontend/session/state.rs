@@ -125,6 +125,19 @@ impl Session {
             ),
             false => None,
         };
+        // An engine from a user variable (`SET default_storage_engine = @saved`) is checked
+        // once the server has evaluated it: the ones it replaces, to put back on the checking
+        // connection if it is refused.
+        let mut engines_before = Vec::new();
+        for item in items
+            .iter()
+            .filter(|i| i.evaluate && i.key.ends_with("storage_engine"))
+        {
+            let before = read_value(conn, &format!("@@session.{}", item.key))
+                .await
+                .unwrap_or_else(|| "DEFAULT".to_string());
+            engines_before.push(format!("{} = {before}", item.key));
+        }
         for sql in Self::state_statements(&items) {
             run_simple(conn, &sql)
                 .await
@@ -180,8 +193,35 @@ impl Session {
                 let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
                 return Err(e.into());
             }
+            if item.key.ends_with("storage_engine")
+                && let Err(e) = crate::route::check_storage_engine(&value)
+            {
+                for before in &engines_before {
+                    let _ = run_simple(conn, &format!("SET {before}")).await;
+                }
+                return Err(e.into());
+            }
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
+        }
+        // `wait_timeout` is the gateway's own idle limit of the client connection too
+        // (`limits::idle_deadline`): a plain number as written, else what the server settled
+        // on (`DEFAULT`, an expression).
+        if let Some(item) = items.iter().find(|i| i.key == "wait_timeout") {
+            let written = item
+                .assignment
+                .split_once('=')
+                .map(|(_, v)| v.trim().trim_matches('\''))
+                .and_then(|v| v.parse::<u64>().ok());
+            let seconds = match written {
+                Some(n) => Some(n),
+                None => read_value(conn, "@@session.wait_timeout")
+                    .await
+                    .and_then(|v| v.parse::<u64>().ok()),
+            };
+            if let Some(n) = seconds {
+                self.handle.set_wait_timeout(n);
+            }
         }
         // Connections the session holds get it too (the checking one already has it).
         let pinned: Vec<String> = self

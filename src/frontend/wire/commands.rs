@@ -564,6 +564,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
     /// Hands on one whole command (its payload, put together from all its packets).
     fn command(&mut self, payload: Vec<u8>) {
         self.slot.new_command();
+        self.slot.touch();
         let Some(&command) = payload.first() else {
             self.emit(0, &payload);
             return;

@@ -115,6 +115,10 @@ struct Pending {
     /// Classic EOF framing (the manager port, as Mycat's): the greeting goes out without
     /// `CLIENT_DEPRECATE_EOF`, and the reader clears it from the client's handshake response.
     classic_eof: bool,
+    /// When the client connection last did something: a command packet read, or a response
+    /// flushed to the client (`None`: nothing since the connection opened). Its idle time
+    /// (`wait_timeout`) counts from there.
+    last_activity: Option<std::time::Instant>,
 }
 
 /// `CLIENT_PROTOCOL_41`: OK packets carry status flags and a warning count.
@@ -275,6 +279,17 @@ impl ErrorSlot {
         p.seq_offset = 0;
         p.batch_failed = false;
         p.more_results = false;
+    }
+
+    /// Records activity on the client connection now (a command came in, a response went
+    /// out).
+    pub fn touch(&self) {
+        self.lock().last_activity = Some(std::time::Instant::now());
+    }
+
+    /// How long ago the last activity ([`ErrorSlot::touch`]) was; `None` when there was none.
+    pub fn idle_for(&self) -> Option<std::time::Duration> {
+        self.lock().last_activity.map(|t| t.elapsed())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -666,7 +681,11 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for Tap<W> {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.poll_drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut self.inner).poll_flush(cx),
+            Poll::Ready(Ok(())) => {
+                // A response went out: the client's idle time starts now.
+                self.slot.touch();
+                Pin::new(&mut self.inner).poll_flush(cx)
+            }
             other => other,
         }
     }
