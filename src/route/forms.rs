@@ -27,13 +27,12 @@
 //! - In CREATE / ALTER TABLE column definitions: the character-type attributes `BINARY`,
 //!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
 //!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
-//!   (`ENGINE = 'MyISAM'`) is read as the name.
-//! - `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s` (MariaDB sequences) → `NEXTVAL(s)` /
-//!   `LASTVAL(s)`: the same sequence, read by `admit` as a table reference either way.
 //!   (`ENGINE = 'MyISAM'`) is read as the name. The old type names with `LONG` (a reserved
 //!   word, so never a name there) are read as the types MariaDB makes of them (`sql_yacc.yy`,
 //!   `field_type_lob`): `LONG VARBINARY` and `LONG BYTE` → `MEDIUMBLOB`; `LONG VARCHAR`,
 //!   `LONG CHAR VARYING` and a bare `LONG` → `MEDIUMTEXT`.
+//! - `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s` (MariaDB sequences) → `NEXTVAL(s)` /
+//!   `LASTVAL(s)`: the same sequence, read by `admit` as a table reference either way.
 //! - In CREATE / ALTER TABLE: a hex or double-quoted literal as a member of `ENUM(..)` /
 //!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR(n)` as `VARCHAR(n)`; a key
 //!   part's prefix length (`KEY k (a(3))`, which the parser reads as a call of a function `a`)
