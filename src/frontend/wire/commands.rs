@@ -99,6 +99,8 @@ pub struct ChangeUser {
     pub auth_response: Vec<u8>,
     pub database: String,
     pub plugin: Option<String>,
+    /// The character set (a collation id) the client asks for, when the packet carries one.
+    pub charset: Option<u16>,
 }
 
 impl std::fmt::Debug for ChangeUser {
@@ -136,6 +138,9 @@ pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
         None => (&[][..], at),
         Some(_) => nul_terminated(at)?,
     };
+    let charset = payload
+        .get(at..at + 2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]));
     let plugin = if caps & CLIENT_PLUGIN_AUTH != 0 && payload.len() > at + 2 {
         let (name, _) = nul_terminated(at + 2)?;
         Some(String::from_utf8(name.to_vec()).ok()?)
@@ -147,6 +152,7 @@ pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
         auth_response: auth_response.to_vec(),
         database: String::from_utf8(database.to_vec()).ok()?,
         plugin,
+        charset,
     })
 }
 
@@ -291,6 +297,9 @@ const OVERSIZED_DRAIN_LIMIT: u64 = 1 << 30;
 
 /// `CLIENT_MULTI_STATEMENTS`.
 const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
+
+/// `CLIENT_PROTOCOL_41`: the handshake response carries the client's character set.
+const CLIENT_PROTOCOL_41: u32 = 0x0200;
 
 /// The longest packet payload; a longer one continues in the next packet.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
@@ -520,7 +529,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 // Not a command: the login exchange. The first packet is the handshake
                 // response (or the SSL request), which starts with the client's capabilities.
                 if !self.greeted {
-                    if len >= 4 && self.input.len() < 8 {
+                    if (len >= 4 && self.input.len() < 8) || (len >= 9 && self.input.len() < 13) {
                         return;
                     }
                     self.greeted = true;
@@ -536,6 +545,14 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                             self.input[7],
                         ]);
                         self.slot.set_client_capabilities(caps);
+                        // Protocol 4.1: capabilities, max packet size, then the client's
+                        // character set (a collation id), as in the SSL request too.
+                        if caps & CLIENT_PROTOCOL_41 != 0
+                            && len >= 9
+                            && let Some(&id) = self.input.get(12)
+                        {
+                            self.slot.set_handshake_charset(u16::from(id));
+                        }
                     }
                 }
                 self.output.extend(self.input.drain(..4));
@@ -643,6 +660,23 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     None => self.emit(0, &payload),
                 }
             }
+            COM_QUERY | COM_STMT_PREPARE if !self.slot.charsets().client.is_utf8() => {
+                let client = self.slot.charsets().client;
+                let backslash_escapes = !self.slot.sql_mode().no_backslash_escapes;
+                match decode_statement(client, &payload[1..], backslash_escapes) {
+                    Ok(sql) => {
+                        let mut rewritten = Vec::with_capacity(1 + sql.len());
+                        rewritten.push(command);
+                        rewritten.extend_from_slice(sql.as_bytes());
+                        if command == COM_STMT_PREPARE {
+                            self.emit(0, &rewritten);
+                        } else {
+                            self.query(&sql, &rewritten);
+                        }
+                    }
+                    Err(e) => self.divert(0, Diverted::Refused(e)),
+                }
+            }
             COM_QUERY | COM_STMT_PREPARE => {
                 // `_binary'<any bytes>'` (JDBC's byte[] parameters) as `X'<hex>'`: the same
                 // value, in UTF-8 text.
@@ -728,6 +762,38 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         self.slot.end_batch();
         self.process();
     }
+}
+
+/// A statement sent in the client's character set `client` (not UTF-8) as the UTF-8 text the
+/// gateway parses and the backends (always utf8mb4) get: decoded whole first, so a multibyte
+/// character whose second byte is `\` or a quote (GBK's 0xBF5C) stays one character and can
+/// hide no quote; then each `_binary'...'` literal is written as `X'...'` holding its bytes in
+/// the client's character set, as the server would have stored them.
+///
+/// Errors: 1300 `Invalid <charset> character string: '<hex>'` (MySQL's
+/// `ER_INVALID_CHARACTER_STRING`) for bytes that are not characters of `client`.
+fn decode_statement(
+    client: &crate::charset::Charset,
+    sql: &[u8],
+    backslash_escapes: bool,
+) -> Result<String, MysqlError> {
+    let text = client.decode(sql).map_err(|bad| {
+        let hex: String = bad.iter().map(|b| format!("{b:02X}")).collect();
+        MysqlError::new(
+            1300,
+            "HY000",
+            format!("Invalid {} character string: '{hex}'", client.name),
+        )
+    })?;
+    if !crate::sqltext::contains_ignore_ascii_case(&text, "_binary") {
+        return Ok(text.into_owned());
+    }
+    Ok(
+        crate::sqltext::binary_literals_as_hex_with(text.as_bytes(), backslash_escapes, &|b| {
+            client.encode_bytes(b).into_owned()
+        })
+        .unwrap_or_else(|| text.into_owned()),
+    )
 }
 
 /// The statement id of a COM_STMT_* payload (bytes 1-4, little-endian); 0 when it is shorter.
