@@ -256,6 +256,26 @@ impl Charset {
         }
     }
 
+    /// `bytes` in this character set as UTF-8, each byte that is not part of a character as
+    /// `?` (how the server converts a string parameter from `character_set_client`).
+    pub fn decode_lossy(&self, bytes: &[u8]) -> String {
+        let Some(enc) = self.encoding else {
+            return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?");
+        };
+        let mut decoder = enc.new_decoder_without_bom_handling();
+        let mut out = String::with_capacity(bytes.len() * 3 + 16);
+        let mut rest = bytes;
+        loop {
+            let (result, read) = decoder.decode_to_string_without_replacement(rest, &mut out, true);
+            rest = &rest[read..];
+            match result {
+                encoding_rs::DecoderResult::InputEmpty => return out,
+                encoding_rs::DecoderResult::OutputFull => out.reserve(rest.len() * 3 + 16),
+                encoding_rs::DecoderResult::Malformed(_, _) => out.push('?'),
+            }
+        }
+    }
+
     /// UTF-8 `text` in this character set; a character it cannot hold becomes `?`, as the
     /// MySQL server converts results to `character_set_results`.
     pub fn encode<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, [u8]> {

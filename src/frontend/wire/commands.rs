@@ -655,8 +655,19 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         return;
                     }
                 }
-                match self.execute(&payload) {
-                    Some(patched) => self.emit(0, &patched),
+                let patched = self.execute(&payload);
+                let payload = patched.unwrap_or(payload);
+                let client = self.slot.charsets().client;
+                let params = self
+                    .statements
+                    .lock()
+                    .get(&statement_id(&payload))
+                    .map_or(0, |s| s.0);
+                match (!client.is_utf8())
+                    .then(|| decode_parameters(&payload, params, client))
+                    .flatten()
+                {
+                    Some(decoded) => self.emit(0, &decoded),
                     None => self.emit(0, &payload),
                 }
             }
@@ -794,6 +805,63 @@ fn decode_statement(
         })
         .unwrap_or_else(|| text.into_owned()),
     )
+}
+
+/// A COM_STMT_EXECUTE payload (its types bound, `params` parameters) with its text
+/// parameters (`MYSQL_TYPE_VARCHAR`, `VAR_STRING`, `STRING`) decoded from the client's
+/// character set `client` to UTF-8, as the server converts them from `character_set_client`;
+/// blob and every other type pass as they are (binary data). A byte that is not a character
+/// of `client` becomes `?`, as the server's conversion writes it. `None` when nothing changes
+/// or the payload does not have the expected shape (it then goes on as it is, to be refused
+/// where it is read).
+fn decode_parameters(
+    payload: &[u8],
+    params: usize,
+    client: &crate::charset::Charset,
+) -> Option<Vec<u8>> {
+    use mysql_common::io::WriteMysqlExt;
+    if params == 0 {
+        return None;
+    }
+    let nulls = payload.get(10..10 + params.div_ceil(8))?;
+    let flag_at = 10 + params.div_ceil(8);
+    if *payload.get(flag_at)? != 1 {
+        return None;
+    }
+    let types = payload.get(flag_at + 1..flag_at + 1 + 2 * params)?;
+    let mut at = flag_at + 1 + 2 * params;
+    let mut out = payload[..at].to_vec();
+    let mut changed = false;
+    for i in 0..params {
+        if nulls[i / 8] & (1 << (i % 8)) != 0 {
+            continue;
+        }
+        let size = match types[2 * i] {
+            0x06 => 0,
+            0x01 => 1,
+            0x02 | 0x0D => 2,
+            0x03 | 0x09 | 0x04 => 4,
+            0x05 | 0x08 => 8,
+            0x07 | 0x0A | 0x0B | 0x0C => 1 + usize::from(*payload.get(at)?),
+            _ => {
+                let (len, n) = super::lenenc::read_int(payload.get(at..)?)?;
+                let len = usize::try_from(len).ok()?;
+                let value = payload.get(at + n..at + n + len)?;
+                if matches!(types[2 * i], 0x0F | 0xFD | 0xFE) && !value.is_ascii() {
+                    let text = client.decode_lossy(value);
+                    let _ = out.write_lenenc_str(text.as_bytes());
+                    changed = true;
+                    at += n + len;
+                    continue;
+                }
+                n + len
+            }
+        };
+        out.extend_from_slice(payload.get(at..at + size)?);
+        at += size;
+    }
+    out.extend_from_slice(payload.get(at..)?);
+    changed.then_some(out)
 }
 
 /// The statement id of a COM_STMT_* payload (bytes 1-4, little-endian); 0 when it is shorter.
