@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod charset;
 pub mod config;
 pub mod coord;
 pub mod datahost;

@@ -68,6 +68,17 @@ pub fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
 /// false (`NO_BACKSLASH_ESCAPES`). Quoted identifiers and comments are skipped whole, so an
 /// `_binary'` inside them is left alone.
 pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<String> {
+    binary_literals_as_hex_with(sql, backslash_escapes, &|b| b.to_vec())
+}
+
+/// [`binary_literals_as_hex`] for a statement decoded from a client character set to UTF-8:
+/// each `_binary` literal's bytes (unescaped, UTF-8) go through `recode` (back to the client's
+/// character set) before they are written in hex.
+pub fn binary_literals_as_hex_with(
+    sql: &[u8],
+    backslash_escapes: bool,
+    recode: &dyn Fn(&[u8]) -> Vec<u8>,
+) -> Option<String> {
     const INTRODUCER: &[u8] = b"_binary";
     let utf8 = std::str::from_utf8(sql).is_ok();
     if utf8
@@ -115,7 +126,7 @@ pub fn binary_literals_as_hex(sql: &[u8], backslash_escapes: bool) -> Option<Str
                 let end = quoted_end_in(sql, q, backslash_escapes)?;
                 push_hex(
                     &mut out,
-                    &unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes),
+                    &recode(&unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes)),
                 );
                 changed = true;
                 i = end;

@@ -178,6 +178,11 @@ pub struct SessionView<'a> {
     /// Tables' column orders (INSERT without a column list); `None`: such an INSERT into a
     /// table whose placement needs them gets Mycat's error (`manx route`, routing tests).
     pub columns: Option<&'a ColumnOrders>,
+    /// The session's `character_set_client` and `character_set_results` (`None`: NULL) when
+    /// they are not the backends' utf8mb4 (the gateway converts, the backends' connections
+    /// say utf8mb4): `@@character_set_client` and `@@character_set_results` answer them.
+    /// `None` for a session in utf8mb4.
+    pub charsets: Option<(&'static str, Option<&'static str>)>,
 }
 
 impl<'a> SessionView<'a> {

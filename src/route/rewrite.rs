@@ -276,6 +276,64 @@ pub fn global_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// Byte ranges of the references to the session system variable `name` (lower case):
+/// `@@name`, `@@session.name` and `@@local.name`, in any case, none inside strings and
+/// comments (`@@global.name` is the server's, left alone).
+pub fn session_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
+    if !super::scan::contains_ignore_ascii_case(sql, name) {
+        return Vec::new();
+    }
+    let Some(toks) = tokens(sql) else {
+        return Vec::new();
+    };
+    let word = |i: usize, w: &str| {
+        matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none()
+            && x.value.eq_ignore_ascii_case(w))
+    };
+    let period = |i: usize| matches!(toks.get(i), Some((Token::Period, _, _)));
+    let plain = format!("@@{name}");
+    (0..toks.len())
+        .filter_map(|i| {
+            if word(i, &plain) {
+                Some(toks[i].1.clone())
+            } else if (word(i, "@@session") || word(i, "@@local"))
+                && period(i + 1)
+                && word(i + 2, name)
+            {
+                Some(toks[i].1.start..toks[i + 2].1.end)
+            } else {
+                None
+            }
+        })
+        .filter(|r| !sql[r.end..].starts_with('.'))
+        .collect()
+}
+
+/// Whether the text at `range` of `sql` is a select item of its own without an alias: after
+/// `SELECT` or `,`, before `,`, `FROM`, `LIMIT`, `;` or the end (so a literal put there
+/// needs `AS` to keep the label the client sees).
+pub fn whole_select_item(sql: &str, range: Range<usize>) -> bool {
+    let before = sql[..range.start].trim_end();
+    let after = sql[range.end..].trim_start();
+    let word_end = |s: &str, w: &str| {
+        s.len() >= w.len()
+            && s[s.len() - w.len()..].eq_ignore_ascii_case(w)
+            && !s[..s.len() - w.len()]
+                .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '@')
+    };
+    let word_start = |s: &str, w: &str| {
+        s.len() >= w.len()
+            && s[..w.len()].eq_ignore_ascii_case(w)
+            && !s[w.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let starts = before.ends_with(',') || word_end(before, "SELECT");
+    let ends = after.is_empty()
+        || after.starts_with([',', ';'])
+        || word_start(after, "FROM")
+        || word_start(after, "LIMIT");
+    starts && ends
+}
+
 /// Byte ranges of calls without arguments of the functions `names` (upper case) in `sql`:
 /// the name unquoted and not qualified, then `(` and `)`; none inside strings and comments.
 fn niladic_calls(sql: &str, names: &[&str]) -> Vec<Range<usize>> {

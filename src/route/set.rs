@@ -108,11 +108,6 @@ const PRIVILEGED_VARIABLES: &[&str] = &[
     "completion_type",
 ];
 
-/// Client character sets in which the byte `\` (0x5C) can be the second byte of a character
-/// (big5, cp932, gbk, sjis, gb18030): the server would read `中\'` as a character and a quote
-/// where the gateway reads an escaped quote, so a string would end in a different place.
-const UNSAFE_CLIENT_CHARSETS: &[&str] = &["big5", "cp932", "gbk", "sjis", "gb18030"];
-
 /// The name of the user variable `value` is (`@name` → `name`), `None` for anything else.
 fn user_variable(value: &str) -> Option<&str> {
     value.strip_prefix('@').filter(|name| {
@@ -123,20 +118,23 @@ fn user_variable(value: &str) -> Option<&str> {
     })
 }
 
-/// Checks a client character set a session asks for: `value` is its name, quoted or not (also
-/// as the server reports it when the session set it from a user variable).
+/// Checks a client character set a session asks for: `value` is its name, quoted or not. The
+/// session looks the name up in its fixed table (`crate::charset`) and converts the client's
+/// statements and results itself, so any character set it knows is safe, including those in
+/// which a backslash byte can end a character (big5, cp932, gbk, sjis): the parser and the
+/// backends only ever see UTF-8.
 ///
-/// Errors: 1235 for a client character set of [`UNSAFE_CLIENT_CHARSETS`], and for a value
-/// that is not a charset name (an expression or a number, which would name one by id).
+/// Errors: 1235 for a value that is not a charset name (an expression, a hex or bit value
+/// holding a name's bytes, or a number, which would name one by id).
 pub fn check_client_charset(value: &str) -> Result<(), RouteError> {
     let name = super::scan::unquote(value.trim()).to_ascii_lowercase();
     // Every charset name starts with a letter: `0x67626b` and `0b0110...` are the bytes of a
-    // name (`gbk`), `28` an id, not names this check could judge.
+    // name (`gbk`), `28` an id, not names.
     let named = name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
-    if !named || UNSAFE_CLIENT_CHARSETS.contains(&name.as_str()) {
+    if !named {
         return Err(RouteError::not_supported(format!(
-            "the client character set {value} is not supported by the gateway: in big5, cp932, gbk, sjis and gb18030 the byte of a backslash can end a character, so the server would read strings differently from the gateway (use utf8mb4); a charset is set by name"
+            "the client character set {value} is not supported by the gateway: a charset is set by name"
         )));
     }
     Ok(())
@@ -721,12 +719,13 @@ mod tests {
             "SET character_set_client = 28",
             "SET NAMES 0x67626b",
             "SET CHARACTER SET 0x67626b",
-            "SET NAMES gbk",
-            "SET character_set_client = big5",
         ] {
             assert_eq!(set_(sql).unwrap_err().code, 1235, "{sql}");
         }
+        // The session converts these itself (module `crate::charset`).
         assert!(set_("SET character_set_client = latin1").is_ok());
+        assert!(set_("SET NAMES gbk").is_ok());
+        assert!(set_("SET character_set_client = big5").is_ok());
         // Always read back: the session checks the value the server settled on too.
         let Ok(Local::Set { items, .. }) = set_("SET character_set_client = utf8mb4") else {
             panic!("a SET of state")

@@ -54,6 +54,8 @@ impl Session {
             .set_wait_timeout(crate::frontend::registry::DEFAULT_WAIT_TIMEOUT);
         self.sql_mode = SqlMode::default();
         self.slot.set_sql_mode(self.sql_mode);
+        // Character sets too (MySQL resets "variables set implicitly by SET NAMES").
+        self.slot.set_charsets(Default::default());
     }
 
     /// COM_CHANGE_USER: the new user's proof is checked against server.xml (as at login:
@@ -101,8 +103,13 @@ impl Session {
             self.handle.kill();
             return answered;
         }
-        // Everything COM_RESET_CONNECTION resets, then the user and its view of the schemas.
+        // Everything COM_RESET_CONNECTION resets, then the user and its view of the schemas,
+        // and the character set the packet names.
         self.reset().await;
+        if let Some(id) = change.charset {
+            self.slot.set_handshake_charset(id);
+            self.adopt_handshake_charset();
+        }
         self.user = OnceLock::new();
         let _ = self.user.set(name.clone());
         self.handle.set_user(&name);

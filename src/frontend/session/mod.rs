@@ -483,6 +483,12 @@ impl Session {
             mode: self.sql_mode,
             access,
             columns: self.generation.as_ref().map(|g| &g.column_orders),
+            charsets: {
+                let cs = self.slot.charsets();
+                let utf8 = |c: &crate::charset::Charset| c.name == "utf8mb4";
+                (!utf8(cs.client) || cs.results.is_none_or(|r| !utf8(r)))
+                    .then(|| (cs.client.name, cs.results.map(|r| r.name)))
+            },
         }
     }
 

@@ -72,8 +72,16 @@ pub(super) async fn stream_rows(
     warning_counts: &[Arc<AtomicU16>],
 ) -> io::Result<Sent> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
+    // A client whose `character_set_results` is not UTF-8 gets its text columns' values in
+    // that character set, and their definitions say so (MySQL's `send_result_set_metadata`:
+    // the results character set's default collation for every column that is not binary).
+    let results = slot.charsets().results.filter(|r| !r.is_utf8());
+    let text: Vec<bool> = columns.iter().map(|c| c.charset != BINARY).collect();
     slot.set_columns(columns.iter().map(|c| ColumnMeta {
-        charset: c.charset,
+        charset: match results {
+            Some(r) if c.charset != BINARY => u16::from(r.default_collation_id),
+            _ => c.charset,
+        },
         length: c.length,
         decimals: c.decimals,
     }));
@@ -93,7 +101,16 @@ pub(super) async fn stream_rows(
                     .await
                     .map(|_| Sent::default());
             }
-            Ok(row) => {
+            Ok(mut row) => {
+                if let Some(r) = results {
+                    for (v, _) in row.iter_mut().zip(&text).filter(|(_, t)| **t) {
+                        if let crate::backend::Value::Bytes(b) = v
+                            && let std::borrow::Cow::Owned(encoded) = r.encode_bytes(b)
+                        {
+                            *b = encoded;
+                        }
+                    }
+                }
                 if binary {
                     for v in &row {
                         rw.write_col(Cell(v))?;
@@ -131,6 +148,9 @@ pub(super) async fn stream_rows(
         complete: true,
     })
 }
+
+/// The collation id of binary strings and of every column that is not text.
+const BINARY: u16 = 63;
 
 /// What [`stream_rows`] sent.
 #[derive(Debug, Clone, Copy, Default)]

@@ -237,6 +237,7 @@ impl Session {
             self.handle.hold_generation(Some(newest.number));
             self.generation = Some(newest);
         }
+        self.adopt_handshake_charset();
         Ok(())
     }
 

@@ -78,6 +78,18 @@ impl Session {
                 item.assignment = format!("{} = {}", item.key, u8::from(self.autocommit));
                 item.evaluate = false;
             }
+            // `SET @saved_cs_client = @@character_set_client` (mysqldump): the session's
+            // character sets are the gateway's, not the backend connection's (always utf8mb4).
+            let variable = value
+                .trim_start_matches("@@")
+                .trim_start_matches("session.")
+                .trim_start_matches("local.");
+            if value.starts_with("@@")
+                && let Some(v) = charset_variable(&self.slot.charsets(), variable)
+            {
+                item.assignment = format!("{} = {v}", item.key);
+                item.evaluate = false;
+            }
         }
         // A node of the current schema, else of one of the user's schemas: never a node the
         // user has no schema on (its database is none of the user's business, and a backend
@@ -111,20 +123,9 @@ impl Session {
                 fresh.as_mut()
             }
         };
-        // A client character set from a user variable (mysqldump's `SET character_set_client =
-        // @saved_cs_client`) is checked once the server has evaluated it: the one it replaces,
-        // to put back on the checking connection if it is refused.
-        let charset_before = match items
-            .iter()
-            .any(|i| i.evaluate && i.key == "character_set_client")
-        {
-            true => Some(
-                read_value(conn, "@@session.character_set_client")
-                    .await
-                    .unwrap_or_else(|| "DEFAULT".to_string()),
-            ),
-            false => None,
-        };
+        // Character sets are the session's own: the backend only gets its connection's
+        // character set and collation, from the table (module `crate::charset`).
+        let charsets = charset_items(self.slot.charsets(), &mut items, conn).await?;
         // An engine from a user variable (`SET default_storage_engine = @saved`) is checked
         // once the server has evaluated it: the ones it replaces, to put back on the checking
         // connection if it is refused.
@@ -186,13 +187,6 @@ impl Session {
                     }
                 }
             }
-            if item.key == "character_set_client"
-                && let Err(e) = crate::route::check_client_charset(&value)
-            {
-                let before = charset_before.as_deref().unwrap_or("DEFAULT");
-                let _ = run_simple(conn, &format!("SET character_set_client = {before}")).await;
-                return Err(e.into());
-            }
             if item.key.ends_with("storage_engine")
                 && let Err(e) = crate::route::check_storage_engine(&value)
             {
@@ -251,8 +245,219 @@ impl Session {
             self.state.retain(|s| s.key != item.key);
             self.state.push(item);
         }
+        if let Some(charsets) = charsets {
+            self.slot.set_charsets(charsets);
+        }
         Ok(())
     }
+
+    /// Takes the character set of the client's handshake (or of its COM_CHANGE_USER, which the
+    /// caller put in the slot) into the session's state, once: a client that is not UTF-8 gets
+    /// its connection's character set replayed on the backends (client and results stay
+    /// utf8mb4, the gateway converts).
+    pub(super) fn adopt_handshake_charset(&mut self) {
+        if self.slot.take_handshake_charset().is_none() {
+            return;
+        }
+        let charsets = self.slot.charsets();
+        self.state.retain(|s| s.key != "names");
+        if !charsets.is_default() {
+            self.state.push(SessionSet {
+                key: "names".to_string(),
+                assignment: charsets.backend_assignment(),
+                standalone: true,
+                evaluate: false,
+            });
+        }
+    }
+}
+
+/// The session variables that name character sets: kept by the session, never set on a
+/// backend as the client wrote them.
+const CHARSET_KEYS: &[&str] = &[
+    "names",
+    "character_set_client",
+    "character_set_results",
+    "character_set_connection",
+    "collation_connection",
+];
+
+/// Character sets MariaDB has that the gateway does not convert (refused with 1235, where a
+/// name MariaDB does not know gets its 1115).
+const UNCONVERTED_CHARSETS: &[&str] = &[
+    "ascii", "binary", "ucs2", "utf16", "utf16le", "utf32", "swe7", "dec8", "cp850", "cp852",
+    "cp866", "hp8", "armscii8", "keybcs2", "macce", "macroman", "geostd8", "latin5", "filename",
+];
+
+/// The value of the character set variable `name` (lower case, without `@@`) in `cs`, as a
+/// SQL literal; `None` for another variable.
+fn charset_variable(cs: &crate::charset::ClientCharsets, name: &str) -> Option<String> {
+    Some(match name {
+        "character_set_client" => format!("'{}'", cs.client.name),
+        "character_set_connection" => format!("'{}'", cs.connection.name),
+        "character_set_results" => match cs.results {
+            Some(r) => format!("'{}'", r.name),
+            None => "NULL".to_string(),
+        },
+        "collation_connection" => format!("'{}'", cs.collation_name()),
+        _ => return None,
+    })
+}
+
+/// The character set named `value` (a word or a quoted string; `DEFAULT` is the gateway's
+/// utf8mb4).
+///
+/// Errors: 1115 `Unknown character set` for a name MariaDB does not know, 1235 for one the
+/// gateway does not convert or a value that is not a name (a number, a hex string, an
+/// expression).
+fn charset_named(value: &str) -> Result<&'static crate::charset::Charset, MysqlError> {
+    use crate::charset::{Charset, utf8mb4};
+    let name = crate::route::unquote(value.trim());
+    if name.eq_ignore_ascii_case("DEFAULT") && !value.trim().starts_with(['\'', '"']) {
+        return Ok(utf8mb4());
+    }
+    let named = name.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+    if !named {
+        return Err(MysqlError::new(
+            1235,
+            "42000",
+            format!(
+                "the character set {value} is not supported by the gateway: a character set is set by its name"
+            ),
+        ));
+    }
+    if let Some(cs) = Charset::by_name(name) {
+        return Ok(cs);
+    }
+    if UNCONVERTED_CHARSETS.contains(&name.to_ascii_lowercase().as_str()) {
+        return Err(MysqlError::new(
+            1235,
+            "42000",
+            format!(
+                "the client character set {name} is not supported by the gateway (it converts {})",
+                crate::charset::CHARSETS
+                    .iter()
+                    .map(|c| c.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Err(MysqlError::new(
+        1115,
+        "42000",
+        format!("Unknown character set: '{name}'"),
+    ))
+}
+
+/// Takes the character set settings out of `items` (`SET NAMES`, `SET CHARACTER SET`, `SET
+/// character_set_client = ...`, ...) and applies them to `cs`, MySQL's rules: NAMES sets all
+/// three (and the collation), CHARACTER SET the client and results ones (the connection's
+/// becomes the database's, utf8mb4 here), each variable its own. A value from a user
+/// variable is read on `conn`. In their place goes one item that sets the backend connection
+/// ([`crate::charset::ClientCharsets::backend_assignment`]). `None` when `items` set none.
+///
+/// Errors: those of [`charset_named`]; 1273 `Unknown collation` for a collation that is not
+/// of its character set's form.
+async fn charset_items(
+    mut cs: crate::charset::ClientCharsets,
+    items: &mut Vec<SessionSet>,
+    conn: &mut dyn BackendConn,
+) -> Result<Option<crate::charset::ClientCharsets>, MysqlError> {
+    use crate::charset::{Charset, ClientCharsets, utf8mb4};
+    if !items.iter().any(|i| CHARSET_KEYS.contains(&i.key.as_str())) {
+        return Ok(None);
+    }
+    let unknown_collation = |c: &str| {
+        MysqlError::new(
+            1273,
+            "HY000",
+            format!("Unknown collation: '{}'", crate::route::unquote(c)),
+        )
+    };
+    for item in items
+        .iter()
+        .filter(|i| CHARSET_KEYS.contains(&i.key.as_str()))
+    {
+        if item.key == "names" {
+            let words: Vec<&str> = item.assignment.split_whitespace().collect();
+            let names = words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("NAMES"));
+            let at = if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("CHARACTER"))
+            {
+                2
+            } else {
+                1
+            };
+            let charset = charset_named(words.get(at).copied().unwrap_or_default())?;
+            if names {
+                cs = ClientCharsets::all(charset);
+                if let Some(collation) = words.get(at + 2) {
+                    let name = crate::route::unquote(collation).to_ascii_lowercase();
+                    if Charset::of_collation(&name).is_none_or(|c| !std::ptr::eq(c, charset)) {
+                        return Err(unknown_collation(collation));
+                    }
+                    cs.collation = Some(name);
+                }
+            } else {
+                cs.client = charset;
+                cs.results = Some(charset);
+                cs.connection = utf8mb4();
+                cs.collation = None;
+                cs.collation_id = None;
+            }
+            continue;
+        }
+        let written = item
+            .assignment
+            .split_once('=')
+            .map_or("", |(_, v)| v.trim())
+            .to_string();
+        let value = match written.strip_prefix('@') {
+            Some(var) if !var.starts_with('@') => read_value(conn, &written)
+                .await
+                .unwrap_or_else(|| "NULL".to_string()),
+            _ => written,
+        };
+        // `CONVERT(X'..' USING utf8mb4)` is how a value with a quote or backslash reads back:
+        // no character set name holds one.
+        let null = value.eq_ignore_ascii_case("NULL");
+        match item.key.as_str() {
+            "character_set_results" if null => cs.results = None,
+            "character_set_results" => cs.results = Some(charset_named(&value)?),
+            "character_set_client" => cs.client = charset_named(&value)?,
+            "character_set_connection" => {
+                cs.connection = charset_named(&value)?;
+                cs.collation = None;
+                cs.collation_id = None;
+            }
+            _ => {
+                // collation_connection
+                let name = crate::route::unquote(&value).to_ascii_lowercase();
+                if name == "default" {
+                    cs.connection = utf8mb4();
+                    cs.collation = None;
+                } else {
+                    cs.connection =
+                        Charset::of_collation(&name).ok_or_else(|| unknown_collation(&value))?;
+                    cs.collation = Some(name);
+                }
+                cs.collation_id = None;
+            }
+        }
+    }
+    items.retain(|i| !CHARSET_KEYS.contains(&i.key.as_str()));
+    items.push(SessionSet {
+        key: "names".to_string(),
+        assignment: cs.backend_assignment(),
+        standalone: true,
+        evaluate: false,
+    });
+    Ok(Some(cs))
 }
 
 /// The value of the expression `read` (`@x`, `@@session.name`) on `conn`, written as a

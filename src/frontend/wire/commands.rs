@@ -99,6 +99,8 @@ pub struct ChangeUser {
     pub auth_response: Vec<u8>,
     pub database: String,
     pub plugin: Option<String>,
+    /// The character set (a collation id) the client asks for, when the packet carries one.
+    pub charset: Option<u16>,
 }
 
 impl std::fmt::Debug for ChangeUser {
@@ -136,6 +138,9 @@ pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
         None => (&[][..], at),
         Some(_) => nul_terminated(at)?,
     };
+    let charset = payload
+        .get(at..at + 2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]));
     let plugin = if caps & CLIENT_PLUGIN_AUTH != 0 && payload.len() > at + 2 {
         let (name, _) = nul_terminated(at + 2)?;
         Some(String::from_utf8(name.to_vec()).ok()?)
@@ -147,6 +152,7 @@ pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
         auth_response: auth_response.to_vec(),
         database: String::from_utf8(database.to_vec()).ok()?,
         plugin,
+        charset,
     })
 }
 
@@ -291,6 +297,9 @@ const OVERSIZED_DRAIN_LIMIT: u64 = 1 << 30;
 
 /// `CLIENT_MULTI_STATEMENTS`.
 const CLIENT_MULTI_STATEMENTS: u32 = 1 << 16;
+
+/// `CLIENT_PROTOCOL_41`: the handshake response carries the client's character set.
+const CLIENT_PROTOCOL_41: u32 = 0x0200;
 
 /// The longest packet payload; a longer one continues in the next packet.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
@@ -520,7 +529,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 // Not a command: the login exchange. The first packet is the handshake
                 // response (or the SSL request), which starts with the client's capabilities.
                 if !self.greeted {
-                    if len >= 4 && self.input.len() < 8 {
+                    if (len >= 4 && self.input.len() < 8) || (len >= 9 && self.input.len() < 13) {
                         return;
                     }
                     self.greeted = true;
@@ -536,6 +545,14 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                             self.input[7],
                         ]);
                         self.slot.set_client_capabilities(caps);
+                        // Protocol 4.1: capabilities, max packet size, then the client's
+                        // character set (a collation id), as in the SSL request too.
+                        if caps & CLIENT_PROTOCOL_41 != 0
+                            && len >= 9
+                            && let Some(&id) = self.input.get(12)
+                        {
+                            self.slot.set_handshake_charset(u16::from(id));
+                        }
                     }
                 }
                 self.output.extend(self.input.drain(..4));
@@ -639,9 +656,37 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         return;
                     }
                 }
-                match self.execute(&payload) {
-                    Some(patched) => self.emit(0, &patched),
+                let patched = self.execute(&payload);
+                let payload = patched.unwrap_or(payload);
+                let client = self.slot.charsets().client;
+                let params = self
+                    .statements
+                    .lock()
+                    .get(&statement_id(&payload))
+                    .map_or(0, |s| s.0);
+                match (!client.is_utf8())
+                    .then(|| decode_parameters(&payload, params, client))
+                    .flatten()
+                {
+                    Some(decoded) => self.emit(0, &decoded),
                     None => self.emit(0, &payload),
+                }
+            }
+            COM_QUERY | COM_STMT_PREPARE if !self.slot.charsets().client.is_utf8() => {
+                let client = self.slot.charsets().client;
+                let backslash_escapes = !self.slot.sql_mode().no_backslash_escapes;
+                match decode_statement(client, &payload[1..], backslash_escapes) {
+                    Ok(sql) => {
+                        let mut rewritten = Vec::with_capacity(1 + sql.len());
+                        rewritten.push(command);
+                        rewritten.extend_from_slice(sql.as_bytes());
+                        if command == COM_STMT_PREPARE {
+                            self.emit(0, &rewritten);
+                        } else {
+                            self.query(&sql, &rewritten);
+                        }
+                    }
+                    Err(e) => self.divert(0, Diverted::Refused(e)),
                 }
             }
             COM_QUERY | COM_STMT_PREPARE => {
@@ -729,6 +774,95 @@ impl<R: AsyncRead + Unpin> Commands<R> {
         self.slot.end_batch();
         self.process();
     }
+}
+
+/// A statement sent in the client's character set `client` (not UTF-8) as the UTF-8 text the
+/// gateway parses and the backends (always utf8mb4) get: decoded whole first, so a multibyte
+/// character whose second byte is `\` or a quote (GBK's 0xBF5C) stays one character and can
+/// hide no quote; then each `_binary'...'` literal is written as `X'...'` holding its bytes in
+/// the client's character set, as the server would have stored them.
+///
+/// Errors: 1300 `Invalid <charset> character string: '<hex>'` (MySQL's
+/// `ER_INVALID_CHARACTER_STRING`) for bytes that are not characters of `client`.
+fn decode_statement(
+    client: &crate::charset::Charset,
+    sql: &[u8],
+    backslash_escapes: bool,
+) -> Result<String, MysqlError> {
+    let text = client.decode(sql).map_err(|bad| {
+        let hex: String = bad.iter().map(|b| format!("{b:02X}")).collect();
+        MysqlError::new(
+            1300,
+            "HY000",
+            format!("Invalid {} character string: '{hex}'", client.name),
+        )
+    })?;
+    if !crate::sqltext::contains_ignore_ascii_case(&text, "_binary") {
+        return Ok(text.into_owned());
+    }
+    Ok(
+        crate::sqltext::binary_literals_as_hex_with(text.as_bytes(), backslash_escapes, &|b| {
+            client.encode_bytes(b).into_owned()
+        })
+        .unwrap_or_else(|| text.into_owned()),
+    )
+}
+
+/// A COM_STMT_EXECUTE payload (its types bound, `params` parameters) with its text
+/// parameters (`MYSQL_TYPE_VARCHAR`, `VAR_STRING`, `STRING`) decoded from the client's
+/// character set `client` to UTF-8, as the server converts them from `character_set_client`;
+/// blob and every other type pass as they are (binary data). A byte that is not a character
+/// of `client` becomes `?`, as the server's conversion writes it. `None` when nothing changes
+/// or the payload does not have the expected shape (it then goes on as it is, to be refused
+/// where it is read).
+fn decode_parameters(
+    payload: &[u8],
+    params: usize,
+    client: &crate::charset::Charset,
+) -> Option<Vec<u8>> {
+    use mysql_common::io::WriteMysqlExt;
+    if params == 0 {
+        return None;
+    }
+    let nulls = payload.get(10..10 + params.div_ceil(8))?;
+    let flag_at = 10 + params.div_ceil(8);
+    if *payload.get(flag_at)? != 1 {
+        return None;
+    }
+    let types = payload.get(flag_at + 1..flag_at + 1 + 2 * params)?;
+    let mut at = flag_at + 1 + 2 * params;
+    let mut out = payload[..at].to_vec();
+    let mut changed = false;
+    for i in 0..params {
+        if nulls[i / 8] & (1 << (i % 8)) != 0 {
+            continue;
+        }
+        let size = match types[2 * i] {
+            0x06 => 0,
+            0x01 => 1,
+            0x02 | 0x0D => 2,
+            0x03 | 0x09 | 0x04 => 4,
+            0x05 | 0x08 => 8,
+            0x07 | 0x0A | 0x0B | 0x0C => 1 + usize::from(*payload.get(at)?),
+            _ => {
+                let (len, n) = super::lenenc::read_int(payload.get(at..)?)?;
+                let len = usize::try_from(len).ok()?;
+                let value = payload.get(at + n..at + n + len)?;
+                if matches!(types[2 * i], 0x0F | 0xFD | 0xFE) && !value.is_ascii() {
+                    let text = client.decode_lossy(value);
+                    let _ = out.write_lenenc_str(text.as_bytes());
+                    changed = true;
+                    at += n + len;
+                    continue;
+                }
+                n + len
+            }
+        };
+        out.extend_from_slice(payload.get(at..at + size)?);
+        at += size;
+    }
+    out.extend_from_slice(payload.get(at..)?);
+    changed.then_some(out)
 }
 
 /// The statement id of a COM_STMT_* payload (bytes 1-4, little-endian); 0 when it is shorter.

@@ -112,6 +112,11 @@ struct Pending {
     /// Commands the reader diverted to the session, in the order of their placeholder queries
     /// (several when the client pipelined them).
     diverted: VecDeque<Diverted>,
+    /// The session's character sets (`SET NAMES`...): the reader decodes statements from
+    /// `client`, the session encodes results to `results` ([`crate::charset`]).
+    charsets: crate::charset::ClientCharsets,
+    /// The collation id of the client's handshake response, until the session takes it.
+    handshake_charset: Option<u16>,
     /// Classic EOF framing (the manager port, as Mycat's): the greeting goes out without
     /// `CLIENT_DEPRECATE_EOF`, and the reader clears it from the client's handshake response.
     classic_eof: bool,
@@ -204,6 +209,29 @@ impl ErrorSlot {
     /// The lexing part of the session's `sql_mode` (module `route::lex`).
     pub fn sql_mode(&self) -> crate::sqltext::SqlMode {
         self.lock().sql_mode
+    }
+
+    /// The session's character sets (the reader decodes statements from their `client`).
+    pub fn charsets(&self) -> crate::charset::ClientCharsets {
+        self.lock().charsets.clone()
+    }
+
+    /// Sets what [`ErrorSlot::charsets`] answers.
+    pub fn set_charsets(&self, charsets: crate::charset::ClientCharsets) {
+        self.lock().charsets = charsets;
+    }
+
+    /// Records the collation id of the client's handshake response (the reader) and puts the
+    /// session in its character set at once.
+    pub fn set_handshake_charset(&self, id: u16) {
+        let mut p = self.lock();
+        p.handshake_charset = Some(id);
+        p.charsets = crate::charset::ClientCharsets::from_handshake(id);
+    }
+
+    /// The handshake's collation id, once (the session takes it on its first command).
+    pub fn take_handshake_charset(&self) -> Option<u16> {
+        self.lock().handshake_charset.take()
     }
 
     /// Sets what [`ErrorSlot::sql_mode`] answers.
@@ -321,6 +349,28 @@ fn patch_column(payload: &mut [u8], meta: ColumnMeta) -> bool {
     payload[p + 3..p + 7].copy_from_slice(&meta.length.to_le_bytes());
     payload[p + 10] = meta.decimals;
     true
+}
+
+/// A column definition payload with its six names (catalog, schema, table, original table,
+/// name, original name) in the character set `results` instead of UTF-8; `None` when they are
+/// all ASCII (nothing changes) or the payload does not have that shape.
+fn recode_column_names(payload: &[u8], results: &crate::charset::Charset) -> Option<Vec<u8>> {
+    use mysql_common::io::WriteMysqlExt;
+    let mut p = 0usize;
+    let mut out = Vec::with_capacity(payload.len() + 16);
+    let mut changed = false;
+    for _ in 0..6 {
+        let (len, size) = payload.get(p..).and_then(super::lenenc::read_int)?;
+        let len = usize::try_from(len).ok()?;
+        let text = payload.get(p + size..p + size + len)?;
+        let encoded = results.encode_bytes(text);
+        changed |= matches!(encoded, std::borrow::Cow::Owned(_));
+        // Writing into a Vec cannot fail.
+        let _ = out.write_lenenc_str(&encoded);
+        p += size + len;
+    }
+    out.extend_from_slice(payload.get(p..)?);
+    changed.then_some(out)
 }
 
 /// `CLIENT_TRANSACTIONS`: the server reports transaction state in status flags. opensrv-mysql
@@ -568,6 +618,8 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                 self.packet_start = start + 4 + payload.len();
                 continue;
             }
+            let mut recoded = None;
+            let results = pending.charsets.results.filter(|r| !r.is_utf8());
             if let Some((stage, metas)) = pending.columns.as_mut() {
                 let payload = &mut self.buf[start + 4..start + 4 + len];
                 let eof = payload.first() == Some(&0xFE) && len < 9;
@@ -595,8 +647,10 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     Stage::ParamsEof | Stage::Columns => {
                         // Done, or not a column definition after all: stop patching.
                         match metas.pop_front() {
-                            Some(meta) if patch_column(payload, meta) && !metas.is_empty() => {
-                                Some(Stage::Columns)
+                            Some(meta) if patch_column(payload, meta) => {
+                                // Names in the client's `character_set_results`.
+                                recoded = results.and_then(|r| recode_column_names(payload, r));
+                                (!metas.is_empty()).then_some(Stage::Columns)
                             }
                             _ => None,
                         }
@@ -606,6 +660,18 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     Some(n) => *stage = n,
                     None => pending.columns = None,
                 }
+            }
+            if let Some(payload) = recoded {
+                // The definition's names changed length: the packet is written anew.
+                let mut header = (payload.len() as u32).to_le_bytes();
+                header[3] = self.buf[start + 3];
+                let tail = self.buf.split_off(start + 4 + len);
+                self.buf.truncate(start);
+                self.buf.extend_from_slice(&header);
+                self.buf.extend_from_slice(&payload);
+                self.buf.extend_from_slice(&tail);
+                self.packet_start = start + 4 + payload.len();
+                continue;
             }
             self.packet_start = start + 4 + len;
         }

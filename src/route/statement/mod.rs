@@ -417,6 +417,10 @@ fn cached(
     let Some(schema) = view.schema else {
         return parsed(r, stmt, view, &mut false);
     };
+    // `@@character_set_client` is written as the session's value: not a plan to keep.
+    if view.charsets.is_some() && stmt.contains("@@") {
+        return parsed(r, stmt, view, &mut false);
+    }
     let (Some((key, literals)), Some(s)) =
         (shape::key_and_literals(schema, stmt), r.schema(schema))
     else {
@@ -641,6 +645,24 @@ fn parsed_statement(
                 &comment,
             ),
         ];
+        // The session's character sets are the gateway's (the backends' connections stay
+        // utf8mb4): `@@character_set_client` and `@@character_set_results` answer them.
+        let mut found: Vec<(Vec<std::ops::Range<usize>>, &dyn Fn() -> String)> = found.into();
+        let client = || format!("'{}'", view.charsets.map_or("utf8mb4", |c| c.0));
+        let results = || match view.charsets.and_then(|c| c.1) {
+            Some(name) => format!("'{name}'"),
+            None => "NULL".to_string(),
+        };
+        if view.charsets.is_some() {
+            found.push((
+                rewrite::session_variable_refs(stmt, "character_set_client"),
+                &client,
+            ));
+            found.push((
+                rewrite::session_variable_refs(stmt, "character_set_results"),
+                &results,
+            ));
+        }
         // (The literals are written only for a statement that has such a call: most have none.)
         for (calls, value) in found.into_iter().filter(|(c, _)| !c.is_empty()) {
             let value = value();
@@ -649,6 +671,12 @@ fn parsed_statement(
                 // concatenates adjacent strings), so it goes in parentheses there.
                 let text = match stmt[call.end..].chars().next() {
                     Some('\'' | '"') => format!("({value})"),
+                    // A select item of its own keeps its label (`@@character_set_client`).
+                    _ if stmt[call.clone()].starts_with("@@")
+                        && rewrite::whole_select_item(stmt, call.clone()) =>
+                    {
+                        format!("{value} AS `{}`", &stmt[call.clone()])
+                    }
                     _ => value.clone(),
                 };
                 edits.push(call, Replacement::Text(text));

@@ -1,0 +1,437 @@
+//! Client character sets: the fixed table of the MySQL/MariaDB character sets the gateway can
+//! decode and encode, and the session's three settings (`character_set_client`,
+//! `character_set_connection`, `character_set_results`). A leaf module: it uses nothing of the
+//! crate.
+//!
+//! Backend connections always speak utf8mb4. A client in another character set has its
+//! statements decoded to UTF-8 by the reader before anything parses them
+//! ([`Charset::decode`]), and the string values and column names of its results encoded back
+//! ([`Charset::encode`]), as the MySQL server converts between `character_set_client`,
+//! `character_set_connection` and `character_set_results`. The parser therefore only ever sees
+//! UTF-8, and what reaches a backend is manx's own UTF-8 text: the GBK/Big5/SJIS trick of a
+//! multibyte character whose second byte is `\` (0x5C) hiding a quote cannot work.
+//!
+//! Names are looked up in [`CHARSETS`] (case-insensitively) and written to a backend only from
+//! this table, never copied from a client's text. The codecs are `encoding_rs`'s (WHATWG
+//! Encoding Standard): MySQL's `latin1` is Windows-1252 (so is WHATWG's), `gbk` and `gb2312`
+//! decode as GBK (a superset of GB2312), `sjis` and `cp932` as Shift_JIS (WHATWG's is
+//! Windows-31J), `big5` as Big5 (WHATWG's includes HKSCS).
+
+use encoding_rs::Encoding;
+
+/// One character set of the table: its MySQL name, the id and name of its default collation
+/// (MariaDB's `SHOW CHARACTER SET`), the ids of its other collations that a client can name in
+/// its handshake, and its codec (`None`: UTF-8, which needs no conversion).
+#[derive(Debug)]
+pub struct Charset {
+    /// MySQL's name (`latin1`, `gbk`, `utf8mb4`).
+    pub name: &'static str,
+    /// Its default collation's id (`SHOW COLLATION`'s `Id`): what column definitions carry for
+    /// text columns in this character set.
+    pub default_collation_id: u8,
+    /// Its default collation's name.
+    pub default_collation: &'static str,
+    /// Ids of its other collations (a client's handshake may name any of them).
+    pub other_collation_ids: &'static [u8],
+    /// The codec; `None` for UTF-8 (utf8mb4, utf8mb3).
+    encoding: Option<&'static Encoding>,
+}
+
+/// The character sets the gateway converts (MariaDB's ids). utf8mb4 first: the gateway's own.
+pub static CHARSETS: &[Charset] = &[
+    Charset {
+        name: "utf8mb4",
+        default_collation_id: 45,
+        default_collation: "utf8mb4_general_ci",
+        other_collation_ids: &[
+            46, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239,
+            240, 241, 242, 243, 244, 245, 246, 247, 255,
+        ],
+        encoding: None,
+    },
+    Charset {
+        name: "utf8mb3",
+        default_collation_id: 33,
+        default_collation: "utf8mb3_general_ci",
+        other_collation_ids: &[
+            83, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207,
+            208, 209, 210, 211, 212, 213, 214, 215, 223,
+        ],
+        encoding: None,
+    },
+    Charset {
+        name: "latin1",
+        default_collation_id: 8,
+        default_collation: "latin1_swedish_ci",
+        other_collation_ids: &[5, 15, 31, 47, 48, 49, 94],
+        encoding: Some(encoding_rs::WINDOWS_1252),
+    },
+    Charset {
+        name: "gbk",
+        default_collation_id: 28,
+        default_collation: "gbk_chinese_ci",
+        other_collation_ids: &[87],
+        encoding: Some(encoding_rs::GBK),
+    },
+    Charset {
+        name: "gb2312",
+        default_collation_id: 24,
+        default_collation: "gb2312_chinese_ci",
+        other_collation_ids: &[86],
+        encoding: Some(encoding_rs::GBK),
+    },
+    Charset {
+        name: "big5",
+        default_collation_id: 1,
+        default_collation: "big5_chinese_ci",
+        other_collation_ids: &[84],
+        encoding: Some(encoding_rs::BIG5),
+    },
+    Charset {
+        name: "sjis",
+        default_collation_id: 13,
+        default_collation: "sjis_japanese_ci",
+        other_collation_ids: &[88],
+        encoding: Some(encoding_rs::SHIFT_JIS),
+    },
+    Charset {
+        name: "cp932",
+        default_collation_id: 95,
+        default_collation: "cp932_japanese_ci",
+        other_collation_ids: &[96],
+        encoding: Some(encoding_rs::SHIFT_JIS),
+    },
+    Charset {
+        name: "ujis",
+        default_collation_id: 12,
+        default_collation: "ujis_japanese_ci",
+        other_collation_ids: &[91],
+        encoding: Some(encoding_rs::EUC_JP),
+    },
+    Charset {
+        name: "euckr",
+        default_collation_id: 19,
+        default_collation: "euckr_korean_ci",
+        other_collation_ids: &[85],
+        encoding: Some(encoding_rs::EUC_KR),
+    },
+    Charset {
+        name: "cp1250",
+        default_collation_id: 26,
+        default_collation: "cp1250_general_ci",
+        other_collation_ids: &[34, 44, 66, 99],
+        encoding: Some(encoding_rs::WINDOWS_1250),
+    },
+    Charset {
+        name: "cp1251",
+        default_collation_id: 51,
+        default_collation: "cp1251_general_ci",
+        other_collation_ids: &[14, 23, 50, 52],
+        encoding: Some(encoding_rs::WINDOWS_1251),
+    },
+    Charset {
+        name: "cp1256",
+        default_collation_id: 57,
+        default_collation: "cp1256_general_ci",
+        other_collation_ids: &[67],
+        encoding: Some(encoding_rs::WINDOWS_1256),
+    },
+    Charset {
+        name: "cp1257",
+        default_collation_id: 59,
+        default_collation: "cp1257_general_ci",
+        other_collation_ids: &[29, 58],
+        encoding: Some(encoding_rs::WINDOWS_1257),
+    },
+    Charset {
+        name: "latin2",
+        default_collation_id: 9,
+        default_collation: "latin2_general_ci",
+        other_collation_ids: &[2, 21, 27, 77],
+        encoding: Some(encoding_rs::ISO_8859_2),
+    },
+    Charset {
+        name: "greek",
+        default_collation_id: 25,
+        default_collation: "greek_general_ci",
+        other_collation_ids: &[70],
+        encoding: Some(encoding_rs::ISO_8859_7),
+    },
+    Charset {
+        name: "hebrew",
+        default_collation_id: 16,
+        default_collation: "hebrew_general_ci",
+        other_collation_ids: &[71],
+        encoding: Some(encoding_rs::ISO_8859_8),
+    },
+    Charset {
+        name: "koi8r",
+        default_collation_id: 7,
+        default_collation: "koi8r_general_ci",
+        other_collation_ids: &[74],
+        encoding: Some(encoding_rs::KOI8_R),
+    },
+    Charset {
+        name: "koi8u",
+        default_collation_id: 22,
+        default_collation: "koi8u_general_ci",
+        other_collation_ids: &[75],
+        encoding: Some(encoding_rs::KOI8_U),
+    },
+    Charset {
+        name: "tis620",
+        default_collation_id: 18,
+        default_collation: "tis620_thai_ci",
+        other_collation_ids: &[89],
+        encoding: Some(encoding_rs::WINDOWS_874),
+    },
+];
+
+/// The gateway's own character set (utf8mb4): the backends' and the default.
+pub fn utf8mb4() -> &'static Charset {
+    &CHARSETS[0]
+}
+
+impl Charset {
+    /// The character set named `name` (any case, quotes already removed; `utf8` is
+    /// `utf8mb3`, as MariaDB reads it). `None` for a name the gateway does not convert.
+    pub fn by_name(name: &str) -> Option<&'static Charset> {
+        let name = name.to_ascii_lowercase();
+        let name = if name == "utf8" { "utf8mb3" } else { &name };
+        CHARSETS.iter().find(|c| c.name == name)
+    }
+
+    /// The character set of collation `id` (a handshake's or COM_CHANGE_USER's character set
+    /// byte). `None` for an id the gateway does not know.
+    pub fn by_collation_id(id: u16) -> Option<&'static Charset> {
+        let id = u8::try_from(id).ok()?;
+        CHARSETS
+            .iter()
+            .find(|c| c.default_collation_id == id || c.other_collation_ids.contains(&id))
+    }
+
+    /// The character set a collation name belongs to (`latin1_bin` → latin1, `utf8_bin` →
+    /// utf8mb3), when the name is one the gateway may pass on: lower-case letters, digits and
+    /// `_` only, starting with the character set's name and `_`.
+    pub fn of_collation(collation: &str) -> Option<&'static Charset> {
+        let c = collation.to_ascii_lowercase();
+        if c.is_empty() || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return None;
+        }
+        let (prefix, _) = c.split_once('_')?;
+        // `utf8mb4_bin` has prefix `utf8mb4`; `utf8_bin` `utf8`.
+        Charset::by_name(prefix)
+    }
+
+    /// Whether this is a UTF-8 character set (no conversion).
+    pub fn is_utf8(&self) -> bool {
+        self.encoding.is_none()
+    }
+
+    /// `bytes` in this character set as UTF-8. `Err` with the first bytes that are not a
+    /// character of it (MySQL's 1300 "Invalid ... character string" names them).
+    pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, Vec<u8>> {
+        let bad = |at: usize| bytes[at..bytes.len().min(at + 4)].to_vec();
+        match self.encoding {
+            None => std::str::from_utf8(bytes)
+                .map(std::borrow::Cow::Borrowed)
+                .map_err(|e| bad(e.valid_up_to())),
+            Some(enc) => match enc.decode_without_bom_handling_and_without_replacement(bytes) {
+                Some(text) => Ok(text),
+                None => {
+                    // Where it stops: the longest prefix that decodes.
+                    let mut decoder = enc.new_decoder_without_bom_handling();
+                    let mut out = String::with_capacity(bytes.len() * 3 + 16);
+                    let (result, read) =
+                        decoder.decode_to_string_without_replacement(bytes, &mut out, true);
+                    let at = match result {
+                        encoding_rs::DecoderResult::Malformed(len, after) => {
+                            read.saturating_sub(usize::from(len) + usize::from(after))
+                        }
+                        _ => read,
+                    };
+                    Err(bad(at.min(bytes.len().saturating_sub(1))))
+                }
+            },
+        }
+    }
+
+    /// `bytes` in this character set as UTF-8, each byte that is not part of a character as
+    /// `?` (how the server converts a string parameter from `character_set_client`).
+    pub fn decode_lossy(&self, bytes: &[u8]) -> String {
+        let Some(enc) = self.encoding else {
+            return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?");
+        };
+        let mut decoder = enc.new_decoder_without_bom_handling();
+        let mut out = String::with_capacity(bytes.len() * 3 + 16);
+        let mut rest = bytes;
+        loop {
+            let (result, read) = decoder.decode_to_string_without_replacement(rest, &mut out, true);
+            rest = &rest[read..];
+            match result {
+                encoding_rs::DecoderResult::InputEmpty => return out,
+                encoding_rs::DecoderResult::OutputFull => out.reserve(rest.len() * 3 + 16),
+                encoding_rs::DecoderResult::Malformed(_, _) => out.push('?'),
+            }
+        }
+    }
+
+    /// UTF-8 `text` in this character set; a character it cannot hold becomes `?`, as the
+    /// MySQL server converts results to `character_set_results`.
+    pub fn encode<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, [u8]> {
+        let Some(enc) = self.encoding else {
+            return std::borrow::Cow::Borrowed(text.as_bytes());
+        };
+        if text.is_ascii() {
+            return std::borrow::Cow::Borrowed(text.as_bytes());
+        }
+        let mut encoder = enc.new_encoder();
+        let mut out = Vec::with_capacity(text.len() + 8);
+        let mut rest = text;
+        loop {
+            let mut buf = [0u8; 1024];
+            let (result, read, written) =
+                encoder.encode_from_utf8_without_replacement(rest, &mut buf, true);
+            out.extend_from_slice(&buf[..written]);
+            rest = &rest[read..];
+            match result {
+                encoding_rs::EncoderResult::InputEmpty => break,
+                encoding_rs::EncoderResult::OutputFull => {}
+                encoding_rs::EncoderResult::Unmappable(_) => out.push(b'?'),
+            }
+        }
+        std::borrow::Cow::Owned(out)
+    }
+
+    /// Bytes the backend sent in UTF-8 as this character set: text that is not UTF-8 (a
+    /// binary string in a text column) passes unchanged, as the server passes binary data.
+    pub fn encode_bytes<'a>(&self, bytes: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        if self.is_utf8() || bytes.is_ascii() {
+            return std::borrow::Cow::Borrowed(bytes);
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.encode(text),
+            Err(_) => std::borrow::Cow::Borrowed(bytes),
+        }
+    }
+}
+
+/// A session's character set settings, as MySQL's `character_set_client`,
+/// `character_set_connection` / `collation_connection` and `character_set_results` (`None`:
+/// NULL, no conversion of results).
+#[derive(Debug, Clone)]
+pub struct ClientCharsets {
+    pub client: &'static Charset,
+    pub connection: &'static Charset,
+    /// `collation_connection` when it is not `connection`'s default (a validated name, see
+    /// [`Charset::of_collation`]); `None` for the default.
+    pub collation: Option<String>,
+    /// `collation_connection` by id, from a handshake (`None` when not set so).
+    pub collation_id: Option<u8>,
+    pub results: Option<&'static Charset>,
+}
+
+impl Default for ClientCharsets {
+    fn default() -> Self {
+        ClientCharsets::all(utf8mb4())
+    }
+}
+
+impl ClientCharsets {
+    /// All three set to `cs` with its default collation (`SET NAMES cs`).
+    pub fn all(cs: &'static Charset) -> Self {
+        ClientCharsets {
+            client: cs,
+            connection: cs,
+            collation: None,
+            collation_id: None,
+            results: Some(cs),
+        }
+    }
+
+    /// The settings a handshake's collation id asks for. An id the gateway does not know gives
+    /// utf8mb4, as a MySQL server falls back to its default; so does a UTF-8 one (utf8mb3 or
+    /// utf8mb4 in any collation): nothing to convert, and the backends' connections stay as
+    /// they are.
+    pub fn from_handshake(id: u16) -> Self {
+        match Charset::by_collation_id(id) {
+            Some(cs) if !cs.is_utf8() => ClientCharsets {
+                collation_id: u8::try_from(id)
+                    .ok()
+                    .filter(|i| *i != cs.default_collation_id),
+                ..ClientCharsets::all(cs)
+            },
+            _ => ClientCharsets::default(),
+        }
+    }
+
+    /// Whether nothing needs converting (client and results UTF-8, connection utf8mb4 with its
+    /// default collation): the backends' own state.
+    pub fn is_default(&self) -> bool {
+        self.client.is_utf8()
+            && self.results.is_none_or(Charset::is_utf8)
+            && std::ptr::eq(self.connection, utf8mb4())
+            && self.collation.is_none()
+            && self.collation_id.is_none()
+    }
+
+    /// `collation_connection`'s name.
+    pub fn collation_name(&self) -> String {
+        if let Some(c) = &self.collation {
+            return c.clone();
+        }
+        self.connection.default_collation.to_string()
+    }
+
+    /// The `SET` assignments (without `SET`) that put a backend connection in this state:
+    /// client and results stay utf8mb4 (the gateway converts), the connection's character set
+    /// and collation are the client's (so literals compare and convert as they would on the
+    /// server). Written only from the table and validated names.
+    pub fn backend_assignment(&self) -> String {
+        let connection = match (&self.collation, self.collation_id) {
+            (Some(name), _) => format!("collation_connection = '{name}'"),
+            (None, Some(id)) => format!("collation_connection = {id}"),
+            (None, None) => format!("character_set_connection = {}", self.connection.name),
+        };
+        format!("character_set_client = utf8mb4, character_set_results = utf8mb4, {connection}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ids_come_from_the_table() {
+        assert_eq!(Charset::by_name("GBK").unwrap().name, "gbk");
+        assert_eq!(Charset::by_name("utf8").unwrap().name, "utf8mb3");
+        assert!(Charset::by_name("0x67626b").is_none());
+        assert!(Charset::by_name("gbk'; DROP").is_none());
+        assert_eq!(Charset::by_collation_id(8).unwrap().name, "latin1");
+        assert_eq!(Charset::by_collation_id(87).unwrap().name, "gbk");
+        assert!(Charset::by_collation_id(63).is_none());
+        assert_eq!(Charset::of_collation("latin1_bin").unwrap().name, "latin1");
+        assert_eq!(Charset::of_collation("utf8_bin").unwrap().name, "utf8mb3");
+        assert!(Charset::of_collation("latin1_bin'").is_none());
+    }
+
+    #[test]
+    fn gbk_with_a_backslash_as_second_byte_decodes_to_one_character() {
+        let gbk = Charset::by_name("gbk").unwrap();
+        // 0xBF5C is one character (縗) in GBK: the 0x5C is not a backslash.
+        let text = gbk.decode(b"SELECT '\xbf\\' , 1").unwrap();
+        assert_eq!(text, "SELECT '\u{7e17}' , 1");
+        assert_eq!(gbk.encode("\u{7e17}").as_ref(), b"\xbf\\");
+        // A lead byte with nothing after it is not GBK.
+        assert!(gbk.decode(b"SELECT '\x81").is_err());
+    }
+
+    #[test]
+    fn latin1_is_windows_1252_both_ways() {
+        let latin1 = Charset::by_name("latin1").unwrap();
+        assert_eq!(latin1.decode(b"caf\xe9 \x80").unwrap(), "café €");
+        assert_eq!(latin1.encode("café € 中").as_ref(), b"caf\xe9 \x80 ?");
+        // Not UTF-8 in a text column: passed as it is.
+        assert_eq!(latin1.encode_bytes(b"\xff\xfe").as_ref(), b"\xff\xfe");
+    }
+}
