@@ -1,11 +1,21 @@
 //! Mycat's `$` range syntax for dataNode lists (SPEC §1.4).
 
+/// A `$` range bound of a name list that is not an integer (Java `parseInt` fails in Mycat too).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad range '{item}': '{bound}' is not an integer")]
+pub struct BadRange {
+    /// The list item, as written (`dn$a-3`).
+    pub item: String,
+    /// The bound that is not an integer (`a`).
+    pub bound: String,
+}
+
 /// Expands a Mycat name list: split on `,` (empty items dropped, items trimmed); an item
 /// `PREFIX$MIN-MAX` becomes `PREFIX{MIN}` … `PREFIX{MAX}` without zero padding (`db$01-03` →
 /// `db1,db2,db3`; `dn1$0-2` → `dn10,dn11,dn12`); `dn$5` → `dn5`; `MIN > MAX` yields nothing.
 ///
 /// Errors: a range bound that is not an integer (Java `parseInt` fails in Mycat too).
-pub fn expand_names(list: &str) -> Result<Vec<String>, String> {
+pub fn expand_names(list: &str) -> Result<Vec<String>, BadRange> {
     let mut out = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let Some((prefix, range)) = item.split_once('$') else {
@@ -16,7 +26,10 @@ pub fn expand_names(list: &str) -> Result<Vec<String>, String> {
         let parse = |s: &str| {
             super::java_int(s)
                 .filter(|v| i32::try_from(*v).is_ok())
-                .ok_or_else(|| format!("bad range '{item}': '{s}' is not an integer"))
+                .ok_or_else(|| BadRange {
+                    item: item.to_string(),
+                    bound: s.to_string(),
+                })
         };
         let min = parse(pieces[0])?;
         let max = parse(pieces[pieces.len() - 1])?;
@@ -41,6 +54,14 @@ mod tests {
             expand_names("mycat-demo-dn$1-2, x ,,").unwrap(),
             ["mycat-demo-dn1", "mycat-demo-dn2", "x"]
         );
-        assert!(expand_names("dn$a-3").is_err());
+        let e = expand_names("dn$a-3").unwrap_err();
+        assert_eq!(
+            e,
+            super::BadRange {
+                item: "dn$a-3".into(),
+                bound: "a".into()
+            }
+        );
+        assert_eq!(e.to_string(), "bad range 'dn$a-3': 'a' is not an integer");
     }
 }

@@ -204,7 +204,7 @@ fn load_tables(
             return Vec::new();
         }
         Err(m) => {
-            errors.push(ConfigError::new(&t.origin, element, m));
+            errors.push(ConfigError::new(&t.origin, element, m.to_string()));
             return Vec::new();
         }
     };
@@ -376,7 +376,7 @@ fn load_data_nodes(
     let (names, hosts, dbs) = match expanded {
         (Ok(n), Ok(h), Ok(b)) => (n, h, b),
         (Err(m), _, _) | (_, Err(m), _) | (_, _, Err(m)) => {
-            errors.push(ConfigError::new(&d.origin, element, m));
+            errors.push(ConfigError::new(&d.origin, element, m.to_string()));
             return Vec::new();
         }
     };

@@ -87,12 +87,12 @@ pub fn parse_str(path: &Path, text: &str) -> Result<Element, ConfigError> {
         match event {
             Event::Start(start) => {
                 let line = lines.line_of(before + text[before..after].find('<').unwrap_or(0));
-                let element = element_from(&start, &file, line).map_err(|m| err(line, "", m))?;
+                let element = element_from(&start, &file, line)?;
                 stack.push(element);
             }
             Event::Empty(start) => {
                 let line = lines.line_of(before + text[before..after].find('<').unwrap_or(0));
-                let element = element_from(&start, &file, line).map_err(|m| err(line, "", m))?;
+                let element = element_from(&start, &file, line)?;
                 attach(&mut stack, &mut root, element);
             }
             Event::End(_) => {
@@ -153,18 +153,26 @@ fn attach(stack: &mut [Element], root: &mut Option<Element>, element: Element) {
     }
 }
 
-fn element_from(start: &BytesStart<'_>, file: &Path, line: usize) -> Result<Element, String> {
+/// The element a start tag opens, at `file:line`.
+///
+/// Errors: an attribute or attribute value quick-xml cannot read, at that origin.
+fn element_from(start: &BytesStart<'_>, file: &Path, line: usize) -> Result<Element, ConfigError> {
     let name = start.local_name().as_ref().to_string();
+    let err = |message: String| ConfigError {
+        origin: Origin::new(file, line),
+        element: String::new(),
+        message,
+    };
     let mut attrs = Vec::new();
     for attr in start.attributes() {
-        let attr = attr.map_err(|e| format!("bad attribute in <{name}>: {e}"))?;
+        let attr = attr.map_err(|e| err(format!("bad attribute in <{name}>: {e}")))?;
         let key = attr.key.local_name().as_ref().to_string();
         if attr.key.as_ref().starts_with("xmlns") {
             continue;
         }
         let value = attr
             .normalized_value(quick_xml::XmlVersion::Explicit1_0)
-            .map_err(|e| format!("bad value of {key} in <{name}>: {e}"))?
+            .map_err(|e| err(format!("bad value of {key} in <{name}>: {e}")))?
             .into_owned();
         attrs.push((key, value));
     }

@@ -1,3 +1,6 @@
+//! Unit tests of the grants readers: which privileges of an account they name as more than manx
+//! needs, with the reason.
+
 use super::*;
 
 fn names(lines: &[&str]) -> Vec<(String, String)> {

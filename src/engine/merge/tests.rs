@@ -1,3 +1,6 @@
+//! Unit tests of the merge primitives over node row streams: merge-sort, grouping and aggregates,
+//! HAVING, sort and limit.
+
 use super::*;
 use crate::route::Grouping;
 

@@ -1,3 +1,6 @@
+//! Unit tests of the merge planner: which SELECTs over several dataNodes get which merge and
+//! node edits, and which are refused.
+
 use super::*;
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;

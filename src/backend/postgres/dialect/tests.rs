@@ -1,3 +1,5 @@
+//! Unit tests of the MySQL-to-PostgreSQL translation, statement by statement.
+
 use super::*;
 
 fn pg(mysql: &str) -> String {
