@@ -232,6 +232,14 @@ pub(crate) mod fake {
     };
     use crate::route::{Plan, Target};
 
+    /// A target: `sql` for `node`.
+    pub fn target(node: &str, sql: &str) -> Target {
+        Target {
+            node: node.to_string(),
+            sql: Arc::from(sql),
+        }
+    }
+
     /// What a scripted dataNode answers to every statement.
     #[derive(Clone)]
     pub enum Answer {
@@ -484,18 +492,11 @@ mod tests {
 
     use futures::StreamExt;
 
-    use super::fake::{Answer, Reach, Recorder};
+    use super::fake::{Answer, Reach, Recorder, target};
     use super::*;
     use crate::backend::BackendError;
     use crate::engine::{Output, execute};
-    use crate::route::{HostHint, OkMerge, Target};
-
-    fn target(node: &str, sql: &str) -> Target {
-        Target {
-            node: node.to_string(),
-            sql: Arc::from(sql),
-        }
-    }
+    use crate::route::{HostHint, OkMerge};
 
     fn plan(read_only: bool, targets: Vec<Target>, fallback: Vec<Target>) -> Plan {
         Plan {

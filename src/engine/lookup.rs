@@ -322,18 +322,9 @@ fn node_failed<E>(node: &str) -> impl Fn(BackendError) -> LookupError<E> + Copy 
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::engine::cursor::fake::{Answer, Reach, Recorder};
+    use crate::engine::cursor::fake::{Answer, Reach, Recorder, target};
     use crate::route::SequenceEdit;
-
-    fn target(node: &str, sql: &str) -> Target {
-        Target {
-            node: node.to_string(),
-            sql: Arc::from(sql),
-        }
-    }
 
     /// `INSERT INTO t (id, k, n) VALUES (?, ?, 1), (?, ?, 2)`: `id` from sequence A, `k`
     /// from B, per row.
