@@ -1379,3 +1379,71 @@ async fn a_storage_engine_from_a_user_variable_is_checked_on_its_value() {
     );
     app.query_drop("DROP TABLE e1, e2").await.unwrap();
 }
+
+/// A SET one of whose items is refused after the server evaluated it (an engine or a client
+/// character set from a user variable) had run whole on the session's held connection, and
+/// only the refused variable was put back: a `sql_mode = 'NO_BACKSLASH_ESCAPES'` beside it
+/// stayed on the backend while the gateway still read backslashes as escapes, so `'a\'`
+/// ended a string for MariaDB and not for the gateway, and what followed ran unchecked
+/// (found by a breaker: a readOnly user read `mysql.user`, created a table in another
+/// database and an account with every privilege). MySQL changes no variable of a SET that
+/// fails; neither does the gateway now. Judged on the backend, and on the held connection's
+/// own `sql_mode`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_set_leaves_no_other_variable_behind() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec12").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+    for user in ["ro", "app"] {
+        for (prepare, set) in [
+            (
+                "SET @e = 'MRG_MyISAM'",
+                "SET default_storage_engine = @e, sql_mode = 'NO_BACKSLASH_ESCAPES'",
+            ),
+            (
+                "SET @e = 'MRG_MyISAM'",
+                "SET sql_mode = 'NO_BACKSLASH_ESCAPES', @@default_tmp_storage_engine = @e",
+            ),
+            (
+                "SET @v = 'gbk'",
+                "SET character_set_client = @v, sql_mode = 'NO_BACKSLASH_ESCAPES'",
+            ),
+            (
+                "SET @m = 'ORACLE'",
+                "SET sql_mode = 'NO_BACKSLASH_ESCAPES', @x = 1, sql_mode = @m",
+            ),
+        ] {
+            for hold in ["BEGIN", "SELECT GET_LOCK('sec12', 0)"] {
+                let mut c = login(&f, user, Some("PUB")).await;
+                c.query_drop(hold).await.unwrap();
+                c.query_drop("SELECT id FROM pub LIMIT 1").await.unwrap();
+                c.query_drop(prepare).await.unwrap();
+                let _ = c.query_drop(set).await;
+                for sql in [
+                    format!(
+                        "SELECT 'a\\' , (SELECT GROUP_CONCAT(v) FROM {VICTIM_DB}.vt) AS leak -- ' , 1 FROM pub"
+                    ),
+                    format!(
+                        "SELECT 'a\\' ; INSERT INTO {VICTIM_DB}.vt VALUES (9, 'pwned'); CREATE USER evil@'%' IDENTIFIED BY 'evil'; -- ' FROM pub"
+                    ),
+                ] {
+                    seen.extend(attempt(&mut c, &sql).await);
+                }
+                // The held connection reads backslashes as the gateway does.
+                let escaped: Option<String> = c
+                    .query_first("SELECT 'a\\'b' FROM pub WHERE id = 1")
+                    .await
+                    .unwrap();
+                assert_eq!(escaped.as_deref(), Some("a'b"), "{user}: {set} ({hold})");
+                let _ = c.query_drop("ROLLBACK").await;
+            }
+        }
+    }
+    assert!(
+        !seen.iter().any(|r| r.contains("victim row")),
+        "a victim row leaked: {seen:?}"
+    );
+    assert_eq!(backend().await, before);
+    gateway_account_intact().await;
+}

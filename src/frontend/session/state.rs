@@ -38,6 +38,63 @@ impl Session {
         out
     }
 
+    /// The statements that put back, on the connection that ran a refused SET, every variable
+    /// `items` named: the session's value where it set one (`state`), else the server's
+    /// default (`DEFAULT` for a system variable, NULL for a user variable). A standalone item
+    /// (`NAMES`, `TRANSACTION`) is put back only from the session's value: it is never itself
+    /// refused after running, and its default is the connection's own.
+    fn restore_statements(state: &[SessionSet], items: &[SessionSet]) -> Vec<String> {
+        let back: Vec<SessionSet> = items
+            .iter()
+            .filter_map(|item| match state.iter().find(|s| s.key == item.key) {
+                Some(s) => Some(s.clone()),
+                None if item.standalone => None,
+                None => Some(SessionSet {
+                    key: item.key.clone(),
+                    assignment: match item.key.starts_with('@') {
+                        true => format!("{} = NULL", item.key),
+                        false => format!("{} = DEFAULT", item.key),
+                    },
+                    standalone: false,
+                    evaluate: false,
+                }),
+            })
+            .collect();
+        Self::state_statements(&back)
+    }
+
+    /// After a refused SET could not be undone on the connection that ran it (`failed`): that
+    /// connection, when the session holds it, is closed rather than used again (its variables
+    /// are unknown, `sql_mode` among them, which the gateway's reading of later statements
+    /// relies on); a transaction it was part of is rolled back on every dataNode, as a broken
+    /// connection ends it. A fresh connection goes back to its pool, which resets it. Returns
+    /// the error to answer: the refusal, with the rollback named when there was one.
+    async fn forget_checked(
+        &mut self,
+        node: &str,
+        failed: crate::backend::BackendError,
+        refusal: MysqlError,
+    ) -> MysqlError {
+        tracing::warn!(connection = self.id, %node, error = %failed, "a refused SET could not be undone: the connection is closed");
+        if let Some(mut conn) = self.kept.remove(node) {
+            conn.abandon();
+        }
+        let Some(mut conn) = self.pinned.remove(node) else {
+            return refusal;
+        };
+        conn.abandon();
+        drop(conn);
+        let _ = self.end_transaction("ROLLBACK").await;
+        MysqlError::new(
+            refusal.code,
+            &refusal.state,
+            format!(
+                "{}; the connection that checked it could not be put back and the transaction was rolled back",
+                refusal.message
+            ),
+        )
+    }
+
     /// Puts a connection just taken from a pool in the session's state.
     pub(super) async fn apply_state(
         state: &[SessionSet],
@@ -126,24 +183,16 @@ impl Session {
         // Character sets are the session's own: the backend only gets its connection's
         // character set and collation, from the table (module `crate::charset`).
         let charsets = charset_items(self.slot.charsets(), &mut items, conn).await?;
-        // An engine from a user variable (`SET default_storage_engine = @saved`) is checked
-        // once the server has evaluated it: the ones it replaces, to put back on the checking
-        // connection if it is refused.
-        let mut engines_before = Vec::new();
-        for item in items
-            .iter()
-            .filter(|i| i.evaluate && i.key.ends_with("storage_engine"))
-        {
-            let before = read_value(conn, &format!("@@session.{}", item.key))
-                .await
-                .unwrap_or_else(|| "DEFAULT".to_string());
-            engines_before.push(format!("{} = {before}", item.key));
-        }
         for sql in Self::state_statements(&items) {
             run_simple(conn, &sql)
                 .await
                 .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e))?;
         }
+        // MySQL: a SET one of whose assignments fails changes no variable. Checks run on what
+        // the server settled on, so a refusal puts back every variable the statement named
+        // (`restore_statements`), and nothing of it reaches the session before all passed.
+        let mut refused: Option<MysqlError> = None;
+        let mut mode = None;
         for item in items.iter_mut().filter(|i| i.evaluate) {
             // What the server settled on: `@x`, or `@@session.name` for a system variable.
             let read = if item.key.starts_with('@') {
@@ -165,38 +214,40 @@ impl Session {
             if item.key == "sql_mode" {
                 let text = crate::route::unquote(&value);
                 match SqlMode::from_server(text) {
-                    Ok(mode) => {
-                        self.sql_mode = mode;
-                        self.slot.set_sql_mode(mode);
-                    }
+                    Ok(m) => mode = Some(m),
                     Err(bad) => {
-                        // Put the connection back in the session's mode before refusing.
-                        let previous = self
-                            .state
-                            .iter()
-                            .find(|s| s.key == "sql_mode")
-                            .map_or("sql_mode = DEFAULT".to_string(), |s| s.assignment.clone());
-                        let _ = run_simple(conn, &format!("SET {previous}")).await;
-                        return Err(MysqlError::new(
+                        refused = Some(MysqlError::new(
                             1235,
                             "42000",
                             format!(
                                 "sql_mode {bad} is not supported by the gateway: its statements could not be checked as the backend parses them"
                             ),
                         ));
+                        break;
                     }
                 }
             }
             if item.key.ends_with("storage_engine")
                 && let Err(e) = crate::route::check_storage_engine(&value)
             {
-                for before in &engines_before {
-                    let _ = run_simple(conn, &format!("SET {before}")).await;
-                }
-                return Err(e.into());
+                refused = Some(e.into());
+                break;
             }
             item.assignment = format!("{} = {value}", item.key);
             item.evaluate = false;
+        }
+        if let Some(e) = refused {
+            for sql in Self::restore_statements(&self.state, &items) {
+                if let Err(failed) = run_simple(conn, &sql).await {
+                    // A connection whose state is unknown must not serve the session again.
+                    return Err(self.forget_checked(&node, failed, e).await);
+                }
+            }
+            return Err(e);
+        }
+        if let Some(mode) = mode {
+            self.sql_mode = mode;
+            self.slot.set_sql_mode(mode);
         }
         // `wait_timeout` is the gateway's own idle limit of the client connection too
         // (`limits::idle_deadline`): a plain number as written, else what the server settled
