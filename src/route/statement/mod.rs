@@ -309,8 +309,8 @@ struct Collector<'a> {
     qualifiers: BTreeSet<String>,
     /// Qualifiers that name no logical schema (physical or system databases).
     foreign: BTreeSet<String>,
-    /// MariaDB sequences named in sequence functions (`NEXTVAL(s)`): `(qualifier as written,
-    /// upper-cased name)`, each also an [`Occurrence`] (a table to routing).
+    /// MariaDB sequences named in sequence functions (`NEXTVAL(s)`), each also an
+    /// [`Occurrence`] (a table to routing).
     sequences: Vec<sequence::Named>,
     depth: usize,
 }

@@ -41,9 +41,11 @@ pub(super) struct Placement {
     pub writes: bool,
 }
 
-/// Whether `stmt` may call a sequence function (a cheap test on the text, erring towards yes).
+/// Whether `stmt` may call a sequence function (a cheap test on the text, erring towards yes:
+/// `NEXT` covers NEXTVAL and NEXT VALUE FOR, `PREVIOUS` PREVIOUS VALUE FOR; never the
+/// `VALUES` of every INSERT).
 pub(super) fn may_name_sequence(stmt: &str) -> bool {
-    ["NEXTVAL", "LASTVAL", "SETVAL", "VALUE"]
+    ["NEXT", "PREVIOUS", "LASTVAL", "SETVAL"]
         .iter()
         .any(|w| scan::contains_ignore_ascii_case(stmt, w))
 }
@@ -473,6 +475,20 @@ pub(super) fn sequence_ddl(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statements_that_may_use_a_sequence_are_told_from_plain_inserts() {
+        for sql in [
+            "SELECT NEXTVAL(s)",
+            "INSERT INTO t VALUES (next value for s)",
+            "SELECT PREVIOUS VALUE FOR s",
+            "SELECT lastval(s)",
+            "SELECT setval(s, 1)",
+        ] {
+            assert!(may_name_sequence(sql), "{sql}");
+        }
+        assert!(!may_name_sequence("INSERT INTO t (a) VALUES (1)"));
+    }
 
     fn head(sql: &str) -> Option<Kind> {
         let toks = rewrite::tokens(sql).unwrap();
