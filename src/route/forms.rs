@@ -32,7 +32,7 @@
 //!   `field_type_lob`): `LONG VARBINARY` and `LONG BYTE` → `MEDIUMBLOB`; `LONG VARCHAR`,
 //!   `LONG CHAR VARYING` and a bare `LONG` → `MEDIUMTEXT`.
 //! - In CREATE / ALTER TABLE: a hex or double-quoted literal as a member of `ENUM(..)` /
-//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR(n)` as `VARCHAR(n)`; a key
+//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR | VARYING (n)` as `VARCHAR(n)`; a key
 //!   part's prefix length (`KEY k (a(3))`, which the parser reads as a call of a function `a`)
 //!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
 //!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
@@ -166,9 +166,13 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 change[1] = Some(Vec::new());
                 change[2] = Some(Vec::new());
             }
-            // `NCHAR VARCHAR(n)` (`NATIONAL VARCHAR`).
+            // `NCHAR VARCHAR(n)`, `NCHAR VARYING(n)` (`NATIONAL VARCHAR`).
             "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARCHAR") => {
                 change[k] = Some(Vec::new());
+            }
+            "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARYING") => {
+                change[k] = Some(vec![Token::make_keyword("VARCHAR")]);
+                change[k + 1] = Some(Vec::new());
             }
             // `DROP FOREIGN KEY IF EXISTS fk`, `DROP INDEX | KEY IF EXISTS i`: whether a missing
             // one is an error.
@@ -906,8 +910,8 @@ mod tests {
             "ALTER TABLE t1 ALGORITHM = DEFAULT",
         );
         same(
-            "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"))",
-            "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'))",
+            "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"), g NCHAR VARYING(3))",
+            "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'), g VARCHAR(3))",
         );
         same(
             "ALTER TABLE t DROP FOREIGN KEY IF EXISTS fk, DROP KEY IF EXISTS k, DROP INDEX IF EXISTS i",
