@@ -37,8 +37,10 @@
 //!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
 //!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
 //!   dropped from CREATE TABLE.
-//! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE`; `CREATE OR REPLACE
-//!   [UNIQUE] INDEX` → `CREATE [UNIQUE] INDEX` (the same index of the same table).
+//! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE` (with no item at all,
+//!   `ALTER TABLE t ALGORITHM = DEFAULT`); `CREATE OR REPLACE [UNIQUE] INDEX` → `CREATE
+//!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
+//!   `NOWAIT` after the columns dropped.
 //! - ALTER TABLE items: `DROP KEY k` → `DROP INDEX k`; `ALTER c SET | DROP DEFAULT` → `ALTER
 //!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED` and the
 //!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
@@ -381,6 +383,26 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if table_ddl || index_ddl {
         key_prefixes(&tok, &word, &depth, query_at, &mut change);
     }
+    if index_ddl {
+        // After the key's columns: `[NOT] IGNORED` (whether the optimizer uses the index) and
+        // `WAIT n` / `NOWAIT` (how long to wait for the table's lock).
+        let after =
+            (0..sig.len()).find(|&k| depth[k] == 0 && matches!(tok(k), Some(Token::LParen)));
+        for k in after.map_or(sig.len(), |a| a + 1)..sig.len() {
+            if depth[k] != 0 {
+                continue;
+            }
+            if is(k, "IGNORED") || is(k, "NOWAIT") {
+                change[k] = Some(Vec::new());
+                if k > 0 && is(k - 1, "NOT") {
+                    change[k - 1] = Some(Vec::new());
+                }
+            } else if is(k, "WAIT") && matches!(tok(k + 1), Some(Token::Number(..))) {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
+            }
+        }
+    }
     if first == "ALTER"
         && let Some(table) = (1..=3).find(|&k| is(k, "TABLE"))
         && (1..table).all(|k| is(k, "ONLINE") || is(k, "IGNORE"))
@@ -550,6 +572,18 @@ fn alter_table_options<'t>(
         k += 2;
     }
     let mut start = k + 1;
+    if start == depth.len() {
+        // `ALTER [ONLINE] TABLE t` with no item (a rebuild): read as an item that names nothing.
+        if let Some(name) = tok(k) {
+            change[k] = Some(vec![
+                name.clone(),
+                Token::make_keyword("ALGORITHM"),
+                Token::Eq,
+                Token::make_keyword("DEFAULT"),
+            ]);
+        }
+        return;
+    }
     while start < depth.len() {
         let item_end = |from: usize| {
             (from..depth.len())
@@ -896,6 +930,18 @@ mod tests {
         same(
             "ALTER TABLE t1 DROP KEY s1, ADD KEY(s1(1))",
             "ALTER TABLE t1 DROP INDEX s1, ADD KEY(s1)",
+        );
+        same(
+            "CREATE INDEX a_ignorable ON t1(a) WAIT 1 NOT IGNORED",
+            "CREATE INDEX a_ignorable ON t1(a)",
+        );
+        same(
+            "CREATE INDEX i ON t1(a) IGNORED NOWAIT",
+            "CREATE INDEX i ON t1(a)",
+        );
+        same(
+            "ALTER ONLINE TABLE t1",
+            "ALTER TABLE t1 ALGORITHM = DEFAULT",
         );
         same(
             "CREATE OR REPLACE UNIQUE INDEX i1 ON t1(a)",
