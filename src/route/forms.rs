@@ -34,13 +34,15 @@
 //! - `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s` (MariaDB sequences) → `NEXTVAL(s)` /
 //!   `LASTVAL(s)`: the same sequence, read by `admit` as a table reference either way.
 //! - In CREATE / ALTER TABLE: a hex or double-quoted literal as a member of `ENUM(..)` /
-//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR(n)` as `VARCHAR(n)`; a key
+//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR | VARYING (n)` as `VARCHAR(n)`; a key
 //!   part's prefix length (`KEY k (a(3))`, which the parser reads as a call of a function `a`)
 //!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
 //!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
 //!   dropped from CREATE TABLE.
-//! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE`; `CREATE OR REPLACE
-//!   [UNIQUE] INDEX` → `CREATE [UNIQUE] INDEX` (the same index of the same table).
+//! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE` (with no item at all,
+//!   `ALTER TABLE t ALGORITHM = DEFAULT`); `CREATE OR REPLACE [UNIQUE] INDEX` → `CREATE
+//!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
+//!   `NOWAIT` after the columns dropped.
 //! - ALTER TABLE items: `DROP KEY k` → `DROP INDEX k`; `ALTER c SET | DROP DEFAULT` → `ALTER
 //!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED` and the
 //!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
@@ -168,9 +170,13 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 change[1] = Some(Vec::new());
                 change[2] = Some(Vec::new());
             }
-            // `NCHAR VARCHAR(n)` (`NATIONAL VARCHAR`).
+            // `NCHAR VARCHAR(n)`, `NCHAR VARYING(n)` (`NATIONAL VARCHAR`).
             "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARCHAR") => {
                 change[k] = Some(Vec::new());
+            }
+            "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARYING") => {
+                change[k] = Some(vec![Token::make_keyword("VARCHAR")]);
+                change[k + 1] = Some(Vec::new());
             }
             // `DROP FOREIGN KEY IF EXISTS fk`, `DROP INDEX | KEY IF EXISTS i`: whether a missing
             // one is an error.
@@ -399,6 +405,26 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if table_ddl || index_ddl {
         key_prefixes(&tok, &word, &depth, query_at, &mut change);
     }
+    if index_ddl {
+        // After the key's columns: `[NOT] IGNORED` (whether the optimizer uses the index) and
+        // `WAIT n` / `NOWAIT` (how long to wait for the table's lock).
+        let after =
+            (0..sig.len()).find(|&k| depth[k] == 0 && matches!(tok(k), Some(Token::LParen)));
+        for k in after.map_or(sig.len(), |a| a + 1)..sig.len() {
+            if depth[k] != 0 {
+                continue;
+            }
+            if is(k, "IGNORED") || is(k, "NOWAIT") {
+                change[k] = Some(Vec::new());
+                if k > 0 && is(k - 1, "NOT") {
+                    change[k - 1] = Some(Vec::new());
+                }
+            } else if is(k, "WAIT") && matches!(tok(k + 1), Some(Token::Number(..))) {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
+            }
+        }
+    }
     if first == "ALTER"
         && let Some(table) = (1..=3).find(|&k| is(k, "TABLE"))
         && (1..table).all(|k| is(k, "ONLINE") || is(k, "IGNORE"))
@@ -568,6 +594,18 @@ fn alter_table_options<'t>(
         k += 2;
     }
     let mut start = k + 1;
+    if start == depth.len() {
+        // `ALTER [ONLINE] TABLE t` with no item (a rebuild): read as an item that names nothing.
+        if let Some(name) = tok(k) {
+            change[k] = Some(vec![
+                name.clone(),
+                Token::make_keyword("ALGORITHM"),
+                Token::Eq,
+                Token::make_keyword("DEFAULT"),
+            ]);
+        }
+        return;
+    }
     while start < depth.len() {
         let item_end = |from: usize| {
             (from..depth.len())
@@ -924,6 +962,18 @@ mod tests {
             "ALTER TABLE t1 DROP INDEX s1, ADD KEY(s1)",
         );
         same(
+            "CREATE INDEX a_ignorable ON t1(a) WAIT 1 NOT IGNORED",
+            "CREATE INDEX a_ignorable ON t1(a)",
+        );
+        same(
+            "CREATE INDEX i ON t1(a) IGNORED NOWAIT",
+            "CREATE INDEX i ON t1(a)",
+        );
+        same(
+            "ALTER ONLINE TABLE t1",
+            "ALTER TABLE t1 ALGORITHM = DEFAULT",
+        );
+        same(
             "CREATE OR REPLACE UNIQUE INDEX i1 ON t1(a)",
             "CREATE UNIQUE INDEX i1 ON t1(a)",
         );
@@ -936,8 +986,8 @@ mod tests {
             "ALTER TABLE t1 ALGORITHM = DEFAULT",
         );
         same(
-            "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"))",
-            "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'))",
+            "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"), g NCHAR VARYING(3))",
+            "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'), g VARCHAR(3))",
         );
         same(
             "ALTER TABLE t DROP FOREIGN KEY IF EXISTS fk, DROP KEY IF EXISTS k, DROP INDEX IF EXISTS i",
