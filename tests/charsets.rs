@@ -122,7 +122,7 @@ async fn latin1_gbk_and_big5_clients_get_the_bytes_mariadb_gives() {
             stored.extend(on(f.backend(n).await).await);
         }
         let expected = text.replace("\\\\", "\\");
-        assert_eq!(stored, [expected.clone()], "{charset}");
+        assert_eq!(stored, std::slice::from_ref(&expected), "{charset}");
         let reference = on(common::primary(Some(REFERENCE)).await).await;
         assert_eq!(reference, [expected], "{charset}");
     }
@@ -362,6 +362,7 @@ async fn prepared_statements_in_latin1_answer_as_mariadb_does() {
     let mut reference = sample_database(REFERENCE_PREPARED).await;
     let mut through = f.client().await;
     let mut out = Vec::new();
+    let mut ids = Vec::new();
     for c in [&mut through, &mut reference] {
         c.query_drop("INSERT INTO hotnews (id, title) VALUES (21, 'ab')")
             .await
@@ -392,9 +393,25 @@ async fn prepared_statements_in_latin1_answer_as_mariadb_does() {
             .await
             .unwrap();
         out.push((rows, text));
+        // The column definitions' collation ids: latin1's for text, 63 for binary and numbers,
+        // in the text protocol and in a prepare response.
+        let sql = "SELECT title, id, CAST(title AS BINARY) AS b FROM hotnews WHERE id = 21";
+        let result = c.query_iter(sql).await.unwrap();
+        let text_ids: Vec<u16> = result
+            .columns()
+            .unwrap()
+            .iter()
+            .map(|c| c.character_set())
+            .collect();
+        result.drop_result().await.unwrap();
+        let stmt = c.prep(sql).await.unwrap();
+        let prepared_ids: Vec<u16> = stmt.columns().iter().map(|c| c.character_set()).collect();
+        ids.push((text_ids, prepared_ids));
     }
     assert_eq!(out[0], out[1]);
     assert_eq!(out[0].0[0].0, b"\xc3\xa9ab\xc3\xbc".to_vec());
+    assert_eq!(ids[0], ids[1]);
+    assert_eq!(ids[0].0, [8, 63, 63]);
 }
 
 /// Character sets the gateway cannot convert, and names that are not names, are refused

@@ -73,15 +73,11 @@ pub(super) async fn stream_rows(
 ) -> io::Result<Sent> {
     let wire: Vec<WireColumn> = columns.iter().map(wire_column).collect();
     // A client whose `character_set_results` is not UTF-8 gets its text columns' values in
-    // that character set, and their definitions say so (MySQL's `send_result_set_metadata`:
-    // the results character set's default collation for every column that is not binary).
+    // that character set (their definitions say so: the writer, module `tap`).
     let results = slot.charsets().results.filter(|r| !r.is_utf8());
     let text: Vec<bool> = columns.iter().map(|c| c.charset != BINARY).collect();
     slot.set_columns(columns.iter().map(|c| ColumnMeta {
-        charset: match results {
-            Some(r) if c.charset != BINARY => u16::from(r.default_collation_id),
-            _ => c.charset,
-        },
+        charset: c.charset,
         length: c.length,
         decimals: c.decimals,
     }));

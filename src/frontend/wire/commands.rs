@@ -38,6 +38,12 @@
 //!   continued; an ERR packet ends the batch, as in MySQL. Statements opensrv would intercept
 //!   by prefix (`USE `, `SELECT @@`) get a leading space so the session answers them.
 //!
+//! - `COM_QUERY` and `COM_STMT_PREPARE` text from a client whose character set is not UTF-8
+//!   (its handshake's, or `SET NAMES`: [`ErrorSlot::charsets`]) is decoded to UTF-8 here, before
+//!   anything parses or splits it, and handed on as UTF-8 (bytes that are not characters of the
+//!   client's set are answered with 1300); so are the text parameters of `COM_STMT_EXECUTE`.
+//!   See module `crate::charset`.
+//!
 //! - A command longer than the gateway's `max_allowed_packet` (all its packets together) is
 //!   read and dropped as it arrives, answered with 1153 `Got a packet bigger than
 //!   'max_allowed_packet' bytes` once the client has sent it all, and the connection is closed,
@@ -1165,5 +1171,40 @@ mod tests {
         assert_eq!(slot.take_diverted(), Some(Diverted::Statistics));
         assert_eq!(slot.take_diverted(), None);
         assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn a_gbk_statement_is_decoded_whole_before_anything_reads_it() {
+        let gbk = crate::charset::Charset::by_name("gbk").unwrap();
+        // 0xBF5C is one character: the quote after it ends the string.
+        let sql = decode_statement(gbk, b"SELECT '\xbf\\'; DROP TABLE t -- '", true).unwrap();
+        assert_eq!(sql, "SELECT '\u{7e17}'; DROP TABLE t -- '");
+        // A `_binary` literal keeps the client's bytes (中 is D6D0 in GBK).
+        let sql = decode_statement(gbk, b"SELECT _binary'\xd6\xd0', '\xd6\xd0'", true).unwrap();
+        assert_eq!(sql, "SELECT X'D6D0', '\u{4e2d}'");
+        let e = decode_statement(gbk, b"SELECT 'x\x81'", true).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (1300, "Invalid gbk character string: '8127'")
+        );
+    }
+
+    #[test]
+    fn text_parameters_are_decoded_and_blob_ones_left_as_bytes() {
+        let latin1 = crate::charset::Charset::by_name("latin1").unwrap();
+        // COM_STMT_EXECUTE, statement 1, no cursor, 1 iteration, no NULLs, types bound:
+        // VAR_STRING, BLOB, LONG; values 'é' (latin1 E9), E9 as bytes, 7.
+        let mut p = vec![
+            0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xFD, 0, 0xFC, 0, 0x03, 0,
+        ];
+        p.extend_from_slice(&[1, 0xE9, 1, 0xE9, 7, 0, 0, 0]);
+        let out = decode_parameters(&p, 3, latin1).unwrap();
+        let mut expected = p[..18].to_vec();
+        expected.extend_from_slice(&[2, 0xC3, 0xA9, 1, 0xE9, 7, 0, 0, 0]);
+        assert_eq!(out, expected);
+        // All ASCII: nothing to change.
+        let mut p = p[..18].to_vec();
+        p.extend_from_slice(&[1, b'a', 1, 0xE9, 7, 0, 0, 0]);
+        assert_eq!(decode_parameters(&p, 3, latin1), None);
     }
 }

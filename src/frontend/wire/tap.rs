@@ -10,7 +10,9 @@
 //! opensrv also writes every column definition with collation 33 (utf8), length 1024 and no
 //! decimals, so clients decode binary columns as text and show DECIMAL(10,2) without its scale.
 //! The session announces the backend's real values ([`ErrorSlot::set_columns`]) and this writer
-//! patches them into the next result set's column definitions.
+//! patches them into the next result set's column definitions. For a client whose
+//! `character_set_results` is not UTF-8 ([`ErrorSlot::charsets`]) it also writes the names of
+//! those definitions in that character set, and its collation for text columns.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -646,7 +648,17 @@ impl<W: AsyncWrite + Unpin> Tap<W> {
                     Stage::ParamsEof if eof => Some(Stage::Columns),
                     Stage::ParamsEof | Stage::Columns => {
                         // Done, or not a column definition after all: stop patching.
-                        match metas.pop_front() {
+                        // A client whose `character_set_results` is not UTF-8 gets its
+                        // default collation for every column that is not binary (63), as
+                        // MySQL's `send_result_set_metadata` writes it.
+                        let meta = metas.pop_front().map(|m| match results {
+                            Some(r) if m.charset != 63 => ColumnMeta {
+                                charset: u16::from(r.default_collation_id),
+                                ..m
+                            },
+                            _ => m,
+                        });
+                        match meta {
                             Some(meta) if patch_column(payload, meta) => {
                                 // Names in the client's `character_set_results`.
                                 recoded = results.and_then(|r| recode_column_names(payload, r));

@@ -1,7 +1,7 @@
 //! Routing of one statement: classification, table resolution, dataNode choice, per-node SQL.
 
 use std::collections::BTreeSet;
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
 
 use sqlparser::ast::{
@@ -403,6 +403,10 @@ impl Visitor for Collector<'_> {
     }
 }
 
+/// Where a statement calls something the gateway answers as a literal (byte ranges), and the
+/// literal's text.
+type Found<'a> = (Vec<Range<usize>>, &'a dyn Fn() -> String);
+
 /// Statements that go through the SQL parser.
 /// [`parsed`] through the session's plan cache (module `shape`).
 ///
@@ -647,7 +651,7 @@ fn parsed_statement(
         ];
         // The session's character sets are the gateway's (the backends' connections stay
         // utf8mb4): `@@character_set_client` and `@@character_set_results` answer them.
-        let mut found: Vec<(Vec<std::ops::Range<usize>>, &dyn Fn() -> String)> = found.into();
+        let mut found: Vec<Found<'_>> = found.into();
         let client = || format!("'{}'", view.charsets.map_or("utf8mb4", |c| c.0));
         let results = || match view.charsets.and_then(|c| c.1) {
             Some(name) => format!("'{name}'"),
