@@ -328,7 +328,22 @@ pub struct ClientCharsets {
     pub collation: Option<String>,
     /// `collation_connection` by id, from a handshake (`None` when not set so).
     pub collation_id: Option<u8>,
+    /// `character_set_connection` when it is a character set the gateway does not convert
+    /// (ucs2, utf16, utf32, ...: the connection's, which only the backend uses), a validated
+    /// name ([`valid_name`]); `None` when it is `connection`.
+    pub connection_other: Option<String>,
     pub results: Option<&'static Charset>,
+}
+
+/// Whether `name` may be written into a backend's `SET` as a character set or collation name
+/// the backend checks itself: lower-case ASCII letters, digits and `_`, starting with a letter,
+/// at most 64 bytes.
+pub fn valid_name(name: &str) -> bool {
+    name.len() <= 64
+        && name.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 impl Default for ClientCharsets {
@@ -345,6 +360,7 @@ impl ClientCharsets {
             connection: cs,
             collation: None,
             collation_id: None,
+            connection_other: None,
             results: Some(cs),
         }
     }
@@ -373,6 +389,7 @@ impl ClientCharsets {
             && std::ptr::eq(self.connection, utf8mb4())
             && self.collation.is_none()
             && self.collation_id.is_none()
+            && self.connection_other.is_none()
     }
 
     /// `collation_connection`'s name.
@@ -391,7 +408,12 @@ impl ClientCharsets {
         let connection = match (&self.collation, self.collation_id) {
             (Some(name), _) => format!("collation_connection = '{name}'"),
             (None, Some(id)) => format!("collation_connection = {id}"),
-            (None, None) => format!("character_set_connection = {}", self.connection.name),
+            (None, None) => format!(
+                "character_set_connection = {}",
+                self.connection_other
+                    .as_deref()
+                    .unwrap_or(self.connection.name)
+            ),
         };
         format!("character_set_client = utf8mb4, character_set_results = utf8mb4, {connection}")
     }

@@ -438,6 +438,26 @@ async fn unknown_and_unconverted_character_sets_are_refused() {
         .await
         .unwrap();
     assert_eq!(cs.as_deref(), Some("utf8mb4"));
+    // The connection's character set may be one the gateway does not convert: only the
+    // backend uses it (mysql-test's ctype_ucs2 files); the backend checks the name.
+    c.query_drop("SET collation_connection = ucs2_general_ci")
+        .await
+        .unwrap();
+    let row: Option<(String, String)> = c
+        .query_first("SELECT @@collation_connection, CHARSET('a')")
+        .await
+        .unwrap();
+    assert_eq!(row, Some(("ucs2_general_ci".into(), "ucs2".into())));
+    c.query_drop("SET character_set_connection = utf16")
+        .await
+        .unwrap();
+    let (code, _, msg) = server_error(
+        c.query_drop("SET collation_connection = nosuch_ci")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1273, "{msg}");
+    c.query_drop("SET NAMES utf8mb4").await.unwrap();
     // mysqldump's save and restore go through the session's own values.
     c.query_drop("SET NAMES latin1").await.unwrap();
     c.query_drop("SET @saved_cs_client = @@character_set_client")

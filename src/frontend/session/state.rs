@@ -460,6 +460,7 @@ async fn charset_items(
                 cs.connection = utf8mb4();
                 cs.collation = None;
                 cs.collation_id = None;
+                cs.connection_other = None;
             }
             continue;
         }
@@ -482,21 +483,35 @@ async fn charset_items(
             "character_set_results" => cs.results = Some(charset_named(&value)?),
             "character_set_client" => cs.client = charset_named(&value)?,
             "character_set_connection" => {
-                cs.connection = charset_named(&value)?;
+                // Only the backend uses the connection's character set: one the gateway does
+                // not convert (ucs2, utf16, ...) is the backend's to check, by a checked name.
+                let name = crate::route::unquote(&value).to_ascii_lowercase();
+                match charset_named(&value) {
+                    Ok(c) => {
+                        cs.connection = c;
+                        cs.connection_other = None;
+                    }
+                    Err(_) if crate::charset::valid_name(&name) => cs.connection_other = Some(name),
+                    Err(e) => return Err(e),
+                }
                 cs.collation = None;
                 cs.collation_id = None;
             }
             _ => {
-                // collation_connection
+                // collation_connection: any collation the backend has, by a checked name.
                 let name = crate::route::unquote(&value).to_ascii_lowercase();
                 if name == "default" {
                     cs.connection = utf8mb4();
                     cs.collation = None;
+                } else if !crate::charset::valid_name(&name) || !name.contains('_') {
+                    return Err(unknown_collation(&value));
                 } else {
-                    cs.connection =
-                        Charset::of_collation(&name).ok_or_else(|| unknown_collation(&value))?;
+                    if let Some(c) = Charset::of_collation(&name) {
+                        cs.connection = c;
+                    }
                     cs.collation = Some(name);
                 }
+                cs.connection_other = None;
                 cs.collation_id = None;
             }
         }
