@@ -162,3 +162,52 @@ async fn long_data_past_the_packet_limit_is_refused_and_not_kept() {
         .unwrap();
     assert_eq!(n, Some(40_000));
 }
+
+/// Executes statement `id` (one parameter) with `value` as the raw bytes after its type
+/// (`MYSQL_TYPE_VAR_STRING`); the answer's first packet.
+async fn execute_raw(s: &mut TcpStream, id: u32, value: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x17];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.push(0); // no cursor
+    p.extend_from_slice(&1u32.to_le_bytes());
+    p.push(0); // NULL bitmap
+    p.push(1); // types follow
+    p.extend_from_slice(&[0xFD, 0]); // MYSQL_TYPE_VAR_STRING
+    p.extend_from_slice(value);
+    write_packet(s, 0, &p).await;
+    read_packet(s).await.1
+}
+
+/// A COM_STMT_EXECUTE whose value does not fit the packet (a length-encoded length of 2^64-1,
+/// or one past the end) panicked the session's task inside opensrv-mysql (found by a
+/// breaker): MySQL answers 1210 and the session goes on. Judged on the backend too: the
+/// malformed executions wrote nothing, the well-formed one after them did.
+#[tokio::test]
+async fn a_malformed_execution_gets_1210_and_the_session_goes_on() {
+    let f = Fixture::start("lim_ldbad", Extra::system(&[])).await;
+    let mut s = raw_session(f.port).await;
+    let id = prepare(&mut s, "INSERT INTO hotnews (id, content) VALUES (9, ?)").await;
+    let mut huge = vec![0xFE];
+    huge.extend_from_slice(&[0xFF; 8]);
+    for value in [huge.as_slice(), &[5, b'a', b'b'], &[0xFC, 0x10], &[]] {
+        let answer = execute_raw(&mut s, id, value).await;
+        assert_eq!(answer[0], 0xFF, "an ERR for {value:?}");
+        let (code, state, message) = raw::err_packet(&answer);
+        assert_eq!(
+            (code, state.as_str(), message.as_str()),
+            (1210, "HY000", "Incorrect arguments to mysqld_stmt_execute")
+        );
+    }
+    let mut c = f.client().await;
+    let count: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM hotnews WHERE id = 9")
+        .await
+        .unwrap();
+    assert_eq!(count, Some(0));
+    assert_eq!(execute_raw(&mut s, id, b"\x02ok").await[0], 0, "an OK");
+    let content: Option<String> = c
+        .query_first("SELECT content FROM hotnews WHERE id = 9")
+        .await
+        .unwrap();
+    assert_eq!(content.as_deref(), Some("ok"));
+}

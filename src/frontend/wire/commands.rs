@@ -166,7 +166,8 @@ pub fn read_change_user(payload: &[u8], caps: u32) -> Option<ChangeUser> {
 const LONG_DATA_CONNECTION: &str = "connection";
 
 /// MySQL's errno, SQLSTATE and message for what the reader refuses: unknown command 1047,
-/// unknown statement 1243, packet too large 1153, packets out of order 1156, long data past the
+/// unknown statement 1243, packet too large 1153, packets out of order 1156, an execution
+/// whose parameter values do not fit their types 1210, long data past the
 /// limit 1105 (`detail` [`LONG_DATA_CONNECTION`] for the connection's bound), text that is not
 /// UTF-8 1300.
 fn refusal(errno: u16, detail: &str) -> MysqlError {
@@ -183,6 +184,7 @@ fn refusal(errno: u16, detail: &str) -> MysqlError {
             "Got a packet bigger than 'max_allowed_packet' bytes",
         ),
         1156 => MysqlError::new(1156, "08S01", "Got packets out of order"),
+        1210 => MysqlError::new(1210, "HY000", "Incorrect arguments to mysqld_stmt_execute"),
         // MySQL's answer to the execution (`Item_param::set_longdata`).
         1105 if detail == LONG_DATA_CONNECTION => MysqlError::new(
             1105,
@@ -646,12 +648,8 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     self.refuse(1243);
                     return;
                 }
-                match self.long_data.take(statement_id(&payload)) {
-                    Ok(pieces) => {
-                        for piece in pieces {
-                            self.emit(0, &piece);
-                        }
-                    }
+                let pieces = match self.long_data.take(statement_id(&payload)) {
+                    Ok(pieces) => pieces,
                     Err(Overflow::Parameter) => {
                         self.refuse(1105);
                         return;
@@ -661,17 +659,33 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                         self.divert(0, Diverted::Refused(e));
                         return;
                     }
-                }
+                };
+                // Parameters sent as long data have no value in the packet.
+                let long: Vec<u16> = pieces
+                    .iter()
+                    .filter_map(|p| p.get(5..7))
+                    .map(|b| u16::from_le_bytes([b[0], b[1]]))
+                    .collect();
                 let patched = self.execute(&payload);
                 let payload = patched.unwrap_or(payload);
-                let client = self.slot.charsets().client;
                 let params = self
                     .statements
                     .lock()
                     .get(&statement_id(&payload))
                     .map_or(0, |s| s.0);
+                if params > 0 && parameter_values(&payload, params, &long).is_none() {
+                    // A packet whose values do not fit its types (opensrv-mysql 0.7 panics on
+                    // a length past the end): MySQL's answer to a malformed execution. Its
+                    // long data is spent, as the server spends it on any execution.
+                    self.refuse(1210);
+                    return;
+                }
+                for piece in pieces {
+                    self.emit(0, &piece);
+                }
+                let client = self.slot.charsets().client;
                 match (!client.is_utf8())
-                    .then(|| decode_parameters(&payload, params, client))
+                    .then(|| decode_parameters(&payload, params, &long, client))
                     .flatten()
                 {
                     Some(decoded) => self.emit(0, &decoded),
@@ -814,22 +828,20 @@ fn decode_statement(
     )
 }
 
-/// A COM_STMT_EXECUTE payload (its types bound, `params` parameters) with its text
-/// parameters (`MYSQL_TYPE_VARCHAR`, `VAR_STRING`, `STRING`) decoded from the client's
-/// character set `client` to UTF-8, as the server converts them from `character_set_client`;
-/// blob and every other type pass as they are (binary data). A byte that is not a character
-/// of `client` becomes `?`, as the server's conversion writes it. `None` when nothing changes
-/// or the payload does not have the expected shape (it then goes on as it is, to be refused
-/// where it is read).
-fn decode_parameters(
-    payload: &[u8],
-    params: usize,
-    client: &crate::charset::Charset,
-) -> Option<Vec<u8>> {
-    use mysql_common::io::WriteMysqlExt;
-    if params == 0 {
-        return None;
-    }
+/// One parameter value of a COM_STMT_EXECUTE payload: its type byte, where its bytes start
+/// (its length prefix, for a length-encoded value) and where its data starts and ends.
+struct ParamValue {
+    kind: u8,
+    start: usize,
+    data: usize,
+    end: usize,
+}
+
+/// The values of a COM_STMT_EXECUTE payload whose types are bound (`params` parameters; those
+/// in `long` were sent as long data and have no value here; NULLs neither), in order. `None`
+/// when the payload does not have that shape: shorter than its NULL bitmap and types, types
+/// not bound, or a value running past its end (MySQL answers 1210).
+fn parameter_values(payload: &[u8], params: usize, long: &[u16]) -> Option<Vec<ParamValue>> {
     let nulls = payload.get(10..10 + params.div_ceil(8))?;
     let flag_at = 10 + params.div_ceil(8);
     if *payload.get(flag_at)? != 1 {
@@ -837,37 +849,69 @@ fn decode_parameters(
     }
     let types = payload.get(flag_at + 1..flag_at + 1 + 2 * params)?;
     let mut at = flag_at + 1 + 2 * params;
-    let mut out = payload[..at].to_vec();
-    let mut changed = false;
+    let mut values = Vec::with_capacity(params);
     for i in 0..params {
-        if nulls[i / 8] & (1 << (i % 8)) != 0 {
+        let is_long = u16::try_from(i).is_ok_and(|i| long.contains(&i));
+        if nulls[i / 8] & (1 << (i % 8)) != 0 || is_long {
             continue;
         }
-        let size = match types[2 * i] {
-            0x06 => 0,
-            0x01 => 1,
-            0x02 | 0x0D => 2,
-            0x03 | 0x09 | 0x04 => 4,
-            0x05 | 0x08 => 8,
-            0x07 | 0x0A | 0x0B | 0x0C => 1 + usize::from(*payload.get(at)?),
+        let kind = types[2 * i];
+        let (data, end) = match kind {
+            0x06 => (at, at),
+            0x01 => (at, at + 1),
+            0x02 | 0x0D => (at, at + 2),
+            0x03 | 0x09 | 0x04 => (at, at + 4),
+            0x05 | 0x08 => (at, at + 8),
+            0x07 | 0x0A | 0x0B | 0x0C => (at + 1, at + 1 + usize::from(*payload.get(at)?)),
             _ => {
                 let (len, n) = super::lenenc::read_int(payload.get(at..)?)?;
                 let len = usize::try_from(len).ok()?;
-                let value = payload.get(at + n..at + n + len)?;
-                if matches!(types[2 * i], 0x0F | 0xFD | 0xFE) && !value.is_ascii() {
-                    let text = client.decode_lossy(value);
-                    let _ = out.write_lenenc_str(text.as_bytes());
-                    changed = true;
-                    at += n + len;
-                    continue;
-                }
-                n + len
+                (at + n, (at + n).checked_add(len)?)
             }
         };
-        out.extend_from_slice(payload.get(at..at + size)?);
-        at += size;
+        if end > payload.len() {
+            return None;
+        }
+        values.push(ParamValue {
+            kind,
+            start: at,
+            data,
+            end,
+        });
+        at = end;
     }
-    out.extend_from_slice(payload.get(at..)?);
+    Some(values)
+}
+
+/// A COM_STMT_EXECUTE payload (its types bound, `params` parameters, those in `long` sent as
+/// long data) with its text parameters (`MYSQL_TYPE_VARCHAR`, `VAR_STRING`, `STRING`)
+/// decoded from the client's character set `client` to UTF-8, as the server converts them
+/// from `character_set_client`; blob and every other type pass as they are (binary data). A
+/// byte that is not a character of `client` becomes `?`, as the server's conversion writes
+/// it. `None` when nothing changes or the payload does not have the expected shape
+/// ([`parameter_values`]).
+fn decode_parameters(
+    payload: &[u8],
+    params: usize,
+    long: &[u16],
+    client: &crate::charset::Charset,
+) -> Option<Vec<u8>> {
+    use mysql_common::io::WriteMysqlExt;
+    let values = parameter_values(payload, params, long)?;
+    let mut out = Vec::with_capacity(payload.len());
+    let mut copied = 0;
+    let mut changed = false;
+    for v in values {
+        let value = &payload[v.data..v.end];
+        if matches!(v.kind, 0x0F | 0xFD | 0xFE) && !value.is_ascii() {
+            out.extend_from_slice(&payload[copied..v.start]);
+            let text = client.decode_lossy(value);
+            let _ = out.write_lenenc_str(text.as_bytes());
+            copied = v.end;
+            changed = true;
+        }
+    }
+    out.extend_from_slice(&payload[copied..]);
     changed.then_some(out)
 }
 
@@ -1198,13 +1242,13 @@ mod tests {
             0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xFD, 0, 0xFC, 0, 0x03, 0,
         ];
         p.extend_from_slice(&[1, 0xE9, 1, 0xE9, 7, 0, 0, 0]);
-        let out = decode_parameters(&p, 3, latin1).unwrap();
+        let out = decode_parameters(&p, 3, &[], latin1).unwrap();
         let mut expected = p[..18].to_vec();
         expected.extend_from_slice(&[2, 0xC3, 0xA9, 1, 0xE9, 7, 0, 0, 0]);
         assert_eq!(out, expected);
         // All ASCII: nothing to change.
         let mut p = p[..18].to_vec();
         p.extend_from_slice(&[1, b'a', 1, 0xE9, 7, 0, 0, 0]);
-        assert_eq!(decode_parameters(&p, 3, latin1), None);
+        assert_eq!(decode_parameters(&p, 3, &[], latin1), None);
     }
 }
