@@ -1450,3 +1450,62 @@ async fn a_refused_set_leaves_no_other_variable_behind() {
     assert_eq!(backend().await, before);
     gateway_account_intact().await;
 }
+
+/// A SET the checking connection took but another connection the session holds could not (it
+/// had died): the gateway took the new `sql_mode` while the session's replayed state kept the
+/// old one, so every connection taken afterwards read `'a\'` otherwise than the gateway and
+/// what followed ran unchecked (found by a breaker: a readOnly user advanced a sequence of
+/// another database). Now the session takes the SET as soon as the checking connection has
+/// it, and a held connection that cannot take it is closed (its transaction rolled back).
+/// Judged on what a new backend connection reads, and on the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_a_held_connection_could_not_take_leaves_no_other_reading() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec13").await;
+    let before = backend().await;
+    let mut c = login(&f, "app", Some("TESTDB")).await;
+    c.query_drop("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
+        .await
+        .unwrap();
+    c.query_drop("BEGIN").await.unwrap();
+    c.query_drop("SELECT * FROM hotnews").await.unwrap();
+    // The connections the transaction holds on the second and third dataNodes die.
+    let mut admin = primary(None).await;
+    let ids: Vec<u64> = admin
+        .query(format!(
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE USER IN ('manx', 'manx_gw') AND DB IN ('{}', '{}')",
+            f.databases[1], f.databases[2]
+        ))
+        .await
+        .unwrap();
+    assert!(!ids.is_empty(), "the transaction's connections");
+    for id in ids {
+        let _ = admin.query_drop(format!("KILL {id}")).await;
+    }
+    let e = c
+        .query_drop("SET sql_mode = DEFAULT")
+        .await
+        .expect_err("a dead connection");
+    assert_ne!(common::server_error(e).0, 0);
+    let _ = c.query_drop("ROLLBACK").await;
+    let mut seen = Vec::new();
+    for sql in [
+        format!(
+            "SELECT 'a\\' , (SELECT GROUP_CONCAT(v) FROM {VICTIM_DB}.vt) AS leak -- ' , 1 FROM hotnews"
+        ),
+        format!("SELECT 'a\\' ; INSERT INTO {VICTIM_DB}.vt VALUES (9, 'pwned'); -- ' FROM hotnews"),
+    ] {
+        seen.extend(attempt(&mut c, &sql).await);
+    }
+    // Every dataNode reads backslashes as the gateway does.
+    let escaped: Vec<String> = c
+        .query("SELECT 'a\\'b' FROM hotnews LIMIT 3")
+        .await
+        .unwrap();
+    assert!(escaped.iter().all(|v| v == "a'b"), "{escaped:?}");
+    assert!(
+        !seen.iter().any(|r| r.contains("victim row")),
+        "a victim row leaked: {seen:?}"
+    );
+    assert_eq!(backend().await, before);
+}

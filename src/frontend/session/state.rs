@@ -245,9 +245,19 @@ impl Session {
             }
             return Err(e);
         }
+        // From here the SET stands on the checking connection: the session takes it at once
+        // (its mode, its replayed state), so that whatever happens to the other connections
+        // it holds, the gateway reads statements as every connection it will use reads them.
         if let Some(mode) = mode {
             self.sql_mode = mode;
             self.slot.set_sql_mode(mode);
+        }
+        for item in &items {
+            self.state.retain(|s| s.key != item.key);
+            self.state.push(item.clone());
+        }
+        if let Some(charsets) = charsets {
+            self.slot.set_charsets(charsets);
         }
         // `wait_timeout` is the gateway's own idle limit of the client connection too
         // (`limits::idle_deadline`): a plain number as written, else what the server settled
@@ -275,10 +285,23 @@ impl Session {
             .filter(|n| **n != node)
             .cloned()
             .collect();
+        // A held connection that cannot take it is closed, never used again in another state
+        // (a transaction it was part of is rolled back on every dataNode, as a broken
+        // connection ends it); the SET is answered with its error.
+        let mut failed = None;
         for n in pinned {
-            if let Some(c) = self.pinned.get_mut(&n) {
-                Self::apply_state(&items, c.as_mut(), &n).await?;
+            if let Some(c) = self.pinned.get_mut(&n)
+                && let Err(e) = Self::apply_state(&items, c.as_mut(), &n).await
+            {
+                if let Some(mut c) = self.pinned.remove(&n) {
+                    c.abandon();
+                }
+                failed.get_or_insert(e);
             }
+        }
+        if let Some(e) = failed {
+            let _ = self.end_transaction("ROLLBACK").await;
+            return Err(e);
         }
         let checked_on_kept = !self.pinned.contains_key(&node);
         let kept: Vec<String> = self
@@ -287,19 +310,18 @@ impl Session {
             .filter(|n| !(checked_on_kept && **n == node))
             .cloned()
             .collect();
+        let mut failed = None;
         for n in kept {
-            if let Some(c) = self.kept.get_mut(&n) {
-                Self::apply_state(&items, c.as_mut(), &n).await?;
+            if let Some(c) = self.kept.get_mut(&n)
+                && let Err(e) = Self::apply_state(&items, c.as_mut(), &n).await
+            {
+                if let Some(mut c) = self.kept.remove(&n) {
+                    c.abandon();
+                }
+                failed.get_or_insert(e);
             }
         }
-        for item in items {
-            self.state.retain(|s| s.key != item.key);
-            self.state.push(item);
-        }
-        if let Some(charsets) = charsets {
-            self.slot.set_charsets(charsets);
-        }
-        Ok(())
+        failed.map_or(Ok(()), Err)
     }
 
     /// Takes the character set of the client's handshake (or of its COM_CHANGE_USER, which the
@@ -338,6 +360,10 @@ const CHARSET_KEYS: &[&str] = &[
 const UNCONVERTED_CHARSETS: &[&str] = &[
     "ascii", "binary", "ucs2", "utf16", "utf16le", "utf32", "swe7", "dec8", "cp850", "cp852",
     "cp866", "hp8", "armscii8", "keybcs2", "macce", "macroman", "geostd8", "latin5", "filename",
+    // Their WHATWG tables (encoding_rs) differ from MariaDB's for some characters (sjis
+    // 0x8160, big5 C7xx, greek 0xA1, koi8u 0xAE, tis620 0x80-0x9F, cp932 ED40, ujis A1C1;
+    // gb2312 would be read as all of GBK): converting them would change data silently.
+    "gb2312", "big5", "sjis", "cp932", "ujis", "greek", "koi8u", "tis620", "cp1256", "cp1257",
 ];
 
 /// The value of the character set variable `name` (lower case, without `@@`) in `cs`, as a
@@ -479,7 +505,12 @@ async fn charset_items(
         // no character set name holds one.
         let null = value.eq_ignore_ascii_case("NULL");
         match item.key.as_str() {
-            "character_set_results" if null => cs.results = None,
+            // `binary` converts nothing, as NULL (mysqldump sets it around SHOW CREATE).
+            "character_set_results"
+                if null || crate::route::unquote(&value).eq_ignore_ascii_case("binary") =>
+            {
+                cs.results = None
+            }
             "character_set_results" => cs.results = Some(charset_named(&value)?),
             "character_set_client" => cs.client = charset_named(&value)?,
             "character_set_connection" => {
