@@ -13,9 +13,10 @@
 //!
 //! Names are looked up in [`CHARSETS`] (case-insensitively) and written to a backend only from
 //! this table, never copied from a client's text. The codecs are `encoding_rs`'s (WHATWG
-//! Encoding Standard): MySQL's `latin1` is Windows-1252 (so is WHATWG's), `gbk` and `gb2312`
-//! decode as GBK (a superset of GB2312), `sjis` and `cp932` as Shift_JIS (WHATWG's is
-//! Windows-31J), `big5` as Big5 (WHATWG's includes HKSCS).
+//! Encoding Standard): MySQL's `latin1` is Windows-1252 (so is WHATWG's), `gbk` as GBK, held to
+//! MariaDB's byte ranges (WHATWG's GBK decoder is GB18030's). Character sets whose WHATWG
+//! table differs from MariaDB's (big5, sjis, cp932, ujis, greek, koi8u, tis620, gb2312,
+//! cp1256, cp1257) are not in the table: they are refused rather than converted wrongly.
 
 use encoding_rs::Encoding;
 
@@ -74,41 +75,6 @@ pub static CHARSETS: &[Charset] = &[
         encoding: Some(encoding_rs::GBK),
     },
     Charset {
-        name: "gb2312",
-        default_collation_id: 24,
-        default_collation: "gb2312_chinese_ci",
-        other_collation_ids: &[86],
-        encoding: Some(encoding_rs::GBK),
-    },
-    Charset {
-        name: "big5",
-        default_collation_id: 1,
-        default_collation: "big5_chinese_ci",
-        other_collation_ids: &[84],
-        encoding: Some(encoding_rs::BIG5),
-    },
-    Charset {
-        name: "sjis",
-        default_collation_id: 13,
-        default_collation: "sjis_japanese_ci",
-        other_collation_ids: &[88],
-        encoding: Some(encoding_rs::SHIFT_JIS),
-    },
-    Charset {
-        name: "cp932",
-        default_collation_id: 95,
-        default_collation: "cp932_japanese_ci",
-        other_collation_ids: &[96],
-        encoding: Some(encoding_rs::SHIFT_JIS),
-    },
-    Charset {
-        name: "ujis",
-        default_collation_id: 12,
-        default_collation: "ujis_japanese_ci",
-        other_collation_ids: &[91],
-        encoding: Some(encoding_rs::EUC_JP),
-    },
-    Charset {
         name: "euckr",
         default_collation_id: 19,
         default_collation: "euckr_korean_ci",
@@ -130,32 +96,11 @@ pub static CHARSETS: &[Charset] = &[
         encoding: Some(encoding_rs::WINDOWS_1251),
     },
     Charset {
-        name: "cp1256",
-        default_collation_id: 57,
-        default_collation: "cp1256_general_ci",
-        other_collation_ids: &[67],
-        encoding: Some(encoding_rs::WINDOWS_1256),
-    },
-    Charset {
-        name: "cp1257",
-        default_collation_id: 59,
-        default_collation: "cp1257_general_ci",
-        other_collation_ids: &[29, 58],
-        encoding: Some(encoding_rs::WINDOWS_1257),
-    },
-    Charset {
         name: "latin2",
         default_collation_id: 9,
         default_collation: "latin2_general_ci",
         other_collation_ids: &[2, 21, 27, 77],
         encoding: Some(encoding_rs::ISO_8859_2),
-    },
-    Charset {
-        name: "greek",
-        default_collation_id: 25,
-        default_collation: "greek_general_ci",
-        other_collation_ids: &[70],
-        encoding: Some(encoding_rs::ISO_8859_7),
     },
     Charset {
         name: "hebrew",
@@ -170,20 +115,6 @@ pub static CHARSETS: &[Charset] = &[
         default_collation: "koi8r_general_ci",
         other_collation_ids: &[74],
         encoding: Some(encoding_rs::KOI8_R),
-    },
-    Charset {
-        name: "koi8u",
-        default_collation_id: 22,
-        default_collation: "koi8u_general_ci",
-        other_collation_ids: &[75],
-        encoding: Some(encoding_rs::KOI8_U),
-    },
-    Charset {
-        name: "tis620",
-        default_collation_id: 18,
-        default_collation: "tis620_thai_ci",
-        other_collation_ids: &[89],
-        encoding: Some(encoding_rs::WINDOWS_874),
     },
 ];
 
@@ -232,6 +163,9 @@ impl Charset {
     /// character of it (MySQL's 1300 "Invalid ... character string" names them).
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, Vec<u8>> {
         let bad = |at: usize| bytes[at..bytes.len().min(at + 4)].to_vec();
+        if let Some(at) = self.not_gbk(bytes) {
+            return Err(bad(at));
+        }
         match self.encoding {
             None => std::str::from_utf8(bytes)
                 .map(std::borrow::Cow::Borrowed)
@@ -262,6 +196,13 @@ impl Charset {
         let Some(enc) = self.encoding else {
             return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?");
         };
+        if let Some(at) = self.not_gbk(bytes) {
+            // What precedes the first byte GBK does not have, that byte as `?`, then the rest.
+            let mut out = self.decode_lossy(&bytes[..at]);
+            out.push('?');
+            out.push_str(&self.decode_lossy(&bytes[at + 1..]));
+            return out;
+        }
         let mut decoder = enc.new_decoder_without_bom_handling();
         let mut out = String::with_capacity(bytes.len() * 3 + 16);
         let mut rest = bytes;
@@ -285,6 +226,12 @@ impl Charset {
         if text.is_ascii() {
             return std::borrow::Cow::Borrowed(text.as_bytes());
         }
+        // WHATWG's GBK encoder writes € as 0x80, which MariaDB's gbk does not have.
+        if self.name == "gbk" && text.contains('\u{20ac}') {
+            return std::borrow::Cow::Owned(
+                self.encode(&text.replace('\u{20ac}', "?")).into_owned(),
+            );
+        }
         let mut encoder = enc.new_encoder();
         let mut out = Vec::with_capacity(text.len() + 8);
         let mut rest = text;
@@ -301,6 +248,30 @@ impl Charset {
             }
         }
         std::borrow::Cow::Owned(out)
+    }
+
+    /// Where `bytes` first hold what MariaDB's `gbk` does not, for the gbk character set
+    /// (`None` for any other): WHATWG's GBK decoder (encoding_rs) is GB18030's, which also
+    /// reads a lone 0x80 (€) and four-byte sequences (a lead byte, then 0x30-0x39). MariaDB's
+    /// gbk: ASCII, or a lead byte 0x81-0xFE then a trail byte 0x40-0x7E or 0x80-0xFE
+    /// (`strings/ctype-gbk.c`, `isgbkhead` / `isgbktail`).
+    fn not_gbk(&self, bytes: &[u8]) -> Option<usize> {
+        if self.name != "gbk" {
+            return None;
+        }
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b if b < 0x80 => i += 1,
+                0x81..=0xFE if matches!(bytes.get(i + 1), Some(0x40..=0x7E | 0x80..=0xFE)) => {
+                    i += 2
+                }
+                // A lead byte at the very end is left to the decoder's own error.
+                0x81..=0xFE if i + 1 == bytes.len() => return None,
+                _ => return Some(i),
+            }
+        }
+        None
     }
 
     /// Bytes the backend sent in UTF-8 as this character set: text that is not UTF-8 (a
@@ -444,6 +415,15 @@ mod tests {
         let text = gbk.decode(b"SELECT '\xbf\\' , 1").unwrap();
         assert_eq!(text, "SELECT '\u{7e17}' , 1");
         assert_eq!(gbk.encode("\u{7e17}").as_ref(), b"\xbf\\");
+        // GB18030's four-byte sequences and a lone 0x80 are not MariaDB's gbk; € has no
+        // gbk byte.
+        assert_eq!(
+            gbk.decode(b"SELECT '\x81\x30\x81\x30'").unwrap_err(),
+            b"\x810\x810"
+        );
+        assert_eq!(gbk.decode(b"'\x80'").unwrap_err(), b"\x80'");
+        assert_eq!(gbk.decode_lossy(b"a\x80\xd6\xd0"), "a?\u{4e2d}");
+        assert_eq!(gbk.encode("\u{20ac}\u{4e2d}").as_ref(), b"?\xd6\xd0");
         // A lead byte with nothing after it is not GBK.
         assert!(gbk.decode(b"SELECT '\x81").is_err());
     }
