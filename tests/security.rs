@@ -171,6 +171,17 @@ async fn backend() -> Backend {
     }
 }
 
+/// The verdict of an injection attempt: no row of the victim's came back in `seen` (the rows
+/// the attempts answered), the backend is as it was `before`, the gateway account intact.
+async fn nothing_leaked_or_changed(seen: &[String], before: Backend) {
+    assert!(
+        !seen.iter().any(|r| r.contains("victim row")),
+        "a victim row leaked: {seen:?}"
+    );
+    assert_eq!(backend().await, before);
+    gateway_account_intact().await;
+}
+
 /// The gateway account still logs in with its password.
 async fn gateway_account_intact() {
     mysql_async::Conn::new(common::opts(common::PRIMARY_PORT, "manx", "manx", None))
@@ -1174,12 +1185,7 @@ async fn a_client_charset_given_by_its_bytes_opens_no_injection() {
             assert_eq!(cs.as_deref(), Some("utf8mb4"), "{user}: {set}");
         }
     }
-    assert!(
-        !seen.iter().any(|r| r.contains("victim row")),
-        "a victim row leaked: {seen:?}"
-    );
-    assert_eq!(backend().await, before);
-    gateway_account_intact().await;
+    nothing_leaked_or_changed(&seen, before).await;
 }
 
 /// The MariaDB forms read since the mysql-test parser gaps (module `route::forms`: partition
@@ -1443,12 +1449,7 @@ async fn a_refused_set_leaves_no_other_variable_behind() {
             }
         }
     }
-    assert!(
-        !seen.iter().any(|r| r.contains("victim row")),
-        "a victim row leaked: {seen:?}"
-    );
-    assert_eq!(backend().await, before);
-    gateway_account_intact().await;
+    nothing_leaked_or_changed(&seen, before).await;
 }
 
 /// A SET the checking connection took but another connection the session holds could not (it
@@ -1503,9 +1504,5 @@ async fn a_set_a_held_connection_could_not_take_leaves_no_other_reading() {
         .await
         .unwrap();
     assert!(escaped.iter().all(|v| v == "a'b"), "{escaped:?}");
-    assert!(
-        !seen.iter().any(|r| r.contains("victim row")),
-        "a victim row leaked: {seen:?}"
-    );
-    assert_eq!(backend().await, before);
+    nothing_leaked_or_changed(&seen, before).await;
 }

@@ -249,37 +249,20 @@ pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
 /// and `@@global.name`, in any case, none inside strings and comments. (`@@session.name` is
 /// left alone: MariaDB refuses it for a global-only variable such as `version`.)
 pub fn global_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
-    if !super::scan::contains_ignore_ascii_case(sql, name) {
-        return Vec::new();
-    }
-    let Some(toks) = tokens(sql) else {
-        return Vec::new();
-    };
-    let word = |i: usize, w: &str| {
-        matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none()
-            && x.value.eq_ignore_ascii_case(w))
-    };
-    let period = |i: usize| matches!(toks.get(i), Some((Token::Period, _, _)));
-    let plain = format!("@@{name}");
-    (0..toks.len())
-        .filter_map(|i| {
-            if word(i, &plain) {
-                Some(toks[i].1.clone())
-            } else if word(i, "@@global") && period(i + 1) && word(i + 2, name) {
-                Some(toks[i].1.start..toks[i + 2].1.end)
-            } else {
-                None
-            }
-        })
-        // Not the tail of a longer name (`@@version.x` is no reference of `version`).
-        .filter(|r| !sql[r.end..].starts_with('.'))
-        .collect()
+    variable_refs(sql, name, &["@@global"])
 }
 
 /// Byte ranges of the references to the session system variable `name` (lower case):
 /// `@@name`, `@@session.name` and `@@local.name`, in any case, none inside strings and
 /// comments (`@@global.name` is the server's, left alone).
 pub fn session_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
+    variable_refs(sql, name, &["@@session", "@@local"])
+}
+
+/// Byte ranges of `@@name` and of `<scope>.name` for each of `scopes` (`@@global`, ...), in
+/// any case, none inside strings and comments, none the head of a longer name
+/// (`@@version.x` is no reference of `version`).
+fn variable_refs(sql: &str, name: &str, scopes: &[&str]) -> Vec<Range<usize>> {
     if !super::scan::contains_ignore_ascii_case(sql, name) {
         return Vec::new();
     }
@@ -296,10 +279,7 @@ pub fn session_variable_refs(sql: &str, name: &str) -> Vec<Range<usize>> {
         .filter_map(|i| {
             if word(i, &plain) {
                 Some(toks[i].1.clone())
-            } else if (word(i, "@@session") || word(i, "@@local"))
-                && period(i + 1)
-                && word(i + 2, name)
-            {
+            } else if scopes.iter().any(|s| word(i, s)) && period(i + 1) && word(i + 2, name) {
                 Some(toks[i].1.start..toks[i + 2].1.end)
             } else {
                 None

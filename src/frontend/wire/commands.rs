@@ -380,6 +380,19 @@ impl<R: AsyncRead + Unpin> Commands<R> {
     }
 
     /// Hands on the refusal `errno` in place of the command.
+    /// Hands on a COM_QUERY or COM_STMT_PREPARE (`command`) whose text the reader rewrote to
+    /// `sql` (decoded from the client's character set, `_binary` literals in hex).
+    fn hand_on_text(&mut self, command: u8, sql: &str) {
+        let mut rewritten = Vec::with_capacity(1 + sql.len());
+        rewritten.push(command);
+        rewritten.extend_from_slice(sql.as_bytes());
+        if command == COM_STMT_PREPARE {
+            self.emit(0, &rewritten);
+        } else {
+            self.query(sql, &rewritten);
+        }
+    }
+
     fn refuse(&mut self, errno: u16) {
         self.divert(0, Diverted::Refused(refusal(errno, "")));
     }
@@ -696,16 +709,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                 let client = self.slot.charsets().client;
                 let backslash_escapes = !self.slot.sql_mode().no_backslash_escapes;
                 match decode_statement(client, &payload[1..], backslash_escapes) {
-                    Ok(sql) => {
-                        let mut rewritten = Vec::with_capacity(1 + sql.len());
-                        rewritten.push(command);
-                        rewritten.extend_from_slice(sql.as_bytes());
-                        if command == COM_STMT_PREPARE {
-                            self.emit(0, &rewritten);
-                        } else {
-                            self.query(&sql, &rewritten);
-                        }
-                    }
+                    Ok(sql) => self.hand_on_text(command, &sql),
                     Err(e) => self.divert(0, Diverted::Refused(e)),
                 }
             }
@@ -721,14 +725,7 @@ impl<R: AsyncRead + Unpin> Commands<R> {
                     && let Some(sql) =
                         crate::sqltext::binary_literals_as_hex(&payload[1..], backslash_escapes)
                 {
-                    let mut rewritten = Vec::with_capacity(1 + sql.len());
-                    rewritten.push(command);
-                    rewritten.extend_from_slice(sql.as_bytes());
-                    if command == COM_STMT_PREPARE {
-                        self.emit(0, &rewritten);
-                    } else {
-                        self.query(&sql, &rewritten);
-                    }
+                    self.hand_on_text(command, &sql);
                     return;
                 }
                 // opensrv drops the connection on SQL that is not UTF-8: answer an error instead.
