@@ -474,7 +474,7 @@ fn serve(args: Args) -> anyhow::Result<()> {
             while hangup.recv().await.is_some() {
                 match reloading.reload(manx::frontend::reload::Scope::All).await {
                     Ok(message) => tracing::info!("SIGHUP: {message}"),
-                    Err(e) => tracing::error!(code = e.code, "SIGHUP: {}", e.message),
+                    Err(e) => tracing::error!("SIGHUP: {e}"),
                 }
             }
         });

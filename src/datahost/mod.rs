@@ -93,6 +93,42 @@ pub struct DatahostError {
     pub source: BackendError,
 }
 
+/// Why a cluster cannot be built from a configuration (start-up, `reload @@config_all`):
+/// `dnindex.properties` (SPEC §4.2) cannot be used, or a dataHost built anew does not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// `dnindex.properties` cannot be read or written (`path`).
+    #[error("cannot {action} {}: {source}", path.display())]
+    DnIndexFile {
+        /// "read" or "write".
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `dnindex.properties` names writeHost `index` of a dataHost that has only `write_hosts`.
+    #[error(
+        "{}: dataHost {data_host} has active writeHost index {index}, but only {write_hosts} writeHost(s)",
+        dnindex::FILE
+    )]
+    IndexBeyond {
+        data_host: String,
+        index: usize,
+        write_hosts: usize,
+    },
+    /// `dnindex.properties` names a writeHost other than 0 of a dataHost with `switchType=-1`,
+    /// which Mycat refuses to start.
+    #[error(
+        "{}: dataHost {data_host} has active writeHost index {index}, but switchType=-1 only allows writeHost 0",
+        dnindex::FILE
+    )]
+    NoSwitching { data_host: String, index: usize },
+    /// The active writeHosts of dataHosts built anew cannot be reached
+    /// ([`Cluster::test_new_hosts`]): one line per dataHost.
+    #[error("{}", .0.join("; "))]
+    Unreachable(Vec<String>),
+}
+
 /// A dataNode's active writeHost, reachable without holding the cluster
 /// ([`Cluster::write_targets`]).
 #[derive(Debug, Clone)]
@@ -174,8 +210,9 @@ impl Cluster {
     /// `dnindex.properties` names (0 when absent); the file is written when it is missing or
     /// lacks a dataHost.
     ///
-    /// Errors: the file cannot be read or written, or names an index the dataHost cannot use.
-    pub fn new(config: &Config, timeouts: Timeouts) -> Result<Cluster, String> {
+    /// Errors: the file cannot be read or written, or names an index the dataHost cannot use
+    /// ([`ClusterError`]).
+    pub fn new(config: &Config, timeouts: Timeouts) -> Result<Cluster, ClusterError> {
         let store = Arc::new(DnIndex {
             dir: config.dir.clone(),
             indexes: Mutex::new(BTreeMap::new()),
@@ -185,12 +222,13 @@ impl Cluster {
             contact_ms: AtomicU64::new(0),
         });
         let (cluster, _) = Cluster::build(config, timeouts, store, &BTreeMap::new(), false)?;
-        cluster.save_dnindex().map_err(|e| {
-            format!(
-                "cannot write {}: {e}",
-                config.dir.join(dnindex::FILE).display()
-            )
-        })?;
+        cluster
+            .save_dnindex()
+            .map_err(|source| ClusterError::DnIndexFile {
+                action: "write",
+                path: config.dir.join(dnindex::FILE),
+                source,
+            })?;
         Ok(cluster)
     }
 
@@ -233,7 +271,7 @@ impl Cluster {
         &self,
         config: &Config,
         timeouts: Timeouts,
-    ) -> Result<(Cluster, Vec<String>), String> {
+    ) -> Result<(Cluster, Vec<String>), ClusterError> {
         let kept = self
             .hosts
             .iter()
@@ -248,12 +286,11 @@ impl Cluster {
         store: Arc<DnIndex>,
         kept: &BTreeMap<String, Arc<DataHost>>,
         reloading: bool,
-    ) -> Result<(Cluster, Vec<String>), String> {
-        let stored = dnindex::load(&config.dir).map_err(|e| {
-            format!(
-                "cannot read {}: {e}",
-                config.dir.join(dnindex::FILE).display()
-            )
+    ) -> Result<(Cluster, Vec<String>), ClusterError> {
+        let stored = dnindex::load(&config.dir).map_err(|source| ClusterError::DnIndexFile {
+            action: "read",
+            path: config.dir.join(dnindex::FILE),
+            source,
         })?;
         let mut hosts: BTreeMap<&str, Arc<DataHost>> = BTreeMap::new();
         let mut built = Vec::new();
@@ -287,21 +324,19 @@ impl Cluster {
                 index %= h.write_hosts.len();
             }
             if index >= h.write_hosts.len() {
-                return Err(format!(
-                    "{}: dataHost {} has active writeHost index {index}, but only {} writeHost(s)",
-                    dnindex::FILE,
-                    h.name,
-                    h.write_hosts.len()
-                ));
+                return Err(ClusterError::IndexBeyond {
+                    data_host: h.name.clone(),
+                    index,
+                    write_hosts: h.write_hosts.len(),
+                });
             }
             // Mycat refuses to start a dataHost on any writeHost but the first when automatic
             // switching is off (SPEC §4.2); manx says so instead of leaving the host dead.
             if index != 0 && h.switch_type == -1 {
-                return Err(format!(
-                    "{}: dataHost {} has active writeHost index {index}, but switchType=-1 only allows writeHost 0",
-                    dnindex::FILE,
-                    h.name
-                ));
+                return Err(ClusterError::NoSwitching {
+                    data_host: h.name.clone(),
+                    index,
+                });
             }
             let host = DataHost::new(h, timeouts, store.clone(), databases);
             host.active.store(index, Ordering::Relaxed);
@@ -363,7 +398,7 @@ impl Cluster {
     ///
     /// Errors: one line per dataHost whose active writeHost cannot be reached (name, server,
     /// address, the driver's error).
-    pub async fn test_new_hosts(&self, names: &[String]) -> Result<(), Vec<String>> {
+    pub async fn test_new_hosts(&self, names: &[String]) -> Result<(), ClusterError> {
         let tasks = self
             .hosts
             .iter()
@@ -392,7 +427,7 @@ impl Cluster {
         if failed.is_empty() {
             Ok(())
         } else {
-            Err(failed)
+            Err(ClusterError::Unreachable(failed))
         }
     }
 

@@ -214,7 +214,10 @@ async fn vote(
     let _ = std::fs::remove_dir_all(&staging);
     std::fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     let checked = match bundle.write_dir(&staging) {
-        Ok(()) => server.validate_dir(&staging).await,
+        Ok(()) => server
+            .validate_dir(&staging)
+            .await
+            .map_err(|e| e.to_string()),
         Err(e) => Err(e),
     };
     let _ = std::fs::remove_dir_all(&staging);
@@ -299,7 +302,7 @@ async fn apply(server: &Arc<Server>, session: &Session, seq: u64, dir: &std::pat
         Err(e) => Err(e.to_string()),
     };
     let done = match written {
-        Ok(()) => server.reload(Scope::All).await.map_err(|e| e.message),
+        Ok(()) => server.reload(Scope::All).await.map_err(|e| e.to_string()),
         Err(e) => Err(e),
     };
     match done {

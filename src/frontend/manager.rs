@@ -220,7 +220,7 @@ pub async fn answer(server: &Arc<Server>, user: &str, sql: &str) -> Answer {
                     tracing::info!(user, command = %norm, "{message}");
                     ok(1, message)
                 }
-                Err(e) => Answer::Error(e),
+                Err(e) => Answer::Error(e.into()),
             }
         }
         "file" => error(

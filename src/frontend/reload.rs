@@ -34,7 +34,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{MysqlError, Server, ViewColumns};
 use crate::config::{Config, ConfigErrors};
-use crate::datahost::{Cluster, Retired, Timeouts};
+use crate::datahost::{Cluster, ClusterError, Retired, Timeouts};
 use crate::route::Router;
 
 /// One configuration in force: what a statement is routed and executed with.
@@ -60,7 +60,8 @@ impl Generation {
     /// file and line; `dnindex.properties` that cannot be read, written or used.
     pub(super) fn first(config: Config, timeouts: Timeouts) -> Result<Generation, ConfigErrors> {
         let router = Router::new(&config)?;
-        let cluster = Cluster::new(&config, timeouts).map_err(|m| dnindex_error(&config, m))?;
+        let cluster =
+            Cluster::new(&config, timeouts).map_err(|e| dnindex_error(&config, e.to_string()))?;
         Ok(Generation {
             number: 0,
             config: Arc::new(config),
@@ -183,8 +184,76 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn failure(scope: Scope, detail: impl std::fmt::Display) -> MysqlError {
-    MysqlError::new(1003, "HY000", format!("{}: {detail}", scope.failure()))
+/// What was refused: a reload of `Scope`, or `rollback @@config`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Reload(Scope),
+    Rollback,
+}
+
+impl Operation {
+    /// The failure message's prefix, as Mycat words it.
+    fn failure(self) -> &'static str {
+        match self {
+            Operation::Reload(scope) => scope.failure(),
+            Operation::Rollback => "Rollback config failure",
+        }
+    }
+}
+
+/// Why a reload or `rollback @@config` was refused; the running configuration is kept in every
+/// case. Each reads as Mycat's failure message (its prefix names the operation) followed by the
+/// reason; the manager port answers all of them with errno 1003, SQLSTATE HY000 (Mycat's
+/// `ErrorCode.ER_YES` for a failed manager command, OPERATIONS.md §1), mapped once in
+/// `From<ReloadError> for MysqlError`.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// `reload @@config_all` while dataHosts an earlier reload replaced still drain: Mycat's
+    /// own message, word for word.
+    #[error(
+        "The are several unfinished db transactions before executing \"reload @@config_all\", therefore the execution is terminated for logical integrity and please try again later."
+    )]
+    Draining { data_hosts: Vec<String> },
+    /// The files in `dir` do not load or validate: every error, with file and line.
+    #[error("{}: {} error(s) in {}, the running configuration is kept: {}", op.failure(), errors.0.len(), dir.display(), listed(errors))]
+    Files {
+        op: Operation,
+        dir: std::path::PathBuf,
+        errors: ConfigErrors,
+    },
+    /// What a partial reload takes does not fit what it keeps (a schema naming a dataNode the
+    /// running configuration lacks under `reload @@config`).
+    #[error("{}: the running configuration is kept: {}{}", op.failure(), listed(errors), partial_hint(*op))]
+    Compose { op: Operation, errors: ConfigErrors },
+    /// The composed configuration does not route (partition functions, map files).
+    #[error("{}: the running configuration is kept: {}", op.failure(), listed(errors))]
+    Routing { op: Operation, errors: ConfigErrors },
+    /// The cluster cannot be built: `dnindex.properties`, or a new dataHost that does not answer.
+    #[error("{}: the running configuration is kept: {source}", op.failure())]
+    Cluster {
+        op: Operation,
+        #[source]
+        source: ClusterError,
+    },
+    /// `rollback @@config` with no reload since start-up.
+    #[error("Rollback config failure: no reload since start-up, nothing to roll back to")]
+    NothingToRollBack,
+}
+
+impl From<ReloadError> for MysqlError {
+    fn from(e: ReloadError) -> Self {
+        MysqlError::new(1003, "HY000", e.to_string())
+    }
+}
+
+/// What a failed partial reload adds to its message.
+fn partial_hint(op: Operation) -> &'static str {
+    match op {
+        Operation::Reload(Scope::Config | Scope::User) => {
+            " (this reload keeps the running dataNodes, dataHosts and schemas it does not take: reload @@config_all applies them)"
+        }
+        _ => "",
+    }
 }
 
 fn listed(errors: &ConfigErrors) -> String {
@@ -251,12 +320,12 @@ impl Server {
     /// Reloads the configuration files as `scope` says (module documentation), answering
     /// Mycat's OK message.
     ///
-    /// Errors, all 1003/HY000 with the running configuration kept: `reload @@config_all` while
+    /// Errors ([`ReloadError`], the running configuration kept): `reload @@config_all` while
     /// dataHosts of an earlier reload still drain (Mycat's message); the files do not load or
     /// validate (every error, with file and line); a dataNode or dataHost a partial reload
     /// cannot apply; a new dataHost's writeHost cannot be reached; `dnindex.properties` cannot
     /// be used.
-    pub async fn reload(self: &Arc<Self>, scope: Scope) -> Result<&'static str, MysqlError> {
+    pub async fn reload(self: &Arc<Self>, scope: Scope) -> Result<&'static str, ReloadError> {
         let done = self.reload_once(scope).await;
         self.count_reload(done.is_ok());
         match &done {
@@ -267,8 +336,7 @@ impl Server {
             ),
             Err(e) => tracing::error!(
                 ?scope,
-                code = e.code,
-                reason = %e.message,
+                reason = %e,
                 "reload refused; the running configuration is kept"
             ),
         }
@@ -292,55 +360,37 @@ impl Server {
         )
     }
 
-    async fn reload_once(self: &Arc<Self>, scope: Scope) -> Result<&'static str, MysqlError> {
+    async fn reload_once(self: &Arc<Self>, scope: Scope) -> Result<&'static str, ReloadError> {
         let _one = self.reloads.running.lock().await;
         if scope == Scope::All {
             let draining = self.reloads.draining();
             if !draining.is_empty() {
                 tracing::warn!(data_hosts = ?draining, "reload @@config_all refused: dataHosts replaced by the previous reload are still in use");
-                return Err(MysqlError::new(
-                    1003,
-                    "HY000",
-                    "The are several unfinished db transactions before executing \"reload @@config_all\", therefore the execution is terminated for logical integrity and please try again later.",
-                ));
+                return Err(ReloadError::Draining {
+                    data_hosts: draining,
+                });
             }
         }
         let running = self.current();
         let dir = running.config.dir.clone();
+        let op = Operation::Reload(scope);
         let loaded = Config::load(&dir).map_err(|errors| {
             for e in &errors.0 {
                 tracing::warn!(error = %e, "reload: configuration error");
             }
-            failure(
-                scope,
-                format!(
-                    "{} error(s) in {}, the running configuration is kept: {}",
-                    errors.0.len(),
-                    dir.display(),
-                    listed(&errors)
-                ),
-            )
+            ReloadError::Files {
+                op,
+                dir: dir.clone(),
+                errors,
+            }
         })?;
         for w in &loaded.warnings {
             tracing::warn!("reload: {w}");
         }
-        let composed = compose(&running.config, loaded, scope).map_err(|errors| {
-            let hint = if scope == Scope::All {
-                ""
-            } else {
-                " (this reload keeps the running dataNodes, dataHosts and schemas it does not take: reload @@config_all applies them)"
-            };
-            failure(
-                scope,
-                format!(
-                    "the running configuration is kept: {}{hint}",
-                    listed(&errors)
-                ),
-            )
-        })?;
-        self.install(&running, composed, scope == Scope::All)
-            .await
-            .map_err(|m| failure(scope, m))?;
+        let composed = compose(&running.config, loaded, scope)
+            .map_err(|errors| ReloadError::Compose { op, errors })?;
+        self.install(&running, composed, scope == Scope::All, op)
+            .await?;
         self.reloads.reload_time.store(now_ms(), Ordering::Relaxed);
         Ok(scope.success())
     }
@@ -350,34 +400,39 @@ impl Server {
     /// route, and the writeHosts of the dataHosts they would build anew answer (the "prepare"
     /// of a cluster-wide reload, module [`super::cluster`]).
     ///
-    /// Errors: what `reload @@config_all` would refuse, in words.
-    pub async fn validate_dir(&self, dir: &std::path::Path) -> Result<(), String> {
+    /// Errors: what `reload @@config_all` would refuse.
+    pub async fn validate_dir(&self, dir: &std::path::Path) -> Result<(), ReloadError> {
+        let op = Operation::Reload(Scope::All);
         let running = self.current();
-        let loaded = Config::load(dir)
-            .map_err(|errors| format!("{} error(s): {}", errors.0.len(), listed(&errors)))?;
-        let composed = compose(&running.config, loaded, Scope::All).map_err(|e| listed(&e))?;
-        Router::new(&composed).map_err(|e| listed(&e))?;
-        let (cluster, built) = running.cluster.reload(&composed, self.reloads.timeouts)?;
-        cluster
-            .test_new_hosts(&built)
-            .await
-            .map_err(|f| f.join("; "))
+        let loaded = Config::load(dir).map_err(|errors| ReloadError::Files {
+            op,
+            dir: dir.to_path_buf(),
+            errors,
+        })?;
+        let composed = compose(&running.config, loaded, Scope::All)
+            .map_err(|errors| ReloadError::Compose { op, errors })?;
+        Router::new(&composed).map_err(|errors| ReloadError::Routing { op, errors })?;
+        let cluster_error = |source| ReloadError::Cluster { op, source };
+        let (cluster, built) = running
+            .cluster
+            .reload(&composed, self.reloads.timeouts)
+            .map_err(cluster_error)?;
+        cluster.test_new_hosts(&built).await.map_err(cluster_error)
     }
 
     /// `rollback @@config`: installs the configuration the last reload or rollback replaced.
     ///
-    /// Errors: 1003 `Rollback config failure` when nothing was reloaded since start-up, or when
-    /// the configuration cannot be installed again (a writeHost that no longer answers).
-    pub async fn rollback(self: &Arc<Self>) -> Result<&'static str, MysqlError> {
+    /// Errors: [`ReloadError::NothingToRollBack`] when nothing was reloaded since start-up;
+    /// [`ReloadError::Routing`] or [`ReloadError::Cluster`] when the configuration cannot be
+    /// installed again (a writeHost that no longer answers).
+    pub async fn rollback(self: &Arc<Self>) -> Result<&'static str, ReloadError> {
         let done = self.rollback_once().await;
         self.count_reload(done.is_ok());
         done
     }
 
-    async fn rollback_once(self: &Arc<Self>) -> Result<&'static str, MysqlError> {
+    async fn rollback_once(self: &Arc<Self>) -> Result<&'static str, ReloadError> {
         let _one = self.reloads.running.lock().await;
-        let fail =
-            |m: &str| MysqlError::new(1003, "HY000", format!("Rollback config failure: {m}"));
         let previous = self
             .reloads
             .previous
@@ -385,12 +440,11 @@ impl Server {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         let Some(previous) = previous else {
-            return Err(fail("no reload since start-up, nothing to roll back to"));
+            return Err(ReloadError::NothingToRollBack);
         };
         let running = self.current();
-        self.install(&running, (*previous).clone(), true)
-            .await
-            .map_err(|m| fail(&m))?;
+        self.install(&running, (*previous).clone(), true, Operation::Rollback)
+            .await?;
         self.reloads
             .rollback_time
             .store(now_ms(), Ordering::Relaxed);
@@ -436,17 +490,19 @@ impl Server {
         running: &Arc<Generation>,
         config: Config,
         rebuild_hosts: bool,
-    ) -> Result<(), String> {
-        let router = Router::new(&config)
-            .map_err(|e| format!("the running configuration is kept: {}", listed(&e)))?;
+        op: Operation,
+    ) -> Result<(), ReloadError> {
+        let router = Router::new(&config).map_err(|errors| ReloadError::Routing { op, errors })?;
         let cluster = if rebuild_hosts {
+            let cluster_error = |source| ReloadError::Cluster { op, source };
             let (cluster, built) = running
                 .cluster
                 .reload(&config, self.reloads.timeouts)
-                .map_err(|m| format!("the running configuration is kept: {m}"))?;
-            cluster.test_new_hosts(&built).await.map_err(|failed| {
-                format!("the running configuration is kept: {}", failed.join("; "))
-            })?;
+                .map_err(cluster_error)?;
+            cluster
+                .test_new_hosts(&built)
+                .await
+                .map_err(cluster_error)?;
             if !built.is_empty() {
                 tracing::info!(data_hosts = ?built, "reload: dataHosts built anew");
             }
