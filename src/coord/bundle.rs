@@ -37,6 +37,39 @@ pub fn allowed_name(name: &str) -> bool {
         && !LOCAL.contains(&name)
 }
 
+/// Why a bundle cannot be read, decoded or written.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// A directory or file cannot be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The files of `dir` weigh `size` bytes, more than a znode holds ([`MAX_BYTES`]).
+    #[error("the configuration files of {} weigh {size} bytes; a ZooKeeper znode holds at most {MAX_BYTES}", dir.display())]
+    TooBig {
+        dir: std::path::PathBuf,
+        size: usize,
+    },
+    /// A file name that is not [`allowed_name`].
+    #[error(
+        "file name {0:?} is not a configuration file name (a plain *.xml, *.txt or *.properties name, not dnindex.properties or myid.properties)"
+    )]
+    Name(String),
+    /// The znode text is not a bundle: where it stops making sense.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> BundleError + '_ {
+    move |source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 /// A set of configuration files: name → content.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Bundle {
@@ -49,26 +82,26 @@ impl Bundle {
     /// file at its top level but `dnindex.properties` and `myid.properties` (per instance).
     ///
     /// Errors: the directory or a file cannot be read; the bundle exceeds [`MAX_BYTES`].
-    pub fn read_dir(dir: &Path) -> Result<Bundle, String> {
+    pub fn read_dir(dir: &Path) -> Result<Bundle, BundleError> {
         let mut files = BTreeMap::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let entries = std::fs::read_dir(dir).map_err(io_at(dir))?;
         for entry in entries {
-            let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+            let entry = entry.map_err(io_at(dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if !allowed_name(&name) || !entry.file_type().map(|t| t.is_file()).unwrap_or(false) {
                 continue;
             }
-            let content = std::fs::read(entry.path())
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+            let path = entry.path();
+            let content = std::fs::read(&path).map_err(io_at(&path))?;
             files.insert(name, content);
         }
         let bundle = Bundle { version: 0, files };
         let size = bundle.encode().len();
         if size > MAX_BYTES {
-            return Err(format!(
-                "the configuration files of {} weigh {size} bytes; a ZooKeeper znode holds at most {MAX_BYTES}",
-                dir.display()
-            ));
+            return Err(BundleError::TooBig {
+                dir: dir.to_path_buf(),
+                size,
+            });
         }
         Ok(bundle)
     }
@@ -79,17 +112,16 @@ impl Bundle {
     ///
     /// Errors: a file name is not [`allowed_name`] (nothing is written), or a file cannot be
     /// written.
-    pub fn write_dir(&self, dir: &Path) -> Result<(), String> {
+    pub fn write_dir(&self, dir: &Path) -> Result<(), BundleError> {
         if let Some(bad) = self.files.keys().find(|n| !allowed_name(n)) {
-            return Err(format!(
-                "file name {bad:?} is not a configuration file name"
-            ));
+            return Err(BundleError::Name(bad.clone()));
         }
         for (name, content) in &self.files {
             let tmp = dir.join(format!(".{name}.zk-tmp"));
+            let path = dir.join(name);
             std::fs::write(&tmp, content)
-                .and_then(|()| std::fs::rename(&tmp, dir.join(name)))
-                .map_err(|e| format!("{}: {e}", dir.join(name).display()))?;
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(io_at(&path))?;
         }
         Ok(())
     }
@@ -109,7 +141,8 @@ impl Bundle {
     ///
     /// Errors: the text is not a bundle (where it stops making sense), or names a file that
     /// is not [`allowed_name`] (a path, a per-instance file): the whole bundle is refused.
-    pub fn decode(data: &[u8]) -> Result<Bundle, String> {
+    pub fn decode(data: &[u8]) -> Result<Bundle, BundleError> {
+        let malformed = |m: String| BundleError::Malformed(m);
         let mut rest = data;
         let line = |rest: &mut &[u8]| -> Option<String> {
             let end = rest.iter().position(|b| *b == b'\n')?;
@@ -117,14 +150,15 @@ impl Bundle {
             *rest = &rest[end + 1..];
             Some(l)
         };
-        let head = line(&mut rest).ok_or("empty configuration znode")?;
+        let head = line(&mut rest).ok_or_else(|| malformed("empty configuration znode".into()))?;
         let version = head
             .strip_prefix("#manx config version=")
             .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| format!("not a manx configuration bundle: '{head}'"))?;
+            .ok_or_else(|| malformed(format!("not a manx configuration bundle: '{head}'")))?;
         let mut files = BTreeMap::new();
         while !rest.is_empty() {
-            let header = line(&mut rest).ok_or("a file header without its end of line")?;
+            let header = line(&mut rest)
+                .ok_or_else(|| malformed("a file header without its end of line".into()))?;
             let mut words = header
                 .strip_prefix("--- manx-file ")
                 .map(|h| h.rsplitn(2, ' '));
@@ -133,15 +167,13 @@ impl Bundle {
                 None => (None, None),
             };
             let (Some(len), Some(name)) = (len.and_then(|l| l.parse::<usize>().ok()), name) else {
-                return Err(format!("bad file header '{header}'"));
+                return Err(malformed(format!("bad file header '{header}'")));
             };
             if !allowed_name(name) {
-                return Err(format!(
-                    "file name {name:?} is not a configuration file name (a plain *.xml, *.txt or *.properties name, not dnindex.properties or myid.properties)"
-                ));
+                return Err(BundleError::Name(name.to_string()));
             }
             if rest.len() < len + 1 || rest[len] != b'\n' {
-                return Err(format!("file {name} is cut short"));
+                return Err(malformed(format!("file {name} is cut short")));
             }
             files.insert(name.to_string(), rest[..len].to_vec());
             rest = &rest[len + 1..];

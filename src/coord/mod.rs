@@ -24,25 +24,35 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
-pub use bundle::Bundle;
+pub use bundle::{Bundle, BundleError};
 
 use crate::config::myid::MyId;
 
 mod session;
 pub use session::Session;
 
-/// A ZooKeeper failure, with what was being done.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("ZooKeeper {what}: {source}")]
-pub struct CoordError {
-    pub what: String,
-    #[source]
-    pub source: zk::Error,
+/// A coordination failure, with what was being done.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordError {
+    /// ZooKeeper failed (or, for `connect`, did not answer in time).
+    #[error("ZooKeeper {what}: {source}")]
+    Zk {
+        what: String,
+        #[source]
+        source: zk::Error,
+    },
+    /// A znode holds something that is not a configuration bundle.
+    #[error("ZooKeeper {what}: {source}")]
+    Bundle {
+        what: String,
+        #[source]
+        source: BundleError,
+    },
 }
 
 fn fail(what: impl Into<String>) -> impl FnOnce(zk::Error) -> CoordError {
     let what = what.into();
-    move |source| CoordError { what, source }
+    move |source| CoordError::Zk { what, source }
 }
 
 /// The active writeHost indexes as the cluster agreed on them, with the epoch of the

@@ -81,7 +81,7 @@ impl Session {
             .connect(&myid.zk_url);
         let client = tokio::time::timeout(session_timeout, connecting)
             .await
-            .map_err(|_| CoordError {
+            .map_err(|_| CoordError::Zk {
                 what: format!("connect to {}", myid.zk_url),
                 source: zk::Error::Timeout,
             })?
@@ -348,10 +348,12 @@ impl Session {
     /// Errors: ZooKeeper cannot be asked, or the znode is not a bundle.
     pub async fn config(&self) -> Result<Option<Bundle>, CoordError> {
         match self.client.get_data(&self.paths.config()).await {
-            Ok((data, _)) => Bundle::decode(&data).map(Some).map_err(|e| CoordError {
-                what: format!("read {}: {e}", self.paths.config()),
-                source: zk::Error::MarshallingError,
-            }),
+            Ok((data, _)) => Bundle::decode(&data)
+                .map(Some)
+                .map_err(|source| CoordError::Bundle {
+                    what: format!("read {}", self.paths.config()),
+                    source,
+                }),
             Err(zk::Error::NoNode) => Ok(None),
             Err(e) => Err(fail("read the configuration")(e)),
         }
@@ -451,9 +453,9 @@ impl Session {
             .get_data(&self.proposal_path(seq))
             .await
             .map_err(fail("read a proposal"))?;
-        let mut b = Bundle::decode(&data).map_err(|e| CoordError {
-            what: format!("read proposal {seq}: {e}"),
-            source: zk::Error::MarshallingError,
+        let mut b = Bundle::decode(&data).map_err(|source| CoordError::Bundle {
+            what: format!("read proposal {seq}"),
+            source,
         })?;
         let base = std::mem::replace(&mut b.version, seq);
         Ok((b, base))
@@ -520,7 +522,7 @@ pub(super) async fn register(
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
             Err(zk::Error::NodeExists) => {
-                return Err(CoordError {
+                return Err(CoordError::Zk {
                     what: format!(
                         "register {path}: another live instance holds this myid (each instance needs its own myid in myid.properties)"
                     ),

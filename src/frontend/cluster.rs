@@ -17,18 +17,45 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::Server;
+use super::reload::ReloadError;
 use super::reload::Scope;
 use crate::config::myid::MyId;
-use crate::coord::{Bundle, Session};
+use crate::coord::{Bundle, BundleError, CoordError, Session};
 
 /// How long the leader waits for every live instance's vote before aborting a proposal.
 pub const VOTE_WINDOW: Duration = Duration::from_secs(60);
 
-/// [`Session::observe`], its error in words.
-async fn observe(myid: &MyId, timeout: Duration) -> Result<Session, String> {
-    Session::observe(myid, timeout)
-        .await
-        .map_err(|e| e.to_string())
+/// Why fetching, publishing, voting on or applying a cluster-wide configuration failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    /// ZooKeeper cannot be asked, or holds something that is not a bundle.
+    #[error(transparent)]
+    Coord(#[from] CoordError),
+    /// The configuration files cannot be read or written.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// A local file or directory (`dnindex.properties`, the staging directory) cannot be used.
+    #[error("{}: {source}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The proposal does not pass what `reload @@config_all` checks, or cannot be installed.
+    #[error(transparent)]
+    Reload(#[from] ReloadError),
+    /// The proposal was aborted: the decision and every instance's vote.
+    #[error("configuration version {seq} {decision}; votes: {votes}")]
+    Aborted {
+        seq: u64,
+        decision: String,
+        votes: String,
+    },
+    /// No decision within the wait.
+    #[error(
+        "configuration version {seq} not decided within {wait:?}: the proposal stays pending and the leader may still commit it (show @@cluster's CONFIG_VERSION tells; is a leader running?)"
+    )]
+    Undecided { seq: u64, wait: Duration },
 }
 
 /// Writes the configuration published in ZooKeeper into `dir` (start-up, `loadZk=true`).
@@ -39,9 +66,9 @@ pub async fn fetch_at_start(
     dir: &std::path::Path,
     myid: &MyId,
     timeout: Duration,
-) -> Result<Option<u64>, String> {
-    let session = observe(myid, timeout).await?;
-    let Some(bundle) = session.config().await.map_err(|e| e.to_string())? else {
+) -> Result<Option<u64>, SyncError> {
+    let session = Session::observe(myid, timeout).await?;
+    let Some(bundle) = session.config().await? else {
         return Ok(None);
     };
     bundle.write_dir(dir)?;
@@ -58,15 +85,19 @@ pub async fn fetch_dnindex_at_start(
     dir: &std::path::Path,
     myid: &MyId,
     timeout: Duration,
-) -> Result<Option<u64>, String> {
-    let session = observe(myid, timeout).await?;
-    let (doc, _) = session.watch_index().await.map_err(|e| e.to_string())?;
+) -> Result<Option<u64>, SyncError> {
+    let session = Session::observe(myid, timeout).await?;
+    let (doc, _) = session.watch_index().await?;
     let Some((doc, _)) = doc else {
         return Ok(None);
     };
-    let mut indexes = crate::config::dnindex::load(dir).map_err(|e| e.to_string())?;
+    let file = |source| SyncError::File {
+        path: dir.join(crate::config::dnindex::FILE),
+        source,
+    };
+    let mut indexes = crate::config::dnindex::load(dir).map_err(file)?;
     indexes.extend(doc.indexes);
-    crate::config::dnindex::save(dir, &indexes).map_err(|e| e.to_string())?;
+    crate::config::dnindex::save(dir, &indexes).map_err(file)?;
     Ok(Some(doc.epoch))
 }
 
@@ -76,28 +107,22 @@ pub async fn fetch_dnindex_at_start(
 ///
 /// Errors: ZooKeeper cannot be reached; the files cannot be read; the proposal was aborted
 /// (with every instance's vote) or not decided in time.
-pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Result<String, String> {
+pub async fn publish(
+    dir: &std::path::Path,
+    myid: &MyId,
+    wait: Duration,
+) -> Result<String, SyncError> {
     let mut bundle = Bundle::read_dir(dir)?;
-    let session = observe(myid, Duration::from_secs(10)).await?;
+    let session = Session::observe(myid, Duration::from_secs(10)).await?;
     // The base: two publishes over the same version cannot both commit (the second would
     // undo the first without a word).
-    bundle.version = session
-        .config()
-        .await
-        .map_err(|e| e.to_string())?
-        .map_or(0, |b| b.version);
-    let seq = session.propose(&bundle).await.map_err(|e| e.to_string())?;
-    let live = session.live().await.map_err(|e| e.to_string())?;
+    bundle.version = session.config().await?.map_or(0, |b| b.version);
+    let seq = session.propose(&bundle).await?;
+    let live = session.live().await?;
     if live.is_empty() {
         bundle.version = seq;
-        session
-            .set_config(&bundle)
-            .await
-            .map_err(|e| e.to_string())?;
-        session
-            .decide(seq, "commit")
-            .await
-            .map_err(|e| e.to_string())?;
+        session.set_config(&bundle).await?;
+        session.decide(seq, "commit").await?;
         return Ok(format!(
             "configuration version {seq} published ({} files); no instance is running",
             bundle.files.len()
@@ -105,7 +130,7 @@ pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Resu
     }
     let started = std::time::Instant::now();
     loop {
-        let proposals = session.proposals().await.map_err(|e| e.to_string())?;
+        let proposals = session.proposals().await?;
         if let Some(p) = proposals.iter().find(|p| p.seq == seq)
             && let Some(decision) = &p.decision
         {
@@ -116,16 +141,15 @@ pub async fn publish(dir: &std::path::Path, myid: &MyId, wait: Duration) -> Resu
                     votes.join("; ")
                 ))
             } else {
-                Err(format!(
-                    "configuration version {seq} {decision}; votes: {}",
-                    votes.join("; ")
-                ))
+                Err(SyncError::Aborted {
+                    seq,
+                    decision: decision.clone(),
+                    votes: votes.join("; "),
+                })
             };
         }
         if started.elapsed() > wait {
-            return Err(format!(
-                "configuration version {seq} not decided within {wait:?}: the proposal stays pending and the leader may still commit it (show @@cluster's CONFIG_VERSION tells; is a leader running?)"
-            ));
+            return Err(SyncError::Undecided { seq, wait });
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -208,17 +232,17 @@ async fn vote(
     session: &Session,
     seq: u64,
     dir: &std::path::Path,
-) -> Result<(), String> {
-    let (bundle, _) = session.proposal(seq).await.map_err(|e| e.to_string())?;
+) -> Result<(), SyncError> {
+    let (bundle, _) = session.proposal(seq).await?;
     let staging = dir.join(format!(".zk-staged-{seq}"));
     let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
+    std::fs::create_dir_all(&staging).map_err(|source| SyncError::File {
+        path: staging.clone(),
+        source,
+    })?;
     let checked = match bundle.write_dir(&staging) {
-        Ok(()) => server
-            .validate_dir(&staging)
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e),
+        Ok(()) => server.validate_dir(&staging).await.map_err(SyncError::from),
+        Err(e) => Err(e.into()),
     };
     let _ = std::fs::remove_dir_all(&staging);
     checked
@@ -298,11 +322,11 @@ async fn decide(session: &Session, seq: u64) {
 /// Writes committed proposal `seq` into `dir` and reloads.
 async fn apply(server: &Arc<Server>, session: &Session, seq: u64, dir: &std::path::Path) {
     let written = match session.proposal(seq).await {
-        Ok((bundle, _)) => bundle.write_dir(dir),
-        Err(e) => Err(e.to_string()),
+        Ok((bundle, _)) => bundle.write_dir(dir).map_err(SyncError::from),
+        Err(e) => Err(e.into()),
     };
     let done = match written {
-        Ok(()) => server.reload(Scope::All).await.map_err(|e| e.to_string()),
+        Ok(()) => server.reload(Scope::All).await.map_err(SyncError::from),
         Err(e) => Err(e),
     };
     match done {
