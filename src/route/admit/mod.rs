@@ -1,0 +1,248 @@
+//! The allow-list: which parsed statements may reach a backend at all, and which tables each
+//! one reads or writes (the input of the access check, module `access`).
+//!
+//! A statement is admitted by its kind, from the parse, never by its first word: queries,
+//! INSERT / REPLACE, UPDATE, DELETE, and table DDL (CREATE / ALTER / DROP / TRUNCATE / RENAME
+//! TABLE, CREATE / DROP INDEX). Everything else — accounts and grants, databases, server
+//! administration, stored programs, views, dynamic SQL, file access, locks — is refused in every
+//! schema, including one with a default dataNode (DECISIONS.md item 21). Inside admitted
+//! statements the constructs that reach past the tables are refused too: `SELECT ... INTO`
+//! (files, variables of a pooled connection), `LOAD_FILE`, functions of other databases, MariaDB
+//! sequence functions (their argument is a table), and table options that touch files or other
+//! servers (`DATA DIRECTORY`, `CONNECTION`, engines other than the local storage engines).
+
+use sqlparser::ast::{ObjectType, Statement};
+use sqlparser::tokenizer::Token;
+
+use super::RouteError;
+
+mod calls;
+mod tables;
+#[cfg(test)]
+mod tests;
+
+use calls::{Refused, check_call_spelling, forbidden};
+pub(super) use tables::sequence_of;
+pub use tables::{split_name, table_refs};
+
+/// What an admitted statement is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    Query,
+    Insert,
+    Update,
+    Delete,
+    /// Table DDL.
+    Ddl,
+}
+
+fn denied(what: &str) -> RouteError {
+    RouteError {
+        code: 1227,
+        state: "42000",
+        message: format!("Access denied; {what} is not available through the gateway"),
+    }
+}
+
+fn unsupported(what: &str) -> RouteError {
+    RouteError::syntax(format!(
+        "{what} is not supported by the gateway: only queries, INSERT/REPLACE, UPDATE, DELETE and table DDL reach a backend"
+    ))
+}
+
+/// The first two words of a statement's SQL, for messages (`CREATE USER`, `LOCK TABLES`).
+pub fn kind_words(s: &Statement) -> String {
+    let text = s.to_string();
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The verdict on one parsed statement: its kind, or the refusal naming what it is.
+///
+/// `text` is the statement's canonical text (module `lex`), read for table options and, in
+/// DDL, for qualified names the AST keeps outside its table references (`EXCHANGE PARTITION
+/// ... WITH TABLE db.t`): each qualifier must satisfy `is_schema` (a logical schema).
+///
+/// Errors: 1227 for account, database, server and routine management and for constructs that
+/// reach files or other servers or databases; 1064 for any other statement kind, naming it.
+pub fn admit(
+    statement: &Statement,
+    text: &str,
+    is_schema: &dyn Fn(&str) -> bool,
+    known_function: &dyn Fn(&str) -> bool,
+) -> Result<Admitted, RouteError> {
+    let kind = match statement {
+        Statement::Query(_) => Admitted::Query,
+        Statement::Insert(_) => Admitted::Insert,
+        Statement::Update(_) => Admitted::Update,
+        Statement::Delete(_) => Admitted::Delete,
+        Statement::CreateTable(ct) => {
+            if ct.clone.is_some() {
+                return Err(unsupported("CREATE TABLE ... CLONE"));
+            }
+            check_table_options(text)?;
+            Admitted::Ddl
+        }
+        Statement::AlterTable(_) => {
+            check_table_options(text)?;
+            Admitted::Ddl
+        }
+        Statement::CreateIndex(_) | Statement::Truncate(_) | Statement::RenameTable(_) => {
+            Admitted::Ddl
+        }
+        Statement::Drop {
+            object_type: ObjectType::Table | ObjectType::Index,
+            ..
+        } => Admitted::Ddl,
+        other => return Err(refusal(other)),
+    };
+    if kind == Admitted::Ddl {
+        check_ddl_qualifiers(text, is_schema)?;
+    }
+    match forbidden(statement, known_function) {
+        Some(Refused::Denied(what)) => return Err(denied(&what)),
+        Some(Refused::Unknown(message)) => return Err(RouteError::not_supported(message)),
+        None => {}
+    }
+    check_call_spelling(statement, text)?;
+    Ok(kind)
+}
+
+/// Every `a.b` name in a DDL statement's tokens must be qualified by a logical schema: the AST
+/// does not report every name of every DDL form as a table (partition exchange, foreign key
+/// targets), so the text is read too. (`t.c` column references in CHECK constraints are refused
+/// with them; write the column unqualified.)
+fn check_ddl_qualifiers(text: &str, is_schema: &dyn Fn(&str) -> bool) -> Result<(), RouteError> {
+    let Some(toks) = super::rewrite::tokens(text) else {
+        return Err(RouteError::syntax("the statement cannot be tokenized"));
+    };
+    for w in toks.windows(3) {
+        if let (Token::Word(q), Token::Period, Token::Word(_)) = (&w[0].0, &w[1].0, &w[2].0)
+            && !is_schema(&q.value)
+        {
+            return Err(RouteError {
+                code: 1044,
+                state: "42000",
+                message: format!(
+                    "Access denied to database '{}': DDL through the gateway names only the logical schemas' tables",
+                    q.value
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of a statement kind outside the allow-list: 1227 for what manages accounts,
+/// databases, the server or stored programs, or runs SQL from a string; 1064 for the rest.
+fn refusal(s: &Statement) -> RouteError {
+    const PRIVILEGED: &[&str] = &[
+        "GRANT",
+        "REVOKE",
+        "USER",
+        "ROLE",
+        "PASSWORD",
+        "DATABASE",
+        "SCHEMA",
+        "SERVER",
+        "SHUTDOWN",
+        "FLUSH",
+        "KILL",
+        "FUNCTION",
+        "PROCEDURE",
+        "TRIGGER",
+        "EVENT",
+        "VIEW",
+        "LOAD",
+        "INSTALL",
+        "UNINSTALL",
+        "PLUGIN",
+        "PREPARE",
+        "EXECUTE",
+        "DEALLOCATE",
+        "SET",
+        "DROP",
+        "CREATE",
+        "ALTER",
+        "SEQUENCE",
+        "BINLOG",
+        "PURGE",
+        "RESET",
+        "CHANGE",
+        "START",
+        "STOP",
+    ];
+    let what = kind_words(s);
+    let upper = what.to_ascii_uppercase();
+    if upper
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| PRIVILEGED.contains(&w))
+    {
+        denied(&what)
+    } else {
+        unsupported(&what)
+    }
+}
+
+/// Storage engines that keep a table's rows in the server's own data directory. Others read
+/// files (CONNECT), other servers (FEDERATED, FEDERATEDX, SPIDER, S3) or other tables (MERGE,
+/// OQGRAPH), which the gateway cannot check.
+pub(super) const LOCAL_ENGINES: &[&str] = &[
+    "INNODB",
+    "MYISAM",
+    "ARIA",
+    "MEMORY",
+    "HEAP",
+    "ARCHIVE",
+    "BLACKHOLE",
+    "CSV",
+];
+
+/// Table options of CREATE / ALTER TABLE that reach past the table: `DATA DIRECTORY`,
+/// `INDEX DIRECTORY`, `CONNECTION`, and any engine not in [`LOCAL_ENGINES`].
+fn check_table_options(text: &str) -> Result<(), RouteError> {
+    let Some(toks) = super::rewrite::tokens(text) else {
+        return Err(RouteError::syntax("the statement cannot be tokenized"));
+    };
+    let word = |t: &Token| match t {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    for (i, (t, _, _)) in toks.iter().enumerate() {
+        let Some(w) = word(t) else { continue };
+        match w.as_str() {
+            "DIRECTORY" | "CONNECTION" => {
+                return Err(denied(&format!("the table option {w}")));
+            }
+            "ENGINE" | "TYPE" if i > 0 || w == "ENGINE" => {
+                let mut j = i + 1;
+                if matches!(toks.get(j).map(|t| &t.0), Some(Token::Eq)) {
+                    j += 1;
+                }
+                // `TYPE` is also a word of column definitions; only `ENGINE` and `TYPE =` name
+                // an engine.
+                if w == "TYPE" && j == i + 1 {
+                    continue;
+                }
+                let engine = match toks.get(j).map(|t| &t.0) {
+                    Some(Token::Word(e)) => e.value.to_ascii_uppercase(),
+                    // Quoted either way: a string unless ANSI_QUOTES, a name then; an engine
+                    // to MariaDB both times.
+                    Some(
+                        Token::SingleQuotedString(e)
+                        | Token::DoubleQuotedString(e)
+                        | Token::NationalStringLiteral(e),
+                    ) => e.to_ascii_uppercase(),
+                    _ => continue,
+                };
+                if !LOCAL_ENGINES.contains(&engine.as_str()) {
+                    return Err(denied(&format!("the storage engine {engine}")));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}

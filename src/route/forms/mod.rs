@@ -1,0 +1,460 @@
+//! MariaDB forms that `sqlparser`'s MySQL dialect does not read, handed to it as forms it does
+//! read that mean the same to routing and to the security classifier (module `admit`).
+//!
+//! The changes are made on the tokens, never on the text: every token kept keeps its place
+//! (line and column), a replacing token takes the place of the one it replaces, so the spans
+//! the parse reports still point at the client's text (schema qualifiers replaced per
+//! dataNode, the call spellings `admit` compares). The statement a backend receives is the
+//! client's text, not this form.
+//!
+//! Each change drops or renames a word that names nothing — no table, schema, column,
+//! function, variable, file or server — so no name the allow-list and the access checks read
+//! can appear or disappear; what reaches past the tables in a dropped stretch (an engine, a
+//! directory, another database's `db.t`) is read from the text by `admit` itself
+//! (`check_table_options`, `check_ddl_qualifiers`). A statement none of them fits stays a parse
+//! error, and is refused.
+//!
+//! The forms (MariaDB 10.11 grammar, `sql/sql_yacc.yy`):
+//! - `LOCK IN SHARE MODE` → `FOR SHARE`.
+//! - `a MOD b` (the operator: `MOD` right after an operand; `MOD` is reserved, so there it can
+//!   only be the operator) → `a % b`, which has its precedence.
+//! - `UPDATE t1, t2 SET ...` (multi-table UPDATE) → `UPDATE t1 CROSS JOIN t2 SET ...`: the
+//!   same tables, every one of them an UPDATE target to `admit::table_refs`.
+//! - `DROP [TEMPORARY] TABLES` → `DROP [TEMPORARY] TABLE`.
+//! - Compound interval units (`INTERVAL '1 1' DAY_SECOND`, `EXTRACT(YEAR_MONTH FROM d)`) →
+//!   their leading unit (`DAY`, `YEAR`): routing never evaluates an interval.
+//! - `WEIGHT_STRING(x AS CHAR(n))` / `AS BINARY(n)` → `WEIGHT_STRING(x)`.
+//! - In CREATE / ALTER TABLE column definitions: the character-type attributes `BINARY`,
+//!   `ASCII`, `UNICODE` (`CHAR(10) BINARY`: a collation or character set), `NATIONAL` before a
+//!   character type, `ZEROFILL` before `[UN]SIGNED` are dropped; a quoted engine name
+//!   (`ENGINE = 'MyISAM'`) is read as the name. The old type names with `LONG` (a reserved
+//!   word, so never a name there) are read as the types MariaDB makes of them (`sql_yacc.yy`,
+//!   `field_type_lob`): `LONG VARBINARY` and `LONG BYTE` → `MEDIUMBLOB`; `LONG VARCHAR`,
+//!   `LONG CHAR VARYING` and a bare `LONG` → `MEDIUMTEXT`.
+//! - `NEXT VALUE FOR s` / `PREVIOUS VALUE FOR s` (MariaDB sequences) → `NEXTVAL(s)` /
+//!   `LASTVAL(s)`: the same sequence, read by `admit` as a table reference either way.
+//! - In CREATE / ALTER TABLE: a hex or double-quoted literal as a member of `ENUM(..)` /
+//!   `SET(..)` is read as a single-quoted string; `NCHAR VARCHAR | VARYING (n)` as `VARCHAR(n)`; a key
+//!   part's prefix length (`KEY k (a(3))`, which the parser reads as a call of a function `a`)
+//!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
+//!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
+//!   dropped from CREATE TABLE.
+//! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE` (with no item at all,
+//!   `ALTER TABLE t ALGORITHM = DEFAULT`); `CREATE OR REPLACE [UNIQUE] INDEX` → `CREATE
+//!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
+//!   `NOWAIT` after the columns dropped.
+//! - ALTER TABLE items: `DROP KEY k` → `DROP INDEX k`; `ALTER c SET | DROP DEFAULT` → `ALTER
+//!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED` and the
+//!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
+//!   (partition names and bounds; a list of names runs over the commas) are read as
+//!   `ALGORITHM = DEFAULT`, as the table options are (below). `ANALYZE`, `CHECK`, `OPTIMIZE`
+//!   and `REPAIR PARTITION` are table maintenance, not forwarded (as `ANALYZE TABLE`), and stay
+//!   unread.
+//! - `CHAR(n, ... USING cs)` → `CHAR(n, ...)`; `MATCH a, b AGAINST (..)` (the columns without
+//!   parentheses) → `MATCH (a, b) AGAINST (..)`.
+//! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
+//!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
+//!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
+//!   `DATA DIRECTORY` and `INDEX DIRECTORY` are refused by `admit` from the text.
+
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+
+mod operand;
+mod table_definition;
+#[cfg(test)]
+mod tests;
+
+use operand::operand_end;
+use table_definition::{alter_table_options, enum_member, key_prefixes};
+
+/// Parses `stmt` (one canonical statement, module `lex`) as `Parser::parse_sql` with the MySQL
+/// dialect does, after the token changes of the module docs.
+///
+/// Errors: the parser's, as `parse_sql` gives them (the tokenizer's included).
+pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
+    let tokens = Tokenizer::new(&MySqlDialect {}, stmt)
+        .with_unescape(true)
+        .tokenize_with_location()?;
+    Parser::new(&MySqlDialect {})
+        .with_tokens_with_locations(normalize(tokens))
+        .parse_statements()
+}
+
+/// The character types a `BINARY` / `ASCII` / `UNICODE` attribute may follow directly.
+const CHARACTER_TYPES: &[&str] = &[
+    "CHAR",
+    "VARCHAR",
+    "CHARACTER",
+    "VARYING",
+    "TEXT",
+    "TINYTEXT",
+    "MEDIUMTEXT",
+    "LONGTEXT",
+    "NCHAR",
+    "NVARCHAR",
+    "LONG",
+];
+
+/// The token changes of the module docs, on the tokenizer's output (white space and comments
+/// included; they are left as they are).
+fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    // Indices of the significant tokens, and each one's parenthesis depth.
+    let sig: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .collect();
+    let mut depth = Vec::with_capacity(sig.len());
+    let mut d = 0usize;
+    for &i in &sig {
+        if matches!(tokens[i].token, Token::RParen) {
+            d = d.saturating_sub(1);
+        }
+        depth.push(d);
+        if matches!(tokens[i].token, Token::LParen) {
+            d += 1;
+        }
+    }
+    let tok = |k: usize| sig.get(k).map(|&i| &tokens[i].token);
+    // The unquoted word at significant position `k`, upper-cased.
+    let word = |k: usize| match tok(k) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let is = |k: usize, w: &str| word(k).as_deref() == Some(w);
+    // A word beside a `.` is part of a qualified name (`db.year_month`: MariaDB reads a reserved
+    // word after a period as a name), never a keyword to change.
+    let qualified = |k: usize| {
+        matches!(tok(k + 1), Some(Token::Period))
+            || k.checked_sub(1)
+                .is_some_and(|j| matches!(tok(j), Some(Token::Period)))
+    };
+    // What replaces each significant token (by position in `sig`): None keeps it.
+    let mut change: Vec<Option<Vec<Token>>> = vec![None; sig.len()];
+    let first = word(0).unwrap_or_default();
+    let table_ddl = match first.as_str() {
+        "CREATE" => (1..5).any(|k| is(k, "TABLE")),
+        "ALTER" => (1..4).any(|k| is(k, "TABLE")),
+        _ => false,
+    };
+    // A query inside (CREATE TABLE ... SELECT, a table value constructor; not a partition's
+    // `VALUES LESS THAN` / `VALUES IN`): the column-definition changes stop before it.
+    let query_at = (0..sig.len())
+        .find(|&k| {
+            is(k, "SELECT")
+                || is(k, "WITH")
+                || (is(k, "VALUES") && !is(k + 1, "LESS") && !is(k + 1, "IN"))
+        })
+        .unwrap_or(sig.len());
+    for k in 0..sig.len() {
+        if let Some(Token::HexStringLiteral(text) | Token::DoubleQuotedString(text)) = tok(k)
+            && table_ddl
+            && k < query_at
+            && enum_member(&tok, &word, &depth, k)
+        {
+            change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
+            continue;
+        }
+        let Some(w) = word(k) else { continue };
+        if qualified(k) {
+            continue;
+        }
+        match w.as_str() {
+            // `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE`: how the server alters.
+            "ONLINE" | "IGNORE"
+                if first == "ALTER"
+                    && (k == 1 || (k == 2 && is(1, "ONLINE")))
+                    && (is(k + 1, "TABLE") || (w == "ONLINE" && is(k + 1, "IGNORE"))) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            // `CREATE OR REPLACE [UNIQUE] INDEX`: the same index on the same table.
+            "OR" if first == "CREATE"
+                && k == 1
+                && is(2, "REPLACE")
+                && (is(3, "INDEX") || (is(3, "UNIQUE") && is(4, "INDEX"))) =>
+            {
+                change[1] = Some(Vec::new());
+                change[2] = Some(Vec::new());
+            }
+            // `NCHAR VARCHAR(n)`, `NCHAR VARYING(n)` (`NATIONAL VARCHAR`).
+            "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARCHAR") => {
+                change[k] = Some(Vec::new());
+            }
+            "NCHAR" if table_ddl && k < query_at && is(k + 1, "VARYING") => {
+                change[k] = Some(vec![Token::make_keyword("VARCHAR")]);
+                change[k + 1] = Some(Vec::new());
+            }
+            // `DROP FOREIGN KEY IF EXISTS fk`, `DROP INDEX | KEY IF EXISTS i`: whether a missing
+            // one is an error.
+            "IF" if first == "ALTER"
+                && table_ddl
+                && depth[k] == 0
+                && is(k + 1, "EXISTS")
+                && k >= 2
+                && ((is(k - 1, "KEY") && (is(k - 2, "FOREIGN") || is(k - 2, "DROP")))
+                    || (is(k - 1, "INDEX") && is(k - 2, "DROP"))) =>
+            {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
+            }
+            // `ALTER TABLE t DROP KEY k` (a synonym of `DROP INDEX k`).
+            "KEY"
+                if first == "ALTER" && table_ddl && depth[k] == 0 && k > 0 && is(k - 1, "DROP") =>
+            {
+                change[k] = Some(vec![Token::make_keyword("INDEX")]);
+            }
+            // Aria's table options of CREATE TABLE, with their value.
+            "TRANSACTIONAL" | "PAGE_CHECKSUM"
+                if first == "CREATE" && table_ddl && depth[k] == 0 && k < query_at =>
+            {
+                let v = if matches!(tok(k + 1), Some(Token::Eq)) {
+                    k + 2
+                } else {
+                    k + 1
+                };
+                if matches!(tok(v), Some(Token::Number(..) | Token::Word(_))) {
+                    for c in &mut change[k..=v] {
+                        *c = Some(Vec::new());
+                    }
+                }
+            }
+            // `CHAR(n, ... USING cs)`: the character set of the result.
+            "CHAR" if matches!(tok(k + 1), Some(Token::LParen)) && !(table_ddl && k < query_at) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                if close >= k + 4
+                    && is(close - 2, "USING")
+                    && depth[close - 2] == depth[k] + 1
+                    && word(close - 1).is_some()
+                {
+                    change[close - 2] = Some(Vec::new());
+                    change[close - 1] = Some(Vec::new());
+                }
+            }
+            // `MATCH a, b AGAINST (...)` (columns without parentheses) → `MATCH (a, b) ...`.
+            "MATCH" if !matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(against) = (k + 1..sig.len()).find(|&j| is(j, "AGAINST")) else {
+                    continue;
+                };
+                let names_only = against > k + 1
+                    && (k + 1..against).all(|j| {
+                        depth[j] == depth[k]
+                            && matches!(tok(j), Some(Token::Word(_) | Token::Comma | Token::Period))
+                    });
+                if names_only && matches!(tok(against + 1), Some(Token::LParen)) {
+                    let (first_col, last_col) = (k + 1, against - 1);
+                    let mut open = vec![Token::LParen];
+                    open.extend(tok(first_col).cloned());
+                    if first_col == last_col {
+                        open.push(Token::RParen);
+                        change[first_col] = Some(open);
+                    } else {
+                        change[first_col] = Some(open);
+                        let mut shut: Vec<Token> = tok(last_col).cloned().into_iter().collect();
+                        shut.push(Token::RParen);
+                        change[last_col] = Some(shut);
+                    }
+                }
+            }
+            "LOCK" if is(k + 1, "IN") && is(k + 2, "SHARE") && is(k + 3, "MODE") => {
+                change[k] = Some(vec![Token::make_keyword("FOR")]);
+                change[k + 1] = Some(Vec::new());
+                change[k + 3] = Some(Vec::new());
+            }
+            "MOD" if k > 0 && operand_end(&tokens, &sig, k - 1) => {
+                change[k] = Some(vec![Token::Mod]);
+            }
+            // Compound interval units (reserved words in MariaDB, so never names).
+            "YEAR_MONTH" | "DAY_HOUR" | "DAY_MINUTE" | "DAY_SECOND" | "DAY_MICROSECOND"
+            | "HOUR_MINUTE" | "HOUR_SECOND" | "HOUR_MICROSECOND" | "MINUTE_SECOND"
+            | "MINUTE_MICROSECOND" | "SECOND_MICROSECOND" => {
+                let leading = w.split('_').next().unwrap_or_default();
+                change[k] = Some(vec![Token::make_keyword(leading)]);
+            }
+            // `WEIGHT_STRING(x AS CHAR(n))`: the cast to a type is dropped.
+            "WEIGHT_STRING" if matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                let Some(as_at) = (k + 2..close).find(|&j| depth[j] == depth[k] + 1 && is(j, "AS"))
+                else {
+                    continue;
+                };
+                let typed = match close - as_at {
+                    2 => true,
+                    5 => {
+                        matches!(tok(as_at + 2), Some(Token::LParen))
+                            && matches!(tok(as_at + 3), Some(Token::Number(..)))
+                    }
+                    _ => false,
+                };
+                if typed && (is(as_at + 1, "CHAR") || is(as_at + 1, "BINARY")) {
+                    for c in &mut change[as_at..close] {
+                        *c = Some(Vec::new());
+                    }
+                }
+            }
+            "TABLES" if k >= 1 && first == "DROP" && (k == 1 || (k == 2 && is(1, "TEMPORARY"))) => {
+                change[k] = Some(vec![Token::make_keyword("TABLE")]);
+            }
+            "BINARY" | "ASCII" | "UNICODE"
+                if table_ddl
+                    && k < query_at
+                    && k >= 2
+                    && !matches!(tok(k + 1), Some(Token::LParen))
+                    && (matches!(tok(k - 1), Some(Token::RParen))
+                        || word(k - 1).is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str()))
+                        || is(k - 2, "SET")
+                        || is(k - 2, "CHARSET"))
+                    && (matches!(tok(k + 1), None | Some(Token::Comma | Token::RParen))
+                        || word(k + 1).is_some()) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            "NATIONAL"
+                if table_ddl
+                    && k < query_at
+                    && (is(k + 1, "CHAR") || is(k + 1, "VARCHAR") || is(k + 1, "CHARACTER")) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            // `LONG [VARBINARY | BYTE | VARCHAR | CHAR VARYING]`, MariaDB's old LOB type names.
+            "LONG" if table_ddl && k < query_at => {
+                let (blob, words) = if is(k + 1, "VARBINARY") || is(k + 1, "BYTE") {
+                    (true, 1)
+                } else if is(k + 1, "VARCHAR") {
+                    (false, 1)
+                } else if is(k + 1, "CHAR") && is(k + 2, "VARYING") {
+                    (false, 2)
+                } else {
+                    (false, 0)
+                };
+                let name = if blob { "MEDIUMBLOB" } else { "MEDIUMTEXT" };
+                change[k] = Some(vec![Token::make_keyword(name)]);
+                for c in &mut change[k + 1..=k + words] {
+                    *c = Some(Vec::new());
+                }
+            }
+            "ZEROFILL"
+                if table_ddl && k < query_at && (is(k + 1, "UNSIGNED") || is(k + 1, "SIGNED")) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            "ENGINE" if table_ddl => {
+                let v = if matches!(tok(k + 1), Some(Token::Eq)) {
+                    k + 2
+                } else {
+                    k + 1
+                };
+                if let Some(Token::SingleQuotedString(name) | Token::DoubleQuotedString(name)) =
+                    tok(v)
+                    && !name.is_empty()
+                    && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    change[v] = Some(vec![Token::make_word(name, None)]);
+                }
+            }
+            "PARTITION"
+                if first == "CREATE"
+                    && table_ddl
+                    && depth[k] == 0
+                    && is(k + 1, "BY")
+                    && query_at == sig.len() =>
+            {
+                for c in change.iter_mut().skip(k) {
+                    *c = Some(Vec::new());
+                }
+                break;
+            }
+            // MariaDB's sequence expressions, as their function spellings (the same table
+            // reference, read by `admit` as one): `NEXT VALUE FOR s` → `NEXTVAL(s)`,
+            // `PREVIOUS VALUE FOR s` → `LASTVAL(s)`; `s` is a name, `db.s` a qualified one.
+            "NEXT" | "PREVIOUS" if is(k + 1, "VALUE") && is(k + 2, "FOR") => {
+                let name_word = |j: usize| matches!(tok(j), Some(Token::Word(_)));
+                if !name_word(k + 3) {
+                    continue;
+                }
+                let last = if matches!(tok(k + 4), Some(Token::Period)) && name_word(k + 5) {
+                    k + 5
+                } else {
+                    k + 3
+                };
+                let function = if w == "NEXT" { "NEXTVAL" } else { "LASTVAL" };
+                change[k] = Some(vec![Token::make_word(function, None), Token::LParen]);
+                change[k + 1] = Some(Vec::new());
+                change[k + 2] = Some(Vec::new());
+                let name = tok(last).cloned().unwrap_or(Token::EOF);
+                change[last] = Some(vec![name, Token::RParen]);
+            }
+            "UPDATE" if k == 0 => {
+                // Commas between the tables, before the first SET outside parentheses.
+                let mut j = 1;
+                while j < sig.len() && !(depth[j] == 0 && is(j, "SET")) {
+                    if depth[j] == 0 && matches!(tok(j), Some(Token::Comma)) {
+                        change[j] = Some(vec![
+                            Token::make_keyword("CROSS"),
+                            Token::make_keyword("JOIN"),
+                        ]);
+                    }
+                    j += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
+    if table_ddl || index_ddl {
+        key_prefixes(&tok, &word, &depth, query_at, &mut change);
+    }
+    if index_ddl {
+        // After the key's columns: `[NOT] IGNORED` (whether the optimizer uses the index) and
+        // `WAIT n` / `NOWAIT` (how long to wait for the table's lock).
+        let after =
+            (0..sig.len()).find(|&k| depth[k] == 0 && matches!(tok(k), Some(Token::LParen)));
+        for k in after.map_or(sig.len(), |a| a + 1)..sig.len() {
+            if depth[k] != 0 {
+                continue;
+            }
+            if is(k, "IGNORED") || is(k, "NOWAIT") {
+                change[k] = Some(Vec::new());
+                if k > 0 && is(k - 1, "NOT") {
+                    change[k - 1] = Some(Vec::new());
+                }
+            } else if is(k, "WAIT") && matches!(tok(k + 1), Some(Token::Number(..))) {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
+            }
+        }
+    }
+    if first == "ALTER"
+        && let Some(table) = (1..=3).find(|&k| is(k, "TABLE"))
+        && (1..table).all(|k| is(k, "ONLINE") || is(k, "IGNORE"))
+    {
+        alter_table_options(table, &tok, &word, &depth, &mut change);
+    }
+    if change.iter().all(Option::is_none) {
+        return tokens;
+    }
+    let mut replaced: Vec<Option<Vec<Token>>> = vec![None; tokens.len()];
+    for (k, c) in change.into_iter().enumerate() {
+        replaced[sig[k]] = c;
+    }
+    let mut out = Vec::with_capacity(tokens.len() + 2);
+    for (t, r) in tokens.into_iter().zip(replaced) {
+        match r {
+            None => out.push(t),
+            Some(new) => out.extend(new.into_iter().map(|token| TokenWithSpan {
+                token,
+                span: t.span,
+            })),
+        }
+    }
+    out
+}

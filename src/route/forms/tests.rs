@@ -1,0 +1,267 @@
+//! Unit tests of the token changes: each form parses as its equivalent, spans stay the client's.
+
+use super::parse;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+/// `client` parses as `equivalent` does (compared as the parser prints them).
+fn same(client: &str, equivalent: &str) {
+    let ours = parse(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+    let theirs = Parser::parse_sql(&MySqlDialect {}, equivalent).unwrap();
+    assert_eq!(
+        ours.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        theirs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "{client}"
+    );
+    assert!(
+        Parser::parse_sql(&MySqlDialect {}, client).is_err(),
+        "sqlparser reads {client} itself now: the change is no longer needed"
+    );
+}
+
+/// A key part's prefix length (`b(2)`), which the parser reads as a call of a function
+/// `b` (it reads the statement, so `same` does not apply), is dropped.
+#[test]
+fn key_prefix_lengths_are_dropped() {
+    let reads_as = |client: &str, equivalent: &str| {
+        let ours = parse(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+        let theirs = Parser::parse_sql(&MySqlDialect {}, equivalent).unwrap();
+        assert_eq!(
+            ours.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            theirs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "{client}"
+        );
+    };
+    reads_as(
+        "CREATE TABLE t (a CHAR(4), b CHAR(10), PRIMARY KEY (a, b(2)), UNIQUE KEY u (a(3)), KEY k USING BTREE (b (1), a))",
+        "CREATE TABLE t (a CHAR(4), b CHAR(10), PRIMARY KEY (a, b), UNIQUE KEY u (a), KEY k USING BTREE (b, a))",
+    );
+    reads_as(
+        "CREATE UNIQUE INDEX i ON d.t (a(10), b)",
+        "CREATE UNIQUE INDEX i ON d.t (a, b)",
+    );
+    reads_as(
+        "ALTER TABLE t ADD INDEX (a(10)), ADD COLUMN c VARCHAR(3)",
+        "ALTER TABLE t ADD INDEX (a), ADD COLUMN c VARCHAR(3)",
+    );
+    // Elsewhere `name(number)` is a type or a call, left as written.
+    reads_as(
+        "CREATE TABLE t (a VARCHAR(10), b INT DEFAULT (abs(3)), KEY k (a)) SELECT LEFT(x, 2) AS a FROM u",
+        "CREATE TABLE t (a VARCHAR(10), b INT DEFAULT (abs(3)), KEY k (a)) SELECT LEFT(x, 2) AS a FROM u",
+    );
+}
+
+#[test]
+fn a_qualified_name_is_never_changed() {
+    // MariaDB reads a reserved word after a period as a name: `db.year_month` is the table
+    // `year_month` (read as the table `YEAR`, a table privilege was checked on the wrong
+    // table).
+    for sql in [
+        "SELECT * FROM d.year_month",
+        "DELETE FROM d.day_hour",
+        "SELECT t.day_second FROM t",
+    ] {
+        let parsed = parse(sql).map(|s| s[0].to_string().to_ascii_uppercase());
+        if let Ok(text) = &parsed {
+            assert!(
+                text.contains("YEAR_MONTH")
+                    || text.contains("DAY_HOUR")
+                    || text.contains("DAY_SECOND"),
+                "{sql} read as {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn mariadb_forms_read_as_their_equivalents() {
+    same("SELECT a MOD 3 FROM t", "SELECT a % 3 FROM t");
+    same(
+        "SELECT id MOD 3, value mod 2 FROM t",
+        "SELECT id % 3, value % 2 FROM t",
+    );
+    same(
+        "SELECT (a+1) mod `b`, 7 MOD ?, t.k MOD 2 FROM t",
+        "SELECT (a+1) % `b`, 7 % ?, t.k % 2 FROM t",
+    );
+    same(
+        "UPDATE t1, t2 AS x SET t1.a = x.b WHERE t1.c = x.c",
+        "UPDATE t1 CROSS JOIN t2 AS x SET t1.a = x.b WHERE t1.c = x.c",
+    );
+    same("DROP TABLES t1, t2", "DROP TABLE t1, t2");
+    same(
+        "SELECT DATE_ADD(a, INTERVAL '1 1' DAY_SECOND), EXTRACT(YEAR_MONTH FROM a) FROM t",
+        "SELECT DATE_ADD(a, INTERVAL '1 1' DAY), EXTRACT(YEAR FROM a) FROM t",
+    );
+    same(
+        "SELECT WEIGHT_STRING(a AS CHAR(4)), WEIGHT_STRING(b AS BINARY) FROM t",
+        "SELECT WEIGHT_STRING(a), WEIGHT_STRING(b) FROM t",
+    );
+    same(
+        "DROP TEMPORARY TABLES IF EXISTS t1",
+        "DROP TEMPORARY TABLE IF EXISTS t1",
+    );
+    same(
+        "CREATE TABLE t (a CHAR(10) BINARY NOT NULL, b VARCHAR(5) CHARACTER SET latin1 BINARY, c TEXT ASCII, d CHAR UNICODE)",
+        "CREATE TABLE t (a CHAR(10) NOT NULL, b VARCHAR(5) CHARACTER SET latin1, c TEXT, d CHAR)",
+    );
+    same(
+        "CREATE TABLE t (a NATIONAL CHAR(3), b INT(5) ZEROFILL UNSIGNED) ENGINE = 'MyISAM'",
+        "CREATE TABLE t (a CHAR(3), b INT(5) UNSIGNED) ENGINE = MyISAM",
+    );
+    same(
+        "CREATE TABLE t (col1 INT, col2 LONG BYTE, c3 LONG VARBINARY NOT NULL, c4 LONG VARCHAR BINARY, c5 LONG CHAR VARYING)",
+        "CREATE TABLE t (col1 INT, col2 MEDIUMBLOB, c3 MEDIUMBLOB NOT NULL, c4 MEDIUMTEXT, c5 MEDIUMTEXT)",
+    );
+    same(
+        "ALTER TABLE t ADD COLUMN b LONG BYTE, MODIFY c long",
+        "ALTER TABLE t ADD COLUMN b MEDIUMBLOB, MODIFY c MEDIUMTEXT",
+    );
+    same(
+        "CREATE TABLE t (a INT) ENGINE=MyISAM PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "CREATE TABLE t (a INT) ENGINE=MyISAM",
+    );
+    same(
+        "ALTER TABLE t1 ENGINE = Aria, ADD COLUMN b INT, CONVERT TO CHARACTER SET utf8 COLLATE utf8_bin",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT, ADD COLUMN b INT, ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE db.t1 PARTITION BY RANGE (a) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "ALTER TABLE db.t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE t1 DEFAULT CHARSET = latin1 ROW_FORMAT = DYNAMIC",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "SELECT NEXT VALUE FOR s, previous value for `db`.`s2`",
+        "SELECT NEXTVAL(s), LASTVAL(`db`.`s2`)",
+    );
+    same(
+        "CREATE TABLE t (id INT DEFAULT NEXT VALUE FOR db.s, v INT)",
+        "CREATE TABLE t (id INT DEFAULT NEXTVAL(db.s), v INT)",
+    );
+    same(
+        "ALTER ONLINE TABLE t1 MODIFY b INT DEFAULT 5, ALTER c SET DEFAULT 'X'",
+        "ALTER TABLE t1 MODIFY b INT DEFAULT 5, ALTER COLUMN c SET DEFAULT 'X'",
+    );
+    same(
+        "ALTER TABLE t1 RENAME TO t2, DISABLE KEYS",
+        "ALTER TABLE t1 RENAME TO t2, ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE t1 DROP KEY s1, ADD KEY(s1(1))",
+        "ALTER TABLE t1 DROP INDEX s1, ADD KEY(s1)",
+    );
+    same(
+        "CREATE INDEX a_ignorable ON t1(a) WAIT 1 NOT IGNORED",
+        "CREATE INDEX a_ignorable ON t1(a)",
+    );
+    same(
+        "CREATE INDEX i ON t1(a) IGNORED NOWAIT",
+        "CREATE INDEX i ON t1(a)",
+    );
+    same(
+        "ALTER ONLINE TABLE t1",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "CREATE OR REPLACE UNIQUE INDEX i1 ON t1(a)",
+        "CREATE UNIQUE INDEX i1 ON t1(a)",
+    );
+    same(
+        "ALTER TABLE t1 TRUNCATE PARTITION p0, `p 1`, ADD COLUMN x INT",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT, ADD COLUMN x INT",
+    );
+    same(
+        "ALTER TABLE t1 REORGANIZE PARTITION p0, p1 INTO (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "CREATE TABLE t (d SET(\"Car\", 'MC'), e NCHAR VARCHAR(10), f ENUM(\"x\"), g NCHAR VARYING(3))",
+        "CREATE TABLE t (d SET('Car', 'MC'), e VARCHAR(10), f ENUM('x'), g VARCHAR(3))",
+    );
+    same(
+        "ALTER TABLE t DROP FOREIGN KEY IF EXISTS fk, DROP KEY IF EXISTS k, DROP INDEX IF EXISTS i",
+        "ALTER TABLE t DROP FOREIGN KEY fk, DROP INDEX k, DROP INDEX i",
+    );
+    same(
+        "ALTER TABLE t1 COALESCE PARTITION 2",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE t1 ALTER INDEX a NOT IGNORED, ALTER KEY b IGNORED",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE t1 DROP PARTITION p0, p1",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "ALTER TABLE t1 ADD PARTITION (PARTITION p2 VALUES LESS THAN (30))",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    same(
+        "CREATE TABLE t (a INT COMMENT 'x', b ENUM('a', 0x62, X'63'), c SET(0x64)) ENGINE = Aria TRANSACTIONAL = 0 PAGE_CHECKSUM 1",
+        "CREATE TABLE t (a INT COMMENT 'x', b ENUM('a', '62', '63'), c SET('64')) ENGINE = Aria",
+    );
+    same(
+        "SELECT CHAR(77, 121 USING utf8), MATCH a, t.b AGAINST ('x'), MATCH c AGAINST ('y' IN BOOLEAN MODE) FROM t",
+        "SELECT CHAR(77, 121), MATCH (a, t.b) AGAINST ('x'), MATCH (c) AGAINST ('y' IN BOOLEAN MODE) FROM t",
+    );
+    same(
+        "SELECT id FROM p WHERE id = 1 LOCK\n IN /* é */ SHARE MODE",
+        "SELECT id FROM p WHERE id = 1 FOR SHARE",
+    );
+}
+
+/// `MOD` where MariaDB reads the function, and the words of the other forms where they
+/// mean something else, are left as written.
+#[test]
+fn other_readings_are_left_alone() {
+    for sql in [
+        "SELECT DISTINCT MOD(b, 3) FROM t",
+        "SELECT a FROM t WHERE a = MOD(5, 2)",
+        "SELECT CAST(a AS BINARY) FROM t",
+        "CREATE TABLE t (a BINARY(4), b INT)",
+        "UPDATE t SET a = 1, b = 2",
+        "UPDATE t SET a = (SELECT 1 FROM u, v)",
+        "SELECT a FROM t WHERE a IN (1) AND MOD(a, 2) = 1 OR NOT MOD(a, 3)",
+        "SELECT CASE WHEN 1 THEN MOD(a, 2) ELSE MOD(a, 3) END FROM t",
+        // ALTER TABLE items that could name another table are not read as options.
+        "ALTER TABLE t1 UNION = (t2, t3)",
+        "ALTER TABLE t1 ENGINE = MRG_MyISAM UNION = (t2)",
+        "ALTER TABLE t1 EXCHANGE PARTITION p0 WITH TABLE t2",
+        // Table maintenance stays unread (refused, as ANALYZE TABLE is).
+        "ALTER TABLE t1 ANALYZE PARTITION p0",
+        "ALTER TABLE t1 CHECK PARTITION ALL",
+        // A partition list does not swallow an item that names a table.
+        "ALTER TABLE t1 DROP PARTITION p0, EXCHANGE PARTITION p1 WITH TABLE t2",
+    ] {
+        let mine = parse(sql).map(|s| s[0].to_string());
+        let plain = Parser::parse_sql(&MySqlDialect {}, sql).map(|s| s[0].to_string());
+        assert_eq!(mine.ok(), plain.ok(), "{sql}");
+    }
+    // A query in CREATE TABLE keeps the partitioning clause (and so stays unread).
+    assert!(parse("CREATE TABLE t (a INT) PARTITION BY HASH (a) SELECT a FROM u").is_err());
+    // A `MOD` after a keyword that is no operand is not turned into the operator.
+    assert!(parse("SELECT DISTINCT MOD 2 FROM t").is_err());
+}
+
+/// The spans of the tokens after a change still point at the client's text.
+#[test]
+fn spans_point_at_the_clients_text() {
+    use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+    let sql = "SELECT a MOD 2, TESTDB.t.b FROM TESTDB.t LOCK IN SHARE MODE";
+    let Statement::Query(q) = parse(sql).unwrap().remove(0) else {
+        panic!()
+    };
+    let SetExpr::Select(s) = *q.body else {
+        panic!()
+    };
+    let SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) = &s.projection[1] else {
+        panic!("{:?}", s.projection[1])
+    };
+    assert_eq!(parts[0].span.start.column, 17);
+    assert_eq!(&sql[16..22], "TESTDB");
+}
