@@ -105,7 +105,7 @@ impl Coordinator {
         let gtrid = gtrid.to_string();
         tokio::spawn(async move { this.commit_now(&gtrid, branches).await })
             .await
-            .unwrap_or_else(|e| Err(XaError::Log(format!("the commit task failed: {e}"))))
+            .unwrap_or_else(|e| Err(XaError::Task(e)))
     }
 
     pub(super) async fn commit_now(

@@ -150,15 +150,15 @@ pub enum Decision {
     Abort,
 }
 
-/// Why the log cannot be opened or written.
-#[derive(Debug, thiserror::Error)]
+/// Why the log cannot be opened or written. Cloned to every append a failed flush answers.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LogError {
     /// A file operation failed (`path` names the file or directory).
-    #[error("XA coordinator log {path}: {source}")]
+    #[error("XA coordinator log {}: {source}", path.display())]
     Io {
         path: PathBuf,
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
     /// A record in the middle of a segment does not check: the log is damaged.
     #[error(
@@ -187,7 +187,7 @@ pub struct LogCounters {
     pub segments_removed: AtomicU64,
 }
 
-type Reply = tokio::sync::oneshot::Sender<Result<(), String>>;
+type Reply = tokio::sync::oneshot::Sender<Result<(), LogError>>;
 
 struct Request {
     records: Vec<Record>,
@@ -227,7 +227,10 @@ impl CoordinatorLog {
     ) -> Result<(CoordinatorLog, BTreeMap<String, Logged>), LogError> {
         let io_err = |path: &Path| {
             let path = path.to_path_buf();
-            move |source| LogError::Io { path, source }
+            move |source| LogError::Io {
+                path,
+                source: Arc::new(source),
+            }
         };
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         let lock_path = dir.join("LOCK");
@@ -299,18 +302,16 @@ impl CoordinatorLog {
     /// Appends `records` and waits until they are durable (written and `fdatasync`ed, with
     /// whatever other appends were waiting: one flush for all).
     ///
-    /// Errors: the text of the write or flush error (the records may be partly on disk: the
-    /// caller acts as if they were not, and recovery treats a torn tail as never written).
-    pub async fn append(&self, records: Vec<Record>) -> Result<(), String> {
+    /// Errors: the write or flush error ([`LogError::Io`]; the records may be partly on disk:
+    /// the caller acts as if they were not, and recovery treats a torn tail as never written),
+    /// or [`LogError::Stopped`].
+    pub async fn append(&self, records: Vec<Record>) -> Result<(), LogError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.send(Request {
             records,
             reply: Some(reply),
         })?;
-        answer
-            .await
-            .map_err(|_| LogError::Stopped.to_string())
-            .and_then(|r| r)
+        answer.await.map_err(|_| LogError::Stopped).and_then(|r| r)
     }
 
     /// Appends `records` without waiting: they are made durable with the next flush. For
@@ -322,9 +323,9 @@ impl CoordinatorLog {
         });
     }
 
-    fn send(&self, request: Request) -> Result<(), String> {
+    fn send(&self, request: Request) -> Result<(), LogError> {
         let tx = self.tx.lock().unwrap_or_else(|p| p.into_inner());
-        tx.send(request).map_err(|_| LogError::Stopped.to_string())
+        tx.send(request).map_err(|_| LogError::Stopped)
     }
 }
 
@@ -481,7 +482,7 @@ impl Writer {
     /// Writes `bytes` at the end of the active segment (starting a new one first when there is
     /// none or it is full) and, when `sync`, flushes it. On failure the segment is abandoned:
     /// the next write starts another.
-    fn write(&mut self, bytes: &[u8], sync: bool) -> Result<(), String> {
+    fn write(&mut self, bytes: &[u8], sync: bool) -> Result<(), LogError> {
         if self
             .active
             .as_ref()
@@ -490,26 +491,30 @@ impl Writer {
             self.active = None;
             self.remove_finished();
         }
-        if self.active.is_none() {
-            let n = self.next;
-            self.next += 1;
-            let path = segment_path(&self.dir, n);
-            let file = OpenOptions::new()
-                .create_new(true)
-                .append(true)
-                .open(&path)
-                .and_then(|f| {
-                    // The new name must survive a crash too.
-                    File::open(&self.dir)?.sync_all()?;
-                    Ok(f)
-                })
-                .map_err(|e| format!("creating {}: {e}", path.display()))?;
-            self.book.live.insert(n, 0);
-            self.active = Some((n, file, 0));
-        }
-        let Some((n, file, len)) = self.active.as_mut() else {
-            return Err("no segment".to_string());
+        let active = match self.active.take() {
+            Some(active) => active,
+            None => {
+                let n = self.next;
+                self.next += 1;
+                let path = segment_path(&self.dir, n);
+                let file = OpenOptions::new()
+                    .create_new(true)
+                    .append(true)
+                    .open(&path)
+                    .and_then(|f| {
+                        // The new name must survive a crash too.
+                        File::open(&self.dir)?.sync_all()?;
+                        Ok(f)
+                    })
+                    .map_err(|source| LogError::Io {
+                        path: path.clone(),
+                        source: Arc::new(source),
+                    })?;
+                self.book.live.insert(n, 0);
+                (n, file, 0)
+            }
         };
+        let (n, file, len) = self.active.insert(active);
         let path = segment_path(&self.dir, *n);
         let written = file
             .write_all(bytes)
@@ -524,7 +529,10 @@ impl Writer {
             }
             Err(e) => {
                 self.active = None;
-                Err(format!("writing {}: {e}", path.display()))
+                Err(LogError::Io {
+                    path,
+                    source: Arc::new(e),
+                })
             }
         }
     }
@@ -684,7 +692,10 @@ mod tests {
         std::fs::rename(&logdir, dir.path().join("moved")).unwrap();
         std::fs::write(&logdir, b"not a directory").unwrap();
         let e = log.append(vec![prepare("t2")]).await.unwrap_err();
-        assert!(e.contains("creating"), "{e}");
+        assert!(
+            matches!(&e, LogError::Io { path, .. } if path.starts_with(&logdir)),
+            "{e}"
+        );
         std::fs::remove_file(&logdir).unwrap();
         std::fs::rename(dir.path().join("moved"), &logdir).unwrap();
         log.append(vec![prepare("t3")]).await.unwrap();

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use crate::backend::{BackendConn, BackendError, Xid, xa::unknown_xid};
 use crate::datahost::WriteTarget;
-use log::{CoordinatorLog, Decision, Logged, Record};
+use log::{CoordinatorLog, Decision, LogError, Logged, Record};
 
 mod coordinator;
 
@@ -113,7 +113,13 @@ pub enum XaError {
     #[error(
         "XA_RBROLLBACK: the XA coordinator log could not be written ({0}); the transaction was rolled back on every dataNode"
     )]
-    Log(String),
+    Log(#[source] LogError),
+    /// The task running the commit ended without an outcome (it panicked or was cancelled):
+    /// what reached the log decides, and recovery finishes the transaction.
+    #[error(
+        "XA: the commit task ended without an outcome ({0}); the coordinator log decides the transaction, and recovery finishes it"
+    )]
+    Task(#[source] tokio::task::JoinError),
     /// The one-phase commit of a single written branch failed: its server's answer.
     #[error("COMMIT failed on dataNode {node}: {source}")]
     OnePhase {
@@ -220,7 +226,7 @@ fn instance_id(settings: &Settings) -> Result<String, log::LogError> {
     let path = settings.log_dir.join("INSTANCE");
     let io = |source| log::LogError::Io {
         path: path.clone(),
-        source,
+        source: Arc::new(source),
     };
     match std::fs::read_to_string(&path) {
         Ok(text) => {
