@@ -1217,10 +1217,22 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
              ALTER TABLE {PUB_DB}.pub PARTITION BY HASH (id) PARTITIONS 2;
              CREATE INDEX kv ON {PUB_DB}.secret (v);
              CREATE INDEX kv ON {VICTIM_DB}.vt (v);
-             CREATE INDEX kv ON {PUB_DB}.pub (v)"
+             CREATE INDEX kv ON {PUB_DB}.pub (v);
+             CREATE TABLE {VICTIM_DB}.vt_np LIKE {PUB_DB}.pub;
+             ALTER TABLE {VICTIM_DB}.vt_np REMOVE PARTITIONING;
+             INSERT INTO {VICTIM_DB}.vt_np VALUES (2, 'victim row np')"
         ))
         .await
         .unwrap();
+    let victim_np = || async {
+        let mut a = primary(None).await;
+        let rows: Vec<(i64, String)> = a
+            .query(format!("SELECT id, v FROM {VICTIM_DB}.vt_np ORDER BY id"))
+            .await
+            .unwrap();
+        rows
+    };
+    let victim_np_before = victim_np().await;
     let definitions = || async {
         let mut a = primary(None).await;
         let mut out = Vec::new();
@@ -1259,6 +1271,14 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "ALTER TABLE secret ADD KEY kp (v(2)), ENGINE = Aria",
                 "SELECT MATCH v AGAINST ('secret'), (SELECT v FROM secret) FROM pub",
                 "SELECT CHAR(77 USING utf8), (SELECT v FROM secret) FROM pub",
+                // Issue 18's forms.
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE secret",
+                "ALTER TABLE secret EXCHANGE PARTITION p0 WITH TABLE pub",
+                "CREATE FULLTEXT INDEX kf ON secret (v)",
+                "ALTER TABLE secret ADD w BLOB COMPRESSED, ADD KEY (v) IGNORED",
+                "ALTER TABLE secret ADD x CHAR(1) BYTE foo = bar",
+                "SELECT id FROM pub WHERE id IN (SELECT id FROM secret GROUP BY id DESC)",
+                "SELECT WEIGHT_STRING(v LEVEL 1), LENGTH (v) FROM secret",
             ],
         ),
         (
@@ -1271,6 +1291,9 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "ALTER TABLE pub ALTER v DROP DEFAULT",
                 "CREATE OR REPLACE INDEX kv ON pub (id)",
                 "CREATE TABLE rot (a LONG BYTE, b ENUM(0x61)) ENGINE = Aria TRANSACTIONAL = 0",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE t_sec_victim.vt_np",
+                "CREATE SPATIAL INDEX kg ON pub (v)",
+                "CREATE TABLE rot2 (a INT foo = bar, b TEXT COMPRESSED, KEY (a) IGNORED)",
             ],
         ),
         (
@@ -1288,6 +1311,13 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "CREATE TABLE t_sec_victim.evil (a LONG BYTE) TRANSACTIONAL = 1",
                 "SELECT MATCH v AGAINST ('x') FROM t_sec_victim.vt",
                 "SELECT CHAR(77 USING utf8), (SELECT v FROM t_sec_victim.vt) FROM pub",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE t_sec_victim.vt_np",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE `t_sec_victim`.vt_np",
+                "ALTER TABLE t_sec_victim.vt EXCHANGE PARTITION p0 WITH TABLE pub",
+                "CREATE FULLTEXT INDEX kf ON t_sec_victim.vt (v)",
+                "CREATE TABLE evil2 (a INT) ENGINE = CONNECT foo = bar",
+                "CREATE TABLE evil3 (a INT foo = bar) CONNECTION = 'mysql://x'",
+                "SELECT INTERVAL(1, 2), (SELECT v FROM t_sec_victim.vt GROUP BY v DESC) FROM pub",
             ],
         ),
     ];
@@ -1305,6 +1335,11 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
     );
     assert_eq!(before, backend().await, "the backend changed");
     assert_eq!(defined, definitions().await, "a table's definition changed");
+    assert_eq!(
+        victim_np_before,
+        victim_np().await,
+        "the victim's rows were exchanged"
+    );
 
     // Within the user's rights the same forms run, as MariaDB runs them.
     let mut app = login(&f, "app", Some("PUB")).await;
@@ -1324,6 +1359,17 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
         "ALTER ONLINE TABLE fresh2 ALTER v SET DEFAULT 2",
         "ALTER IGNORE TABLE fresh2 ALTER v DROP DEFAULT",
         "DROP TABLE fresh2",
+        "CREATE TABLE fresh3 (a INT, t TEXT, z BLOB COMPRESSED, c CHAR(1) BYTE, KEY (a) IGNORED) ENGINE = InnoDB",
+        "CREATE FULLTEXT INDEX kt ON fresh3 (t)",
+        "INSERT INTO fresh3 (a, t) VALUES (2, 'x'), (1, 'y')",
+        "SELECT a FROM fresh3 GROUP BY a DESC",
+        "DROP TABLE fresh3",
+        // An exchange between the user's own tables runs (and, done twice, undoes itself).
+        "CREATE TABLE fresh_np LIKE pub",
+        "ALTER TABLE fresh_np REMOVE PARTITIONING",
+        "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE fresh_np",
+        "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE fresh_np",
+        "DROP TABLE fresh_np",
     ] {
         app.query_drop(sql)
             .await

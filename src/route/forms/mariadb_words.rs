@@ -16,7 +16,7 @@
 //!   engines a table may have (`admit::LOCAL_ENGINES`) keep their rows in their own files;
 //!   `ENGINE`, `CONNECTION` and the directories are read from the text by `admit` whatever
 //!   this module drops.
-//! - `ALTER TABLE t EXCHANGE PARTITION p WITH TABLE t2 [WITH | WITHOUT VALIDATION]` (the
+//! - `ALTER TABLE t EXCHANGE PARTITION p WITH TABLE t2` (the
 //!   statement's only item) → `ALTER TABLE t RENAME TO t2`: the rows of `p` and of `t2` swap, so
 //!   `t2` is a table the statement changes, DDL to the access check as a rename target is
 //!   (MariaDB asks ALTER, INSERT, CREATE and DROP on both tables).
@@ -331,7 +331,7 @@ pub(super) fn mariadb_words<'t>(
                     }
                 }
             }
-            // `ALTER TABLE t EXCHANGE PARTITION p WITH TABLE t2 [WITH | WITHOUT VALIDATION]`:
+            // `ALTER TABLE t EXCHANGE PARTITION p WITH TABLE t2`:
             // the rows of a partition and of the table `t2` swap; read as `RENAME TO t2`, an
             // item that names `t2` as a table the statement changes (DDL on both).
             "EXCHANGE"
@@ -351,11 +351,9 @@ pub(super) fn mariadb_words<'t>(
                 {
                     last += 2;
                 }
-                let mut end = last + 1;
-                if (is(end, "WITH") || is(end, "WITHOUT")) && is(end + 1, "VALIDATION") {
-                    end += 2;
-                }
-                if end == n {
+                // (`WITH | WITHOUT VALIDATION` after it is MariaDB 11's, a syntax error to
+                // 10.11: left unread.)
+                if last + 1 == n {
                     change[k] = Some(vec![
                         Token::make_keyword("RENAME"),
                         Token::make_keyword("TO"),
@@ -363,10 +361,7 @@ pub(super) fn mariadb_words<'t>(
                     for c in &mut change[k + 1..=k + 4] {
                         *c = Some(Vec::new());
                     }
-                    for c in &mut change[last + 1..end] {
-                        *c = Some(Vec::new());
-                    }
-                    k = end;
+                    k = n;
                     continue;
                 }
             }
