@@ -819,7 +819,9 @@ async fn stored_functions_are_not_called_through_the_gateway() {
         .unwrap();
     // Attacker round 5: names the parser reads as expressions of their own (TRIM, SUBSTRING),
     // and geometry constructors at another argument count.
-    for name in ["trim", "substring", "point"] {
+    // Issue 18: a native function's or keyword's name with a gap before `(` is the built-in to
+    // MariaDB (`length ('ab')`, `IF (..)`), a function keyword's (`count (x)`) the stored one.
+    for name in ["trim", "substring", "point", "length", "count"] {
         admin
             .query_drop(format!(
                 "CREATE DEFINER = 'manx'@'%' FUNCTION `{name}`(x INT) RETURNS INT DETERMINISTIC \
@@ -850,6 +852,8 @@ async fn stored_functions_are_not_called_through_the_gateway() {
         (false, "SELECT id FROM pub WHERE substring\n(1) = 1"),
         (false, "SELECT point(1)"),
         (true, "UPDATE pub SET v = trim (1) WHERE id = 2"),
+        (false, "SELECT count (1)"),
+        (false, "SELECT `length`(1)"),
     ] {
         let c = if writer { &mut app } else { &mut ro };
         let e = c.query_drop(sql).await.expect_err(sql);
@@ -866,6 +870,11 @@ async fn stored_functions_are_not_called_through_the_gateway() {
         .await
         .unwrap();
     assert_eq!(n, Some(5));
+    let n: Option<i64> = ro
+        .query_first("SELECT length (CONCAT ('ab', 'c')) + IF (1, 10, 20) + ceil (0.5)")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(14));
     assert_eq!(before, backend().await, "the function ran");
 }
 
@@ -1208,10 +1217,22 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
              ALTER TABLE {PUB_DB}.pub PARTITION BY HASH (id) PARTITIONS 2;
              CREATE INDEX kv ON {PUB_DB}.secret (v);
              CREATE INDEX kv ON {VICTIM_DB}.vt (v);
-             CREATE INDEX kv ON {PUB_DB}.pub (v)"
+             CREATE INDEX kv ON {PUB_DB}.pub (v);
+             CREATE TABLE {VICTIM_DB}.vt_np LIKE {PUB_DB}.pub;
+             ALTER TABLE {VICTIM_DB}.vt_np REMOVE PARTITIONING;
+             INSERT INTO {VICTIM_DB}.vt_np VALUES (2, 'victim row np')"
         ))
         .await
         .unwrap();
+    let victim_np = || async {
+        let mut a = primary(None).await;
+        let rows: Vec<(i64, String)> = a
+            .query(format!("SELECT id, v FROM {VICTIM_DB}.vt_np ORDER BY id"))
+            .await
+            .unwrap();
+        rows
+    };
+    let victim_np_before = victim_np().await;
     let definitions = || async {
         let mut a = primary(None).await;
         let mut out = Vec::new();
@@ -1250,6 +1271,14 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "ALTER TABLE secret ADD KEY kp (v(2)), ENGINE = Aria",
                 "SELECT MATCH v AGAINST ('secret'), (SELECT v FROM secret) FROM pub",
                 "SELECT CHAR(77 USING utf8), (SELECT v FROM secret) FROM pub",
+                // Issue 18's forms.
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE secret",
+                "ALTER TABLE secret EXCHANGE PARTITION p0 WITH TABLE pub",
+                "CREATE FULLTEXT INDEX kf ON secret (v)",
+                "ALTER TABLE secret ADD w BLOB COMPRESSED, ADD KEY (v) IGNORED",
+                "ALTER TABLE secret ADD x CHAR(1) BYTE foo = bar",
+                "SELECT id FROM pub WHERE id IN (SELECT id FROM secret GROUP BY id DESC)",
+                "SELECT WEIGHT_STRING(v LEVEL 1), LENGTH (v) FROM secret",
             ],
         ),
         (
@@ -1262,6 +1291,9 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "ALTER TABLE pub ALTER v DROP DEFAULT",
                 "CREATE OR REPLACE INDEX kv ON pub (id)",
                 "CREATE TABLE rot (a LONG BYTE, b ENUM(0x61)) ENGINE = Aria TRANSACTIONAL = 0",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE t_sec_victim.vt_np",
+                "CREATE SPATIAL INDEX kg ON pub (v)",
+                "CREATE TABLE rot2 (a INT foo = bar, b TEXT COMPRESSED, KEY (a) IGNORED)",
             ],
         ),
         (
@@ -1279,6 +1311,13 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
                 "CREATE TABLE t_sec_victim.evil (a LONG BYTE) TRANSACTIONAL = 1",
                 "SELECT MATCH v AGAINST ('x') FROM t_sec_victim.vt",
                 "SELECT CHAR(77 USING utf8), (SELECT v FROM t_sec_victim.vt) FROM pub",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE t_sec_victim.vt_np",
+                "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE `t_sec_victim`.vt_np",
+                "ALTER TABLE t_sec_victim.vt EXCHANGE PARTITION p0 WITH TABLE pub",
+                "CREATE FULLTEXT INDEX kf ON t_sec_victim.vt (v)",
+                "CREATE TABLE evil2 (a INT) ENGINE = CONNECT foo = bar",
+                "CREATE TABLE evil3 (a INT foo = bar) CONNECTION = 'mysql://x'",
+                "SELECT INTERVAL(1, 2), (SELECT v FROM t_sec_victim.vt GROUP BY v DESC) FROM pub",
             ],
         ),
     ];
@@ -1296,6 +1335,11 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
     );
     assert_eq!(before, backend().await, "the backend changed");
     assert_eq!(defined, definitions().await, "a table's definition changed");
+    assert_eq!(
+        victim_np_before,
+        victim_np().await,
+        "the victim's rows were exchanged"
+    );
 
     // Within the user's rights the same forms run, as MariaDB runs them.
     let mut app = login(&f, "app", Some("PUB")).await;
@@ -1315,6 +1359,17 @@ async fn partition_maintenance_and_other_alter_forms_reach_nothing_else() {
         "ALTER ONLINE TABLE fresh2 ALTER v SET DEFAULT 2",
         "ALTER IGNORE TABLE fresh2 ALTER v DROP DEFAULT",
         "DROP TABLE fresh2",
+        "CREATE TABLE fresh3 (a INT, t TEXT, z BLOB COMPRESSED, c CHAR(1) BYTE, KEY (a) IGNORED) ENGINE = InnoDB",
+        "CREATE FULLTEXT INDEX kt ON fresh3 (t)",
+        "INSERT INTO fresh3 (a, t) VALUES (2, 'x'), (1, 'y')",
+        "SELECT a FROM fresh3 GROUP BY a DESC",
+        "DROP TABLE fresh3",
+        // An exchange between the user's own tables runs (and, done twice, undoes itself).
+        "CREATE TABLE fresh_np LIKE pub",
+        "ALTER TABLE fresh_np REMOVE PARTITIONING",
+        "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE fresh_np",
+        "ALTER TABLE pub EXCHANGE PARTITION p0 WITH TABLE fresh_np",
+        "DROP TABLE fresh_np",
     ] {
         app.query_drop(sql)
             .await

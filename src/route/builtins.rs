@@ -10,8 +10,12 @@
 //! need more arguments or a context. The `ST_*` and `MBR*` names, spelled with an escaped
 //! underscore there (`ST\_AREA`), were read again unescaped and probed the same way (the
 //! `ST_*` names of later releases, `ST_COLLECT`, `ST_GEOHASH`, `ST_ISVALID`, ..., are not in
-//! 10.11). `LOAD_FILE`, `NEXTVAL`, `LASTVAL`, `SETVAL` are left out:
-//! they reach past the statement's tables.
+//! 10.11); so were the other escaped names (issue 18): `DECODE_HISTOGRAM`, `MAKE_SET`,
+//! `NAME_CONST`, `UNCOMPRESSED_LENGTH` answer a call with NULL arguments on 10.11. `DEFAULT(c)`
+//! (a column's default value) is the grammar's own: `DEFAULT` is reserved, so only its quoted
+//! spelling, refused by `admit`, could name a stored function.
+//! `LOAD_FILE`, `NEXTVAL`, `LASTVAL`, `SETVAL` are left out: they reach past the statement's
+//! tables.
 
 /// MariaDB's native function names, upper-case, sorted (for binary search).
 pub const BUILTIN_FUNCTIONS: &[&str] = &[
@@ -100,7 +104,9 @@ pub const BUILTIN_FUNCTIONS: &[&str] = &[
     "DAYOFWEEK",
     "DAYOFYEAR",
     "DECODE",
+    "DECODE_HISTOGRAM",
     "DECODE_ORACLE",
+    "DEFAULT",
     "DEGREES",
     "DENSE_RANK",
     "DES_DECRYPT",
@@ -230,6 +236,7 @@ pub const BUILTIN_FUNCTIONS: &[&str] = &[
     "LTRIM_ORACLE",
     "MAKEDATE",
     "MAKETIME",
+    "MAKE_SET",
     "MASTER_GTID_WAIT",
     "MASTER_POS_WAIT",
     "MATCH",
@@ -265,6 +272,7 @@ pub const BUILTIN_FUNCTIONS: &[&str] = &[
     "MULTIPOLYGON",
     "MULTIPOLYGONFROMTEXT",
     "MULTIPOLYGONFROMWKB",
+    "NAME_CONST",
     "NATURAL_SORT_KEY",
     "NOW",
     "NTH_VALUE",
@@ -449,6 +457,7 @@ pub const BUILTIN_FUNCTIONS: &[&str] = &[
     "TRUNCATE",
     "UCASE",
     "UNCOMPRESS",
+    "UNCOMPRESSED_LENGTH",
     "UNHEX",
     "UNIX_TIMESTAMP",
     "UPDATEXML",
@@ -477,6 +486,63 @@ pub const BUILTIN_FUNCTIONS: &[&str] = &[
     "Y",
     "YEAR",
     "YEARWEEK",
+];
+
+/// The built-ins MariaDB's lexer reads as function keywords only when `(` follows the name
+/// directly (`sql_functions` of `lex.h`): `COUNT (x)`, `now/**/()` name a stored function of
+/// the current database. Every other built-in resolves as the built-in with white space or a
+/// comment before its `(`: a keyword stays a keyword, and a native function (`item_create.cc`)
+/// is looked up before loadable and stored ones. Read off MariaDB 10.11 itself: with a stored
+/// function of each built-in's name in the current database, `SELECT name ()` called the stored
+/// function for exactly these names (and for the geometry constructors `POINT`, `LINESTRING`,
+/// ... without arguments, which `admit` holds to their argument counts). Upper-case, sorted.
+pub const FUNCTION_KEYWORDS: &[&str] = &[
+    "ADDDATE",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+    "CAST",
+    "COUNT",
+    "CUME_DIST",
+    "CURDATE",
+    "CURTIME",
+    "DATE_ADD",
+    "DATE_SUB",
+    "DENSE_RANK",
+    "EXTRACT",
+    "FIRST_VALUE",
+    "GROUP_CONCAT",
+    "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG",
+    "LAG",
+    "LEAD",
+    "MAX",
+    "MEDIAN",
+    "MID",
+    "MIN",
+    "NOW",
+    "NTH_VALUE",
+    "NTILE",
+    "PERCENTILE_CONT",
+    "PERCENTILE_DISC",
+    "PERCENT_RANK",
+    "POSITION",
+    "RANK",
+    "SESSION_USER",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "SUBDATE",
+    "SUBSTR",
+    "SUBSTRING",
+    "SUM",
+    "SYSTEM_USER",
+    "TRIM",
+    "TRIM_ORACLE",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
 ];
 
 /// The functions of PostgreSQL's `pg_catalog` (read off PostgreSQL 15's `pg_proc`: plain,
@@ -2363,6 +2429,14 @@ pub const POSTGRESQL_FUNCTIONS: &[&str] = &[
     "XPATH_EXISTS",
 ];
 
+/// Whether `name` (any case) is one of [`FUNCTION_KEYWORDS`]: a built-in only when its `(`
+/// follows it directly.
+pub fn needs_adjacent_parenthesis(name: &str) -> bool {
+    FUNCTION_KEYWORDS
+        .binary_search(&name.to_ascii_uppercase().as_str())
+        .is_ok()
+}
+
 /// Whether `name` (any case) is one of [`BUILTIN_FUNCTIONS`], or with `postgresql` also one
 /// of [`POSTGRESQL_FUNCTIONS`].
 pub fn is_builtin(name: &str, postgresql: bool) -> bool {
@@ -2378,6 +2452,8 @@ mod tests {
     #[test]
     fn the_list_is_sorted_and_knows_what_applications_call() {
         assert!(BUILTIN_FUNCTIONS.windows(2).all(|w| w[0] < w[1]));
+        assert!(FUNCTION_KEYWORDS.windows(2).all(|w| w[0] < w[1]));
+        assert!(FUNCTION_KEYWORDS.iter().all(|f| is_builtin(f, false)));
         assert!(POSTGRESQL_FUNCTIONS.windows(2).all(|w| w[0] < w[1]));
         for f in [
             "count",
@@ -2396,6 +2472,12 @@ mod tests {
             "ST_ASGEOJSON",
             "ST_Distance_Sphere",
             "MBRContains",
+            // Other names help_topic spells with `\_`.
+            "UNCOMPRESSED_LENGTH",
+            "make_set",
+            "NAME_CONST",
+            "DECODE_HISTOGRAM",
+            "default",
         ] {
             assert!(is_builtin(f, false), "{f}");
         }

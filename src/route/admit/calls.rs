@@ -12,14 +12,17 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::tokenizer::Token;
 
 use super::tables::{SEQUENCE_FUNCTIONS, sequence_of};
-use crate::route::RouteError;
+use crate::route::{RouteError, builtins};
 
 /// What reaches the backend host itself rather than the data: reading or writing its files,
 /// functions of other schemas, MariaDB sequences (named by table), `SELECT ... INTO`.
 /// Function calls spelled as MariaDB reads a built-in: the name unquoted and `(` right after
-/// it. MariaDB takes many built-ins (COUNT, MAX, NOW, CURDATE, SUBSTRING, TRIM, window
-/// functions, ...) as such only then; `now ()`, `now/**/()` and `` `now`() `` name a stored
-/// function of the current database, which the parser here still reads as the built-in.
+/// it. MariaDB takes its function keywords (`builtins::FUNCTION_KEYWORDS`: COUNT, MAX, NOW,
+/// CURDATE, SUBSTRING, TRIM, window functions, ...) as such only then; `now ()`, `now/**/()`
+/// and `` `now`() `` name a stored function of the current database, which the parser here
+/// still reads as the built-in. The other built-ins are keywords or native functions, read as
+/// such with white space before the `(` too (`LENGTH (a)`, `IF (a, b, c)`); quoted, every
+/// name stays refused.
 ///
 /// Errors: 1235 naming the function.
 pub(super) fn check_call_spelling(statement: &Statement, text: &str) -> Result<(), RouteError> {
@@ -125,6 +128,8 @@ pub(super) fn check_call_spelling(statement: &Statement, text: &str) -> Result<(
                     tokens.get(i + 1 + gap).map(|t| &t.token),
                     Some(Token::LParen)
                 )
+                && (builtins::needs_adjacent_parenthesis(&w.value)
+                    || !builtins::is_builtin(&w.value, false))
             {
                 return Err(spelling(&w.value));
             }
@@ -158,7 +163,15 @@ pub(super) fn check_call_spelling(statement: &Statement, text: &str) -> Result<(
             && (w.value.eq_ignore_ascii_case("NEXT") || w.value.eq_ignore_ascii_case("PREVIOUS"))
             && next.next().as_deref() == Some("VALUE")
             && next.next().as_deref() == Some("FOR");
+        // White space or a comment before the `(` is MariaDB's spelling of a built-in too,
+        // except for its function keywords (`COUNT (x)` is a stored function `count`).
+        let spaced_builtin = !builtins::needs_adjacent_parenthesis(&w.value)
+            && tokens[i + 1..]
+                .iter()
+                .find(|t| !matches!(t.token, Token::Whitespace(_)))
+                .is_some_and(|t| matches!(t.token, Token::LParen));
         if !sequence_expression
+            && !spaced_builtin
             && !matches!(tokens.get(i + 1).map(|t| &t.token), Some(Token::LParen))
         {
             return Err(spelling(&w.value));

@@ -56,12 +56,17 @@
 //!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
 //!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
 //!   `DATA DIRECTORY` and `INDEX DIRECTORY` are refused by `admit` from the text.
+//! - Further MariaDB words, in queries (`GROUP BY a DESC`, `CAST(x AS INTERVAL ..)`,
+//!   `WEIGHT_STRING(.. LEVEL ..)`, the function `INTERVAL(..)`) and in DDL (`CREATE FULLTEXT
+//!   INDEX`, `COMPRESSED`, `BYTE`, `[NOT] IGNORED` keys, engine-defined options, `EXCHANGE
+//!   PARTITION .. WITH TABLE t2` read as `RENAME TO t2`): submodule `mariadb_words`.
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+mod mariadb_words;
 mod operand;
 mod table_definition;
 #[cfg(test)]
@@ -311,8 +316,8 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                     && !matches!(tok(k + 1), Some(Token::LParen))
                     && (matches!(tok(k - 1), Some(Token::RParen))
                         || word(k - 1).is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str()))
-                        || is(k - 2, "SET")
-                        || is(k - 2, "CHARSET"))
+                        || ((is(k - 2, "SET") || is(k - 2, "CHARSET"))
+                            && matches!(tok(k - 1), Some(Token::Word(_)))))
                     && (matches!(tok(k + 1), None | Some(Token::Comma | Token::RParen))
                         || word(k + 1).is_some()) =>
             {
@@ -409,6 +414,15 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             _ => {}
         }
     }
+    mariadb_words::mariadb_words(
+        &tok,
+        &word,
+        &depth,
+        &first,
+        table_ddl,
+        query_at,
+        &mut change,
+    );
     let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
     if table_ddl || index_ddl {
         key_prefixes(&tok, &word, &depth, query_at, &mut change);

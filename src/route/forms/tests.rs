@@ -210,6 +210,51 @@ fn mariadb_forms_read_as_their_equivalents() {
         "SELECT CHAR(77, 121), MATCH (a, t.b) AGAINST ('x'), MATCH (c) AGAINST ('y' IN BOOLEAN MODE) FROM t",
     );
     same(
+        "SELECT a, SUM(b) FROM t GROUP BY a DESC, c ASC WITH ROLLUP",
+        "SELECT a, SUM(b) FROM t GROUP BY a, c WITH ROLLUP",
+    );
+    same(
+        "SELECT a FROM (SELECT a FROM t GROUP BY 1 desc) d GROUP BY a ASC HAVING a > 1 ORDER BY a DESC",
+        "SELECT a FROM (SELECT a FROM t GROUP BY 1) d GROUP BY a HAVING a > 1 ORDER BY a DESC",
+    );
+    same(
+        "SELECT CAST(a AS INTERVAL DAY_SECOND(6)), CAST(b AS INTERVAL HOUR) FROM t",
+        "SELECT CAST(a AS TIME(6)), CAST(b AS TIME) FROM t",
+    );
+    same(
+        "SELECT WEIGHT_STRING(a LEVEL 1), WEIGHT_STRING(b AS CHAR(4) LEVEL 1-3 DESC REVERSE), WEIGHT_STRING(c LEVEL 1, 2) FROM t",
+        "SELECT WEIGHT_STRING(a), WEIGHT_STRING(b), WEIGHT_STRING(c) FROM t",
+    );
+    same(
+        "CREATE OR REPLACE FULLTEXT INDEX i ON t (a) WAIT 1",
+        "CREATE INDEX i ON t (a)",
+    );
+    same("CREATE SPATIAL INDEX i ON t (g)", "CREATE INDEX i ON t (g)");
+    same(
+        "CREATE TABLE t (a BLOB COMPRESSED=zlib NOT NULL, compressed INT, c VARCHAR(10) NOT NULL COMPRESSED, d CHAR(1) BYTE)",
+        "CREATE TABLE t (a BLOB NOT NULL, compressed INT, c VARCHAR(10) NOT NULL, d CHAR(1))",
+    );
+    same(
+        "ALTER TABLE t ADD c TINYTEXT COMPRESSED, ADD bin_f CHAR(1) BYTE NOT NULL DEFAULT ''",
+        "ALTER TABLE t ADD c TINYTEXT, ADD bin_f CHAR(1) NOT NULL DEFAULT ''",
+    );
+    same(
+        "CREATE TABLE t (a INT, b INT PRIMARY KEY NOT IGNORED, KEY (a) IGNORED, UNIQUE KEY u (a) NOT IGNORED)",
+        "CREATE TABLE t (a INT, b INT PRIMARY KEY, KEY (a), UNIQUE KEY u (a))",
+    );
+    same(
+        "ALTER TABLE t ADD PRIMARY KEY (a) IGNORED",
+        "ALTER TABLE t ADD PRIMARY KEY (a)",
+    );
+    same(
+        "CREATE TABLE t (a INT fkey=vvv CHECK (a > 0), KEY akey (a) dff=vvv) ENGINE=MyISAM tkey1='1v1' n=1",
+        "CREATE TABLE t (a INT CHECK (a > 0), KEY akey (a)) ENGINE=MyISAM",
+    );
+    same(
+        "ALTER TABLE t1 EXCHANGE PARTITION p0 WITH TABLE d.t2",
+        "ALTER TABLE t1 RENAME TO d.t2",
+    );
+    same(
         "SELECT id FROM p WHERE id = 1 LOCK\n IN /* é */ SHARE MODE",
         "SELECT id FROM p WHERE id = 1 FOR SHARE",
     );
@@ -231,12 +276,9 @@ fn other_readings_are_left_alone() {
         // ALTER TABLE items that could name another table are not read as options.
         "ALTER TABLE t1 UNION = (t2, t3)",
         "ALTER TABLE t1 ENGINE = MRG_MyISAM UNION = (t2)",
-        "ALTER TABLE t1 EXCHANGE PARTITION p0 WITH TABLE t2",
         // Table maintenance stays unread (refused, as ANALYZE TABLE is).
         "ALTER TABLE t1 ANALYZE PARTITION p0",
         "ALTER TABLE t1 CHECK PARTITION ALL",
-        // A partition list does not swallow an item that names a table.
-        "ALTER TABLE t1 DROP PARTITION p0, EXCHANGE PARTITION p1 WITH TABLE t2",
     ] {
         let mine = parse(sql).map(|s| s[0].to_string());
         let plain = Parser::parse_sql(&MySqlDialect {}, sql).map(|s| s[0].to_string());
@@ -244,6 +286,37 @@ fn other_readings_are_left_alone() {
     }
     // A query in CREATE TABLE keeps the partitioning clause (and so stays unread).
     assert!(parse("CREATE TABLE t (a INT) PARTITION BY HASH (a) SELECT a FROM u").is_err());
+    // `CHARSET = ascii`: the character set's name is not the attribute `ASCII`.
+    assert_eq!(
+        parse("CREATE TABLE t (a INT) DEFAULT CHARSET=ascii PAGE_CHECKSUM=1")
+            .map(|s| s[0].to_string())
+            .ok(),
+        Parser::parse_sql(
+            &MySqlDialect {},
+            "CREATE TABLE t (a INT) DEFAULT CHARSET=ascii"
+        )
+        .map(|s| s[0].to_string())
+        .ok(),
+    );
+    // Option keywords are never read as engine-defined options; a CHECK's `a = b` stays.
+    for sql in [
+        "CREATE TABLE t (a INT CHECK (a = b))",
+        "CREATE TABLE t (a INT) UNION = (t1, t2)",
+        "CREATE TABLE t (a INT) DATA DIRECTORY = '/tmp'",
+        "CREATE TABLE t (a INT) CONNECTION = 'mysql://x'",
+        "CREATE TABLE IGNORED (a INT)",
+    ] {
+        let mine = parse(sql).map(|s| s[0].to_string());
+        let plain = Parser::parse_sql(&MySqlDialect {}, sql).map(|s| s[0].to_string());
+        assert_eq!(mine.ok(), plain.ok(), "{sql}");
+    }
+    // An exchange among other items, or with MariaDB 11's `WITHOUT VALIDATION`, stays unread.
+    assert!(
+        parse("ALTER TABLE t1 EXCHANGE PARTITION p1 WITH TABLE t2 WITHOUT VALIDATION").is_err()
+    );
+    assert!(
+        parse("ALTER TABLE t1 DROP PARTITION p0, EXCHANGE PARTITION p1 WITH TABLE t2").is_err()
+    );
     // A `MOD` after a keyword that is no operand is not turned into the operator.
     assert!(parse("SELECT DISTINCT MOD 2 FROM t").is_err());
 }
