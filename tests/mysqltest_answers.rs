@@ -1,0 +1,183 @@
+//! Answers as MariaDB gives them (issue 18, the "wrong answer or metadata" losses of
+//! MariaDB's mysql-test `main/` through the gateway, README "Conformance"): each test runs one
+//! statement sequence on a plain MariaDB database and, through the gateway, in a schema whose
+//! default dataNode is another database of the same server, and compares every answer — the
+//! error (errno and SQLSTATE), or the result's column labels and types, its rows, the affected
+//! rows and the warning count. The sequences are the statements mysql-test files stopped at.
+
+mod common;
+
+use common::{Extra, Fixture, primary, server_error};
+use mysql_async::prelude::Queryable;
+
+/// Schema `MTA` whose default dataNode is `dn1` (the fixture's first database), for user `mta`.
+fn schema() -> Extra {
+    Extra {
+        schema_xml: r#"<schema name="MTA" checkSQLschema="false" dataNode="dn1" />"#.to_string(),
+        users_xml: r#"<user name="mta"><property name="password">mta</property><property name="schemas">MTA</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    }
+}
+
+/// What a statement answered: an error (errno, SQLSTATE), or a result.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Error(u16, String),
+    Result {
+        /// Each column's label, type, flags, length, decimals and character set.
+        columns: Vec<String>,
+        rows: Vec<Vec<Option<String>>>,
+        affected: u64,
+        warnings: u16,
+    },
+}
+
+async fn answer(c: &mut mysql_async::Conn, sql: &str) -> (Answer, String) {
+    let mut result = match c.query_iter(sql).await {
+        Ok(r) => r,
+        Err(e) => {
+            let (code, state, message) = server_error(e);
+            return (Answer::Error(code, state), message);
+        }
+    };
+    let columns = result
+        .columns_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "{} {:?} {:?} len={} dec={} cs={}",
+                col.name_str(),
+                col.column_type(),
+                col.flags(),
+                col.column_length(),
+                col.decimals(),
+                col.character_set()
+            )
+        })
+        .collect();
+    let rows: Result<Vec<mysql_async::Row>, _> = result.collect().await;
+    let rows = match rows {
+        Ok(rows) => rows.into_iter().map(common::text_row).collect(),
+        Err(e) => {
+            let (code, state, message) = server_error(e);
+            return (Answer::Error(code, state), message);
+        }
+    };
+    drop(result);
+    let answer = Answer::Result {
+        columns,
+        rows,
+        affected: c.affected_rows(),
+        warnings: c.get_warnings(),
+    };
+    (answer, String::new())
+}
+
+/// Runs `sequence` on a fresh plain database and through a fresh gateway (fixture `prefix`),
+/// asserting the same answer to every statement.
+async fn same_answers(prefix: &str, sequence: &[&str]) {
+    let f = Fixture::start(prefix, schema()).await;
+    let plain_db = format!("t_{prefix}_plain");
+    common::sample_database(&plain_db).await;
+    let mut plain = primary(Some(&plain_db)).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    for sql in sequence {
+        let (a, ma) = answer(&mut plain, sql).await;
+        let (b, mb) = answer(&mut gw, sql).await;
+        assert_eq!(a, b, "{sql}\nMariaDB: {ma}\ngateway: {mb}");
+    }
+}
+
+/// A text of comments only is a statement MariaDB answers OK (mysql-test `comments`); an empty
+/// one, or one of white space and `;`, is 1065.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_of_comments_only_is_answered_ok() {
+    same_answers(
+        "mtacomment",
+        &[
+            "/* line with only comment */",
+            "/* c */ ;",
+            "-- a line comment",
+            "# a hash comment",
+            "/* a */ /* b */",
+            "/*!40000 */",
+            "",
+            "  ",
+            ";",
+            " ; ",
+            "SELECT 1 /* long\nmulti line comment */",
+        ],
+    )
+    .await;
+}
+
+/// `SET TRANSACTION ...` (the next transaction's characteristics) inside a transaction opened
+/// by START TRANSACTION is 1568 even before the transaction ran anything; `SET SESSION
+/// TRANSACTION` is allowed (mysql-test `commit`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_transaction_inside_a_transaction_is_refused() {
+    same_answers(
+        "mtatrx",
+        &[
+            "CREATE TABLE t_trx (s1 INT) ENGINE=InnoDB",
+            "START TRANSACTION",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SET TRANSACTION READ ONLY",
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            "SELECT @@tx_isolation",
+            "COMMIT",
+            "BEGIN",
+            "INSERT INTO t_trx VALUES (1)",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "ROLLBACK",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SELECT COUNT(*) FROM t_trx",
+        ],
+    )
+    .await;
+}
+
+/// A table name holding a backquote, written doubled inside backquotes, is the same table in the
+/// SHOW and DESCRIBE statements the gateway routes itself (mysql-test `mysqlshow`:
+/// `mariadb-show test 't`1'` got 1146 for `t``1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quoted_name_with_a_backquote_is_one_table() {
+    same_answers(
+        "mtaquote",
+        &[
+            "CREATE TABLE `t``q` (a INT PRIMARY KEY, b INT)",
+            "INSERT INTO `t``q` VALUES (1, 2)",
+            "SHOW COLUMNS FROM `t``q`",
+            "SHOW FULL COLUMNS FROM `t``q`",
+            "SHOW KEYS FROM `t``q`",
+            "SHOW INDEX FROM `t``q`",
+            "DESC `t``q`",
+            "SHOW CREATE TABLE `t``q`",
+            "SELECT COUNT(*) FROM `t``q`",
+            "SHOW COLUMNS FROM `t``nope`",
+        ],
+    )
+    .await;
+}
+
+/// `SHOW VARIABLES LIKE "pattern"` with the pattern in double quotes (a string outside
+/// ANSI_QUOTES; mysql-test's `include/have_lowercase0.inc` asks so), and MariaDB's
+/// `information_schema.SYSTEM_VARIABLES`, which describes the server's variables as
+/// GLOBAL_VARIABLES and SESSION_VARIABLES do (mysql-test `opt_trace_default`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_variables_are_read_as_mariadb_answers_them() {
+    same_answers(
+        "mtavars",
+        &[
+            "SHOW VARIABLES LIKE \"lower_case_table_names\"",
+            "SHOW SESSION VARIABLES LIKE \"sql_mode\"",
+            "SELECT global_value_origin, default_value FROM INFORMATION_SCHEMA.SYSTEM_VARIABLES \
+             WHERE variable_name = 'optimizer_trace'",
+            "SELECT COUNT(*) > 100 FROM information_schema.system_variables",
+        ],
+    )
+    .await;
+}
