@@ -181,3 +181,49 @@ async fn server_variables_are_read_as_mariadb_answers_them() {
     )
     .await;
 }
+
+/// `SET optimizer_switch = 'a=on'` changes the flags it lists and keeps the others: a later
+/// statement sees every flag the session's SETs left, not only the last SET's (mysql-test
+/// `subselect_mat_analyze_json` lost `in_to_exists=off` and got another plan).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimizer_switch_flags_accumulate_as_on_mariadb() {
+    same_answers(
+        "mtaoptsw",
+        &[
+            "SET @save_optimizer_switch = @@optimizer_switch",
+            "SET @@optimizer_switch = \"materialization=on,in_to_exists=off,semijoin=off\"",
+            "SET @@optimizer_switch = \"partial_match_rowid_merge=on,partial_match_table_scan=off\"",
+            "SELECT @@optimizer_switch",
+            "SET optimizer_switch = 'in_to_exists=on'",
+            "SELECT @@optimizer_switch",
+            "SET @@optimizer_switch = @save_optimizer_switch",
+            "SELECT @@optimizer_switch = @save_optimizer_switch",
+        ],
+    )
+    .await;
+}
+
+/// `SET NAMES cs, other = value, ...`: the assignments after NAMES apply after it, in the order
+/// written (mysql-test `ctype_ucs2_uca` got 1064 for `SET NAMES utf8,
+/// character_set_connection=ucs2`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_names_takes_more_assignments_after_it() {
+    same_answers(
+        "mtanames",
+        &[
+            // (Numbers only while the results are utf8mb3: the gateway's column definitions
+            // then carry utf8mb4's collation and lengths, README "Client character sets"; and
+            // not `@@character_set_client` inside an expression, which the gateway answers as
+            // a literal that becomes the label.)
+            "SET NAMES utf8, character_set_connection=ucs2",
+            "SELECT @@character_set_connection = 'ucs2', @@collation_connection = 'ucs2_general_ci'",
+            "SELECT LENGTH('a'), CHARSET('a') = 'ucs2'",
+            "SET NAMES utf8, collation_connection=ucs2_unicode_520_nopad_ci",
+            "SELECT @@collation_connection = 'ucs2_unicode_520_nopad_ci', \
+             COLLATION('a') = 'ucs2_unicode_520_nopad_ci'",
+            "SET NAMES utf8mb4, @v = 3",
+            "SELECT @v, @@character_set_connection",
+        ],
+    )
+    .await;
+}
