@@ -218,7 +218,8 @@ def mysqltest(out):
             if err:
                 em = re.match(r"ERROR (?:\d+ \()?(\w+)\)?: (.*)", err)
                 text = em.group(2) if em else err
-                code = 1064 if "sql parser error" in text or "not supported by the gateway" in text else (
+                code = 1064 if ("sql parser error" in text or "not supported by the gateway" in text
+                                or "transaction statement not supported" in text) else (
                     1227 if "through the gateway" in text and "Access denied" in text else
                     1235 if "gateway" in text else None)
                 cls, reason = classify(code, text)
@@ -231,6 +232,13 @@ def mysqltest(out):
                 if any(l.startswith("DATA_NODE") for l in added):
                     reason = "EXPLAIN answered as Mycat's (DATA_NODE, SQL)"
                 losses.append((name, "wrong", reason, normalize("result differs: " + first)))
+            continue
+        if status == "skip" and "Needs stat tables" in msg:
+            # include/have_stat_tables.inc counts mysql.table_stats & co. in information_schema:
+            # the backend's `mysql` schema is not listed through the gateway, and the files
+            # then read and write those tables by name (refused as other databases).
+            losses.append((name, "refused", "other databases (1044): the mysql schema's statistics tables",
+                           normalize(msg)))
             continue
         cls, reason = classify(None, msg)
         losses.append((name, cls, reason, normalize(msg)))
