@@ -272,12 +272,18 @@ impl Session {
                 if let Err(e) = self.end_transaction(sql).await {
                     return self.error(w, e).await;
                 }
+                // ROLLBACK's warnings, kept by `end_transaction` (0 otherwise: every statement
+                // starts a new list).
+                let ok = OkInfo {
+                    warnings: self.warning_count,
+                    ..OkInfo::default()
+                };
                 match completion {
-                    Completion::Plain => self.ok(w, OkInfo::default()).await,
+                    Completion::Plain => self.ok(w, ok).await,
                     Completion::Chain => {
                         self.in_transaction = true;
                         self.xa_on = xa;
-                        self.ok(w, OkInfo::default()).await
+                        self.ok(w, ok).await
                     }
                     Completion::Release => {
                         // MySQL answers, then closes the connection: the OK goes out with the
