@@ -142,6 +142,74 @@ pub fn binary_literals_as_hex_with(
     String::from_utf8(out).ok()
 }
 
+/// The statement (decoded from a single-byte client character set to UTF-8) with the body of
+/// every `_utf8'...'` literal (also `_utf8mb3`, `_utf8mb4`, `"..."`, any case, blanks before
+/// the quote) put back as the client sent it, when those bytes are UTF-8: the introducer says
+/// the literal's bytes are UTF-8 whatever the connection's character set (mysql-test
+/// `ctype_mb`: `_utf8'тест'` from a latin1 client is four characters, not the eight its bytes
+/// make in latin1). `recode` turns decoded text back into the client's bytes. `None` when no
+/// literal changes. Quoted names and comments are skipped whole.
+///
+/// Only for single-byte character sets: each byte is one character there, so the body's
+/// quotes and backslashes are the same bytes before and after, and the literal ends where it
+/// ended. (The text is lexed again afterwards, as every statement is, on what the backend gets.)
+pub fn utf8_literals_as_sent(
+    text: &str,
+    backslash_escapes: bool,
+    recode: &dyn Fn(&[u8]) -> Vec<u8>,
+) -> Option<String> {
+    const INTRODUCERS: [&[u8]; 3] = [b"_utf8mb4", b"_utf8mb3", b"_utf8"];
+    let sql = text.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    let mut out: Vec<u8> = Vec::with_capacity(sql.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < sql.len() {
+        if let Some(end) = opaque_end(sql, i, backslash_escapes) {
+            out.extend_from_slice(&sql[i..end]);
+            i = end;
+            continue;
+        }
+        let at_word_start =
+            i == 0 || !(ident(sql[i - 1]) || sql[i - 1] == b'.' || sql[i - 1] == b'@');
+        let introducer = INTRODUCERS.iter().find(|w| {
+            sql.len() >= i + w.len()
+                && sql[i..i + w.len()].eq_ignore_ascii_case(w)
+                && !sql.get(i + w.len()).copied().is_some_and(ident)
+        });
+        if at_word_start && let Some(w) = introducer {
+            let mut q = i + w.len();
+            while q < sql.len() && sql[q].is_ascii_whitespace() {
+                q += 1;
+            }
+            if q < sql.len()
+                && (sql[q] == b'\'' || sql[q] == b'"')
+                && let Some(end) = quoted_end_in(sql, q, backslash_escapes)
+            {
+                let body = &sql[q + 1..end - 1];
+                let sent = recode(body);
+                out.extend_from_slice(&sql[i..q + 1]);
+                match std::str::from_utf8(&sent) {
+                    Ok(_) if sent.as_slice() != body => {
+                        out.extend_from_slice(&sent);
+                        changed = true;
+                    }
+                    _ => out.extend_from_slice(body),
+                }
+                out.extend_from_slice(&sql[end - 1..end]);
+                i = end;
+                continue;
+            }
+        }
+        out.push(sql[i]);
+        i += 1;
+    }
+    if !changed {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The statement's first word (letters, digits, `_`), after blanks and comments; `""` when it
 /// starts with anything else.
 pub fn first_keyword(sql: &str) -> &str {
@@ -446,6 +514,42 @@ impl SqlMode {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn utf8_literals_keep_the_bytes_sent() {
+        // The client's bytes read as ISO-8859-1 (one character per byte), and back.
+        let decode = |b: &[u8]| b.iter().map(|&c| char::from(c)).collect::<String>();
+        let recode = |t: &[u8]| {
+            std::str::from_utf8(t)
+                .unwrap()
+                .chars()
+                .map(|c| u8::try_from(u32::from(c)).unwrap())
+                .collect::<Vec<u8>>()
+        };
+        let sent =
+            "SELECT _utf8'тест' AS a, _UTF8MB4 \"д\\'\", 'т', `_utf8'т'`, x._utf8, _utf8mb3'abc'";
+        let text = decode(sent.as_bytes());
+        assert_eq!(
+            super::utf8_literals_as_sent(&text, true, &recode).as_deref(),
+            Some(
+                format!(
+                    "SELECT _utf8'тест' AS a, _UTF8MB4 \"д\\'\", {}, {}, x._utf8, _utf8mb3'abc'",
+                    decode("'т'".as_bytes()),
+                    decode("`_utf8'т'`".as_bytes())
+                )
+                .as_str()
+            )
+        );
+        // Bytes that are no UTF-8 stay as decoded; nothing to change gives None.
+        assert_eq!(
+            super::utf8_literals_as_sent("SELECT _utf8'\u{e9}'", true, &recode),
+            None
+        );
+        assert_eq!(
+            super::utf8_literals_as_sent("SELECT 'x'", true, &recode),
+            None
+        );
+    }
+
     use super::{
         SavepointName, SqlMode, binary_literals_as_hex, first_keyword, quoted_end,
         rename_system_variables,

@@ -172,6 +172,19 @@ impl Session {
                 }
             }
             Local::Set { autocommit, items } => {
+                // `SET TRANSACTION ...` (the next transaction's characteristics, no SESSION)
+                // inside a transaction BEGIN / START TRANSACTION opened: MariaDB's 1568, also
+                // before the transaction ran anything (the gateway holds no connection of it
+                // yet, so no backend would refuse it). Once the transaction holds connections,
+                // the SET runs on them and the backend answers.
+                if self.in_transaction && items.iter().any(next_transaction_characteristics) {
+                    let e = MysqlError::new(
+                        1568,
+                        "25001",
+                        "Transaction characteristics can't be changed while a transaction is in progress",
+                    );
+                    return self.error(w, e).await;
+                }
                 if let Err(e) = self.set_state(items).await {
                     return self.error(w, e).await;
                 }
@@ -259,12 +272,18 @@ impl Session {
                 if let Err(e) = self.end_transaction(sql).await {
                     return self.error(w, e).await;
                 }
+                // ROLLBACK's warnings, kept by `end_transaction` (0 otherwise: every statement
+                // starts a new list).
+                let ok = OkInfo {
+                    warnings: self.warning_count,
+                    ..OkInfo::default()
+                };
                 match completion {
-                    Completion::Plain => self.ok(w, OkInfo::default()).await,
+                    Completion::Plain => self.ok(w, ok).await,
                     Completion::Chain => {
                         self.in_transaction = true;
                         self.xa_on = xa;
-                        self.ok(w, OkInfo::default()).await
+                        self.ok(w, ok).await
                     }
                     Completion::Release => {
                         // MySQL answers, then closes the connection: the OK goes out with the
@@ -368,4 +387,17 @@ impl Session {
             }
         }
     }
+}
+
+/// Whether a `SET` item is `TRANSACTION ...` without a scope: the characteristics of the next
+/// transaction only (MySQL's rule), which MariaDB refuses inside a transaction (1568); `SET
+/// SESSION TRANSACTION ...` is the session's and allowed there. The item's assignment is the
+/// statement after `SET` (module `route::set`).
+fn next_transaction_characteristics(item: &crate::route::SessionSet) -> bool {
+    item.key == "transaction"
+        && item
+            .assignment
+            .split_ascii_whitespace()
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION"))
 }

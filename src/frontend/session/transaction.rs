@@ -173,6 +173,21 @@ impl Session {
             self.id,
         )
         .await;
+        // ROLLBACK's warnings (1196: changes to non-transactional tables stay) are the
+        // statement's, for its OK and SHOW WARNINGS.
+        let warned = |c: &dyn BackendConn| {
+            c.warning_count()
+                .map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed))
+        };
+        let count = pinned
+            .iter()
+            .map(|(_, c)| warned(c.as_ref()))
+            .fold(0u16, u16::saturating_add);
+        if sql == "ROLLBACK" && count > 0 {
+            let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
+            self.warnings = super::diagnostics::collect_warnings(&mut conns).await;
+            self.warning_count = count;
+        }
         if self.locks.is_some() {
             // The transaction ran under `SET autocommit = 0` on them ([`Session::open_tx`]):
             // the connections' own autocommit comes back, their table locks stay.

@@ -814,6 +814,17 @@ fn decode_statement(
             format!("Invalid {} character string: '{hex}'", client.name),
         )
     })?;
+    // `_utf8'...'` holds UTF-8 bytes whatever the client's set: its body as sent (single-byte
+    // sets only, see `utf8_literals_as_sent`).
+    let text = match crate::sqltext::contains_ignore_ascii_case(&text, "_utf8")
+        && SINGLE_BYTE.contains(&client.name)
+    {
+        true => crate::sqltext::utf8_literals_as_sent(&text, backslash_escapes, &|b| {
+            client.encode_bytes(b).into_owned()
+        })
+        .map_or(text, std::borrow::Cow::Owned),
+        false => text,
+    };
     if !crate::sqltext::contains_ignore_ascii_case(&text, "_binary") {
         return Ok(text.into_owned());
     }
@@ -824,6 +835,10 @@ fn decode_statement(
         .unwrap_or_else(|| text.into_owned()),
     )
 }
+
+/// The client character sets the gateway converts whose every character is one byte (MariaDB's
+/// `mbmaxlen` 1): a byte below 0x80 is always that ASCII character in them.
+const SINGLE_BYTE: &[&str] = &["latin1", "latin2", "cp1250", "cp1251", "hebrew", "koi8r"];
 
 /// One parameter value of a COM_STMT_EXECUTE payload: its type byte, where its bytes start
 /// (its length prefix, for a length-encoded value) and where its data starts and ends.

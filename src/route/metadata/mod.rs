@@ -124,6 +124,9 @@ const SERVER_VIEWS: &[&str] = &[
     "GLOBAL_VARIABLES",
     "SESSION_STATUS",
     "SESSION_VARIABLES",
+    // MariaDB's: every system variable's session and global value, default, origin and range
+    // (what GLOBAL_VARIABLES and SESSION_VARIABLES hold, described).
+    "SYSTEM_VARIABLES",
     "PROFILING",
     "SPATIAL_REF_SYS",
     "ST_SPATIAL_REFERENCE_SYSTEMS",

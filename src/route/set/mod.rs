@@ -83,6 +83,32 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         || (word_is(0, "CHARACTER") && word_is(1, "SET"))
     {
         let start = if word_is(0, "CHARACTER") { 2 } else { 1 };
+        // `SET NAMES utf8, character_set_connection = ucs2`: more assignments after a comma
+        // (MariaDB's list), applied after NAMES in the order written.
+        if let Some(comma) = toks.iter().position(|t| t.0 == Tok::Comma) {
+            let names = &rest[..toks[comma].1];
+            let more = &rest[toks[comma].2..];
+            let Local::Set {
+                autocommit: None,
+                items: first,
+            } = set(&format!("SET {names}"), known_function)?
+            else {
+                return Err(RouteError::syntax(format!("malformed SET NAMES: {stmt}")));
+            };
+            return match set(&format!("SET {more}"), known_function)? {
+                Local::Set { autocommit, items } => Ok(Local::Set {
+                    autocommit,
+                    items: first.into_iter().chain(items).collect(),
+                }),
+                Local::SetAutocommit(on) => Ok(Local::Set {
+                    autocommit: Some(on),
+                    items: first,
+                }),
+                _ => Err(RouteError::not_supported(format!(
+                    "this SET must be a statement of its own, not after NAMES: {stmt}"
+                ))),
+            };
+        }
         // A charset name or string, or DEFAULT, then optionally COLLATE and a collation.
         let name = |i: usize| {
             toks.get(i)
@@ -183,8 +209,15 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
             // An expression is evaluated once and replayed as its value (`sql_mode = @old`);
             // sql_mode and the client charset are always read back: how the server reads the
             // session's statements follows them (the charset is checked again on the value the
-            // server settled on).
-            evaluate: !literal || (!user && (key == "sql_mode" || key == "character_set_client")),
+            // server settled on). So is optimizer_switch: a list of some of its flags changes
+            // those and keeps the others (MariaDB's rule), so the value it leaves depends on the
+            // earlier SETs, which a connection taken later has not seen.
+            evaluate: !literal
+                || (!user
+                    && matches!(
+                        key.as_str(),
+                        "sql_mode" | "character_set_client" | "optimizer_switch"
+                    )),
             key,
             standalone: false,
         });

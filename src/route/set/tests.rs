@@ -113,6 +113,17 @@ fn names_and_transactions() {
     assert!(set_("SET NAMES utf8mb4 COLLATE utf8mb4_bin").is_ok());
     assert!(set_("SET CHARACTER SET 'latin1'").is_ok());
     assert!(set_("SET NAMES utf8, GLOBAL x = 1").is_err());
+    // More assignments after NAMES, in the order written.
+    let Ok(Local::Set { autocommit, items }) =
+        set_("SET NAMES utf8, character_set_connection=ucs2, autocommit = 0")
+    else {
+        panic!("SET NAMES with more assignments");
+    };
+    assert_eq!(autocommit, Some(false));
+    let keys: Vec<&str> = items.iter().map(|i| i.key.as_str()).collect();
+    assert_eq!(keys, ["names", "character_set_connection"]);
+    assert!(set_("SET NAMES utf8, sql_log_bin = 0").is_err());
+    assert!(set_("SET NAMES utf8, xa = 1").is_err());
     assert!(set_("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED").is_ok());
     assert!(set_("SET TRANSACTION READ ONLY").is_ok());
     assert!(set_("SET TRANSACTION ISOLATION LEVEL READ COMMITTED; DROP TABLE t").is_err());

@@ -80,7 +80,10 @@ pub(super) fn route(
     let canonical = lex::canonical(sql, view.mode)?;
     let stmt = scan::strip(&canonical.text);
     if stmt.is_empty() {
-        return Err(RouteError::empty());
+        return match comments_only(sql) {
+            true => Ok(Routed::Local(Local::Ok)),
+            false => Err(RouteError::empty()),
+        };
     }
     if canonical.separator && stmt.contains(';') && lex::canonical(stmt, view.mode)?.separator {
         return Err(RouteError::syntax(
@@ -194,6 +197,16 @@ pub(super) fn route(
     }
 }
 
+/// Whether `sql`, which holds no statement once its comments are gone, held comments: MariaDB
+/// answers such a text OK, and only an empty one — nothing but white space and `;` once the
+/// server trimmed its ends (`alloc_query`) — `Query was empty` (1065; the grammar's
+/// `OPTION_LEX_FOUND_COMMENT` tells them apart).
+fn comments_only(sql: &str) -> bool {
+    !sql.trim_start()
+        .trim_end_matches(|c: char| c.is_whitespace() || c == ';')
+        .is_empty()
+}
+
 /// The user's access to every table `statement` names (module `access`), each resolved to its
 /// logical schema: its qualifier when that names one, else `schema`. No check without an
 /// [`Access`](super::Access) in the view.
@@ -258,11 +271,9 @@ fn table_node(
     token: &str,
     view: &SessionView<'_>,
 ) -> Result<(String, String), RouteError> {
-    let (qualifier, name) = match token.split_once('.') {
-        Some((q, n)) => (Some(scan::unquote(q)), scan::unquote(n)),
-        None => (None, scan::unquote(token)),
-    };
-    let s = require_schema(r, qualifier.or(view.schema), view)?;
+    let (qualifier, name) = qualified_name(token);
+    let name = name.as_str();
+    let s = require_schema(r, qualifier.as_deref().or(view.schema), view)?;
     if let Some(access) = view.access {
         access.check_table(&s.name, name, super::TableAccess::Select)?;
     }
@@ -281,6 +292,37 @@ fn table_node(
         }
     };
     Ok((node, format!("`{}`", name.replace('`', "``"))))
+}
+
+/// The qualifier and the name of a table reference written as one word (`t`, `` `t` ``,
+/// `db.t`, `` `d.b`.`t``1` ``), each unquoted: a `.` inside backquotes belongs to the name, and
+/// a doubled backquote inside them is one (MySQL's quoting).
+fn qualified_name(token: &str) -> (Option<String>, String) {
+    let mut parts = vec![String::new()];
+    let mut chars = token.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        let part = parts.last_mut().expect("one part at least");
+        match c {
+            '`' if quoted && chars.peek() == Some(&'`') => {
+                chars.next();
+                part.push('`');
+            }
+            '`' => quoted = !quoted,
+            '.' if !quoted => parts.push(String::new()),
+            c => part.push(c),
+        }
+    }
+    let name = parts.pop().unwrap_or_default();
+    if parts.is_empty() {
+        // A name in quotes (`SHOW COLUMNS FROM 't'` is no MySQL, but was always read so).
+        return match token.starts_with('`') {
+            true => (None, name),
+            false => (None, scan::unquote(&name).to_string()),
+        };
+    }
+    // More than one `.` names no table MySQL knows: the qualifier is then no schema either.
+    (Some(parts.join(".")), name)
 }
 
 fn unknown_table(table: &str, schema: &str) -> RouteError {
@@ -449,6 +491,22 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::like;
+
+    #[test]
+    fn qualified_names_unquote_as_mysql_does() {
+        let q = |t: &str| {
+            let (a, b) = super::qualified_name(t);
+            (a.as_deref().map(str::to_string), b)
+        };
+        let s = |x: &str| x.to_string();
+        assert_eq!(q("t"), (None, s("t")));
+        assert_eq!(q("`t``1`"), (None, s("t`1")));
+        assert_eq!(q("db.t"), (Some(s("db")), s("t")));
+        assert_eq!(q("`d.b`.`t``1`"), (Some(s("d.b")), s("t`1")));
+        assert_eq!(q("`a`.b.c"), (Some(s("a.b")), s("c")));
+        assert_eq!(q("'t'"), (None, s("t")));
+        assert_eq!(q("`'t'`"), (None, s("'t'")));
+    }
 
     #[test]
     fn like_patterns() {

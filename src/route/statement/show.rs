@@ -451,7 +451,9 @@ pub(super) fn server_show_form(stmt: &str) -> bool {
             Token::Word(w) => {
                 w.quote_style.is_none() && WORDS.iter().any(|k| w.value.eq_ignore_ascii_case(k))
             }
-            Token::SingleQuotedString(_) => after_like || in_where,
+            // A double-quoted string too: the canonical text keeps `"..."` only where it is
+            // one (under ANSI_QUOTES it is a name, sent as `` `...` ``, module `lex`).
+            Token::SingleQuotedString(_) | Token::DoubleQuotedString(_) => after_like || in_where,
             Token::Eq | Token::Neq if in_where => true,
             Token::Number(..) | Token::Comma | Token::LParen | Token::RParen | Token::Mul => true,
             _ => false,

@@ -1,0 +1,299 @@
+//! Answers as MariaDB gives them (issue 18, the "wrong answer or metadata" losses of
+//! MariaDB's mysql-test `main/` through the gateway, README "Conformance"): each test runs one
+//! statement sequence on a plain MariaDB database and, through the gateway, in a schema whose
+//! default dataNode is another database of the same server, and compares every answer — the
+//! error (errno and SQLSTATE), or the result's column labels and types, its rows, the affected
+//! rows and the warning count. The sequences are the statements mysql-test files stopped at.
+
+mod common;
+
+use common::{Extra, Fixture, primary, server_error};
+use mysql_async::prelude::Queryable;
+
+/// Schema `MTA` whose default dataNode is `dn1` (the fixture's first database), for user `mta`.
+fn schema() -> Extra {
+    Extra {
+        schema_xml: r#"<schema name="MTA" checkSQLschema="false" dataNode="dn1" />"#.to_string(),
+        users_xml: r#"<user name="mta"><property name="password">mta</property><property name="schemas">MTA</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    }
+}
+
+/// What a statement answered: an error (errno, SQLSTATE), or a result.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Error(u16, String),
+    Result {
+        /// Each column's label, type, flags, length, decimals and character set.
+        columns: Vec<String>,
+        rows: Vec<Vec<Option<String>>>,
+        affected: u64,
+        warnings: u16,
+    },
+}
+
+async fn answer(c: &mut mysql_async::Conn, sql: &str) -> (Answer, String) {
+    let mut result = match c.query_iter(sql).await {
+        Ok(r) => r,
+        Err(e) => {
+            let (code, state, message) = server_error(e);
+            return (Answer::Error(code, state), message);
+        }
+    };
+    let columns = result
+        .columns_ref()
+        .iter()
+        .map(|col| {
+            format!(
+                "{} {:?} {:?} len={} dec={} cs={}",
+                col.name_str(),
+                col.column_type(),
+                col.flags(),
+                col.column_length(),
+                col.decimals(),
+                col.character_set()
+            )
+        })
+        .collect();
+    let rows: Result<Vec<mysql_async::Row>, _> = result.collect().await;
+    let rows = match rows {
+        Ok(rows) => rows.into_iter().map(common::text_row).collect(),
+        Err(e) => {
+            let (code, state, message) = server_error(e);
+            return (Answer::Error(code, state), message);
+        }
+    };
+    drop(result);
+    let answer = Answer::Result {
+        columns,
+        rows,
+        affected: c.affected_rows(),
+        warnings: c.get_warnings(),
+    };
+    (answer, String::new())
+}
+
+/// Runs `sequence` on a fresh plain database and through a fresh gateway (fixture `prefix`),
+/// asserting the same answer to every statement.
+async fn same_answers(prefix: &str, sequence: &[&str]) {
+    let f = Fixture::start(prefix, schema()).await;
+    let plain_db = format!("t_{prefix}_plain");
+    common::sample_database(&plain_db).await;
+    let mut plain = primary(Some(&plain_db)).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    for sql in sequence {
+        // `rows: SQL`: a statement the gateway answers itself, whose column definitions are
+        // its own (lengths and collation ids: a known difference), compared without them.
+        let (sql, rows_only) = match sql.strip_prefix("rows: ") {
+            Some(sql) => (sql, true),
+            None => (*sql, false),
+        };
+        let (mut a, ma) = answer(&mut plain, sql).await;
+        let (mut b, mb) = answer(&mut gw, sql).await;
+        if rows_only {
+            for x in [&mut a, &mut b] {
+                if let Answer::Result { columns, .. } = x {
+                    columns.clear();
+                }
+            }
+        }
+        assert_eq!(a, b, "{sql}\nMariaDB: {ma}\ngateway: {mb}");
+    }
+}
+
+/// A text of comments only is a statement MariaDB answers OK (mysql-test `comments`); an empty
+/// one, or one of white space and `;`, is 1065.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_of_comments_only_is_answered_ok() {
+    same_answers(
+        "mtacomment",
+        &[
+            "/* line with only comment */",
+            "/* c */ ;",
+            "-- a line comment",
+            "# a hash comment",
+            "/* a */ /* b */",
+            "/*!40000 */",
+            "",
+            "  ",
+            ";",
+            " ; ",
+            "SELECT 1 /* long\nmulti line comment */",
+        ],
+    )
+    .await;
+}
+
+/// `SET TRANSACTION ...` (the next transaction's characteristics) inside a transaction opened
+/// by START TRANSACTION is 1568 even before the transaction ran anything; `SET SESSION
+/// TRANSACTION` is allowed (mysql-test `commit`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_transaction_inside_a_transaction_is_refused() {
+    same_answers(
+        "mtatrx",
+        &[
+            "CREATE TABLE t_trx (s1 INT) ENGINE=InnoDB",
+            "START TRANSACTION",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SET TRANSACTION READ ONLY",
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            "SELECT @@tx_isolation",
+            "COMMIT",
+            "BEGIN",
+            "INSERT INTO t_trx VALUES (1)",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "ROLLBACK",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SELECT COUNT(*) FROM t_trx",
+        ],
+    )
+    .await;
+}
+
+/// A table name holding a backquote, written doubled inside backquotes, is the same table in the
+/// SHOW and DESCRIBE statements the gateway routes itself (mysql-test `mysqlshow`:
+/// `mariadb-show test 't`1'` got 1146 for `t``1`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quoted_name_with_a_backquote_is_one_table() {
+    same_answers(
+        "mtaquote",
+        &[
+            "CREATE TABLE `t``q` (a INT PRIMARY KEY, b INT)",
+            "INSERT INTO `t``q` VALUES (1, 2)",
+            "SHOW COLUMNS FROM `t``q`",
+            "SHOW FULL COLUMNS FROM `t``q`",
+            "SHOW KEYS FROM `t``q`",
+            "SHOW INDEX FROM `t``q`",
+            "DESC `t``q`",
+            "SHOW CREATE TABLE `t``q`",
+            "SELECT COUNT(*) FROM `t``q`",
+            "SHOW COLUMNS FROM `t``nope`",
+        ],
+    )
+    .await;
+}
+
+/// `SHOW VARIABLES LIKE "pattern"` with the pattern in double quotes (a string outside
+/// ANSI_QUOTES; mysql-test's `include/have_lowercase0.inc` asks so), and MariaDB's
+/// `information_schema.SYSTEM_VARIABLES`, which describes the server's variables as
+/// GLOBAL_VARIABLES and SESSION_VARIABLES do (mysql-test `opt_trace_default`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_variables_are_read_as_mariadb_answers_them() {
+    same_answers(
+        "mtavars",
+        &[
+            "SHOW VARIABLES LIKE \"lower_case_table_names\"",
+            "SHOW SESSION VARIABLES LIKE \"sql_mode\"",
+            "SELECT global_value_origin, default_value FROM INFORMATION_SCHEMA.SYSTEM_VARIABLES \
+             WHERE variable_name = 'optimizer_trace'",
+            "SELECT COUNT(*) > 100 FROM information_schema.system_variables",
+        ],
+    )
+    .await;
+}
+
+/// `SET optimizer_switch = 'a=on'` changes the flags it lists and keeps the others: a later
+/// statement sees every flag the session's SETs left, not only the last SET's (mysql-test
+/// `subselect_mat_analyze_json` lost `in_to_exists=off` and got another plan).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimizer_switch_flags_accumulate_as_on_mariadb() {
+    same_answers(
+        "mtaoptsw",
+        &[
+            "SET @save_optimizer_switch = @@optimizer_switch",
+            "SET @@optimizer_switch = \"materialization=on,in_to_exists=off,semijoin=off\"",
+            "SET @@optimizer_switch = \"partial_match_rowid_merge=on,partial_match_table_scan=off\"",
+            "SELECT @@optimizer_switch",
+            "SET optimizer_switch = 'in_to_exists=on'",
+            "SELECT @@optimizer_switch",
+            "SET @@optimizer_switch = @save_optimizer_switch",
+            "SELECT @@optimizer_switch = @save_optimizer_switch",
+        ],
+    )
+    .await;
+}
+
+/// `SET NAMES cs, other = value, ...`: the assignments after NAMES apply after it, in the order
+/// written (mysql-test `ctype_ucs2_uca` got 1064 for `SET NAMES utf8,
+/// character_set_connection=ucs2`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_names_takes_more_assignments_after_it() {
+    same_answers(
+        "mtanames",
+        &[
+            // (Numbers only while the results are utf8mb3: the gateway's column definitions
+            // then carry utf8mb4's collation and lengths, README "Client character sets"; and
+            // not `@@character_set_client` inside an expression, which the gateway answers as
+            // a literal that becomes the label.)
+            "SET NAMES utf8, character_set_connection=ucs2",
+            "SELECT @@character_set_connection = 'ucs2', @@collation_connection = 'ucs2_general_ci'",
+            "SELECT LENGTH('a'), CHARSET('a') = 'ucs2'",
+            "SET NAMES utf8, collation_connection=ucs2_unicode_520_nopad_ci",
+            "SELECT @@collation_connection = 'ucs2_unicode_520_nopad_ci', \
+             COLLATION('a') = 'ucs2_unicode_520_nopad_ci'",
+            "SET NAMES utf8mb4, @v = 3",
+            "SELECT @v, @@character_set_connection",
+        ],
+    )
+    .await;
+}
+
+/// A `_utf8'...'` literal from a latin1 client holds UTF-8 bytes, as the introducer says
+/// (mysql-test `ctype_mb`: `_utf8'тест'` became eight characters through the gateway, which
+/// had read its bytes as latin1 first). The statements are sent as UTF-8 bytes on a latin1
+/// connection, as mysqltest sends its files. (Numbers only: on a latin1 connection the
+/// gateway's column lengths are utf8mb4's, README "Client character sets"; and aliases: a
+/// label holding such a literal is the backend's, in UTF-8, which latin1 cannot spell, where
+/// MariaDB sends the statement's own bytes.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_utf8_introducer_reads_its_bytes_as_utf8_on_a_latin1_connection() {
+    same_answers(
+        "mtaintro",
+        &[
+            "SET NAMES latin1",
+            "SELECT CHAR_LENGTH(_utf8'тест') AS a, LENGTH(_utf8mb4 'тест') AS b, CHAR_LENGTH('тест')",
+            "SELECT _utf8'тест' = CONVERT(0xD182D0B5D181D182 USING utf8mb3) AS same",
+            "CREATE TABLE t_mb SELECT _utf8'test' AS c1, _utf8'тест' AS c2",
+            "SELECT CHAR_LENGTH(c1), CHAR_LENGTH(c2), LENGTH(c2) FROM t_mb",
+            "SELECT COUNT(*) FROM t_mb WHERE c2 = _utf8'тест'",
+            "SET NAMES utf8mb4",
+            "SELECT CHAR_LENGTH(c2) FROM t_mb",
+        ],
+    )
+    .await;
+}
+
+/// ROLLBACK of a transaction that changed a non-transactional table warns (1196): the OK
+/// carries the warning, SHOW WARNINGS lists it (mysql-test `rollback`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_warns_of_non_transactional_changes() {
+    same_answers(
+        "mtarollback",
+        &[
+            "CREATE TABLE t_rb (n INT) ENGINE=MyISAM",
+            "CREATE TABLE t_rb_tx (n INT) ENGINE=InnoDB",
+            "BEGIN",
+            "INSERT INTO t_rb VALUES (1)",
+            "INSERT INTO t_rb_tx VALUES (1)",
+            "ROLLBACK",
+            "rows: SELECT @@warning_count",
+            "rows: SHOW WARNINGS",
+            "SELECT COUNT(*) FROM t_rb",
+            "SELECT COUNT(*) FROM t_rb_tx",
+            "BEGIN",
+            "INSERT INTO t_rb_tx VALUES (2)",
+            "ROLLBACK",
+            "rows: SHOW WARNINGS",
+            "SET autocommit = 0",
+            "INSERT INTO t_rb VALUES (3)",
+            "ROLLBACK AND CHAIN",
+            "rows: SHOW WARNINGS",
+            "COMMIT",
+            "SET autocommit = 1",
+        ],
+    )
+    .await;
+}
