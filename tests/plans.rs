@@ -21,7 +21,10 @@ fn repo() -> PathBuf {
 /// The router's answer as the golden files spell it.
 fn render(routed: Result<Routed, manx::route::RouteError>) -> String {
     match routed {
-        Err(e) => format!("error {} {}: {}", e.code, e.state, e.message),
+        Err(e) => {
+            let (code, state) = manx::frontend::refusal_code(e.refusal);
+            format!("error {code} {state}: {}", e.message)
+        }
         Ok(Routed::Plan(p)) => {
             let mut out = format!(
                 "plan read_only={} ok_merge={:?} ddl={} host={:?}",

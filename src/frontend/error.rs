@@ -3,7 +3,7 @@
 use crate::backend::BackendError;
 use crate::datahost::DatahostError;
 use crate::engine::EngineError;
-use crate::route::RouteError;
+use crate::route::{Refusal, RouteError};
 
 /// An error for the client (an ERR packet; the session stays open).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,7 +37,30 @@ impl MysqlError {
 
 impl From<RouteError> for MysqlError {
     fn from(e: RouteError) -> Self {
-        MysqlError::new(e.code, e.state, e.message)
+        let (code, state) = refusal_code(e.refusal);
+        MysqlError::new(code, state, e.message)
+    }
+}
+
+/// The MySQL errno and SQLSTATE of each kind of the router's refusals (MySQL's
+/// `mysqld_error.h` and `sql_state.h`; Mycat's own 3012 and 1495 where Mycat answers them).
+pub fn refusal_code(refusal: Refusal) -> (u16, &'static str) {
+    match refusal {
+        Refusal::Routing => (1064, "42000"),
+        Refusal::NotSupported => (1235, "42000"),
+        Refusal::DatabaseAccessDenied => (1044, "42000"),
+        Refusal::PrivilegeRequired => (1227, "42000"),
+        Refusal::DmlPrivilege => (3012, "HY000"),
+        Refusal::ReadOnly => (1495, "HY000"),
+        Refusal::UnknownDatabase => (1049, "42000"),
+        Refusal::NoDatabase => (1046, "3D000"),
+        Refusal::NoSuchTable => (1146, "42S02"),
+        Refusal::UnknownColumn => (1054, "42S22"),
+        Refusal::ValueCount => (1136, "21S01"),
+        Refusal::WrongValue => (1231, "42000"),
+        Refusal::EmptyQuery => (1065, "42000"),
+        Refusal::UnknownExplainFormat => (1791, "HY000"),
+        Refusal::MetadataMismatch => (1105, "HY000"),
     }
 }
 

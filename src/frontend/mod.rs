@@ -26,7 +26,7 @@ use crate::datahost::Timeouts;
 use crate::sequence::Sequences;
 use wire::tls;
 
-pub use error::MysqlError;
+pub use error::{MysqlError, refusal_code};
 
 /// Column names of `information_schema` views, by (dataNode, upper-cased view name).
 type ViewColumns = std::collections::HashMap<(String, String), Arc<[String]>>;

@@ -9,6 +9,7 @@
 //! mask (INSERT, UPDATE, DELETE). Table names in `<privileges>` match without regard to ASCII
 //! case, as logical table names do.
 
+use crate::route::Refusal;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::RouteError;
@@ -98,14 +99,13 @@ impl Access {
         if self.may_use(schema) {
             return Ok(());
         }
-        Err(RouteError {
-            code: 1044,
-            state: "42000",
-            message: format!(
+        Err(RouteError::new(
+            Refusal::DatabaseAccessDenied,
+            format!(
                 "Access denied for user '{}' to database '{schema}'",
                 self.user
             ),
-        })
+        ))
     }
 
     /// Checks one table access: the schema may be used, a `readOnly` user does not write, and
@@ -129,25 +129,23 @@ impl Access {
         if access.mask_bits().iter().all(|&b| mask[b]) {
             return Ok(());
         }
-        Err(RouteError {
-            code: 3012,
-            state: "HY000",
-            message: format!(
+        Err(RouteError::new(
+            Refusal::DmlPrivilege,
+            format!(
                 "The statement DML privilege check is not passed, reject for user '{}' ({} on {schema}.{table})",
                 self.user,
                 access.name()
             ),
-        })
+        ))
     }
 
     /// Errors: 1495 `User readonly` for a `readOnly` user.
     pub fn check_write(&self) -> Result<(), RouteError> {
         if self.read_only {
-            return Err(RouteError {
-                code: 1495,
-                state: "HY000",
-                message: "User readonly".to_string(),
-            });
+            return Err(RouteError::new(
+                Refusal::ReadOnly,
+                "User readonly".to_string(),
+            ));
         }
         Ok(())
     }
@@ -226,22 +224,25 @@ mod tests {
             TableAccess::Delete,
             TableAccess::Ddl,
         ] {
-            assert_eq!(a.check_table("A", "SECRET", kind).unwrap_err().code, 3012);
+            assert_eq!(
+                a.check_table("A", "SECRET", kind).unwrap_err().refusal,
+                Refusal::DmlPrivilege
+            );
         }
         assert!(a.check_table("A", "log", TableAccess::Insert).is_ok());
         assert_eq!(
             a.check_table("A", "log", TableAccess::Ddl)
                 .unwrap_err()
-                .code,
-            3012
+                .refusal,
+            Refusal::DmlPrivilege
         );
         // No entry for schema B: not checked, as Mycat.
         assert!(a.check_table("B", "secret", TableAccess::Delete).is_ok());
         assert_eq!(
             a.check_table("C", "t", TableAccess::Select)
                 .unwrap_err()
-                .code,
-            1044
+                .refusal,
+            Refusal::DatabaseAccessDenied
         );
     }
 
@@ -253,8 +254,8 @@ mod tests {
         assert_eq!(
             a.check_table("A", "orders", TableAccess::Ddl)
                 .unwrap_err()
-                .code,
-            1495
+                .refusal,
+            Refusal::ReadOnly
         );
     }
 }

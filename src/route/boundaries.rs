@@ -194,7 +194,7 @@ mod tests {
     use super::*;
 
     fn refused(text: &str) -> bool {
-        check(text).is_err_and(|e| e.code == 1235)
+        check(text).is_err_and(|e| e.refusal == crate::route::Refusal::NotSupported)
     }
 
     #[test]

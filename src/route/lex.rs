@@ -45,11 +45,7 @@ pub struct Canonical<'a> {
 }
 
 fn refuse(message: String) -> RouteError {
-    RouteError {
-        code: 1235,
-        state: "42000",
-        message,
-    }
+    RouteError::not_supported(message)
 }
 
 /// The canonical form of `sql` under `mode` (module docs).
@@ -396,6 +392,7 @@ fn only_comments(p: &str, mode: SqlMode) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::Refusal;
 
     fn canon(sql: &str, mode: SqlMode) -> String {
         canonical(sql, mode).unwrap().text.into_owned()
@@ -467,7 +464,11 @@ mod tests {
             "SELECT 1 /*M!100100 + 1 */",
             "SELECT 1 /*m! + 1 */",
         ] {
-            assert_eq!(canonical(sql, d).unwrap_err().code, 1235, "{sql}");
+            assert_eq!(
+                canonical(sql, d).unwrap_err().refusal,
+                Refusal::NotSupported,
+                "{sql}"
+            );
         }
         for sql in [
             "SELECT 1 AS `\u{a0}` FROM t HAVING 1 --\u{a0}UNION SELECT 2",
@@ -479,7 +480,11 @@ mod tests {
             "SELECT 1 /*! + 1",
             "SELECT 1 \0",
         ] {
-            assert_eq!(canonical(sql, d).unwrap_err().code, 1064, "{sql}");
+            assert_eq!(
+                canonical(sql, d).unwrap_err().refusal,
+                Refusal::Routing,
+                "{sql}"
+            );
         }
     }
 
@@ -500,8 +505,8 @@ mod tests {
         assert_eq!(
             canonical("SELECT 'a\\' UNION SELECT 1 -- '", NBE)
                 .unwrap_err()
-                .code,
-            1235
+                .refusal,
+            Refusal::NotSupported
         );
         assert_eq!(canon("SELECT 'it''s'", NBE), "SELECT 'it''s'");
         let c = canonical("SELECT 'a'; DELETE FROM t", NBE).unwrap();

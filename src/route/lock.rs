@@ -6,6 +6,7 @@
 //! with `lock_type` one of `READ [LOCAL]`, `[LOW_PRIORITY] WRITE`, `WRITE CONCURRENT`
 //! (MariaDB). `tbl` is `name` or `schema.name`, the schema a logical one.
 
+use crate::route::Refusal;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -133,11 +134,10 @@ pub(super) fn lock_tables(
             (Some(t), _) => t.nodes.clone(),
             (None, Some(d)) => vec![d.clone()],
             (None, None) => {
-                return Err(RouteError {
-                    code: 1146,
-                    state: "42S02",
-                    message: format!("Table '{}.{name}' doesn't exist", schema.name),
-                });
+                return Err(RouteError::new(
+                    Refusal::NoSuchTable,
+                    format!("Table '{}.{name}' doesn't exist", schema.name),
+                ));
             }
         };
         for node in nodes {

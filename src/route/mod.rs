@@ -52,12 +52,52 @@ pub use set::{check_client_charset, check_storage_engine, switch_value};
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};
 pub use statement::like;
 
-/// A statement manx refuses, as the MySQL error the client gets.
+/// A statement manx refuses: the kind of refusal and the message the client reads. The front
+/// end gives each [`Refusal`] its MySQL errno and SQLSTATE, once (`frontend::error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct RouteError {
-    pub code: u16,
-    pub state: &'static str,
+    pub refusal: Refusal,
     pub message: String,
+}
+
+/// Why the router refuses a statement. Each kind is one MySQL error the client gets (named
+/// here; the front end maps it): the routing errors Mycat answers and the refusals MySQL
+/// itself would give for the same statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// A statement the router cannot place or read: Mycat's routing error (1064, with MySQL's
+    /// SQLSTATE for it, DECISIONS.md item 20).
+    Routing,
+    /// Read and understood, but not forwarded by the gateway (1235 ER_NOT_SUPPORTED_YET).
+    NotSupported,
+    /// A database (logical schema) the user may not use (1044 ER_DBACCESS_DENIED_ERROR).
+    DatabaseAccessDenied,
+    /// A statement that needs a privilege the gateway does not pass on (1227
+    /// ER_SPECIFIC_ACCESS_DENIED_ERROR).
+    PrivilegeRequired,
+    /// Mycat's DML privilege check of server.xml's table privileges (Mycat's 3012).
+    DmlPrivilege,
+    /// A write by a `readOnly` user (Mycat's 1495 `User readonly`).
+    ReadOnly,
+    /// 1049 ER_BAD_DB_ERROR.
+    UnknownDatabase,
+    /// 1046 ER_NO_DB_ERROR.
+    NoDatabase,
+    /// 1146 ER_NO_SUCH_TABLE.
+    NoSuchTable,
+    /// 1054 ER_BAD_FIELD_ERROR.
+    UnknownColumn,
+    /// 1136 ER_WRONG_VALUE_COUNT_ON_ROW.
+    ValueCount,
+    /// 1231 ER_WRONG_VALUE_FOR_VAR.
+    WrongValue,
+    /// 1065 ER_EMPTY_QUERY.
+    EmptyQuery,
+    /// 1791 ER_UNKNOWN_EXPLAIN_FORMAT.
+    UnknownExplainFormat,
+    /// A dataHost's `information_schema` does not have the columns the gateway maps
+    /// (1105 ER_UNKNOWN_ERROR).
+    MetadataMismatch,
 }
 
 impl fmt::Display for RouteError {
@@ -67,51 +107,41 @@ impl fmt::Display for RouteError {
 }
 
 impl RouteError {
-    /// 1235 (ER_NOT_SUPPORTED_YET, SQLSTATE 42000) with `message`: what the gateway does not
-    /// forward (modules `admit`, `set`).
+    /// A refusal of kind `refusal` with `message`.
+    pub fn new(refusal: Refusal, message: impl Into<String>) -> Self {
+        RouteError {
+            refusal,
+            message: message.into(),
+        }
+    }
+
+    /// [`Refusal::NotSupported`] with `message`: what the gateway does not forward (modules
+    /// `admit`, `set`).
     pub fn not_supported(message: impl Into<String>) -> Self {
-        RouteError {
-            code: 1235,
-            state: "42000",
-            message: message.into(),
-        }
+        RouteError::new(Refusal::NotSupported, message)
     }
 
-    /// Errno 1064, SQLSTATE 42000: Mycat's code for routing errors, with MySQL's SQLSTATE for it
-    /// (DECISIONS.md item 20).
+    /// [`Refusal::Routing`] with `message`: Mycat's routing error.
     pub fn syntax(message: impl Into<String>) -> Self {
-        RouteError {
-            code: 1064,
-            state: "42000",
-            message: message.into(),
-        }
+        RouteError::new(Refusal::Routing, message)
     }
 
-    /// 1049 `Unknown database`.
+    /// [`Refusal::UnknownDatabase`]: `Unknown database 'name'`.
     pub fn unknown_database(name: &str) -> Self {
-        RouteError {
-            code: 1049,
-            state: "42000",
-            message: format!("Unknown database '{name}'"),
-        }
+        RouteError::new(
+            Refusal::UnknownDatabase,
+            format!("Unknown database '{name}'"),
+        )
     }
 
-    /// 1046 `No database selected`.
+    /// [`Refusal::NoDatabase`]: `No database selected`.
     pub fn no_database() -> Self {
-        RouteError {
-            code: 1046,
-            state: "3D000",
-            message: "No database selected".to_string(),
-        }
+        RouteError::new(Refusal::NoDatabase, "No database selected")
     }
 
-    /// 1065 `Query was empty`.
+    /// [`Refusal::EmptyQuery`]: `Query was empty`.
     pub fn empty() -> Self {
-        RouteError {
-            code: 1065,
-            state: "42000",
-            message: "Query was empty".to_string(),
-        }
+        RouteError::new(Refusal::EmptyQuery, "Query was empty")
     }
 }
 

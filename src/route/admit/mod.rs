@@ -11,6 +11,7 @@
 //! sequence functions (their argument is a table), and table options that touch files or other
 //! servers (`DATA DIRECTORY`, `CONNECTION`, engines other than the local storage engines).
 
+use crate::route::Refusal;
 use sqlparser::ast::{ObjectType, Statement};
 use sqlparser::tokenizer::Token;
 
@@ -37,11 +38,10 @@ pub enum Admitted {
 }
 
 fn denied(what: &str) -> RouteError {
-    RouteError {
-        code: 1227,
-        state: "42000",
-        message: format!("Access denied; {what} is not available through the gateway"),
-    }
+    RouteError::new(
+        Refusal::PrivilegeRequired,
+        format!("Access denied; {what} is not available through the gateway"),
+    )
 }
 
 fn unsupported(what: &str) -> RouteError {
@@ -122,14 +122,13 @@ fn check_ddl_qualifiers(text: &str, is_schema: &dyn Fn(&str) -> bool) -> Result<
         if let (Token::Word(q), Token::Period, Token::Word(_)) = (&w[0].0, &w[1].0, &w[2].0)
             && !is_schema(&q.value)
         {
-            return Err(RouteError {
-                code: 1044,
-                state: "42000",
-                message: format!(
+            return Err(RouteError::new(
+                Refusal::DatabaseAccessDenied,
+                format!(
                     "Access denied to database '{}': DDL through the gateway names only the logical schemas' tables",
                     q.value
                 ),
-            });
+            ));
         }
     }
     Ok(())

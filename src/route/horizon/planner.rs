@@ -2,6 +2,7 @@
 //! the items the nodes must return and where each output column comes from.
 
 use super::*;
+use crate::route::Refusal;
 
 /// One item of the select list as the merge sees it.
 pub(super) struct Item {
@@ -106,14 +107,13 @@ impl<'a> Planner<'a> {
         let resolved = self.resolve(key, range, alias_first);
         if let Some(i) = resolved {
             if i >= self.items.len() && !self.items.iter().any(|it| it.expr.is_none()) {
-                return Err(RouteError {
-                    code: 1054,
-                    state: "42S22",
-                    message: format!(
+                return Err(RouteError::new(
+                    Refusal::UnknownColumn,
+                    format!(
                         "Unknown column '{}' in 'order clause'",
                         &self.sql[range.clone()]
                     ),
-                });
+                ));
             }
             // A position into `*` (or past it): the column is found at run time, its text is
             // not known here, so no weight (a string key there is refused by the merge).

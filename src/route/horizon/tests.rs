@@ -2,6 +2,7 @@
 //! node edits, and which are refused.
 
 use super::*;
+use crate::route::Refusal;
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
@@ -34,7 +35,7 @@ fn refused(sql: &str) -> String {
     match planned(sql) {
         Ok((_, node)) => panic!("{sql} was planned: {node}"),
         Err(e) => {
-            assert_eq!((e.code, e.state), (1064, "42000"), "{sql}: {}", e.message);
+            assert_eq!(e.refusal, Refusal::Routing, "{sql}: {}", e.message);
             e.message
         }
     }

@@ -3,6 +3,7 @@
 //! the user's logical schemas).
 
 use super::*;
+use crate::route::Refusal;
 
 impl Router {
     /// The dataNode that answers metadata queries for a user who may see `visible` schemas:
@@ -281,39 +282,32 @@ impl Router {
                 ),
                 Kind::Mapped(i) => {
                     let m = &MAPPED[i];
-                    let cols = columns(m.name).ok_or_else(|| RouteError {
-                        code: 1105,
-                        state: "HY000",
-                        message: format!(
-                            "the columns of information_schema.{} are unknown",
-                            m.name
-                        ),
+                    let cols = columns(m.name).ok_or_else(|| {
+                        RouteError::new(
+                            Refusal::MetadataMismatch,
+                            format!("the columns of information_schema.{} are unknown", m.name),
+                        )
                     })?;
                     let mut text = if postgresql {
                         let database = self.database_of(node).unwrap_or_default();
-                        postgres::derived(m, &scopes, database).ok_or_else(|| RouteError {
-                            code: 1235,
-                            state: "42000",
-                            message: format!(
+                        postgres::derived(m, &scopes, database).ok_or_else(|| RouteError::new(Refusal::NotSupported, format!(
                                 "information_schema.{} is not answered on a PostgreSQL dataNode",
                                 m.name
-                            ),
-                        })?
+                            )))?
                     } else {
                         derived(m, &cols, &scopes)?
                     };
                     for row in fetched(m.name) {
                         if row.len() != cols.len() {
-                            return Err(RouteError {
-                                code: 1105,
-                                state: "HY000",
-                                message: format!(
+                            return Err(RouteError::new(
+                                Refusal::MetadataMismatch,
+                                format!(
                                     "a dataHost answered {} columns of information_schema.{} instead of {}",
                                     row.len(),
                                     m.name,
                                     cols.len()
                                 ),
-                            });
+                            ));
                         }
                         let items: Vec<String> = row
                             .iter()
@@ -375,14 +369,13 @@ pub(super) fn derived(
 ) -> Result<String, RouteError> {
     let has = |c: &str| columns.iter().any(|x| x.eq_ignore_ascii_case(c));
     if !has(m.schema) || m.table.is_some_and(|t| !has(t)) {
-        return Err(RouteError {
-            code: 1105,
-            state: "HY000",
-            message: format!(
+        return Err(RouteError::new(
+            Refusal::MetadataMismatch,
+            format!(
                 "information_schema.{} of this server lacks the columns the gateway maps",
                 m.name
             ),
-        });
+        ));
     }
     let select = |logical: Option<&str>| {
         columns

@@ -2,6 +2,7 @@
 //! ones it never may, user variables, and the checks on the values the server settled on
 //! (client character set, storage engine, on/off switches).
 
+use crate::route::Refusal;
 use crate::route::RouteError;
 
 /// Session variables a client may set through the gateway (lower case, MariaDB's names and the
@@ -138,11 +139,10 @@ pub fn check_storage_engine(value: &str) -> Result<(), RouteError> {
 }
 
 pub(super) fn denied(what: &str) -> RouteError {
-    RouteError {
-        code: 1227,
-        state: "42000",
-        message: format!("Access denied; {what} is not allowed through the gateway"),
-    }
+    RouteError::new(
+        Refusal::PrivilegeRequired,
+        format!("Access denied; {what} is not allowed through the gateway"),
+    )
 }
 
 /// The value of an on/off variable (`autocommit`, Mycat's `xa`): `1`/`ON`/`TRUE` or
@@ -154,10 +154,9 @@ pub fn switch_value(key: &str, value: &str) -> Result<bool, RouteError> {
     match v.as_str() {
         "1" | "on" | "true" => Ok(true),
         "0" | "off" | "false" => Ok(false),
-        _ => Err(RouteError {
-            code: 1231,
-            state: "42000",
-            message: format!("Variable '{key}' can't be set to the value of '{v}'"),
-        }),
+        _ => Err(RouteError::new(
+            Refusal::WrongValue,
+            format!("Variable '{key}' can't be set to the value of '{v}'"),
+        )),
     }
 }

@@ -2,6 +2,7 @@
 //! names, and the refusal of what lies past the logical schemas.
 
 use super::*;
+use crate::route::Refusal;
 
 /// A table named in the statement, where it stands, and how it may be qualified.
 #[derive(Debug)]
@@ -186,13 +187,12 @@ pub(super) fn check_reachable(statement: &Statement, c: &Collector<'_>) -> Resul
             continue;
         }
         if SYSTEM_SCHEMAS.contains(&lower.as_str()) {
-            return Err(RouteError {
-                code: 1044,
-                state: "42000",
-                message: format!(
+            return Err(RouteError::new(
+                Refusal::DatabaseAccessDenied,
+                format!(
                     "Access denied to database '{q}': the backend servers' own schemas are not reachable through the gateway"
                 ),
-            });
+            ));
         }
         return Err(RouteError::unknown_database(q));
     }
@@ -206,14 +206,13 @@ pub(super) fn check_reachable(statement: &Statement, c: &Collector<'_>) -> Resul
                 || o.name.ends_with("PRIVILEGES")
                 || o.name.contains("ROLE"))
     }) {
-        return Err(RouteError {
-            code: 1044,
-            state: "42000",
-            message: format!(
+        return Err(RouteError::new(
+            Refusal::DatabaseAccessDenied,
+            format!(
                 "Access denied to information_schema.{} through the gateway",
                 o.name
             ),
-        });
+        ));
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 use super::super::scan;
 use super::super::{Local, Plan, RouteError, Routed, Router, SessionView};
 use super::route;
+use crate::route::Refusal;
 
 /// What `EXPLAIN [FORMAT = name]` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,11 +108,10 @@ fn format(after: &str) -> Result<(Format, &str), RouteError> {
         }
         _ => {
             // MySQL's ER_UNKNOWN_EXPLAIN_FORMAT.
-            return Err(RouteError {
-                code: 1791,
-                state: "HY000",
-                message: format!("Unknown EXPLAIN format name: '{name}'"),
-            });
+            return Err(RouteError::new(
+                Refusal::UnknownExplainFormat,
+                format!("Unknown EXPLAIN format name: '{name}'"),
+            ));
         }
     };
     Ok((format, inner.trim_start()))
@@ -137,12 +137,12 @@ mod tests {
             assert_eq!(format(text).unwrap(), (want, inner), "{text}");
         }
         let e = format("FORMAT=JSON SELECT 1").unwrap_err();
-        assert_eq!((e.code, e.state), (1235, "42000"), "{e}");
+        assert_eq!(e.refusal, Refusal::NotSupported, "{e}");
         let e = format("FORMAT=yaml SELECT 1").unwrap_err();
-        assert_eq!((e.code, e.state), (1791, "HY000"));
+        assert_eq!(e.refusal, Refusal::UnknownExplainFormat);
         assert_eq!(e.message, "Unknown EXPLAIN format name: 'yaml'");
         for bad in ["FORMAT='tree SELECT 1", "FORMAT=TREE(SELECT 1)"] {
-            assert_eq!(format(bad).unwrap_err().code, 1064, "{bad}");
+            assert_eq!(format(bad).unwrap_err().refusal, Refusal::Routing, "{bad}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! INSERT and REPLACE: placement by value, INSERT ... SELECT, ER child rows, sequences and auto-increment.
 
 use super::*;
+use crate::route::Refusal;
 
 /// INSERT and REPLACE (SPEC §5.8): rows grouped by dataNode, one statement per node.
 pub(super) fn insert_route(
@@ -135,11 +136,10 @@ pub(super) fn insert_route(
         std::collections::BTreeMap::new();
     for (i, row) in values.rows.iter().enumerate() {
         if row.len() != columns.len() {
-            return Err(RouteError {
-                code: 1136,
-                state: "21S01",
-                message: format!("Column count doesn't match value count at row {}", i + 1),
-            });
+            return Err(RouteError::new(
+                Refusal::ValueCount,
+                format!("Column count doesn't match value count at row {}", i + 1),
+            ));
         }
         let index = t.partition_of(&insert_value(t, column, &row[position])?)?;
         by_node.entry(t.nodes[index].clone()).or_default().push(i);

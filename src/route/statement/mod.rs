@@ -1,5 +1,6 @@
 //! Routing of one statement: classification, table resolution, dataNode choice, per-node SQL.
 
+use crate::route::Refusal;
 use std::collections::BTreeSet;
 use std::ops::{ControlFlow, Range};
 use std::sync::Arc;
@@ -284,11 +285,10 @@ fn table_node(
         // MySQL's answer to DESC / SHOW COLUMNS of a missing table: ORMs (SQLAlchemy's
         // has_table) read 1146 as "no such table".
         (None, None) => {
-            return Err(RouteError {
-                code: 1146,
-                state: "42S02",
-                message: format!("Table '{}.{name}' doesn't exist", s.name),
-            });
+            return Err(RouteError::new(
+                Refusal::NoSuchTable,
+                format!("Table '{}.{name}' doesn't exist", s.name),
+            ));
         }
     };
     Ok((node, format!("`{}`", name.replace('`', "``"))))

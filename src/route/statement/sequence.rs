@@ -21,6 +21,7 @@
 //! them itself before any parse (module `insert`, `sequence_calls`).
 
 use super::*;
+use crate::route::Refusal;
 
 /// A sequence a statement names in a sequence function.
 #[derive(Debug, Clone)]
@@ -408,13 +409,9 @@ pub(super) fn sequence_ddl(
         Kind::Drop => {}
         _ => reader.options(kind).map_err(|w| {
             if let Some(engine) = w.strip_prefix("ENGINE ") {
-                RouteError {
-                    code: 1227,
-                    state: "42000",
-                    message: format!(
+                RouteError::new(Refusal::PrivilegeRequired, format!(
                         "Access denied; the storage engine {engine} is not available through the gateway"
-                    ),
-                }
+                    ))
             } else {
                 RouteError::syntax(format!("{what}: the option {w} is not read by the gateway"))
             }
@@ -426,13 +423,12 @@ pub(super) fn sequence_ddl(
         let schema = match qualifier {
             Some((q, _)) if r.schema(q).is_none() => {
                 if SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(q)) {
-                    return Err(RouteError {
-                        code: 1044,
-                        state: "42000",
-                        message: format!(
+                    return Err(RouteError::new(
+                        Refusal::DatabaseAccessDenied,
+                        format!(
                             "Access denied to database '{q}': the backend servers' own schemas are not reachable through the gateway"
                         ),
-                    });
+                    ));
                 }
                 return Err(RouteError::unknown_database(q));
             }

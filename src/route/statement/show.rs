@@ -1,6 +1,7 @@
 //! `SHOW` statements: the forms answered locally, mapped to `information_schema`, or sent to a node.
 
 use super::*;
+use crate::route::Refusal;
 
 /// `SHOW ...` (SPEC §5.16).
 pub(super) fn show(
@@ -61,13 +62,12 @@ pub(super) fn show(
             let (node, table_text) = table_node(r, words[i + 2], view)?;
             Ok(single(node, format!("SHOW CREATE VIEW {table_text}"), true))
         }
-        "GRANTS" | "PROCESSLIST" => Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: format!(
+        "GRANTS" | "PROCESSLIST" => Err(RouteError::new(
+            Refusal::PrivilegeRequired,
+            format!(
                 "Access denied; SHOW {what} of the backend servers is not available through the gateway"
             ),
-        }),
+        )),
         "CREATE" if is(words.get(i + 1), "DATABASE") || is(words.get(i + 1), "SCHEMA") => {
             let name = words.get(i + 2).map(|w| scan::unquote(w)).unwrap_or("");
             let s = require_schema(r, Some(name), view)?;
@@ -183,10 +183,9 @@ pub(super) fn show(
             }
             Ok(routed)
         }
-        _ => Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: format!(
+        _ => Err(RouteError::new(
+            Refusal::PrivilegeRequired,
+            format!(
                 "Access denied; SHOW {} is not available through the gateway",
                 words[i..]
                     .iter()
@@ -195,7 +194,7 @@ pub(super) fn show(
                     .collect::<Vec<_>>()
                     .join(" ")
             ),
-        }),
+        )),
     }
 }
 
@@ -207,11 +206,10 @@ pub(super) fn show(
 /// answers such a user. Without a user (the gateway's own statements): 1227.
 fn show_grants(rest: &[&str], view: &SessionView<'_>) -> Result<Routed, RouteError> {
     let Some(access) = view.access else {
-        return Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: "Access denied; SHOW GRANTS needs a user".into(),
-        });
+        return Err(RouteError::new(
+            Refusal::PrivilegeRequired,
+            "Access denied; SHOW GRANTS needs a user",
+        ));
     };
     let user = &access.user;
     match rest {
@@ -223,11 +221,10 @@ fn show_grants(rest: &[&str], view: &SessionView<'_>) -> Result<Routed, RouteErr
                 || who.eq_ignore_ascii_case("CURRENT_USER()")
                 || name == user;
             if !own {
-                return Err(RouteError {
-                    code: 1044,
-                    state: "42000",
-                    message: format!("Access denied for user '{user}'@'%' to database 'mysql'"),
-                });
+                return Err(RouteError::new(
+                    Refusal::DatabaseAccessDenied,
+                    format!("Access denied for user '{user}'@'%' to database 'mysql'"),
+                ));
             }
         }
         _ => {
@@ -524,13 +521,12 @@ pub(super) fn show_tables(
     if let Some(n) = named.as_deref()
         && SYSTEM_SCHEMAS.iter().any(|x| x.eq_ignore_ascii_case(n))
     {
-        return Err(RouteError {
-            code: 1227,
-            state: "42000",
-            message: format!(
+        return Err(RouteError::new(
+            Refusal::PrivilegeRequired,
+            format!(
                 "Access denied; SHOW {what} of the backend servers' schema {n} is not available through the gateway"
             ),
-        });
+        ));
     }
     let filter = match &show_options.filter_position {
         Some(ShowStatementFilterPosition::Infix(f) | ShowStatementFilterPosition::Suffix(f)) => {
