@@ -7,6 +7,8 @@
 //! - `WEIGHT_STRING(x [AS CHAR(n)] LEVEL 1-2 DESC ..)` → `WEIGHT_STRING(x)`.
 //! - The function `INTERVAL(n, n1, ..)` (a list in parentheses, no unit after it) is read as a
 //!   call of the built-in `INTERVAL`, which `admit` checks as any call.
+//! - `TOP` (no MariaDB keyword, SQL Server's `TOP n` to the parser) is read as a name: `(SELECT
+//!   ..) top`.
 //! - `CREATE [OR REPLACE] FULLTEXT | SPATIAL INDEX` → `CREATE INDEX`: the same index of the
 //!   same table.
 //! - In CREATE / ALTER TABLE before any query: the column attributes `COMPRESSED [= method]`
@@ -178,6 +180,17 @@ pub(super) fn mariadb_words<'t>(
             k += 1;
             continue;
         };
+        // `TOP` is no MariaDB keyword (`(SELECT ..) top`, a derived table's alias, `top.a`); the
+        // parser's `TOP n` is SQL Server's. Read as the name it is, qualified or not.
+        if w == "TOP" {
+            change[k] = Some(vec![Token::Word(sqlparser::tokenizer::Word {
+                value: word_text(tok(k)),
+                quote_style: None,
+                keyword: sqlparser::keywords::Keyword::NoKeyword,
+            })]);
+            k += 1;
+            continue;
+        }
         if qualified(k) {
             k += 1;
             continue;
@@ -396,5 +409,13 @@ pub(super) fn mariadb_words<'t>(
             _ => {}
         }
         k += 1;
+    }
+}
+
+/// The text of a word token as written (empty for any other token).
+fn word_text(t: Option<&Token>) -> String {
+    match t {
+        Some(Token::Word(w)) => w.value.clone(),
+        _ => String::new(),
     }
 }
