@@ -295,7 +295,7 @@ impl HeldConns {
     /// for the session: the transaction's, else a kept one — unless tables are locked and
     /// `table` (the statement's table as spelled, if it names one) is not among them (the
     /// backend would refuse it there with 1100, while a pooled connection reads it).
-    fn held_mut(
+    pub fn own(
         &mut self,
         node: &str,
         table: Option<&str>,
@@ -329,8 +329,8 @@ impl HeldConns {
         setup: impl FnOnce() -> Vec<String> + Send,
     ) -> Result<Leased<'_>, HeldError> {
         // Checked first, then borrowed: the borrow of a held one lives as long as the lease.
-        if self.held_mut(node, table).is_some() {
-            let held = self.held_mut(node, table).expect("checked");
+        if self.own(node, table).is_some() {
+            let held = self.own(node, table).expect("checked");
             return Ok(Leased::Held(held));
         }
         match fresh {
