@@ -295,11 +295,7 @@ impl HeldConns {
     /// for the session: the transaction's, else a kept one — unless tables are locked and
     /// `table` (the statement's table as spelled, if it names one) is not among them (the
     /// backend would refuse it there with 1100, while a pooled connection reads it).
-    pub fn own(
-        &mut self,
-        node: &str,
-        table: Option<&str>,
-    ) -> Option<&mut (dyn BackendConn + 'static)> {
+    fn own(&mut self, node: &str, table: Option<&str>) -> Option<&mut (dyn BackendConn + 'static)> {
         if let Some(c) = self.pinned.get_mut(node) {
             return Some(c.as_mut());
         }

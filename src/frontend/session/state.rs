@@ -5,7 +5,7 @@ use futures::StreamExt;
 
 use super::{Session, run_simple};
 use crate::backend::{BackendConn, Response};
-use crate::datahost::held;
+use crate::datahost::held::{self, Fresh};
 use crate::frontend::error::MysqlError;
 use crate::route::{SessionSet, SqlMode};
 
@@ -154,15 +154,21 @@ impl Session {
                     .find_map(|s| router.schema(s).and_then(|s| s.nodes.first().cloned()))
             })
             .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
-        let mut fresh;
-        let conn: &mut dyn BackendConn = match self.held.own(&node, None) {
-            Some(c) => c,
-            None => {
-                fresh = self.generation().cluster.acquire(&node, false).await?;
-                Self::apply_state(&self.state, fresh.as_mut(), &node).await?;
-                fresh.as_mut()
-            }
-        };
+        // The session's own connection to the node (pinned to its transaction, else kept),
+        // else a fresh one on the writeHost with the session's state: the same choice as the
+        // gateway's other statements for the session make (`HeldConns::lease`).
+        let state = &self.state;
+        let mut lease = self
+            .held
+            .lease(
+                generation.cluster.as_ref(),
+                &node,
+                None,
+                Fresh::Session,
+                || Self::state_statements(state),
+            )
+            .await?;
+        let conn = lease.conn();
         // Character sets are the session's own: the backend only gets its connection's
         // character set and collation, from the table (module `crate::charset`).
         let charsets = charset_items(self.slot.charsets(), &mut items, conn).await?;
