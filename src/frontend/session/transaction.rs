@@ -1,6 +1,9 @@
-//! Transactions across dataNodes: the connections pinned to the open transaction, their `BEGIN` or
-//! `XA START`, savepoints on every pinned connection, `COMMIT` / `ROLLBACK` on each (or through
-//! the XA coordinator), and the implicit per-node transactions of a multi-node write.
+//! Transactions across dataNodes as the session runs them: a dataNode joining the open
+//! transaction (plain, or an XA branch: [`Session::join`]), its end on every pinned connection
+//! or through the XA coordinator, and the implicit per-node transactions of a multi-node write.
+//! The connections themselves, their savepoints and the partial failures are
+//! [`HeldConns`](crate::datahost::held::HeldConns)'s; their errors become the client's here
+//! (`From<HeldError> for MysqlError`).
 
 use std::sync::Arc;
 
