@@ -152,3 +152,48 @@ fn the_wire_layer_never_names_the_router() {
         violations.join("\n")
     );
 }
+
+/// The datahost layer (issue 23: transaction pinning lives there, `src/datahost/held.rs`) knows
+/// dataNodes, servers and connections, not statements nor clients: none of its code names the
+/// router or the front end — as a `crate::route` / `crate::frontend` path, inside a `use
+/// crate::{...}` group, or through `super::` paths to the crate root. What it needs of them
+/// (the session's settings as statements, the table locks as names) is handed in by the
+/// session.
+#[test]
+fn datahost_names_neither_the_router_nor_the_front_end() {
+    let datahost = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/datahost");
+    let mut files = Vec::new();
+    rust_files(&datahost, &mut files);
+    assert!(!files.is_empty(), "src/datahost has no files");
+    let mut violations = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut in_crate_group = false;
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("use crate::{") {
+                in_crate_group = true;
+            }
+            for higher in ["route", "frontend"] {
+                let names = code.contains(&format!("crate::{higher}"))
+                    || code.contains(&format!("super::super::{higher}"))
+                    || code.contains(&format!("super::{higher}::"))
+                    || (in_crate_group
+                        && code
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .any(|word| word == higher));
+                if names {
+                    violations.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+                }
+            }
+            if in_crate_group && code.contains("};") {
+                in_crate_group = false;
+            }
+        }
+    }
+    assert!(
+        violations.is_empty(),
+        "datahost names a higher layer:\n{}",
+        violations.join("\n")
+    );
+}

@@ -29,6 +29,7 @@ mod balance;
 pub mod coordinated;
 mod health;
 mod heartbeat;
+pub mod held;
 pub mod manage;
 
 use std::collections::{BTreeMap, HashMap};

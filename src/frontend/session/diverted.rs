@@ -43,11 +43,10 @@ impl Session {
     /// its kept connections (reset in their pools, as the client's reset asks); autocommit,
     /// session variables and sql_mode are the server's defaults again.
     async fn reset(&mut self) {
-        self.interrupted = None;
+        self.held.take_interrupted();
         let _ = self.end_transaction("ROLLBACK").await;
         let _ = self.unlock_tables().await;
-        self.sticky = None;
-        self.kept.clear();
+        self.held.let_go();
         self.autocommit = true;
         self.state.clear();
         self.handle

@@ -2,7 +2,6 @@
 //! session's state), the engine's run, the one retry of a read whose connection broke, and the
 //! answer (OK, error, or the rows streamed).
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -10,10 +9,11 @@ use opensrv_mysql::QueryResultWriter;
 
 use super::diagnostics::collect_warnings;
 use super::reply::{Sent, send_error, stream_rows, write_ok};
-use super::transaction::{begin_on, ends_transaction, finish_implicit, xa_start_on};
-use super::{Session, Writer, run_simple};
+use super::transaction::{ends_transaction, finish_implicit, xa_start_on};
+use super::{Session, Writer};
 use crate::backend::{BackendConn, OkInfo};
 use crate::datahost::Intent;
+use crate::datahost::held::{self, Fresh, HeldConns, HeldError, Leased, Opening};
 use crate::engine::cursor::{ExecCtx, Lease, Purpose, Taken};
 use crate::engine::lookup::LookupError;
 use crate::engine::{self, Output};
@@ -21,7 +21,7 @@ use crate::frontend::error::MysqlError;
 use crate::frontend::registry::Handle;
 use crate::frontend::reload::Generation;
 use crate::frontend::wire::tap::ErrorSlot;
-use crate::route::{HostHint, LockTables, OkMerge, Plan, SessionSet, Target};
+use crate::route::{HostHint, OkMerge, Plan, SessionSet, Target};
 
 /// Which server a statement outside a transaction asks for: writes and master-forced reads the
 /// active writeHost, `db_type=slave` reads a readHost, other reads per `balance`. (Inside a
@@ -36,31 +36,29 @@ fn intent(plan: &Plan) -> Intent {
 
 /// The session's side of the engine's seam ([`engine::cursor::ExecCtx`]): connections from
 /// its generation's datahost cluster, for the server the statement's intent asks for
-/// ([`intent`]); for look-ups the session's own connections (pinned to its transaction, or
-/// kept for its state) where they may serve, else fresh ones with its settings
-/// ([`engine::cursor::Purpose`]); sequence values from the server's handler. Made by
-/// [`Session::ctx`], over the session's fields it needs.
+/// ([`intent`]); for look-ups the session's own connections where they may serve, else fresh
+/// ones with its settings (both decided by [`HeldConns::lease`] and [`HeldConns::take`]);
+/// sequence values from the server's handler. Made by [`Session::ctx`], over the session's
+/// fields it needs.
 pub(super) struct SessionCtx<'a> {
     generation: Arc<Generation>,
     sequences: &'a crate::sequence::Sequences,
     state: &'a [SessionSet],
-    pinned: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    kept: &'a mut HashMap<String, Box<dyn BackendConn>>,
-    locks: Option<&'a LockTables>,
+    held: &'a mut HeldConns,
 }
 
-/// A failure of [`SessionCtx`]: the dataHost's (no connection), or the gateway's error for
-/// the client (the session's settings refused on a fresh connection, a sequence draw).
+/// A failure of [`SessionCtx`]: the held connections' (no connection, the session's settings
+/// refused on a fresh one), or the gateway's error for the client (a sequence draw).
 #[derive(Debug)]
 pub(super) enum CtxError {
-    Datahost(crate::datahost::DatahostError),
+    Held(HeldError),
     Refused(MysqlError),
 }
 
 impl std::fmt::Display for CtxError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CtxError::Datahost(e) => write!(f, "{e}"),
+            CtxError::Held(e) => write!(f, "{e}"),
             CtxError::Refused(e) => f.write_str(&e.message),
         }
     }
@@ -69,7 +67,7 @@ impl std::fmt::Display for CtxError {
 impl From<CtxError> for MysqlError {
     fn from(e: CtxError) -> MysqlError {
         match e {
-            CtxError::Datahost(e) => e.into(),
+            CtxError::Held(e) => e.into(),
             CtxError::Refused(e) => e,
         }
     }
@@ -90,23 +88,6 @@ impl From<LookupError<CtxError>> for MysqlError {
     }
 }
 
-impl SessionCtx<'_> {
-    /// Whether the session holds a connection for `node` that `purpose` may use: the
-    /// transaction's, else a kept one — unless tables are locked and a look-up's table is not
-    /// among them (the backend would refuse it there with 1100, while a pooled connection
-    /// reads it: the gateway's own look-ups, such as an ER parent's row, do that).
-    fn holds(&self, node: &str, purpose: Purpose<'_>) -> bool {
-        if self.pinned.contains_key(node) {
-            return true;
-        }
-        let usable = match (self.locks, purpose) {
-            (Some(l), Purpose::Session(Some(t))) => l.holds(&t.to_ascii_uppercase()),
-            _ => true,
-        };
-        usable && self.kept.contains_key(node)
-    }
-}
-
 impl engine::cursor::ExecCtx for SessionCtx<'_> {
     type Error = CtxError;
 
@@ -121,14 +102,14 @@ impl engine::cursor::ExecCtx for SessionCtx<'_> {
             Some(failed) => cluster.acquire_instead(node, intent(plan), failed).await,
             None => cluster.acquire_for(node, intent(plan)).await,
         }
-        .map_err(CtxError::Datahost)
+        .map_err(|e| CtxError::Held(HeldError::Datahost(Box::new(e))))
     }
 
     fn unreachable(e: &Self::Error) -> bool {
         // An answer (the server's error or the gateway's refusal) would be the same elsewhere.
         match e {
-            CtxError::Datahost(e) => !e.source.is_answer(),
-            CtxError::Refused(_) => false,
+            CtxError::Held(HeldError::Datahost(e)) => !e.source.is_answer(),
+            CtxError::Held(_) | CtxError::Refused(_) => false,
         }
     }
 
@@ -137,66 +118,47 @@ impl engine::cursor::ExecCtx for SessionCtx<'_> {
         node: &str,
         purpose: Purpose<'_>,
     ) -> Result<Lease<'_>, Self::Error> {
-        if self.holds(node, purpose) {
-            let held = match self.pinned.get_mut(node) {
-                Some(c) => Some(c),
-                None => self.kept.get_mut(node),
-            };
-            if let Some(c) = held {
-                return Ok(Lease::Held(c.as_mut()));
-            }
-        }
-        let cluster = &self.generation.cluster;
-        match purpose {
-            Purpose::Session(_) => {
-                let mut c = cluster
-                    .acquire(node, false)
-                    .await
-                    .map_err(CtxError::Datahost)?;
-                Session::apply_state(self.state, c.as_mut(), node)
-                    .await
-                    .map_err(CtxError::Refused)?;
-                Ok(Lease::Fresh(c))
-            }
-            Purpose::Metadata => cluster
-                .acquire_for(node, Intent::Read)
-                .await
-                .map(Lease::Fresh)
-                .map_err(CtxError::Datahost),
-        }
+        let (table, fresh) = match purpose {
+            Purpose::Session(table) => (table, Fresh::Session),
+            Purpose::Metadata => (None, Fresh::Metadata),
+        };
+        let state = self.state;
+        let leased = self
+            .held
+            .lease(self.generation.cluster.as_ref(), node, table, fresh, || {
+                Session::state_statements(state)
+            })
+            .await
+            .map_err(CtxError::Held)?;
+        Ok(match leased {
+            Leased::Held(c) => Lease::Held(c),
+            Leased::Fresh(c) => Lease::Fresh(c),
+        })
     }
 
     async fn take_conn(&mut self, node: &str, kept: bool) -> Result<Taken, Self::Error> {
-        if kept && let Some(conn) = self.kept.remove(node) {
-            return Ok(Taken { conn, kept: true });
-        }
-        let mut conn = self
-            .generation
-            .cluster
-            .acquire(node, false)
+        let state = self.state;
+        let taken = self
+            .held
+            .take(self.generation.cluster.as_ref(), node, kept, || {
+                Session::state_statements(state)
+            })
             .await
-            .map_err(CtxError::Datahost)?;
-        Session::apply_state(self.state, conn.as_mut(), node)
-            .await
-            .map_err(CtxError::Refused)?;
-        Ok(Taken { conn, kept: false })
+            .map_err(CtxError::Held)?;
+        Ok(Taken {
+            conn: taken.conn,
+            kept: taken.kept,
+        })
     }
 
     fn pinned_for(&mut self, targets: &[Target]) -> Vec<&mut (dyn BackendConn + 'static)> {
-        let mut by_node: HashMap<&str, &mut Box<dyn BackendConn>> = self
-            .pinned
-            .iter_mut()
-            .map(|(k, v)| (k.as_str(), v))
-            .collect();
-        targets
-            .iter()
-            .filter_map(|t| by_node.remove(t.node.as_str()).map(|b| b.as_mut()))
-            .collect()
+        self.held
+            .pinned_for(targets.iter().map(|t| t.node.as_str()))
     }
 
     async fn draw(&mut self, name: &str, count: usize) -> Result<Vec<i64>, Self::Error> {
         self.sequences
-            .next(&self.generation.cluster, name, count)
+            .next(self.generation.cluster.as_ref(), name, count)
             .await
             .map_err(|e| CtxError::Refused(MysqlError::new(1003, "HY000", e.to_string())))
     }
@@ -209,14 +171,12 @@ impl Session {
             generation: self.generation(),
             sequences: &self.server.sequences,
             state: &self.state,
-            pinned: &mut self.pinned,
-            kept: &mut self.kept,
-            locks: self.locks.as_ref(),
+            held: &mut self.held,
         }
     }
 
     /// Runs a plan ([`Session::execute_on`]); afterwards the connections it took from pools
-    /// are kept when the session keeps its connections ([`Session::kept`]), which the
+    /// are kept when the session keeps its connections ([`Session::held`]), which the
     /// statement itself may have begun (a temporary table, `SELECT @x := ...`, `GET_LOCK`).
     /// Around DDL the tables' column orders are forgotten, before (the statement may change
     /// any table) and after (an order read by another session while it ran may predate it).
@@ -229,7 +189,7 @@ impl Session {
         if ddl {
             self.generation().column_orders.clear();
         }
-        if self.sticky.is_none()
+        if self.held.sticky().is_none()
             && let Some(reason) = plan
                 .targets
                 .iter()
@@ -240,14 +200,14 @@ impl Session {
                 reason,
                 "the session keeps its backend connections from now on"
             );
-            self.sticky = Some(reason);
+            self.held.make_sticky(reason);
         }
         let mut fresh = Vec::new();
         let mut nodes = Vec::new();
         let done = self.execute_on(plan, w, &mut fresh, &mut nodes).await;
-        if self.keeps() {
+        if self.held.keeps() {
             for (node, conn) in nodes.into_iter().zip(fresh) {
-                self.kept.entry(node).or_insert(conn);
+                self.held.keep_unless_kept(node, conn);
             }
         }
         if ddl {
@@ -282,17 +242,17 @@ impl Session {
                 .error(w, MysqlError::new(1495, "HY000", "User readonly"))
                 .await;
         }
-        if let Some(reason) = &self.interrupted {
+        if let Some(reason) = self.held.interrupted() {
             let message = format!("Transaction error, need to rollback: {reason}");
             return self.error(w, MysqlError::new(1003, "HY000", message)).await;
         }
         if let Some(e) = self.unlocked_table(&plan) {
             return self.error(w, e).await;
         }
-        let keeps = self.keeps();
+        let keeps = self.held.keeps();
         // DDL commits the open transaction first, as in MySQL, and runs outside it.
         if plan.ddl
-            && (self.in_transaction || !self.pinned.is_empty())
+            && (self.in_transaction || self.held.has_pinned())
             && let Err(e) = self.end_transaction("COMMIT").await
         {
             return self.error(w, e).await;
@@ -305,17 +265,17 @@ impl Session {
         // A read any node can answer, in a session that keeps connections: one it holds.
         if keeps
             && !plan.fallback.is_empty()
-            && !self.kept.contains_key(&plan.targets[0].node)
+            && !self.held.is_kept(&plan.targets[0].node)
             && let Some(i) = plan
                 .fallback
                 .iter()
-                .position(|t| self.kept.contains_key(&t.node))
+                .position(|t| self.held.is_kept(&t.node))
         {
             std::mem::swap(&mut plan.targets[0], &mut plan.fallback[i]);
         }
         // A read any node can answer: when the chosen node's server cannot be reached, the next.
-        let on_held = self.pinned.contains_key(&plan.targets[0].node)
-            || (keeps && self.kept.contains_key(&plan.targets[0].node));
+        let on_held = self.held.is_pinned(&plan.targets[0].node)
+            || (keeps && self.held.is_kept(&plan.targets[0].node));
         if !plan.fallback.is_empty() && !on_held {
             let connected = engine::cursor::connect(&self.ctx(), &mut plan).await;
             match connected {
@@ -328,7 +288,7 @@ impl Session {
         }
         if transactional {
             for t in &plan.targets {
-                if self.pinned.contains_key(&t.node) {
+                if self.held.is_pinned(&t.node) {
                     continue;
                 }
                 // The session's kept connection joins the transaction (it holds the session's
@@ -336,38 +296,32 @@ impl Session {
                 // Not into an XA transaction: the coordinator keeps its connections at the
                 // end, and the kept state would go with them; the XA transaction takes pooled
                 // connections, and the kept ones wait for it to end.
-                let xa = self.locks.is_none()
+                let xa = self.held.locks().is_none()
                     && (self.xa.is_some() || self.xa_on || server.config.system.two_phase_commit);
                 // The connection a fallback read took above, when the kept one does not serve.
-                let taken = if (xa || !self.kept.contains_key(&t.node))
+                let taken = if (xa || !self.held.is_kept(&t.node))
                     && let Some(mut conn) = fresh.pop()
                 {
                     nodes.pop();
                     Self::apply_state(&self.state, conn.as_mut(), &t.node)
                         .await
-                        .map(|()| Taken { conn, kept: false })
+                        .map(|()| held::Taken { conn, kept: false })
                 } else {
-                    self.ctx()
-                        .take_conn(&t.node, !xa)
+                    let state = &self.state;
+                    self.held
+                        .take(server.cluster.as_ref(), &t.node, !xa, || {
+                            Self::state_statements(state)
+                        })
                         .await
                         .map_err(MysqlError::from)
                 };
-                let (mut conn, was_kept) = match taken {
-                    Ok(t) => (t.conn, t.kept),
+                let taken = match taken {
+                    Ok(t) => t,
                     Err(e) => return self.error(w, e).await,
                 };
-                if let Err(e) = self.open_tx(conn.as_mut(), &t.node).await {
-                    if was_kept {
-                        self.kept.insert(t.node.clone(), conn);
-                    }
+                if let Err(e) = self.join(&t.node, taken).await {
                     return self.error(w, e).await;
                 }
-                if let Err(e) =
-                    Self::replay_savepoints(&self.savepoints, conn.as_mut(), &t.node).await
-                {
-                    return self.error(w, e).await;
-                }
-                self.pinned.insert(t.node.clone(), conn);
             }
         } else if fresh.is_empty() && keeps {
             // Session affinity: the kept connections, and new ones (on the writeHost, as the
@@ -405,7 +359,7 @@ impl Session {
         // (Not for a session that keeps its connections: the coordinator would take them.)
         let implicit_xa = (implicit && server.config.system.two_phase_commit && !keeps)
             .then(|| self.server.xa.begin(self.id));
-        let locked = self.locks.is_some();
+        let locked = self.held.locks().is_some();
         if implicit {
             for (conn, t) in fresh.iter_mut().zip(&plan.targets) {
                 let started = match &implicit_xa {
@@ -413,10 +367,12 @@ impl Session {
                         xa_start_on(&self.server.xa, conn.as_mut(), gtrid, &t.node).await
                     }
                     // START TRANSACTION would release the table locks.
-                    None if locked => run_simple(conn.as_mut(), "SET autocommit = 0")
+                    None if locked => held::open_on(conn.as_mut(), &t.node, Opening::AutocommitOff)
                         .await
-                        .map_err(|e| MysqlError::backend(format!("dataNode {}", t.node), &e)),
-                    None => begin_on(conn.as_mut(), &t.node).await,
+                        .map_err(MysqlError::from),
+                    None => held::open_on(conn.as_mut(), &t.node, Opening::Begin)
+                        .await
+                        .map_err(MysqlError::from),
                 };
                 if let Err(e) = started {
                     if let Some(gtrid) = &implicit_xa {
@@ -513,7 +469,7 @@ impl Session {
                 self.next_insert_id = None;
                 tracing::info!(connection = id, node = %e.node, error = %e, "the transaction was rolled back on every dataNode");
                 let _ = self.end_transaction("ROLLBACK").await;
-                self.interrupted = None;
+                self.held.take_interrupted();
                 let e = self.logical_names(&e.node.clone(), e.into());
                 send_error(&slot, w, e).await
             }
@@ -535,7 +491,8 @@ impl Session {
                     && !plan.read_only
                     && e.applied != Some(0)
                 {
-                    self.interrupted = Some(format!("a write to several dataNodes failed ({e})"));
+                    self.held
+                        .interrupt(format!("a write to several dataNodes failed ({e})"));
                 }
                 // A connection the session keeps for its state (temporary tables, table
                 // locks...) was lost: that state is gone on its server, and going on with a

@@ -8,10 +8,8 @@ use opensrv_mysql::{Column as WireColumn, ColumnFlags, ColumnType, QueryResultWr
 
 use super::diagnostics::write_warnings;
 use super::reply::{write_text_rows, write_unsigned};
-use super::transaction::no_such_savepoint;
 use super::{Session, Writer};
 use crate::backend::OkInfo;
-use crate::backend::SavepointOp;
 use crate::frontend::error::MysqlError;
 use crate::route::{Completion, Local};
 
@@ -44,10 +42,10 @@ impl Session {
     async fn answer_local(&mut self, l: Local, w: QueryResultWriter<'_, Writer>) -> io::Result<()> {
         match l {
             Local::Commit(_) | Local::Begin | Local::SetAutocommit(true)
-                if self.interrupted.is_some() =>
+                if self.held.interrupted().is_some() =>
             {
                 // The transaction can only be rolled back: do it and say so (DECISIONS.md 16).
-                let reason = self.interrupted.take().unwrap_or_default();
+                let reason = self.held.take_interrupted().unwrap_or_default();
                 let _ = self.end_transaction("ROLLBACK").await;
                 if l == Local::SetAutocommit(true) {
                     self.autocommit = true;
@@ -152,11 +150,11 @@ impl Session {
                     Some("set xa cmd off not for external use ")
                 } else if self.autocommit && !self.in_transaction {
                     Some("set xa cmd on can't used in autocommit connection ")
-                } else if self.locks.is_some() {
+                } else if self.held.locks().is_some() {
                     Some(
                         "set xa cmd on can't be used while tables are locked (LOCK TABLES): UNLOCK TABLES first",
                     )
-                } else if !self.pinned.is_empty() && self.xa.is_none() {
+                } else if self.held.has_pinned() && self.xa.is_none() {
                     Some(
                         "set xa cmd on can't be used once the transaction has run statements: COMMIT or ROLLBACK first",
                     )
@@ -199,7 +197,7 @@ impl Session {
                 Err(e) => self.error(w, e).await,
             },
             Local::UnlockTables => {
-                if self.locks.is_some() {
+                if self.held.locks().is_some() {
                     // With table locks held, UNLOCK TABLES commits the open transaction first
                     // (MySQL's rule); without, it ends nothing.
                     if let Err(e) = self.end_transaction("COMMIT").await {
@@ -247,7 +245,7 @@ impl Session {
             }
             Local::Begin => {
                 // `SET XA = ON` before BEGIN holds for the transaction BEGIN starts.
-                let xa_on = self.xa_on && self.pinned.is_empty() && self.xa.is_none();
+                let xa_on = self.xa_on && !self.held.has_pinned() && self.xa.is_none();
                 // BEGIN inside a transaction commits it first, and releases table locks, as
                 // MySQL does.
                 if let Err(e) = self.end_transaction("COMMIT").await {
@@ -261,7 +259,7 @@ impl Session {
                 self.ok(w, OkInfo::default()).await
             }
             Local::Commit(completion) | Local::Rollback(completion) => {
-                self.interrupted = None;
+                self.held.take_interrupted();
                 let sql = if matches!(l, Local::Commit(_)) {
                     "COMMIT"
                 } else {
@@ -303,43 +301,28 @@ impl Session {
                     // MySQL accepts it outside a transaction and keeps nothing.
                     return self.ok(w, OkInfo::default()).await;
                 }
-                if let Some(reason) = &self.interrupted {
-                    let message = format!("Transaction error, need to rollback: {reason}");
-                    return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+                // Refused in an interrupted transaction (1003).
+                match self.held.set_savepoint(name).await {
+                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Err(e) => self.error(w, e.into()).await,
                 }
-                if let Err(e) = self.savepoint_on_each(SavepointOp::Set, &name).await {
-                    return self.error(w, e).await;
-                }
-                self.savepoints.retain(|s| s.key() != name.key());
-                self.savepoints.push(name);
-                self.ok(w, OkInfo::default()).await
             }
             Local::RollbackToSavepoint(name) => {
-                let Some(at) = self.savepoint_index(&name) else {
-                    return self.error(w, no_such_savepoint(&name)).await;
-                };
-                // Allowed in an interrupted transaction: back to a savepoint set before the
-                // statement that failed part-way, every node agrees again.
-                if let Err(e) = self.savepoint_on_each(SavepointOp::RollbackTo, &name).await {
-                    return self.error(w, e).await;
+                // 1305 for a name the transaction does not hold; allowed in an interrupted
+                // transaction: back to a savepoint set before the statement that failed
+                // part-way, every node agrees again.
+                match self.held.rollback_to_savepoint(&name).await {
+                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Err(e) => self.error(w, e.into()).await,
                 }
-                self.savepoints.truncate(at + 1);
-                self.interrupted = None;
-                self.ok(w, OkInfo::default()).await
             }
             Local::ReleaseSavepoint(name) => {
-                let Some(at) = self.savepoint_index(&name) else {
-                    return self.error(w, no_such_savepoint(&name)).await;
-                };
-                if let Some(reason) = &self.interrupted {
-                    let message = format!("Transaction error, need to rollback: {reason}");
-                    return self.error(w, MysqlError::new(1003, "HY000", message)).await;
+                // 1305 for a name the transaction does not hold, then 1003 in an interrupted
+                // transaction.
+                match self.held.release_savepoint(&name).await {
+                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Err(e) => self.error(w, e.into()).await,
                 }
-                if let Err(e) = self.savepoint_on_each(SavepointOp::Release, &name).await {
-                    return self.error(w, e).await;
-                }
-                self.savepoints.truncate(at);
-                self.ok(w, OkInfo::default()).await
             }
             Local::Explain(plan) => {
                 let rows: Vec<Vec<Option<String>>> = plan

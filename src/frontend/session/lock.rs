@@ -3,6 +3,7 @@
 
 use super::{Session, run_simple};
 use crate::backend::BackendConn;
+use crate::datahost::held::TableLocks;
 use crate::engine::cursor::ExecCtx;
 use crate::frontend::error::MysqlError;
 use crate::route::Plan;
@@ -24,14 +25,14 @@ impl Session {
         // yet there is nothing to commit, and MySQL's own pattern (`SET autocommit = 0; LOCK
         // TABLES ...; ...; COMMIT; UNLOCK TABLES`, also what `mysqldump --no-autocommit`
         // writes) must work, so only a transaction that began (BEGIN, or statements) is.
-        if self.in_transaction || !self.pinned.is_empty() {
+        if self.in_transaction || self.held.has_pinned() {
             return Err(MysqlError::new(
                 1003,
                 "HY000",
                 "can't lock table in transaction!",
             ));
         }
-        if self.locks.is_some() {
+        if self.held.locks().is_some() {
             return Err(MysqlError::new(1003, "HY000", "can't lock multi-table"));
         }
         let mut taken: Vec<(String, Box<dyn BackendConn>)> = Vec::new();
@@ -53,8 +54,8 @@ impl Session {
                         &t.node,
                         MysqlError::backend(format!("dataNode {}", t.node), &e),
                     );
-                    if self.sticky.is_some() {
-                        self.kept.insert(t.node.clone(), conn);
+                    if self.held.sticky().is_some() {
+                        self.held.keep(t.node.clone(), conn);
                     }
                     failure = Some(error);
                     break;
@@ -67,55 +68,35 @@ impl Session {
                     conn.abandon();
                     continue;
                 }
-                if self.sticky.is_some() {
-                    self.kept.insert(node, conn);
+                if self.held.sticky().is_some() {
+                    self.held.keep(node, conn);
                 }
             }
             return Err(e);
         }
         tracing::debug!(connection = self.id, nodes = taken.len(), "LOCK TABLES");
-        self.kept.extend(taken);
-        self.locks = Some(l);
+        let locks = TableLocks::new(
+            l.tables.iter().map(|t| t.table.clone()).collect(),
+            l.targets.iter().map(|t| t.node.clone()).collect(),
+        );
+        self.held.hold_locks(locks, taken);
         Ok(())
     }
 
     /// Releases the session's table locks (`UNLOCK TABLES` on every connection that holds
     /// them); its kept connections go back to their pools when nothing else keeps them
-    /// ([`Session::kept`]). Nothing to do without locks.
+    /// ([`Session::held`]). Nothing to do without locks.
     ///
     /// Errors: a node where `UNLOCK TABLES` failed (its connection is closed, never pooled:
     /// the locks end with it); the others are unlocked all the same.
     pub(super) async fn unlock_tables(&mut self) -> Result<(), MysqlError> {
-        let Some(l) = self.locks.take() else {
-            return Ok(());
-        };
-        let mut failed = None;
-        for t in &l.targets {
-            let Some(conn) = self.kept.get_mut(&t.node) else {
-                continue;
-            };
-            if let Err(e) = run_simple(conn.as_mut(), "UNLOCK TABLES").await {
-                tracing::warn!(connection = self.id, node = %t.node, error = %e, "UNLOCK TABLES failed: the connection is closed");
-                if let Some(mut c) = self.kept.remove(&t.node) {
-                    c.abandon();
-                }
-                failed
-                    .get_or_insert_with(|| MysqlError::backend(format!("dataNode {}", t.node), &e));
-            }
-        }
-        if !self.keeps() {
-            self.kept.clear();
-        }
-        match failed {
-            None => Ok(()),
-            Some(e) => Err(e),
-        }
+        Ok(self.held.unlock_tables().await?)
     }
 
     /// MySQL's 1100 for a statement naming a table outside the session's `LOCK TABLES` set
     /// (spelled as the statement spells it), before anything reaches a backend.
     pub(super) fn unlocked_table(&self, plan: &Plan) -> Option<MysqlError> {
-        let locks = self.locks.as_ref()?;
+        let locks = self.held.locks()?;
         let missing = plan.tables.iter().find(|t| !locks.holds(t))?;
         let text = plan.targets.first().map_or("", |t| &t.sql);
         let spelled = text

@@ -11,6 +11,7 @@ use opensrv_mysql::{OkResponse, QueryResultWriter};
 use super::execute::CtxError;
 use super::{Session, Writer};
 use crate::backend::{Column, Response};
+use crate::datahost::held::HeldError;
 use crate::engine::cursor::{ExecCtx, Purpose};
 use crate::engine::lookup;
 use crate::frontend::error::MysqlError;
@@ -39,8 +40,10 @@ impl Session {
             .await
         {
             Ok(mut lease) => lease.conn().describe(&target.sql).await,
-            Err(CtxError::Datahost(e)) => Err(e.source),
-            Err(CtxError::Refused(e)) => Err(crate::backend::BackendError::Other(e.message)),
+            Err(CtxError::Held(HeldError::Datahost(e))) => Err(e.source),
+            Err(e) => Err(crate::backend::BackendError::Other(
+                MysqlError::from(e).message,
+            )),
         };
         match described {
             Ok((_, mut columns)) => {

@@ -35,7 +35,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use futures::StreamExt;
 use opensrv_mysql::{AsyncMysqlIntermediary, QueryResultWriter, StatusFlags};
 use tokio::net::TcpStream;
 
@@ -47,9 +46,9 @@ use super::reload::Generation;
 use super::wire::commands::{Commands, Statements};
 use super::wire::tap::{ErrorSlot, Tap};
 use super::wire::tls::{self, ClientWrite};
-use crate::backend::{BackendConn, OkInfo, Response};
+use crate::backend::OkInfo;
+use crate::datahost::held::{HeldConns, run_simple};
 use crate::route::{Access, PlanCache, SessionSet, SessionView, SqlMode};
-use crate::sqltext::SavepointName;
 use reply::{send_error, write_ok};
 
 type Writer = Tap<ClientWrite>;
@@ -102,12 +101,7 @@ pub async fn run(
         in_transaction: false,
         xa_on: false,
         xa: None,
-        interrupted: None,
-        pinned: HashMap::new(),
-        kept: HashMap::new(),
-        sticky: None,
-        locks: None,
-        savepoints: Vec::new(),
+        held: HeldConns::new(id),
         prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
@@ -202,26 +196,26 @@ struct Session {
     autocommit: bool,
     /// `BEGIN` was issued and not yet ended.
     in_transaction: bool,
-    /// Why the open transaction can only be rolled back: a statement failed on some dataNodes
-    /// after others had applied it (Mycat's "interrupted" transaction, SPEC §7.3).
-    interrupted: Option<String>,
-    /// Connections pinned to the open transaction, by dataNode.
-    pinned: HashMap<String, Box<dyn BackendConn>>,
-    /// Connections kept for the session outside its transactions, by dataNode: session
-    /// affinity, as ProxySQL disables multiplexing.
+    /// The backend connections the session holds, by dataNode: pinned to its open
+    /// transaction, or kept for session affinity, with the transaction's savepoints, its
+    /// interrupted mark and the session's table locks (module [`crate::datahost::held`]).
     ///
-    /// The rule: once a statement of the session may have left state in its backend
-    /// connection that a later statement reads — a temporary table (`CREATE TEMPORARY
-    /// TABLE`), a user variable assigned inside a statement (`SELECT @x := 5`; a `SET @x` is
-    /// replayed on every connection instead, see [`Session::state`]), a named lock
-    /// (`GET_LOCK`) — the session keeps every backend connection it takes from then on, for
-    /// the rest of the session: its statements run on them (a dataNode it had no connection
-    /// for gets one, kept too), a transaction's pinned connections come from them and go back
-    /// to them at `COMMIT` / `ROLLBACK`. Only `COM_RESET_CONNECTION` (which clears that state
-    /// on the backends too), `COM_CHANGE_USER` and the end of the session let them go. Nothing
-    /// proves such state gone earlier (a `DROP TEMPORARY TABLE` may leave another one), so
-    /// nothing else does. `LOCK TABLES` keeps connections the same way ([`Session::locks`]),
-    /// and `UNLOCK TABLES` lets them go when nothing else made the session sticky.
+    /// Session affinity, as ProxySQL disables multiplexing: once a statement of the session
+    /// may have left state in its backend connection that a later statement reads — a
+    /// temporary table (`CREATE TEMPORARY TABLE`), a user variable assigned inside a statement
+    /// (`SELECT @x := 5`; a `SET @x` is replayed on every connection instead, see
+    /// [`Session::state`]), a named lock (`GET_LOCK`) — the session keeps every backend
+    /// connection it takes from then on, for the rest of the session: its statements run on
+    /// them (a dataNode it had no connection for gets one, kept too), a transaction's pinned
+    /// connections come from them and go back to them at `COMMIT` / `ROLLBACK`. Only
+    /// `COM_RESET_CONNECTION` (which clears that state on the backends too),
+    /// `COM_CHANGE_USER` and the end of the session let them go. Nothing proves such state
+    /// gone earlier (a `DROP TEMPORARY TABLE` may leave another one), so nothing else does.
+    /// `LOCK TABLES` keeps connections the same way (SPEC §7.6, until `UNLOCK TABLES`,
+    /// `BEGIN` / `START TRANSACTION`, `COM_RESET_CONNECTION` or the end of the session; a
+    /// statement naming a table outside the set gets 1100 from the gateway; `COMMIT` /
+    /// `ROLLBACK` keep the locks), and `UNLOCK TABLES` lets them go when nothing else made
+    /// the session sticky.
     ///
     /// `PREPARE` / `EXECUTE` stay refused by the router (dynamic SQL), and `FOUND_ROWS()`,
     /// `LAST_INSERT_ID()` are answered by the gateway from its own counts, so neither needs
@@ -233,36 +227,15 @@ struct Session {
     /// coordinator keeps its connections at the end, and the state would go with them): the
     /// kept state is not visible inside it, and state made inside it does not outlive it; such
     /// a session's multi-node autocommit writes are not two-phase.
-    kept: HashMap<String, Box<dyn BackendConn>>,
-    /// What made the session keep its connections ([`Session::kept`]), for logs; `None` until
-    /// a statement leaves such state.
-    sticky: Option<&'static str>,
-    /// The tables the session locked with `LOCK TABLES` (SPEC §7.6), until `UNLOCK TABLES`,
-    /// `BEGIN` / `START TRANSACTION` (which unlock, as in MySQL), `COM_RESET_CONNECTION` or
-    /// the end of the session. Each target's connection is in [`Session::kept`] (or, inside
-    /// a transaction, [`Session::pinned`]) while it is set. A statement naming a table
-    /// outside the set gets 1100 from the gateway; `COMMIT` / `ROLLBACK` keep the locks.
-    locks: Option<crate::route::LockTables>,
-    /// The open transaction's savepoints, oldest first (`SAVEPOINT name`; a name set again
-    /// moves to the end, as MySQL replaces it).
     ///
-    /// Across dataNodes: a savepoint is set on every connection pinned to the transaction
-    /// when the client sets it, and a dataNode that joins the transaction later gets all the
-    /// savepoints of this list set on its connection when it joins, before its first
-    /// statement runs ([`Session::replay_savepoints`]). That is exact: the node has done
-    /// nothing in the transaction before it joins, so its state at each earlier savepoint is
-    /// its state at the join, and a later `ROLLBACK TO sp` (sent to every pinned connection)
-    /// undoes all it did since, which is all it did after `sp`, while its connection stays in
-    /// the transaction. Every pinned connection therefore holds every savepoint of this list,
-    /// in the list's order, and `ROLLBACK TO` / `RELEASE` are sent to all of them alike. The
-    /// alternative (rolling such a node back whole at `ROLLBACK TO`) would need a branch
-    /// rollback and restart under XA; the cost here is one round trip per savepoint when a
-    /// node joins a transaction that holds savepoints.
-    ///
-    /// The list is the truth for the client: a name not in it gets 1305 without asking any
-    /// backend. A savepoint statement that fails on some connection leaves the nodes
-    /// disagreeing, and marks the transaction [`Session::interrupted`].
-    savepoints: Vec<SavepointName>,
+    /// Savepoints across dataNodes: set on every pinned connection when the client sets one,
+    /// and replayed on a dataNode's connection when it joins the transaction later (exact, see
+    /// [`HeldConns`]); the cost is one round trip per savepoint when a node joins a
+    /// transaction that holds savepoints. The alternative (rolling such a node back whole at
+    /// `ROLLBACK TO`) would need a branch rollback and restart under XA. A savepoint statement
+    /// that fails on some connection leaves the nodes disagreeing and marks the transaction
+    /// interrupted.
+    held: HeldConns,
     /// `SET XA = ON` was issued: the session's next (or current, still empty) transaction is
     /// an XA transaction (Mycat's rule: for one transaction, SPEC §7.4).
     xa_on: bool,
@@ -339,11 +312,11 @@ struct Tally {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(tx) = self.xa.take() {
-            if self.pinned.is_empty() {
+            if !self.held.has_pinned() {
                 self.server.xa.forget(&tx.gtrid);
             } else if let Ok(handle) = tokio::runtime::Handle::try_current() {
                 // A client that left mid-XA-transaction: its branches are rolled back.
-                let pinned: Vec<_> = self.pinned.drain().collect();
+                let pinned = self.held.leave_transaction();
                 let pending = super::Pending::new(&self.server);
                 let xa = self.server.xa.clone();
                 handle.spawn(async move {
@@ -364,76 +337,22 @@ impl Drop for Session {
                 });
             }
         }
-        if self.locks.take().is_some() {
-            // Table locks never go back to a pool: `UNLOCK TABLES` on every connection that
-            // may hold them (a transaction's too, after its rollback below), and a connection
-            // where it fails is closed instead.
-            let mut conns: Vec<_> = self.kept.drain().collect();
-            let pinned: Vec<_> = self.pinned.drain().collect();
-            if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                let pending = super::Pending::new(&self.server);
-                let id = self.id;
-                handle.spawn(async move {
-                    let _pending = pending;
-                    for (node, mut conn) in pinned {
-                        let _ = run_simple(conn.as_mut(), "ROLLBACK").await;
-                        conns.push((node, conn));
-                    }
-                    for (node, mut conn) in conns {
-                        if let Err(e) = run_simple(conn.as_mut(), "UNLOCK TABLES").await {
-                            tracing::info!(connection = id, %node, error = %e, "UNLOCK TABLES after the client left failed: the connection is closed");
-                            conn.abandon();
-                        }
-                    }
-                });
-            } else {
-                for (_, mut conn) in conns.into_iter().chain(pinned) {
-                    conn.abandon();
-                }
-            }
+        // Pinned connections are rolled back before they are reused; table locks never go
+        // back to a pool (`UNLOCK TABLES`, or the connection is closed); kept connections go
+        // back to their pools, which reset them.
+        let leaving = self.held.leave();
+        if leaving.is_empty() {
             return;
         }
-        // Kept connections go back to their pools, which reset them.
-        self.kept.clear();
-        if self.pinned.is_empty() {
-            return;
-        }
-        let pinned: Vec<_> = self.pinned.drain().collect();
-        let id = self.id;
-        // A client that left mid-transaction: roll back before the connections are reused.
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             // Counted until done: a graceful shutdown waits for it (`Server::drain`).
             let pending = super::Pending::new(&self.server);
             handle.spawn(async move {
                 let _pending = pending;
-                for (node, mut conn) in pinned {
-                    let mut done = run_simple(conn.as_mut(), "ROLLBACK").await;
-                    if done.as_ref().is_err_and(|e| e.server_error().is_some()) {
-                        // The first call may only have read the end of a statement that was
-                        // interrupted when the client left (1317): the ROLLBACK itself follows.
-                        done = run_simple(conn.as_mut(), "ROLLBACK").await;
-                    }
-                    if let Err(e) = done {
-                        tracing::warn!(connection = id, %node, error = %e, "rollback after client disconnect failed");
-                    }
-                }
+                leaving.run().await;
             });
-        }
-    }
-}
-
-/// Runs a statement whose result is not needed.
-async fn run_simple(
-    conn: &mut dyn BackendConn,
-    sql: &str,
-) -> Result<(), crate::backend::BackendError> {
-    match conn.query(sql).await? {
-        Response::Ok(_) => Ok(()),
-        Response::Rows { mut rows, .. } => {
-            while let Some(r) = rows.next().await {
-                r?;
-            }
-            Ok(())
+        } else {
+            leaving.abandon();
         }
     }
 }
@@ -448,7 +367,7 @@ impl Session {
         if self.autocommit {
             s |= StatusFlags::SERVER_STATUS_AUTOCOMMIT;
         }
-        if self.in_transaction || !self.pinned.is_empty() {
+        if self.in_transaction || self.held.has_pinned() {
             s |= StatusFlags::SERVER_STATUS_IN_TRANS;
         }
         if self.slot.more_results() {
@@ -557,14 +476,7 @@ impl Session {
     fn publish(&self) {
         // The dataNodes the session holds connections on: pinned to its transaction or kept
         // for its state.
-        let mut nodes: Vec<String> = self
-            .pinned
-            .keys()
-            .chain(self.kept.keys())
-            .cloned()
-            .collect();
-        nodes.sort();
-        nodes.dedup();
+        let nodes = self.held.nodes();
         let mut p = self.handle.published_mut();
         if p.schema == self.schema && p.autocommit == self.autocommit && p.nodes == nodes {
             return;

@@ -271,7 +271,7 @@ impl Session {
     /// session's transaction still needs it (a `BEGIN` alone holds nothing, as Mycat counts
     /// only backend connections: the transaction's first statement takes the newest one).
     fn end_command(&mut self) {
-        if self.pinned.is_empty() {
+        if !self.held.has_pinned() {
             self.handle.hold_generation(None);
             self.generation = None;
         }

@@ -5,6 +5,7 @@ use futures::StreamExt;
 
 use super::{Session, run_simple};
 use crate::backend::{BackendConn, Response};
+use crate::datahost::held::{self, Fresh};
 use crate::frontend::error::MysqlError;
 use crate::route::{SessionSet, SqlMode};
 
@@ -21,7 +22,7 @@ fn replay_literal(text: &str) -> String {
 
 impl Session {
     /// The statements that put a fresh backend connection in the session's state.
-    fn state_statements(items: &[SessionSet]) -> Vec<String> {
+    pub(super) fn state_statements(items: &[SessionSet]) -> Vec<String> {
         let mut out: Vec<String> = items
             .iter()
             .filter(|i| i.standalone)
@@ -76,14 +77,9 @@ impl Session {
         refusal: MysqlError,
     ) -> MysqlError {
         tracing::warn!(connection = self.id, %node, error = %failed, "a refused SET could not be undone: the connection is closed");
-        if let Some(mut conn) = self.kept.remove(node) {
-            conn.abandon();
-        }
-        let Some(mut conn) = self.pinned.remove(node) else {
+        if !self.held.forget(node) {
             return refusal;
-        };
-        conn.abandon();
-        drop(conn);
+        }
         let _ = self.end_transaction("ROLLBACK").await;
         MysqlError::new(
             refusal.code,
@@ -101,16 +97,7 @@ impl Session {
         conn: &mut dyn BackendConn,
         node: &str,
     ) -> Result<(), MysqlError> {
-        for sql in Self::state_statements(state) {
-            run_simple(conn, &sql).await.map_err(|e| {
-                MysqlError::new(
-                    1105,
-                    "HY000",
-                    format!("dataNode {node}: the session's `{sql}` failed: {e}"),
-                )
-            })?;
-        }
-        Ok(())
+        Ok(held::set_up(conn, node, &Self::state_statements(state)).await?)
     }
 
     /// A `SET` of session state: checked on a backend connection (so a bad value gets the
@@ -167,19 +154,21 @@ impl Session {
                     .find_map(|s| router.schema(s).and_then(|s| s.nodes.first().cloned()))
             })
             .ok_or_else(|| MysqlError::new(1105, "HY000", "no dataNode to check SET on"))?;
-        let mut fresh;
-        let held = match self.pinned.get_mut(&node) {
-            Some(c) => Some(c),
-            None => self.kept.get_mut(&node),
-        };
-        let conn: &mut dyn BackendConn = match held {
-            Some(c) => c.as_mut(),
-            None => {
-                fresh = self.generation().cluster.acquire(&node, false).await?;
-                Self::apply_state(&self.state, fresh.as_mut(), &node).await?;
-                fresh.as_mut()
-            }
-        };
+        // The session's own connection to the node (pinned to its transaction, else kept),
+        // else a fresh one on the writeHost with the session's state: the same choice as the
+        // gateway's other statements for the session make (`HeldConns::lease`).
+        let state = &self.state;
+        let mut lease = self
+            .held
+            .lease(
+                generation.cluster.as_ref(),
+                &node,
+                None,
+                Fresh::Session,
+                || Self::state_statements(state),
+            )
+            .await?;
+        let conn = lease.conn();
         // Character sets are the session's own: the backend only gets its connection's
         // character set and collation, from the table (module `crate::charset`).
         let charsets = charset_items(self.slot.charsets(), &mut items, conn).await?;
@@ -278,50 +267,18 @@ impl Session {
                 self.handle.set_wait_timeout(n);
             }
         }
-        // Connections the session holds get it too (the checking one already has it).
-        let pinned: Vec<String> = self
-            .pinned
-            .keys()
-            .filter(|n| **n != node)
-            .cloned()
-            .collect();
-        // A held connection that cannot take it is closed, never used again in another state
-        // (a transaction it was part of is rolled back on every dataNode, as a broken
-        // connection ends it); the SET is answered with its error.
-        let mut failed = None;
-        for n in pinned {
-            if let Some(c) = self.pinned.get_mut(&n)
-                && let Err(e) = Self::apply_state(&items, c.as_mut(), &n).await
-            {
-                if let Some(mut c) = self.pinned.remove(&n) {
-                    c.abandon();
-                }
-                failed.get_or_insert(e);
+        // Connections the session holds get it too (the checking one already has it). A held
+        // connection that cannot take it is closed, never used again in another state (a
+        // transaction it was part of is rolled back on every dataNode, as a broken connection
+        // ends it); the SET is answered with its error.
+        let statements = Self::state_statements(&items);
+        if let Err((e, pinned)) = self.held.set_on_held(&node, &statements).await {
+            if pinned {
+                let _ = self.end_transaction("ROLLBACK").await;
             }
+            return Err(e.into());
         }
-        if let Some(e) = failed {
-            let _ = self.end_transaction("ROLLBACK").await;
-            return Err(e);
-        }
-        let checked_on_kept = !self.pinned.contains_key(&node);
-        let kept: Vec<String> = self
-            .kept
-            .keys()
-            .filter(|n| !(checked_on_kept && **n == node))
-            .cloned()
-            .collect();
-        let mut failed = None;
-        for n in kept {
-            if let Some(c) = self.kept.get_mut(&n)
-                && let Err(e) = Self::apply_state(&items, c.as_mut(), &n).await
-            {
-                if let Some(mut c) = self.kept.remove(&n) {
-                    c.abandon();
-                }
-                failed.get_or_insert(e);
-            }
-        }
-        failed.map_or(Ok(()), Err)
+        Ok(())
     }
 
     /// Takes the character set of the client's handshake (or of its COM_CHANGE_USER, which the

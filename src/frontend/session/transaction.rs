@@ -1,35 +1,56 @@
-//! Transactions across dataNodes: the connections pinned to the open transaction, their `BEGIN` or
-//! `XA START`, savepoints on every pinned connection, `COMMIT` / `ROLLBACK` on each (or through
-//! the XA coordinator), and the implicit per-node transactions of a multi-node write.
+//! Transactions across dataNodes as the session runs them: a dataNode joining the open
+//! transaction (plain, or an XA branch: [`Session::join`]), its end on every pinned connection
+//! or through the XA coordinator, and the implicit per-node transactions of a multi-node write.
+//! The connections themselves, their savepoints and the partial failures are
+//! [`HeldConns`](crate::datahost::held::HeldConns)'s; their errors become the client's here
+//! (`From<HeldError> for MysqlError`).
 
 use std::sync::Arc;
 
 use super::{Session, XaTx, run_simple};
 use crate::backend::BackendConn;
-use crate::backend::SavepointOp;
+use crate::datahost::held::{self, HeldError, Opening, Taken};
 use crate::frontend::error::MysqlError;
 use crate::route::Plan;
-use crate::sqltext::SavepointName;
 
-/// Starts a transaction on `node`'s connection; the error names the node.
-pub(super) async fn begin_on(conn: &mut dyn BackendConn, node: &str) -> Result<(), MysqlError> {
-    conn.begin().await.map_err(|source| {
-        MysqlError::from(crate::engine::EngineError {
-            node: node.to_string(),
-            source,
-            applied: None,
-        })
-    })
-}
-
-/// MySQL's 1305 for a savepoint the transaction does not hold, naming it as the client wrote
-/// it.
-pub(super) fn no_such_savepoint(name: &SavepointName) -> MysqlError {
-    MysqlError::new(
-        1305,
-        "42000",
-        format!("SAVEPOINT {} does not exist", name.written()),
-    )
+impl From<HeldError> for MysqlError {
+    /// The client's error for a held connection's failure: the server's own errno where it
+    /// answered, else 1105 naming the dataNode; 1180 for a `COMMIT` / `ROLLBACK` that failed
+    /// on some nodes (DECISIONS.md 16), 1305 for an unknown savepoint, 1003 for an
+    /// interrupted transaction (Mycat's text).
+    fn from(e: HeldError) -> MysqlError {
+        match e {
+            HeldError::Datahost(e) => (*e).into(),
+            HeldError::Setup { .. } => MysqlError::new(1105, "HY000", e.to_string()),
+            HeldError::Node { node, source } => {
+                MysqlError::backend(format!("dataNode {node}"), &source)
+            }
+            HeldError::Replay {
+                node,
+                savepoint,
+                source,
+            } => {
+                let mut error = MysqlError::backend(format!("dataNode {node}"), &source);
+                error.message = format!(
+                    "dataNode {node} joining the transaction: SAVEPOINT {savepoint} failed: {}",
+                    error.message
+                );
+                error
+            }
+            HeldError::Savepoint {
+                node,
+                source,
+                reason,
+            } => {
+                let mut error = MysqlError::backend(format!("dataNode {node}"), &source);
+                error.message = format!("{reason}; the transaction can only be rolled back");
+                error
+            }
+            HeldError::Ended { message } => MysqlError::new(1180, "HY000", message),
+            HeldError::NoSuchSavepoint { .. } => MysqlError::new(1305, "42000", e.to_string()),
+            HeldError::Interrupted { .. } => MysqlError::new(1003, "HY000", e.to_string()),
+        }
+    }
 }
 
 /// Whether a statement's error means its server rolled back the whole transaction, not only
@@ -48,15 +69,7 @@ pub(super) async fn xa_start_on(
     gtrid: &str,
     node: &str,
 ) -> Result<(), MysqlError> {
-    conn.xa_start(&crate::backend::Xid::new(gtrid, node))
-        .await
-        .map_err(|source| {
-            MysqlError::from(crate::engine::EngineError {
-                node: node.to_string(),
-                source,
-                applied: None,
-            })
-        })?;
+    held::open_on(conn, node, Opening::Xa(gtrid)).await?;
     xa.joined(gtrid, node);
     Ok(())
 }
@@ -65,97 +78,22 @@ impl Session {
     /// Whether a transaction is open for the client: `BEGIN` ran, or `autocommit` is off (every
     /// statement is in one), or connections are pinned to one.
     pub(super) fn transaction_open(&self) -> bool {
-        self.in_transaction || !self.autocommit || !self.pinned.is_empty()
+        self.in_transaction || !self.autocommit || self.held.has_pinned()
     }
 
-    /// Where savepoint `name` is in the open transaction's list ([`Session::savepoints`]).
-    pub(super) fn savepoint_index(&self, name: &SavepointName) -> Option<usize> {
-        self.savepoints.iter().position(|s| s.key() == name.key())
-    }
-
-    /// Runs a savepoint statement on every connection pinned to the transaction, all at once
-    /// (each connection holds every savepoint of the list, see [`Session::savepoints`]).
-    ///
-    /// Errors: the first failing node's server error (or 1105), with a message naming the
-    /// nodes where it failed and those where it succeeded. The nodes then disagree about the
-    /// transaction's state: it is marked interrupted (only `ROLLBACK` ends it).
-    pub(super) async fn savepoint_on_each(
-        &mut self,
-        op: SavepointOp,
-        name: &SavepointName,
-    ) -> Result<(), MysqlError> {
-        let results = futures::future::join_all(
-            self.pinned
-                .iter_mut()
-                .map(|(node, conn)| async move { (node.clone(), conn.savepoint(op, name).await) }),
-        )
-        .await;
-        let mut done = Vec::new();
-        let mut failed = Vec::new();
-        let mut first: Option<MysqlError> = None;
-        for (node, result) in results {
-            match result {
-                Ok(()) => done.push(node),
-                Err(e) => {
-                    first
-                        .get_or_insert_with(|| MysqlError::backend(format!("dataNode {node}"), &e));
-                    failed.push(format!("{node} ({e})"));
-                }
-            }
-        }
-        let Some(mut error) = first else {
-            return Ok(());
-        };
-        done.sort();
-        failed.sort();
-        let reason = format!(
-            "{} {} failed on dataNode {}; it succeeded on [{}]",
-            op.verb(),
-            name.written(),
-            failed.join(", "),
-            done.join(", ")
-        );
-        tracing::warn!(connection = self.id, "{reason}");
-        error.message = format!("{reason}; the transaction can only be rolled back");
-        self.interrupted = Some(reason);
-        Err(error)
-    }
-
-    /// Sets the open transaction's savepoints, oldest first, on the connection of `node`,
-    /// which joins the transaction now (see [`Session::savepoints`] for why this is exact).
-    ///
-    /// Errors: the server's, naming the node; the connection is then not pinned.
-    pub(super) async fn replay_savepoints(
-        savepoints: &[SavepointName],
-        conn: &mut dyn BackendConn,
-        node: &str,
-    ) -> Result<(), MysqlError> {
-        for name in savepoints {
-            conn.savepoint(SavepointOp::Set, name).await.map_err(|e| {
-                let mut error = MysqlError::backend(format!("dataNode {node}"), &e);
-                error.message = format!(
-                    "dataNode {node} joining the transaction: SAVEPOINT {} failed: {}",
-                    name.written(),
-                    error.message
-                );
-                error
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Sends `sql` (COMMIT or ROLLBACK) on every pinned connection and releases them.
+    /// Ends the open transaction with `sql` (COMMIT or ROLLBACK) on every pinned connection
+    /// ([`crate::datahost::held::HeldConns::end_transaction`]), or through the XA coordinator
+    /// when it is an XA transaction.
     ///
     /// Errors: names the dataNodes where it failed and those where it succeeded (DECISIONS.md
     /// item 16); the event is logged at error level.
     pub(super) async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
         self.in_transaction = false;
         self.xa_on = false;
-        self.savepoints.clear();
-        let mut pinned: Vec<_> = self.pinned.drain().collect();
-        pinned.sort_by(|a, b| a.0.cmp(&b.0));
         if let Some(tx) = self.xa.take() {
-            let branches = pinned
+            let branches = self
+                .held
+                .leave_transaction()
                 .into_iter()
                 .map(|(node, conn)| crate::xa::Branch {
                     written: tx.written.contains(&node),
@@ -165,7 +103,11 @@ impl Session {
                 .collect();
             return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
         }
-        let ended = end_on_each(
+        if sql != "ROLLBACK" {
+            return Ok(self.held.end_transaction(sql).await?);
+        }
+        let mut pinned = self.held.leave_transaction();
+        let ended = crate::datahost::held::end_each(
             pinned
                 .iter_mut()
                 .map(|(node, conn)| (node.as_str(), conn.as_mut())),
@@ -183,57 +125,45 @@ impl Session {
             .iter()
             .map(|(_, c)| warned(c.as_ref()))
             .fold(0u16, u16::saturating_add);
-        if sql == "ROLLBACK" && count > 0 {
+        if count > 0 {
             let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
             self.warnings = super::diagnostics::collect_warnings(&mut conns).await;
             self.warning_count = count;
         }
-        if self.locks.is_some() {
-            // The transaction ran under `SET autocommit = 0` on them ([`Session::open_tx`]):
-            // the connections' own autocommit comes back, their table locks stay.
-            for (node, conn) in &mut pinned {
-                if let Err(e) = run_simple(conn.as_mut(), "SET autocommit = 1").await {
-                    tracing::warn!(connection = self.id, %node, error = %e, "SET autocommit = 1 after the transaction failed");
+        self.held.after_transaction(pinned).await;
+        Ok(ended?)
+    }
+
+    /// `node` joins the open transaction on `taken`'s connection
+    /// ([`crate::datahost::held::HeldConns::join`]): `START TRANSACTION`, or `XA START` when
+    /// the transaction is (or now becomes, by `SET XA = ON` or `twoPhaseCommit`) an XA
+    /// transaction, or under table locks `SET autocommit = 0`; then the transaction's
+    /// savepoints.
+    ///
+    /// Errors: the server's, naming the node; the connection is then not pinned.
+    pub(super) async fn join(&mut self, node: &str, taken: Taken) -> Result<(), MysqlError> {
+        let gtrid = match self.held.locks() {
+            Some(_) => None,
+            None => {
+                let two_phase = self.generation().config.system.two_phase_commit;
+                if self.xa.is_none() && (self.xa_on || two_phase) {
+                    self.xa = Some(XaTx {
+                        gtrid: self.server.xa.begin(self.id),
+                        written: Default::default(),
+                    });
                 }
+                self.xa.as_ref().map(|tx| tx.gtrid.clone())
             }
+        };
+        let opening = gtrid.as_deref().map_or(Opening::Begin, Opening::Xa);
+        let joined = self.held.join(node, taken, opening).await;
+        // The branch started (for `show @@xa_session`), even when a savepoint failed after.
+        if let Some(gtrid) = &gtrid
+            && !matches!(joined, Err(HeldError::Node { .. }))
+        {
+            self.server.xa.joined(gtrid, node);
         }
-        if self.keeps() {
-            // COMMIT and ROLLBACK release neither table locks nor session state.
-            self.kept.extend(pinned);
-        }
-        ended
-    }
-
-    /// Whether the session keeps its backend connections between statements
-    /// ([`Session::kept`]).
-    pub(super) fn keeps(&self) -> bool {
-        self.sticky.is_some() || self.locks.is_some()
-    }
-
-    /// Starts the transaction on a connection joining it: `START TRANSACTION` (or `XA START`),
-    /// or under table locks `SET autocommit = 0` (MySQL's way to use transactions with
-    /// `LOCK TABLES`: `START TRANSACTION` would release the locks).
-    pub(super) async fn open_tx(
-        &mut self,
-        conn: &mut dyn BackendConn,
-        node: &str,
-    ) -> Result<(), MysqlError> {
-        if self.locks.is_some() {
-            return run_simple(conn, "SET autocommit = 0")
-                .await
-                .map_err(|e| MysqlError::backend(format!("dataNode {node}"), &e));
-        }
-        let two_phase = self.generation().config.system.two_phase_commit;
-        if self.xa.is_none() && (self.xa_on || two_phase) {
-            self.xa = Some(XaTx {
-                gtrid: self.server.xa.begin(self.id),
-                written: Default::default(),
-            });
-        }
-        match &self.xa {
-            Some(tx) => xa_start_on(&self.server.xa, conn, &tx.gtrid, node).await,
-            None => begin_on(conn, node).await,
-        }
+        Ok(joined?)
     }
 }
 
@@ -266,7 +196,9 @@ pub(super) async fn finish_implicit(
         .iter_mut()
         .zip(&plan.targets)
         .map(|(conn, t)| (t.node.as_str(), conn.as_mut()));
-    let ended = end_on_each(each, sql, id).await;
+    let ended = held::end_each(each, sql, id)
+        .await
+        .map_err(MysqlError::from);
     if locked {
         // Opened with `SET autocommit = 0` under table locks: back to autocommit.
         for (conn, t) in conns.iter_mut().zip(&plan.targets) {
@@ -308,39 +240,4 @@ async fn end_xa(
             MysqlError::new(1180, "HY000", message)
         })
     }
-}
-
-/// Sends `sql` (COMMIT or ROLLBACK) on each node's connection, all at once.
-///
-/// Errors: names the nodes where it failed and those where it succeeded (DECISIONS.md 16),
-/// logged at error level.
-async fn end_on_each<'c>(
-    conns: impl Iterator<Item = (&'c str, &'c mut (dyn BackendConn + 'static))>,
-    sql: &str,
-    id: u32,
-) -> Result<(), MysqlError> {
-    // Every node is asked at once (one round trip for the transaction, not one per node);
-    // each answers for itself, so the outcome per node is what it was one after another.
-    let results = futures::future::join_all(
-        conns.map(|(node, conn)| async move { (node, run_simple(conn, sql).await) }),
-    )
-    .await;
-    let mut done = Vec::new();
-    let mut failed = Vec::new();
-    for (node, result) in results {
-        match result {
-            Ok(()) => done.push(node.to_string()),
-            Err(e) => failed.push(format!("{node} ({e})")),
-        }
-    }
-    if failed.is_empty() {
-        return Ok(());
-    }
-    let message = format!(
-        "{sql} failed on dataNode {}; it succeeded on [{}]",
-        failed.join(", "),
-        done.join(", ")
-    );
-    tracing::error!(connection = id, "{message}");
-    Err(MysqlError::new(1180, "HY000", message))
 }
