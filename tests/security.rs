@@ -1561,3 +1561,131 @@ async fn a_set_a_held_connection_could_not_take_leaves_no_other_reading() {
     assert!(escaped.iter().all(|v| v == "a'b"), "{escaped:?}");
     nothing_leaked_or_changed(&seen, before).await;
 }
+
+/// The FOREIGN KEY constraints the backend holds whose parent is one of the attacks' targets
+/// (`secret`, `vt`, `hotnews`), in every database: `(schema, constraint, parent table)`.
+async fn foreign_keys_to_targets() -> Vec<(String, String, String)> {
+    let mut a = primary(None).await;
+    a.query(
+        "SELECT CONSTRAINT_SCHEMA, CONSTRAINT_NAME, REFERENCED_TABLE_NAME \
+         FROM information_schema.REFERENTIAL_CONSTRAINTS \
+         WHERE REFERENCED_TABLE_NAME IN ('secret', 'vt', 'hotnews') ORDER BY 1, 2",
+    )
+    .await
+    .unwrap()
+}
+
+/// Breaker's holes 1 and 2: a FOREIGN KEY to a table is a read of it (the child's inserts
+/// answer which keys exist, the parent's deletes are blocked), and `CREATE TABLE x (LIKE t)` /
+/// `(TABLE t)` copy or read `t`. Neither passes the gateway for a user who may not SELECT `t`
+/// or whose schemas do not include it; the verdict is read on the backend (no constraint, no
+/// table, the victim's rows as they were).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("secfk").await;
+    let before = backend().await;
+    let fks_before = foreign_keys_to_targets().await;
+    assert!(fks_before.is_empty(), "{fks_before:?}");
+    let attempts: [(&str, &str, &[&str]); 3] = [
+        (
+            "priv",
+            "PUB",
+            &[
+                "CREATE TABLE fkprobe (a INT, FOREIGN KEY (a) REFERENCES secret (id))",
+                "CREATE TABLE fkprobe2 (a INT, CONSTRAINT c2 FOREIGN KEY (a) REFERENCES `secret` (id))",
+                "CREATE TABLE fkprobe3 (a INT REFERENCES secret (id))",
+                "CREATE TABLE fkprobe4 (a INT, FOREIGN KEY (a) REFERENCES PUB.secret (id))",
+                "CREATE TABLE fkprobe5 (a INT, FOREIGN KEY (a) REFERENCES t_sec_victim.vt (id))",
+                "CREATE TABLE lk2 (LIKE secret)",
+                "CREATE TABLE lk3 ( like secret )",
+                "CREATE TABLE cs7 (TABLE secret)",
+                "ALTER TABLE pub ADD FOREIGN KEY (id) REFERENCES secret (id)",
+                "ALTER TABLE pub ADD CONSTRAINT c9 FOREIGN KEY (id) REFERENCES secret (id)",
+                "ALTER TABLE pub ADD COLUMN w INT REFERENCES secret (id)",
+                "ALTER TABLE pub MODIFY v INT REFERENCES secret (id)",
+            ],
+        ),
+        (
+            "privt",
+            "TESTDB",
+            &[
+                "ALTER TABLE company ADD FOREIGN KEY (id) REFERENCES hotnews (id)",
+                "CREATE TABLE fkt (a BIGINT, FOREIGN KEY (a) REFERENCES hotnews (id))",
+            ],
+        ),
+        (
+            "app",
+            "PUB",
+            &[
+                "CREATE TABLE fkx (a INT, FOREIGN KEY (a) REFERENCES t_sec_victim.vt (id))",
+                "CREATE TABLE fkx2 (a INT REFERENCES `t_sec_victim`.`vt` (id))",
+                "CREATE TABLE fkx3 (a INT, FOREIGN KEY (a) REFERENCES TESTDB.hotnews (id))",
+                "CREATE TABLE TESTDB.fkx4 (a BIGINT, FOREIGN KEY (a) REFERENCES hotnews (id))",
+                "CREATE TABLE lk4 (LIKE t_sec_victim.vt)",
+                "CREATE TABLE lk5 (LIKE `t_sec_victim`.vt)",
+                "CREATE TABLE cs8 (TABLE t_sec_victim.vt)",
+            ],
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (user, db, statements) in attempts {
+        let mut c = login(&f, user, Some(db)).await;
+        for sql in statements {
+            seen.extend(attempt(&mut c, sql).await);
+            // Also as a prepared statement (COM_STMT_PREPARE).
+            let _ = c.exec_drop(*sql, ()).await;
+        }
+    }
+    assert_eq!(
+        foreign_keys_to_targets().await,
+        fks_before,
+        "a FOREIGN KEY to a table out of the user's reach was created"
+    );
+    let mut admin = primary(None).await;
+    let created: Vec<String> = admin
+        .query(
+            "SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES \
+             WHERE TABLE_NAME IN ('fkprobe', 'fkprobe2', 'fkprobe3', 'fkprobe4', 'fkprobe5', \
+             'lk2', 'lk3', 'lk4', 'lk5', 'cs7', 'cs8', 'fkt', 'fkx', 'fkx2', 'fkx3', 'fkx4')",
+        )
+        .await
+        .unwrap();
+    assert!(created.is_empty(), "tables were created: {created:?}");
+    nothing_leaked_or_changed(&seen, before).await;
+
+    // Within the user's rights a FOREIGN KEY to its own table runs, as MariaDB runs it.
+    let mut app = login(&f, "app", Some("PUB")).await;
+    common::run_all(
+        &mut app,
+        &[
+            "CREATE TABLE parent_own (id INT PRIMARY KEY) ENGINE = InnoDB",
+            "INSERT INTO parent_own VALUES (1)",
+            "CREATE TABLE child_own (a INT, FOREIGN KEY (a) REFERENCES parent_own (id)) ENGINE = InnoDB",
+            "CREATE TABLE child_own2 (a INT REFERENCES parent_own (id)) ENGINE = InnoDB",
+            "INSERT INTO child_own VALUES (1)",
+        ],
+    )
+    .await;
+    let (code, _, _) = common::refused(&mut app, "INSERT INTO child_own VALUES (2)").await;
+    assert_eq!(code, 1452, "the constraint holds");
+    let own: Vec<(String, String)> = admin
+        .query(format!(
+            "SELECT TABLE_NAME, REFERENCED_TABLE_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS \
+             WHERE CONSTRAINT_SCHEMA = '{PUB_DB}' ORDER BY 1"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        own,
+        [
+            ("child_own".to_string(), "parent_own".to_string()),
+            ("child_own2".to_string(), "parent_own".to_string()),
+        ]
+    );
+    common::run_all(
+        &mut app,
+        &["DROP TABLE child_own, child_own2", "DROP TABLE parent_own"],
+    )
+    .await;
+}

@@ -12,7 +12,7 @@
 //! servers (`DATA DIRECTORY`, `CONNECTION`, engines other than the local storage engines).
 
 use crate::route::Refusal;
-use sqlparser::ast::{ObjectType, Statement};
+use sqlparser::ast::{AlterTableOperation, Ident, ObjectName, ObjectType, Statement};
 use sqlparser::tokenizer::Token;
 
 use super::RouteError;
@@ -23,6 +23,7 @@ mod tables;
 mod tests;
 
 use calls::{Refused, check_call_spelling, forbidden};
+use tables::foreign_key_targets;
 pub(super) use tables::sequence_of;
 pub use tables::{split_name, table_refs};
 
@@ -83,10 +84,15 @@ pub fn admit(
                 return Err(unsupported("CREATE TABLE ... CLONE"));
             }
             check_table_options(text)?;
+            check_column_names(ct.columns.iter().map(|c| &c.name))?;
             Admitted::Ddl
         }
-        Statement::AlterTable(_) => {
+        Statement::AlterTable(at) => {
             check_table_options(text)?;
+            check_column_names(at.operations.iter().filter_map(|op| match op {
+                AlterTableOperation::AddColumn { column_def, .. } => Some(&column_def.name),
+                _ => None,
+            }))?;
             Admitted::Ddl
         }
         Statement::CreateIndex(_) | Statement::Truncate(_) | Statement::RenameTable(_) => {
@@ -100,6 +106,11 @@ pub fn admit(
     };
     if kind == Admitted::Ddl {
         check_ddl_qualifiers(text, is_schema)?;
+    }
+    match statement {
+        Statement::CreateTable(ct) => check_foreign_keys(statement, &ct.name, text)?,
+        Statement::AlterTable(at) => check_foreign_keys(statement, &at.name, text)?,
+        _ => {}
     }
     match forbidden(statement, known_function) {
         Some(Refused::Denied(what)) => return Err(denied(&what)),
@@ -130,6 +141,107 @@ fn check_ddl_qualifiers(text: &str, is_schema: &dyn Fn(&str) -> bool) -> Result<
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// MariaDB 10.11's reserved words (its manual, "Reserved Words"), less a few that only some
+/// versions reserve: none of them is a column name unless quoted.
+#[rustfmt::skip]
+const RESERVED: &[&str] = &[
+    "ACCESSIBLE", "ADD", "ALL", "ALTER", "ANALYZE", "AND", "AS", "ASC", "ASENSITIVE", "BEFORE",
+    "BETWEEN", "BIGINT", "BINARY", "BLOB", "BOTH", "BY", "CALL", "CASCADE", "CASE", "CHANGE",
+    "CHAR", "CHARACTER", "CHECK", "COLLATE", "COLUMN", "CONDITION", "CONSTRAINT", "CONTINUE",
+    "CONVERT", "CREATE", "CROSS", "CURRENT_DATE", "CURRENT_ROLE", "CURRENT_TIME",
+    "CURRENT_TIMESTAMP", "CURRENT_USER", "CURSOR", "DATABASE", "DATABASES", "DAY_HOUR",
+    "DAY_MICROSECOND", "DAY_MINUTE", "DAY_SECOND", "DEC", "DECIMAL", "DECLARE", "DEFAULT",
+    "DELAYED", "DELETE", "DESC", "DESCRIBE", "DETERMINISTIC", "DISTINCT", "DISTINCTROW", "DIV",
+    "DOUBLE", "DROP", "DUAL", "EACH", "ELSE", "ELSEIF", "ENCLOSED", "ESCAPED", "EXISTS", "EXIT",
+    "EXPLAIN", "FALSE", "FETCH", "FLOAT", "FLOAT4", "FLOAT8", "FOR", "FORCE", "FOREIGN", "FROM",
+    "FULLTEXT", "GRANT", "GROUP", "HAVING", "HIGH_PRIORITY", "HOUR_MICROSECOND", "HOUR_MINUTE",
+    "HOUR_SECOND", "IF", "IGNORE", "IN", "INDEX", "INFILE", "INNER", "INOUT", "INSENSITIVE",
+    "INSERT", "INT", "INT1", "INT2", "INT3", "INT4", "INT8", "INTEGER", "INTERVAL", "INTO", "IS",
+    "ITERATE", "JOIN", "KEY", "KEYS", "KILL", "LEADING", "LEAVE", "LEFT", "LIKE", "LIMIT",
+    "LINEAR", "LINES", "LOAD", "LOCALTIME", "LOCALTIMESTAMP", "LOCK", "LONG", "LONGBLOB",
+    "LONGTEXT", "LOOP", "LOW_PRIORITY", "MATCH", "MAXVALUE", "MEDIUMBLOB", "MEDIUMINT",
+    "MEDIUMTEXT", "MIDDLEINT", "MINUTE_MICROSECOND", "MINUTE_SECOND", "MOD", "MODIFIES",
+    "NATURAL", "NOT", "NO_WRITE_TO_BINLOG", "NULL", "NUMERIC", "ON", "OPTIMIZE", "OPTION",
+    "OPTIONALLY", "OR", "ORDER", "OUT", "OUTER", "OUTFILE", "PARTITION", "PRECISION", "PRIMARY",
+    "PROCEDURE", "PURGE", "RANGE", "READ", "READS", "READ_WRITE", "REAL", "RECURSIVE",
+    "REFERENCES", "REGEXP", "RELEASE", "RENAME", "REPEAT", "REPLACE", "REQUIRE", "RESIGNAL",
+    "RESTRICT", "RETURN", "REVOKE", "RIGHT", "RLIKE", "ROWS", "SCHEMA", "SCHEMAS",
+    "SECOND_MICROSECOND", "SELECT", "SENSITIVE", "SEPARATOR", "SET", "SHOW", "SIGNAL",
+    "SMALLINT", "SPATIAL", "SPECIFIC", "SQL", "SQLEXCEPTION", "SQLSTATE", "SQLWARNING",
+    "SQL_BIG_RESULT", "SQL_CALC_FOUND_ROWS", "SQL_SMALL_RESULT", "SSL", "STARTING",
+    "STRAIGHT_JOIN", "TABLE", "TERMINATED", "THEN", "TINYBLOB", "TINYINT", "TINYTEXT", "TO",
+    "TRAILING", "TRIGGER", "TRUE", "UNDO", "UNION", "UNIQUE", "UNLOCK", "UNSIGNED", "UPDATE",
+    "USAGE", "USE", "USING", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "VALUES", "VARBINARY",
+    "VARCHAR", "VARCHARACTER", "VARYING", "WHEN", "WHERE", "WHILE", "WITH", "WRITE", "XOR",
+    "YEAR_MONTH", "ZEROFILL",
+];
+
+/// The columns a CREATE / ALTER TABLE defines must not be named by an unquoted reserved word:
+/// MariaDB would not read such a column, so the parse is not the statement MariaDB runs
+/// (`CREATE TABLE x (LIKE t)` and `(TABLE t)` read as a column `LIKE` / `TABLE` of a type `t`
+/// would hide the table `t` from the access check).
+///
+/// Errors: 1064 naming the word.
+fn check_column_names<'a>(names: impl Iterator<Item = &'a Ident>) -> Result<(), RouteError> {
+    for name in names {
+        if name.quote_style.is_none()
+            && RESERVED.contains(&name.value.to_ascii_uppercase().as_str())
+        {
+            return Err(RouteError::syntax(format!(
+                "'{}' is a reserved word: the gateway does not read this table definition (quote a column of that name)",
+                name.value
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The parents of the FOREIGN KEYs a CREATE / ALTER TABLE defines ([`foreign_key_targets`],
+/// read from `text`, the statement as it will be sent) are tables it reads, checked as such
+/// through [`table_refs`]: they must be the ones the parse shows, and named unqualified, in the
+/// statement's own schema (a qualifier inside a FOREIGN KEY is not rewritten to the dataNode's
+/// database, and an unqualified parent is in the child's database, so the child `table` must
+/// be unqualified too).
+///
+/// Errors: 1064 when the text and the parse disagree; 1235 for a qualified parent or a
+/// qualified child with a FOREIGN KEY, naming the table.
+fn check_foreign_keys(
+    statement: &Statement,
+    table: &ObjectName,
+    text: &str,
+) -> Result<(), RouteError> {
+    let names = |list: Vec<ObjectName>| list.iter().map(split_name).collect::<Vec<_>>();
+    let (Some(sent), Some(parsed)) = (
+        foreign_key_targets(text),
+        foreign_key_targets(&statement.to_string()),
+    ) else {
+        return Err(RouteError::syntax(
+            "the FOREIGN KEY definitions of the statement cannot be read",
+        ));
+    };
+    let (sent, parsed) = (names(sent), names(parsed));
+    if sent != parsed {
+        return Err(RouteError::syntax(
+            "the gateway does not read the FOREIGN KEY definitions of this statement",
+        ));
+    }
+    for (qualifier, parent) in &sent {
+        if let Some(q) = qualifier {
+            return Err(RouteError::not_supported(format!(
+                "a FOREIGN KEY to `{q}`.`{parent}` is not supported by the gateway: its parent must be a table of the statement's own schema, named unqualified"
+            )));
+        }
+    }
+    if !sent.is_empty()
+        && let (Some(q), t) = split_name(table)
+    {
+        return Err(RouteError::not_supported(format!(
+            "a FOREIGN KEY on `{q}`.`{t}` is not supported by the gateway: define it in the table's own schema, with the table named unqualified"
+        )));
     }
     Ok(())
 }

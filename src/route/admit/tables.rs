@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
-    AlterTableOperation, CreateTableLikeKind, Expr, FromTable, FunctionArguments, ObjectName,
-    ObjectType, OnInsert, Query, RenameTableNameKind, Statement, TableFactor, TableObject,
-    TableWithJoins, Visit, Visitor, visit_expressions,
+    AlterTableOperation, CreateTableLikeKind, Expr, FromTable, FunctionArguments, Ident,
+    ObjectName, ObjectNamePart, ObjectType, OnInsert, Query, RenameTableNameKind, Statement,
+    TableFactor, TableObject, TableWithJoins, Visit, Visitor, visit_expressions,
 };
+use sqlparser::tokenizer::{Span, Token};
 
 use crate::route::access::TableAccess;
 
@@ -102,6 +103,43 @@ pub fn sequence_refs(statement: &Statement) -> Vec<(ObjectName, &'static [TableA
     calls.0
 }
 
+/// The tables the FOREIGN KEY definitions of DDL text `text` name as parents: the name after
+/// each unquoted `REFERENCES`, in order, as written (`t`, `db.t`, quotes kept). That covers
+/// table constraints (`[CONSTRAINT c] FOREIGN KEY (a) REFERENCES t (id)`), column options
+/// (`a INT REFERENCES t (id)`) and ALTER TABLE items (`ADD [CONSTRAINT c] FOREIGN KEY ..`,
+/// `ADD COLUMN .. REFERENCES`, `MODIFY ..`). `REFERENCES` is a reserved word to MariaDB, so
+/// unquoted it is never a name; reading the tokens rather than the AST leaves no form of the
+/// parse that could hide a parent. `None` when the text cannot be tokenized or a `REFERENCES`
+/// is followed by no name.
+pub(in crate::route) fn foreign_key_targets(text: &str) -> Option<Vec<ObjectName>> {
+    let toks = crate::route::rewrite::tokens(text)?;
+    let ident = |i: usize| match toks.get(i).map(|t| &t.0) {
+        Some(Token::Word(w)) => Some(Ident {
+            value: w.value.clone(),
+            quote_style: w.quote_style,
+            span: Span::empty(),
+        }),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (i, (t, _, _)) in toks.iter().enumerate() {
+        let Token::Word(w) = t else { continue };
+        if w.quote_style.is_some() || !w.value.eq_ignore_ascii_case("REFERENCES") {
+            continue;
+        }
+        let mut parts = vec![ident(i + 1)?];
+        let mut j = i + 1;
+        while matches!(toks.get(j + 1).map(|t| &t.0), Some(Token::Period)) {
+            parts.push(ident(j + 2)?);
+            j += 2;
+        }
+        out.push(ObjectName(
+            parts.into_iter().map(ObjectNamePart::Identifier).collect(),
+        ));
+    }
+    Some(out)
+}
+
 /// `(qualifier, table)` of a possibly schema-qualified name.
 pub fn split_name(name: &ObjectName) -> (Option<String>, String) {
     let parts: Vec<_> = name.0.iter().filter_map(|p| p.as_ident()).collect();
@@ -122,7 +160,8 @@ fn reads_columns(e: &Expr) -> bool {
 /// Every table `statement` names and how it uses each (module docs of `access`): the targets
 /// of INSERT / UPDATE / DELETE with their kind, every table of DDL as [`TableAccess::Ddl`], and
 /// every other table the statement reads (subqueries, joins, UNION branches, derived tables,
-/// CTE bodies, INSERT ... SELECT sources) as [`TableAccess::Select`]. A table may appear with
+/// CTE bodies, INSERT ... SELECT sources, the parents of FOREIGN KEYs a CREATE / ALTER TABLE
+/// defines, [`foreign_key_targets`]) as [`TableAccess::Select`]. A table may appear with
 /// several accesses, by MariaDB's privilege rules: REPLACE also deletes, ON DUPLICATE KEY
 /// UPDATE also updates, and an UPDATE or DELETE that reads columns (WHERE, ORDER BY, a value
 /// over columns) also selects. A name that refers to a common table expression where it
@@ -272,9 +311,16 @@ pub fn table_refs(statement: &Statement) -> Vec<TableRef> {
                 }
                 None => {}
             }
+            // A FOREIGN KEY reads its parent: the child's inserts answer which keys exist (and
+            // the parent's deletes are blocked). MariaDB asks REFERENCES, which Mycat's dml
+            // mask has not; SELECT stands for it.
+            v.names
+                .extend(foreign_key_targets(&statement.to_string()).unwrap_or_default());
         }
         Statement::AlterTable(at) => {
             targets.push((at.name.clone(), TableAccess::Ddl));
+            v.names
+                .extend(foreign_key_targets(&statement.to_string()).unwrap_or_default());
             for op in &at.operations {
                 if let AlterTableOperation::RenameTable {
                     table_name: RenameTableNameKind::As(n) | RenameTableNameKind::To(n),

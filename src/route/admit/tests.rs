@@ -309,3 +309,82 @@ fn only_the_allow_list_is_admitted() {
         }
     }
 }
+
+/// Breaker's hole 1: the parent of a FOREIGN KEY is a table the statement reads, in every form
+/// of the definition.
+#[test]
+fn foreign_key_parents_are_read() {
+    use TableAccess::*;
+    for sql in [
+        "CREATE TABLE c (a INT, FOREIGN KEY (a) REFERENCES p (id))",
+        "CREATE TABLE c (a INT, CONSTRAINT k FOREIGN KEY (a) REFERENCES `p` (id) ON DELETE CASCADE)",
+        "CREATE TABLE c (a INT REFERENCES p (id))",
+    ] {
+        assert_eq!(
+            refs(sql),
+            [t(None, "c", Ddl), t(None, "p", Select)],
+            "{sql}"
+        );
+    }
+    for sql in [
+        "ALTER TABLE c ADD FOREIGN KEY (a) REFERENCES p (id)",
+        "ALTER TABLE c ADD CONSTRAINT k FOREIGN KEY (a) REFERENCES p (id)",
+        "ALTER TABLE c ADD COLUMN b INT REFERENCES p (id)",
+    ] {
+        assert_eq!(
+            refs(sql),
+            [t(None, "c", Ddl), t(None, "p", Select)],
+            "{sql}"
+        );
+    }
+    assert_eq!(
+        foreign_key_targets("CREATE TABLE c (`references` INT, b INT REFERENCES A.p (id))")
+            .unwrap()
+            .iter()
+            .map(split_name)
+            .collect::<Vec<_>>(),
+        [(Some("A".to_string()), "p".to_string())]
+    );
+}
+
+/// A qualified parent, a qualified child with a FOREIGN KEY, and a column named by an unquoted
+/// reserved word (`(LIKE t)`, `(TABLE t)`: breaker's hole 2) are refused; an unqualified parent
+/// and a quoted column of such a name are admitted.
+#[test]
+fn foreign_keys_and_reserved_column_names_are_read_or_refused() {
+    let verdict = |sql: &str| {
+        admit(&parse(sql), sql, &|q| q == "A", &|n| {
+            crate::route::builtins::is_builtin(n, false)
+        })
+        .map_err(|e| e.refusal)
+    };
+    for sql in [
+        "CREATE TABLE c (a INT, FOREIGN KEY (a) REFERENCES A.p (id))",
+        "CREATE TABLE c (a INT REFERENCES `A`.p (id))",
+        "CREATE TABLE A.c (a INT REFERENCES p (id))",
+        "ALTER TABLE c ADD FOREIGN KEY (a) REFERENCES A.p (id)",
+    ] {
+        assert_eq!(verdict(sql), Err(Refusal::NotSupported), "{sql}");
+    }
+    for sql in [
+        "CREATE TABLE c (LIKE p)",
+        "CREATE TABLE c ( like A.p )",
+        "CREATE TABLE c (TABLE p)",
+        "ALTER TABLE c ADD COLUMN select INT",
+    ] {
+        if let Ok(s) = Parser::parse_sql(&MySqlDialect {}, sql) {
+            assert_eq!(
+                admit(&s[0], sql, &|q| q == "A", &|_| true).map_err(|e| e.refusal),
+                Err(Refusal::Routing),
+                "{sql}"
+            );
+        }
+    }
+    for sql in [
+        "CREATE TABLE c (a INT, FOREIGN KEY (a) REFERENCES p (id))",
+        "CREATE TABLE c (`like` INT, `table` INT)",
+        "ALTER TABLE c ADD FOREIGN KEY (a) REFERENCES p (id)",
+    ] {
+        assert_eq!(verdict(sql), Ok(Admitted::Ddl), "{sql}");
+    }
+}
