@@ -26,6 +26,8 @@
 #                                        # directly, ~20 min) and write it to scripts/conformance/
 #
 #   --quick   mysqltest: every 4th file of the list; sqlalchemy: test/dialect/mysql only.
+#   --tests a,b,c   mysqltest: only these files of main/ (names without .test), e.g. to check a
+#             fix; the summary then counts only them.
 #   --keep    leave the MariaDB and manx started for the run running (they are stopped at exit
 #             otherwise; a later run reuses a MariaDB left running).
 #
@@ -52,11 +54,12 @@ PY_PACKAGES=("PyMySQL==1.1.1" "SQLAlchemy==2.0.36" "pytest==8.3.4" "cryptography
 SUITE_SDISTS=("PyMySQL==0.10.1" "SQLAlchemy==2.0.36")
 DEB_PACKAGES=(mariadb-server mariadb-client mariadb-test python3-venv)
 
-QUICK=0 KEEP=0 SELECT=0 RESTART_ONLY=0
+QUICK=0 KEEP=0 SELECT=0 RESTART_ONLY=0 TESTS=
 SUITES=()
 while (($#)); do
     case $1 in
         --quick) QUICK=1 ;;
+        --tests) shift; TESTS=$1 ;;
         --keep) KEEP=1 ;;
         --select) SELECT=1 ;;
         --restart-mariadb) RESTART_ONLY=1 ;;
@@ -318,8 +321,14 @@ run_mysqltest() {
     ((QUICK)) && every=4
     mkdir -p "$dir"
     suite_globals mysqltest
-    log "mysqltest: $(grep -vc "^#" "$list") files in $list$( ((every > 1)) && echo ", every $every th (--quick)")"
-    "$VENV/bin/python" "$HERE/mysqltest_run.py" --list "$list" --every "$every" \
+    local select=(--list "$list" --every "$every")
+    if [[ -n $TESTS ]]; then
+        select=(--tests "$TESTS")
+        log "mysqltest: the files $TESTS"
+    else
+        log "mysqltest: $(grep -vc "^#" "$list") files in $list$( ((every > 1)) && echo ", every $every th (--quick)")"
+    fi
+    "$VENV/bin/python" "$HERE/mysqltest_run.py" "${select[@]}" \
         --socket "$DB_DIR/s.sock" --direct-port "$DB_PORT" --manx-port "$MANX_PORT" \
         --vardir "$DB_DIR/files" --out "$dir" \
         --restart-cmd "$SCRIPT_PATH --restart-mariadb"
