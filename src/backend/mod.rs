@@ -7,6 +7,8 @@
 //! through to the client unchanged.
 
 pub mod deadline;
+#[cfg(test)]
+pub mod fake;
 pub mod grants;
 pub mod mysql;
 mod pool;
@@ -503,6 +505,31 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Open connections of the pool, idle or checked out (the manager port's `SIZE` of a
     /// server's pool).
     fn size(&self) -> usize;
+}
+
+/// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
+pub const MAX_ERROR_COUNT: usize = 64;
+
+/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message as text), in the
+/// connections' order, at most [`MAX_ERROR_COUNT`]: the warnings the statement just run on them
+/// left. A connection that cannot answer adds nothing (the statement itself succeeded).
+pub async fn show_warnings(
+    conns: &mut [&mut (dyn BackendConn + 'static)],
+) -> Vec<Vec<Option<String>>> {
+    use futures::StreamExt;
+    let mut out = Vec::new();
+    for conn in conns.iter_mut() {
+        let Ok(Response::Rows { mut rows, .. }) = conn.query("SHOW WARNINGS").await else {
+            continue;
+        };
+        while let Some(Ok(row)) = rows.next().await {
+            if out.len() >= MAX_ERROR_COUNT {
+                continue;
+            }
+            out.push(row.iter().take(3).map(|v| v.to_text()).collect());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

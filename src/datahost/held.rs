@@ -177,6 +177,16 @@ pub enum Opening<'a> {
     AutocommitOff,
 }
 
+/// What ending a transaction left on its connections ([`HeldConns::end_transaction`]).
+#[derive(Debug, Default)]
+pub struct Ended {
+    /// The sum of the connections' warning counts (saturating).
+    pub warning_count: u16,
+    /// Their `SHOW WARNINGS` rows (Level, Code, Message), at most
+    /// [`crate::backend::MAX_ERROR_COUNT`]; empty when the count is 0.
+    pub warnings: Vec<Vec<Option<String>>>,
+}
+
 /// A session's backend connections by dataNode (module docs).
 ///
 /// Invariants: a dataNode has at most one pinned connection; every pinned connection holds
@@ -543,10 +553,12 @@ impl HeldConns {
     /// connection ([`end_each`]); they go back to their pools, or to the kept set when the
     /// session keeps its connections (neither ends table locks nor session state). Under table
     /// locks the connections get their autocommit back (`SET autocommit = 1`, [`Opening`]).
-    /// The savepoints go; the interrupted mark stays (the caller decides).
+    /// The savepoints go; the interrupted mark stays (the caller decides). Answers the
+    /// warnings the ending left on the connections (`ROLLBACK`'s 1196: changes to
+    /// non-transactional tables stay), read before they go back.
     ///
     /// Errors: [`HeldError::Ended`].
-    pub async fn end_transaction(&mut self, sql: &str) -> Result<(), HeldError> {
+    pub async fn end_transaction(&mut self, sql: &str) -> Result<Ended, HeldError> {
         let mut pinned = self.leave_transaction();
         let ended = end_each(
             pinned
@@ -556,8 +568,23 @@ impl HeldConns {
             self.connection,
         )
         .await;
+        let warning_count = pinned
+            .iter()
+            .filter_map(|(_, c)| c.warning_count())
+            .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
+            .fold(0u16, u16::saturating_add);
+        let warnings = match warning_count {
+            0 => Vec::new(),
+            _ => {
+                let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
+                crate::backend::show_warnings(&mut conns).await
+            }
+        };
         self.after_transaction(pinned).await;
-        ended
+        ended.map(|()| Ended {
+            warning_count,
+            warnings,
+        })
     }
 
     /// Takes back the connections a transaction was ended on (taken by

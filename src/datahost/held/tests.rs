@@ -2,65 +2,20 @@
 //! statement a connection receives, every connection the pools hand out and every one
 //! closed is logged, in order.
 
-use std::sync::{Arc, Mutex};
-
-use async_trait::async_trait;
+use std::sync::Mutex;
 
 use super::*;
-use crate::backend::{Column, OkInfo};
+use crate::backend::fake::{Answer, FakeConn, Log};
 
-type Log = Arc<Mutex<Vec<String>>>;
-
-/// A connection of `node` that logs `name: sql` for every statement (`name`: the node and
-/// which of its connections, `dn1#2`) and fails those starting with one of `fails`
-/// (1213, as a deadlock victim).
-struct FakeConn {
-    name: String,
-    fails: Vec<&'static str>,
-    log: Log,
-}
-
-#[async_trait]
-impl BackendConn for FakeConn {
-    fn address(&self) -> &str {
-        &self.name
-    }
-
-    async fn select_database(&mut self, _database: &str) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("{}: {sql}", self.name));
-        if self.fails.iter().any(|f| sql.starts_with(f)) {
-            return Err(BackendError::Server {
-                code: 1213,
-                state: "40001".to_string(),
-                message: format!("{sql} refused"),
-            });
-        }
-        Ok(Response::Ok(OkInfo::default()))
-    }
-
-    async fn describe(&mut self, _sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
-        Ok((0, Vec::new()))
-    }
-
-    async fn excess_privileges(
-        &mut self,
-    ) -> Result<Vec<crate::backend::grants::ExcessPrivilege>, BackendError> {
-        Ok(Vec::new())
-    }
-
-    fn abandon(&mut self) {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("{}: closed", self.name));
-    }
+/// A connection named `name` (the node and which of its connections, `dn1#2`) logging
+/// `name: sql` for every statement and `name: closed` when abandoned, failing the statements
+/// starting with one of `fails` (1213, as a deadlock victim).
+fn fake(name: String, fails: Vec<&'static str>, log: &Log) -> Box<dyn BackendConn> {
+    Box::new(
+        FakeConn::new(name.clone(), name, Answer::Ok(0), log.clone())
+            .refusing(fails)
+            .logging_close(),
+    )
 }
 
 /// Pools of the dataNodes named in `nodes`, handing out [`FakeConn`]s numbered per node
@@ -92,11 +47,7 @@ impl FakePools {
         let mut opened = self.opened.lock().unwrap();
         let n = opened.entry(node.to_string()).or_insert(0);
         *n += 1;
-        Box::new(FakeConn {
-            name: format!("{node}#{n}"),
-            fails: self.fails.clone(),
-            log: self.log.clone(),
-        })
+        fake(format!("{node}#{n}"), self.fails.clone(), &self.log)
     }
 
     /// The log since the last call.
@@ -312,11 +263,11 @@ async fn savepoints_go_to_every_pinned_connection_and_a_partial_failure_interrup
     // dn2 joins on a connection that refuses the next SAVEPOINT.
     held.pinned.insert(
         "dn2".to_string(),
-        Box::new(FakeConn {
-            name: "dn2#1".to_string(),
-            fails: vec!["SAVEPOINT `d`"],
-            log: pools.log.clone(),
-        }),
+        fake(
+            "dn2#1".to_string(),
+            vec!["SAVEPOINT `d`"],
+            &pools.log.clone(),
+        ),
     );
     let e = held.set_savepoint(sp("d")).await.unwrap_err();
     let HeldError::Savepoint { node, reason, .. } = &e else {
@@ -356,11 +307,7 @@ async fn the_end_of_a_transaction_names_the_nodes_where_it_failed_and_keeps_noth
     joined(&mut held, &pools, "dn1").await;
     held.pinned.insert(
         "dn2".to_string(),
-        Box::new(FakeConn {
-            name: "dn2#1".to_string(),
-            fails: vec!["COMMIT"],
-            log: pools.log.clone(),
-        }),
+        fake("dn2#1".to_string(), vec!["COMMIT"], &pools.log),
     );
     held.set_savepoint(sp("a")).await.unwrap();
     held.interrupt("x".to_string());
@@ -397,11 +344,7 @@ async fn a_set_reaches_every_held_connection_and_one_that_refuses_it_is_closed()
     log.sort();
     assert_eq!(log, ["dn1#1: SET @b = 2", "dn2#1: SET @b = 2"]);
 
-    let failing: Box<dyn BackendConn> = Box::new(FakeConn {
-        name: "dn2#9".to_string(),
-        fails: vec!["SET"],
-        log: pools.log.clone(),
-    });
+    let failing: Box<dyn BackendConn> = fake("dn2#9".to_string(), vec!["SET"], &pools.log);
     held.pinned.insert("dn2".to_string(), failing);
     let (e, pinned) = held.set_on_held("dn1", &set).await.unwrap_err();
     assert!(pinned);
@@ -420,11 +363,7 @@ async fn a_set_reaches_every_held_connection_and_one_that_refuses_it_is_closed()
 async fn unlock_tables_closes_a_connection_that_cannot_unlock_and_lets_the_others_go() {
     let pools = FakePools::new(&["dn1", "dn2"]);
     let mut held = HeldConns::new(7);
-    let failing: Box<dyn BackendConn> = Box::new(FakeConn {
-        name: "dn1#1".to_string(),
-        fails: vec!["UNLOCK"],
-        log: pools.log.clone(),
-    });
+    let failing: Box<dyn BackendConn> = fake("dn1#1".to_string(), vec!["UNLOCK"], &pools.log);
     let locks = TableLocks::new(
         vec!["T".to_string()],
         vec!["dn1".to_string(), "dn2".to_string()],

@@ -5,13 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use futures::StreamExt;
-
 use super::{ExecCtx, Lease, Purpose, Taken};
-use crate::backend::{
-    BackendConn, BackendError, Column, ColumnFlags, ColumnType, OkInfo, Response, Row, grants,
-};
+use crate::backend::BackendConn;
+use crate::backend::fake::{FakeConn, Log};
 use crate::route::{Plan, Target};
 
 /// A target: `sql` for `node`.
@@ -23,15 +19,7 @@ pub fn target(node: &str, sql: &str) -> Target {
 }
 
 /// What a scripted dataNode answers to every statement.
-#[derive(Clone)]
-pub enum Answer {
-    /// An OK with this many affected rows.
-    Ok(u64),
-    /// A result set: column names and rows of text values.
-    Rows(Vec<&'static str>, Vec<Vec<&'static str>>),
-    /// The statement fails with this error.
-    Fails(BackendError),
-}
+pub use crate::backend::fake::Answer;
 
 /// How a connection request for a dataNode goes.
 #[derive(Clone)]
@@ -67,12 +55,7 @@ impl Recorder {
 
     /// The session holds a connection to `address` for `node` (which answers as scripted).
     pub fn holding(mut self, node: &str, address: &'static str) -> Self {
-        let conn = FakeConn {
-            node: node.to_string(),
-            address,
-            answer: self.answers[node].clone(),
-            log: self.log.clone(),
-        };
+        let conn = fake_conn(node, address, self.answers[node].clone(), &self.log);
         self.held.insert(node.to_string(), Box::new(conn));
         self
     }
@@ -104,12 +87,12 @@ impl Recorder {
         };
         self.log.lock().unwrap().push(line);
         match reach {
-            Reach::Server(address) => Ok(FakeConn {
-                node: node.to_string(),
+            Reach::Server(address) => Ok(fake_conn(
+                node,
                 address,
-                answer: self.answers[node].clone(),
-                log: self.log.clone(),
-            }),
+                self.answers[node].clone(),
+                &self.log,
+            )),
             Reach::Fails(unreachable) => Err(Failed(
                 format!("dataNode {node}: no connection"),
                 unreachable,
@@ -197,70 +180,7 @@ impl ExecCtx for Recorder {
     }
 }
 
-/// A connection answering every statement with its node's [`Answer`], logging
-/// `node@address: sql`.
-pub struct FakeConn {
-    node: String,
-    address: &'static str,
-    answer: Answer,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-fn column(name: &str) -> Column {
-    Column {
-        name: name.to_string(),
-        table: String::new(),
-        column_type: ColumnType::MYSQL_TYPE_VAR_STRING,
-        flags: ColumnFlags::empty(),
-        charset: 45,
-        length: 255,
-        decimals: 0,
-    }
-}
-
-#[async_trait]
-impl BackendConn for FakeConn {
-    fn address(&self) -> &str {
-        self.address
-    }
-
-    async fn select_database(&mut self, _database: &str) -> Result<(), BackendError> {
-        Ok(())
-    }
-
-    async fn query<'a>(&'a mut self, sql: &'a str) -> Result<Response<'a>, BackendError> {
-        self.log
-            .lock()
-            .unwrap()
-            .push(format!("{}@{}: {sql}", self.node, self.address));
-        match &self.answer {
-            Answer::Ok(n) => Ok(Response::Ok(OkInfo {
-                affected_rows: *n,
-                ..OkInfo::default()
-            })),
-            Answer::Rows(names, rows) => {
-                let rows: Vec<Result<Row, BackendError>> = rows
-                    .iter()
-                    .map(|r| {
-                        Ok(r.iter()
-                            .map(|v| crate::backend::Value::Bytes(v.as_bytes().to_vec()))
-                            .collect())
-                    })
-                    .collect();
-                Ok(Response::Rows {
-                    columns: names.iter().map(|n| column(n)).collect(),
-                    rows: futures::stream::iter(rows).boxed(),
-                })
-            }
-            Answer::Fails(e) => Err(e.clone()),
-        }
-    }
-
-    async fn describe(&mut self, _sql: &str) -> Result<(usize, Vec<Column>), BackendError> {
-        Ok((0, Vec::new()))
-    }
-
-    async fn excess_privileges(&mut self) -> Result<Vec<grants::ExcessPrivilege>, BackendError> {
-        Ok(Vec::new())
-    }
+/// A connection of `node` to `address` answering `answer`, logging `node@address: sql`.
+fn fake_conn(node: &str, address: &str, answer: Answer, log: &Log) -> FakeConn {
+    FakeConn::new(format!("{node}@{address}"), address, answer, log.clone())
 }

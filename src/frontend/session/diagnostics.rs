@@ -42,29 +42,7 @@ pub(super) fn reads_diagnostics(query: &str) -> bool {
         .any(|p| squeezed[..n].starts_with(p.as_bytes()))
 }
 
-/// MySQL's default `max_error_count`: `SHOW WARNINGS` lists at most this many.
-const MAX_ERROR_COUNT: usize = 64;
-
-/// The rows of `SHOW WARNINGS` on each connection (Level, Code, Message), in order, at most
-/// [`MAX_ERROR_COUNT`]; a connection that cannot answer adds nothing (the statement itself
-/// succeeded).
-pub(super) async fn collect_warnings(
-    conns: &mut [&mut (dyn BackendConn + 'static)],
-) -> Vec<Vec<Option<String>>> {
-    let mut out = Vec::new();
-    for conn in conns.iter_mut() {
-        let Ok(Response::Rows { mut rows, .. }) = conn.query("SHOW WARNINGS").await else {
-            continue;
-        };
-        while let Some(Ok(row)) = rows.next().await {
-            if out.len() >= MAX_ERROR_COUNT {
-                continue;
-            }
-            out.push(row.iter().take(3).map(|v| v.to_text()).collect());
-        }
-    }
-    out
-}
+pub(super) use crate::backend::show_warnings as collect_warnings;
 
 /// `SHOW WARNINGS` rows (Level, Code, Message, as read from the nodes) typed as MySQL types
 /// them: Code is an `INT UNSIGNED` (clients reading it in the binary protocol, or by type, get a

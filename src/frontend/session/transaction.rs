@@ -103,35 +103,15 @@ impl Session {
                 .collect();
             return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
         }
-        if sql != "ROLLBACK" {
-            return Ok(self.held.end_transaction(sql).await?);
-        }
-        let mut pinned = self.held.leave_transaction();
-        let ended = crate::datahost::held::end_each(
-            pinned
-                .iter_mut()
-                .map(|(node, conn)| (node.as_str(), conn.as_mut())),
-            sql,
-            self.id,
-        )
-        .await;
+        let ended = self.held.end_transaction(sql).await?;
         // ROLLBACK's warnings (1196: changes to non-transactional tables stay) are the
-        // statement's, for its OK and SHOW WARNINGS.
-        let warned = |c: &dyn BackendConn| {
-            c.warning_count()
-                .map_or(0, |n| n.load(std::sync::atomic::Ordering::Relaxed))
-        };
-        let count = pinned
-            .iter()
-            .map(|(_, c)| warned(c.as_ref()))
-            .fold(0u16, u16::saturating_add);
-        if count > 0 {
-            let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
-            self.warnings = super::diagnostics::collect_warnings(&mut conns).await;
-            self.warning_count = count;
+        // statement's, for its OK and SHOW WARNINGS; a COMMIT may be another statement's
+        // implicit one, whose diagnostics are that statement's.
+        if sql == "ROLLBACK" && ended.warning_count > 0 {
+            self.warnings = ended.warnings;
+            self.warning_count = ended.warning_count;
         }
-        self.held.after_transaction(pinned).await;
-        Ok(ended?)
+        Ok(())
     }
 
     /// `node` joins the open transaction on `taken`'s connection
