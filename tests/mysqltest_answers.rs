@@ -297,3 +297,33 @@ async fn rollback_warns_of_non_transactional_changes() {
     )
     .await;
 }
+
+/// After a failed statement, MySQL's diagnostics area holds its error: SHOW WARNINGS and SHOW
+/// ERRORS list it, `SHOW COUNT(*) WARNINGS|ERRORS`, `@@warning_count` and `@@error_count`
+/// count it (mysql-test files check errors this way after `--error`); a statement that
+/// succeeds clears it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_statement_s_error_is_in_show_warnings_and_show_errors() {
+    same_answers(
+        "mtadiag",
+        &[
+            "CREATE TABLE t_diag (n INT)",
+            "SELECT nosuchcol FROM t_diag",
+            "rows: SHOW WARNINGS",
+            "rows: SHOW ERRORS",
+            "rows: SHOW COUNT(*) WARNINGS",
+            "rows: SHOW COUNT(*) ERRORS",
+            "rows: SELECT @@warning_count",
+            "rows: SELECT @@error_count",
+            "rows: SHOW ERRORS LIMIT 0",
+            "SELECT 1/0",
+            "rows: SHOW WARNINGS",
+            "rows: SHOW ERRORS",
+            "rows: SELECT @@session.error_count",
+            "INSERT INTO t_diag VALUES (1)",
+            "rows: SHOW WARNINGS",
+            "rows: SHOW COUNT(*) ERRORS",
+        ],
+    )
+    .await;
+}

@@ -292,10 +292,17 @@ async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     c.query_drop("SHOW COUNT(*) WARNINGS").await.unwrap();
     let again: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
     assert_eq!(again, warnings);
-    // A statement refused before it reaches a node clears them too.
+    // A statement refused before it reaches a node replaces them with its error, as a failed
+    // statement does in MySQL.
     assert!(c.query_drop("SELECT * FROM no_such_table").await.is_err());
-    let none: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
-    assert!(none.is_empty(), "{none:?}");
+    let error: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert_eq!(error.len(), 1, "{error:?}");
+    assert_eq!(
+        (error[0].0.as_str(), error[0].1),
+        ("Error", 1064),
+        "{error:?}"
+    );
+    assert!(error[0].2.contains("NO_SUCH_TABLE"), "{error:?}");
     // A global table's write runs on every node: one warning, as one database gives.
     c.query_drop("INSERT INTO company (id, name) VALUES (1, 'a')")
         .await

@@ -277,8 +277,13 @@ pub enum Local {
     /// GRANT statements (the column label, the statements).
     ShowGrants { label: String, grants: Vec<String> },
     /// `SHOW WARNINGS` [`LIMIT [offset,] n`]: the warnings of the session's last statement, kept
-    /// from the backend connections that ran it (which return to their pools right after).
-    ShowWarnings { offset: usize, limit: Option<usize> },
+    /// from the backend connections that ran it (which return to their pools right after), or
+    /// its error when it failed; `SHOW ERRORS` (`errors`): only the rows of level `Error`.
+    ShowWarnings {
+        offset: usize,
+        limit: Option<usize>,
+        errors: bool,
+    },
     /// `SHOW [FULL] TABLES [LIKE 'p']` of a schema without a default dataNode: the configured
     /// tables, lower-cased (SPEC §5.16).
     ShowTables {
@@ -329,6 +334,11 @@ pub enum Local {
     /// warnings the session's last statement had on its dataNodes, kept by the gateway as
     /// [`Local::ShowWarnings`]'s rows are (any node asked now would count its own).
     WarningCount(String),
+    /// `SELECT @@error_count` / `SELECT @@session.error_count` (the label as written) and `SHOW
+    /// COUNT(*) ERRORS` (labelled `@@session.error_count`): how many of the session's last
+    /// statement's conditions are errors (1 after a failed statement, else 0), as
+    /// [`Local::WarningCount`].
+    ErrorCount(String),
     /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
     /// session's last insert id (SPEC §5.15).
     LastInsertId(String),

@@ -25,6 +25,7 @@ impl Session {
             Local::FoundRows(_)
                 | Local::LastInsertId(_)
                 | Local::WarningCount(_)
+                | Local::ErrorCount(_)
                 | Local::Autocommit(_)
                 | Local::Database(_)
                 | Local::Version(_)
@@ -76,10 +77,15 @@ impl Session {
                     .collect();
                 write_text_rows(w, &["Database"], names).await
             }
-            Local::ShowWarnings { offset, limit } => {
+            Local::ShowWarnings {
+                offset,
+                limit,
+                errors,
+            } => {
                 let rows: Vec<Vec<Option<String>>> = self
                     .warnings
                     .iter()
+                    .filter(|r| !errors || is_error(r))
                     .skip(offset)
                     .take(limit.unwrap_or(usize::MAX))
                     .cloned()
@@ -347,6 +353,10 @@ impl Session {
             Local::WarningCount(label) => {
                 write_unsigned(w, label, u64::from(self.warning_count)).await
             }
+            Local::ErrorCount(label) => {
+                let errors = self.warnings.iter().filter(|r| is_error(r)).count();
+                write_unsigned(w, label, errors as u64).await
+            }
             Local::FoundRows(label) => write_unsigned(w, label, self.found_rows).await,
             Local::Autocommit(label) => {
                 let column = WireColumn {
@@ -383,4 +393,9 @@ fn next_transaction_characteristics(item: &crate::route::SessionSet) -> bool {
             .split_ascii_whitespace()
             .next()
             .is_some_and(|w| w.eq_ignore_ascii_case("TRANSACTION"))
+}
+
+/// Whether a `SHOW WARNINGS` row (Level, Code, Message) is an error.
+fn is_error(row: &[Option<String>]) -> bool {
+    row.first().and_then(|l| l.as_deref()) == Some("Error")
 }

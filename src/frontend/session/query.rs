@@ -48,6 +48,17 @@ impl Session {
             None => None,
         };
         let (error, affected) = self.slot.take_outcome();
+        if let Some((code, message)) = &error {
+            // MySQL's diagnostics area after a failed statement: SHOW WARNINGS and SHOW ERRORS
+            // list the error, `@@warning_count` and `@@error_count` count it.
+            self.warnings = vec![vec![
+                Some("Error".to_string()),
+                Some(code.to_string()),
+                Some(message.clone()),
+            ]];
+            self.warning_count = 1;
+        }
+        let error = error.map(|(code, _)| code);
         stats.record(
             &crate::stats::Executed {
                 user: self.user_name(),
@@ -99,7 +110,7 @@ impl Session {
             && !matches!(
                 routed,
                 Ok(Routed::Local(
-                    Local::ShowWarnings { .. } | Local::WarningCount(_)
+                    Local::ShowWarnings { .. } | Local::WarningCount(_) | Local::ErrorCount(_)
                 ))
             )
             && !reads_diagnostics(query)

@@ -42,6 +42,9 @@ pub(super) fn canned_select(stmt: &str) -> Option<Local> {
         "select @@warning_count" | "select @@session.warning_count" => {
             Some(Local::WarningCount(stmt[6..].trim().to_string()))
         }
+        "select @@error_count" | "select @@session.error_count" => {
+            Some(Local::ErrorCount(stmt[6..].trim().to_string()))
+        }
         _ => last_insert_id(stmt),
     }
 }

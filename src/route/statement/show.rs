@@ -34,9 +34,14 @@ pub(super) fn show(
         "COUNT(*)" if i == 1 && is(words.get(2), "WARNINGS") && words.len() == 3 => Ok(
             Routed::Local(Local::WarningCount("@@session.warning_count".to_string())),
         ),
-        "WARNINGS" if i == 1 => {
-            // SHOW WARNINGS [LIMIT [offset,] n]
-            let bad = || RouteError::syntax("SHOW WARNINGS supports only LIMIT [offset,] n here");
+        "COUNT(*)" if i == 1 && is(words.get(2), "ERRORS") && words.len() == 3 => Ok(
+            Routed::Local(Local::ErrorCount("@@session.error_count".to_string())),
+        ),
+        "WARNINGS" | "ERRORS" if i == 1 => {
+            // SHOW WARNINGS|ERRORS [LIMIT [offset,] n]
+            let errors = is(words.get(1), "ERRORS");
+            let bad =
+                || RouteError::syntax("SHOW WARNINGS|ERRORS supports only LIMIT [offset,] n here");
             let rest = words.get(2..).unwrap_or_default();
             let (offset, limit) = match rest.split_first() {
                 None => (0, None),
@@ -54,7 +59,11 @@ pub(super) fn show(
                 }
                 Some(_) => return Err(bad()),
             };
-            Ok(Routed::Local(Local::ShowWarnings { offset, limit }))
+            Ok(Routed::Local(Local::ShowWarnings {
+                offset,
+                limit,
+                errors,
+            }))
         }
         "GRANTS" if !full => show_grants(&words[i + 1..], view),
         "CREATE" if is(words.get(i + 1), "VIEW") && words.len() == i + 3 => {

@@ -75,9 +75,9 @@ enum Stage {
 #[derive(Debug, Default)]
 struct Pending {
     err: Option<ErrPacket>,
-    /// How the statement being answered ended, for the recorder: the errno of its last ERR
-    /// packet (0 for none) and its OK packet's affected rows ([`ErrorSlot::take_outcome`]).
-    outcome: (u16, u64),
+    /// How the statement being answered ended: its last ERR packet's errno and message (none
+    /// when it did not fail) and its OK packet's affected rows ([`ErrorSlot::take_outcome`]).
+    outcome: (Option<(u16, String)>, u64),
     /// Metadata for the next result set or prepare response: where its packets are, then one
     /// entry per column definition still to patch.
     columns: Option<(Stage, VecDeque<ColumnMeta>)>,
@@ -147,7 +147,7 @@ impl ErrorSlot {
     /// The next ERR packet written becomes `err`.
     pub fn set(&self, err: ErrPacket) {
         let mut p = self.lock();
-        p.outcome.0 = err.code;
+        p.outcome.0 = Some((err.code, err.message.clone()));
         p.err = Some(err);
     }
 
@@ -156,11 +156,10 @@ impl ErrorSlot {
         self.lock().outcome.1 = affected;
     }
 
-    /// How the statement answered since the last call ended: its errno (`None` when it did
-    /// not fail) and affected rows; both are reset.
-    pub fn take_outcome(&self) -> (Option<u16>, u64) {
-        let (code, affected) = std::mem::take(&mut self.lock().outcome);
-        ((code != 0).then_some(code), affected)
+    /// How the statement answered since the last call ended: its error (errno and message;
+    /// `None` when it did not fail) and affected rows; both are reset.
+    pub fn take_outcome(&self) -> (Option<(u16, String)>, u64) {
+        std::mem::take(&mut self.lock().outcome)
     }
 
     /// The next result set's column definitions get these collations, lengths and decimals.
