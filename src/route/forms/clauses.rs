@@ -12,10 +12,8 @@
 //! - ODBC escapes `{fn f(..)}`, `{d '..'}`, `{ts '..'}`, `{oj t1 LEFT JOIN t2 ON ..}` (MariaDB's
 //!   `'{' ident expr '}'` and `'{' OJ table_ref .. '}'`) → `(f(..))`, `('..')`, `(t1 LEFT JOIN
 //!   t2 ON ..)`: the same expression, the same tables.
-//! - In CREATE / ALTER TABLE and CREATE INDEX: `COMMENT X'..'` (a hex string as a comment, what
-//!   module `lex` makes of a comment that is no valid UTF-8) is read as a quoted string; `SIGNED
-//!   UNSIGNED` / `UNSIGNED SIGNED` (a syntax error to MariaDB, which then answers it) as its
-//!   first word.
+//! - In CREATE / ALTER TABLE: `SIGNED UNSIGNED` / `UNSIGNED SIGNED` (a syntax error to
+//!   MariaDB, which then answers it) is read as its first word.
 //! - `MATCH (..) AGAINST (c)` with a column (MariaDB answers 1210: AGAINST takes a constant)
 //!   → `AGAINST ('')`: the column names no table the statement does not name already (a
 //!   qualified one names a table of the FROM clause or none at all).
@@ -53,16 +51,13 @@ const BEFORE_A_NAME: &[&str] = &[
 /// option.
 const OPTION_WORDS: &[&str] = &["DEFAULT", "SET", "ON", "AS", "CHECK", "COMMENT", "TO", "BY"];
 
-/// The token changes of this module's docs (arguments as for `mariadb_words`; `index_ddl`
-/// whether the statement is CREATE INDEX).
-#[allow(clippy::too_many_arguments)]
+/// The token changes of this module's docs (arguments as for `mariadb_words`).
 pub(super) fn clauses<'t>(
     tok: &dyn Fn(usize) -> Option<&'t Token>,
     word: &dyn Fn(usize) -> Option<String>,
     depth: &[usize],
     first: &str,
     table_ddl: bool,
-    index_ddl: bool,
     query_at: usize,
     change: &mut [Option<Vec<Token>>],
 ) {
@@ -113,18 +108,6 @@ pub(super) fn clauses<'t>(
                 k += 2;
                 continue;
             }
-        }
-        // `COMMENT X'..'` in table / index DDL.
-        if (table_ddl || index_ddl)
-            && k < query_at
-            && let Some(Token::HexStringLiteral(text)) = tok(k)
-            && k >= 1
-            && (is(k - 1, "COMMENT")
-                || (k >= 2 && matches!(tok(k - 1), Some(Token::Eq)) && is(k - 2, "COMMENT")))
-        {
-            change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
-            k += 1;
-            continue;
         }
         // `CREATE TABLE t (..) a = 1, b = 2`: MariaDB takes commas between table options.
         if first == "CREATE"

@@ -62,7 +62,7 @@
 //!   PARTITION .. WITH TABLE t2` read as `RENAME TO t2`): submodule `mariadb_words`.
 //! - `WAIT n` / `NOWAIT` after a table's name (ALTER, DROP, TRUNCATE, RENAME TABLE, DROP
 //!   INDEX), `CREATE TABLE t WITH ..` (a query), `PROCEDURE ANALYSE(..)`, ODBC escapes (`{fn
-//!   f()}`, `{d '..'}`, `{oj ..}`), `COMMENT X'..'`, `MATCH .. AGAINST (column)`, `INSERT ..
+//!   f()}`, `{d '..'}`, `{oj ..}`), `SIGNED UNSIGNED`, `MATCH .. AGAINST (column)`, `INSERT ..
 //!   SELECT 1 ON DUPLICATE KEY UPDATE` and the system-versioning words of CREATE TABLE:
 //!   submodule `clauses`. An ALTER TABLE whose items were all dropped is read as `ALTER TABLE t
 //!   ALGORITHM = DEFAULT`.
@@ -466,17 +466,16 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         query_at,
         &mut change,
     );
-    let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
     clauses::clauses(
         &tok,
         &word,
         &depth,
         &first,
         table_ddl,
-        index_ddl,
         query_at,
         &mut change,
     );
+    let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
     if table_ddl || index_ddl {
         key_prefixes(&tok, &word, &depth, query_at, &mut change);
     }

@@ -443,11 +443,7 @@ fn clause_forms_read_as_their_equivalents() {
         "SELECT * FROM {oj t1 LEFT OUTER JOIN t2 ON t1.a = t2.a}",
         "SELECT * FROM (t1 LEFT OUTER JOIN t2 ON t1.a = t2.a)",
     );
-    // A hex string as a comment; SIGNED UNSIGNED.
-    check(
-        "CREATE TABLE t1 (x INT COMMENT X'6192') COMMENT = X'6192'",
-        "CREATE TABLE t1 (x INT COMMENT '6192') COMMENT = '6192'",
-    );
+    // SIGNED UNSIGNED.
     check(
         "CREATE TABLE t1 (a INT SIGNED UNSIGNED)",
         "CREATE TABLE t1 (a INT SIGNED)",
