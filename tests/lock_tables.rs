@@ -419,3 +419,51 @@ async fn lock_tables_on_postgresql_data_nodes_is_refused_by_name() {
     c.query_drop("UNLOCK TABLES").await.unwrap();
     assert_eq!(all_writable(&f, "company").await, [true; 3]);
 }
+
+/// MariaDB's `WAIT n` / `NOWAIT` after the last item (mysql-test `timeout`) reaches every
+/// dataNode's statement: a table another session holds locked is answered 1205 at once,
+/// not after the session's `lock_wait_timeout`; free tables are locked as without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_wait_and_nowait_reach_every_node() {
+    let f = Fixture::start("lkwait", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop("LOCK TABLES company WRITE, travelrecord READ WAIT 5")
+        .await
+        .unwrap();
+    assert_eq!(all_writable(&f, "company").await, [false; 3]);
+    assert_eq!(all_writable(&f, "travelrecord").await, [false; 3]);
+    c.query_drop("UNLOCK TABLES").await.unwrap();
+    c.query_drop("LOCK TABLE company WRITE NOWAIT")
+        .await
+        .unwrap();
+    assert_eq!(all_writable(&f, "company").await, [false; 3]);
+    c.query_drop("UNLOCK TABLES").await.unwrap();
+    assert_eq!(all_writable(&f, "company").await, [true; 3]);
+
+    // Another session holds company locked on the second node: NOWAIT and WAIT 0 give up.
+    let mut other = primary(Some(&f.databases[1])).await;
+    other.query_drop("LOCK TABLES company WRITE").await.unwrap();
+    for sql in [
+        "LOCK TABLES company READ NOWAIT",
+        "LOCK TABLES company READ WAIT 0",
+    ] {
+        let started = std::time::Instant::now();
+        fails(&mut c, sql, 1205, "HY000").await;
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{sql}"
+        );
+        c.query_drop("UNLOCK TABLES").await.unwrap();
+    }
+    other.query_drop("UNLOCK TABLES").await.unwrap();
+
+    // Anything else after the items stays outside the grammar.
+    for sql in [
+        "LOCK TABLES company READ WAIT",
+        "LOCK TABLES company READ WAIT 1.5",
+        "LOCK TABLES company READ WAIT 1, travelrecord READ",
+        "LOCK TABLES company READ NOWAIT NOWAIT",
+    ] {
+        fails(&mut c, sql, 1064, "42000").await;
+    }
+}

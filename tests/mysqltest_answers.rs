@@ -327,3 +327,38 @@ async fn a_failed_statement_s_error_is_in_show_warnings_and_show_errors() {
     )
     .await;
 }
+
+/// MariaDB forms the parser reads only through `route::forms::clauses` (mysql-test
+/// `func_sapdb`, `odbc`, `timeout`, `insert_update`, `stack`, `table_options`, `type_num`,
+/// `fulltext`, `mdev-35721-ubsan`): answered as MariaDB answers them, errors included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clause_forms_are_answered_as_mariadb_answers_them() {
+    same_answers(
+        "mtaclause",
+        &[
+            "CREATE TABLE cf (a INT PRIMARY KEY, b INT)",
+            "INSERT INTO cf VALUES (1, 1)",
+            "SELECT 1 AS 1Eq, {fn length(\"hello\")}, { date \"1997-10-20\" }, {d '2001-01-02'}",
+            "INSERT IGNORE INTO cf SELECT 1, 2 ON DUPLICATE KEY UPDATE b = 3",
+            "SELECT * FROM cf",
+            "ALTER TABLE cf WAIT 1 COMMENT = 'x'",
+            "ALTER TABLE cf NOWAIT",
+            "ALTER TABLE cf tkey4=4v1",
+            "SELECT * FROM {oj cf LEFT OUTER JOIN cf AS c2 ON cf.a = c2.a}",
+            "CREATE TABLE cf2 WITH RECURSIVE f(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM f WHERE n < 3) SELECT n FROM f",
+            "SELECT * FROM cf2",
+            "CREATE TABLE cf3 (a INT SIGNED UNSIGNED)",
+            "CREATE TABLE cf3 (a INT) `opt`=`two words`, opt1='x'",
+            "RENAME TABLE cf2 WAIT 1 TO cf4",
+            "TRUNCATE TABLE cf4 NOWAIT",
+            "DROP TABLE cf4, cf WAIT 1",
+            "CREATE TABLE cf5 (a TEXT, FULLTEXT (a)) ENGINE = MyISAM",
+            "SELECT * FROM cf5 WHERE MATCH a AGAINST (cf5.a)",
+            "CREATE TABLE cf6 (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING",
+            "INSERT INTO cf6 (a) VALUES (1)",
+            "SELECT a FROM cf6",
+            "DROP TABLE cf3, cf5, cf6",
+        ],
+    )
+    .await;
+}

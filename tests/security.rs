@@ -1689,3 +1689,100 @@ async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
     )
     .await;
 }
+
+/// The forms of `route::forms::clauses` (ODBC escapes, `WAIT n` / `NOWAIT`, `CREATE TABLE t
+/// WITH ..`, `PROCEDURE ANALYSE`, `INSERT .. SELECT 1 ON DUPLICATE KEY UPDATE`, engine-defined
+/// options, system versioning, a column in AGAINST): every table they hold is checked as
+/// before, judged on the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clause_forms_the_gateway_reads_reach_nothing_else() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec14").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+    let attempts: [(&str, &[&str]); 3] = [
+        (
+            "priv",
+            &[
+                "SELECT * FROM {oj pub LEFT OUTER JOIN secret ON pub.id = secret.id}",
+                "SELECT {fn concat((SELECT v FROM secret), 'x')}",
+                "SELECT v FROM secret PROCEDURE ANALYSE()",
+                "SELECT 1Ea, v FROM secret",
+                "INSERT INTO pub (id, v) SELECT 9, (SELECT v FROM secret) ON DUPLICATE KEY UPDATE v = 'x'",
+                "DROP TABLE secret WAIT 1",
+                "DROP TABLE pub, secret NOWAIT",
+                "TRUNCATE TABLE secret NOWAIT",
+                "RENAME TABLE secret WAIT 1 TO s2",
+                "ALTER TABLE secret WAIT 1 COMMENT = 'x'",
+                "ALTER TABLE secret foo = 1",
+                "CREATE TABLE leak WITH c AS (SELECT v FROM secret) SELECT v FROM c",
+            ],
+        ),
+        (
+            "ro",
+            &[
+                "DROP TABLE pub WAIT 1",
+                "TRUNCATE TABLE pub NOWAIT",
+                "ALTER TABLE pub NOWAIT COMMENT = 'ro'",
+                "ALTER TABLE pub `k` = 'v'",
+                "INSERT INTO pub SELECT 8, 'ro' ON DUPLICATE KEY UPDATE v = 'ro'",
+                "CREATE TABLE rot WITH c AS (SELECT 1 AS a) SELECT a FROM c",
+                "CREATE TABLE rot2 (a INT) `k` = 'v', foo = 1",
+            ],
+        ),
+        (
+            "app",
+            &[
+                "SELECT * FROM {oj pub LEFT JOIN t_sec_victim.vt ON 1 = 1}",
+                "SELECT {fn length((SELECT v FROM t_sec_victim.vt))}",
+                "SELECT * FROM t_sec_victim.vt PROCEDURE ANALYSE()",
+                "SELECT * FROM pub WHERE MATCH (v) AGAINST (t_sec_victim.vt.v)",
+                "DROP TABLE t_sec_victim.canary WAIT 1",
+                "TRUNCATE TABLE t_sec_victim.vt NOWAIT",
+                "RENAME TABLE pub WAIT 1 TO t_sec_victim.stolen",
+                "ALTER TABLE t_sec_victim.vt WAIT 1 COMMENT = 'x'",
+                "CREATE TABLE leak WITH RECURSIVE c AS (SELECT v FROM t_sec_victim.vt) SELECT v FROM c",
+                "INSERT INTO pub (id, v) SELECT 9, (SELECT v FROM t_sec_victim.vt) ON DUPLICATE KEY UPDATE v = 'pwned'",
+                "CREATE TABLE evil (a INT) foo = 1, ENGINE = CONNECT",
+                "CREATE TABLE evil2 (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING ENGINE = 'CONNECT'",
+            ],
+        ),
+    ];
+    for (user, statements) in attempts {
+        let mut c = login(&f, user, Some("PUB")).await;
+        for sql in statements {
+            seen.extend(attempt(&mut c, sql).await);
+        }
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|r| r.contains("the secret") || r.contains("victim row") || r.contains("manx")),
+        "rows outside the user's reach came back: {seen:?}"
+    );
+    assert_eq!(before, backend().await, "the backend changed");
+
+    // Within the user's rights the same forms run, as MariaDB runs them.
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for sql in [
+        "CREATE TABLE fresh WITH RECURSIVE c(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM c WHERE a < 3) SELECT a FROM c",
+        "ALTER TABLE fresh WAIT 1 ADD PRIMARY KEY (a)",
+        "INSERT INTO fresh SELECT 3 ON DUPLICATE KEY UPDATE a = 4",
+        "RENAME TABLE fresh NOWAIT TO fresh2",
+    ] {
+        app.query_drop(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    assert_eq!(
+        attempt(
+            &mut app,
+            "SELECT {fn concat(fresh2.a, coalesce(pub.v, ''))} FROM {oj fresh2 LEFT JOIN pub ON pub.id = fresh2.a} ORDER BY 1"
+        )
+        .await,
+        ["1a", "2b", "4"]
+    );
+    app.query_drop("DROP TABLE fresh2 WAIT 1").await.unwrap();
+    assert_eq!(before, backend().await);
+    gateway_account_intact().await;
+}

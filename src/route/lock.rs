@@ -4,7 +4,8 @@
 //!
 //! Grammar (MySQL's and MariaDB's): `LOCK {TABLE | TABLES} tbl [[AS] alias] lock_type [, ...]`
 //! with `lock_type` one of `READ [LOCAL]`, `[LOW_PRIORITY] WRITE`, `WRITE CONCURRENT`
-//! (MariaDB). `tbl` is `name` or `schema.name`, the schema a logical one.
+//! (MariaDB), then MariaDB's `WAIT n` or `NOWAIT` (how long to wait for the locks, handed on
+//! to each dataNode's statement). `tbl` is `name` or `schema.name`, the schema a logical one.
 
 use crate::route::Refusal;
 use std::collections::BTreeMap;
@@ -78,6 +79,7 @@ pub(super) fn lock_tables(
     // Per dataNode: the node's lock items, in the statement's order.
     let mut per_node: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut tables = Vec::new();
+    let mut wait = String::new();
     loop {
         let first = ident(i).ok_or_else(bad)?;
         i += 1;
@@ -161,9 +163,26 @@ pub(super) fn lock_tables(
             table: upper,
             write,
         });
+        let ends =
+            |j: usize| matches!(toks.get(j), None | Some(Token::SemiColon)) && toks.len() <= j + 1;
         match toks.get(i) {
             Some(Token::Comma) => i += 1,
             None | Some(Token::SemiColon) if toks.len() <= i + 1 => break,
+            // `WAIT n` / `NOWAIT` (MariaDB) after the last item: how long to wait for the locks.
+            Some(Token::Word(_)) if keyword(i, "NOWAIT") && ends(i + 1) => {
+                wait = " NOWAIT".to_string();
+                break;
+            }
+            Some(Token::Word(_))
+                if keyword(i, "WAIT")
+                    && ends(i + 2)
+                    && let Some(Token::Number(n, false)) = toks.get(i + 1)
+                    && !n.is_empty()
+                    && n.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                wait = format!(" WAIT {n}");
+                break;
+            }
             _ => return Err(bad()),
         }
     }
@@ -171,7 +190,7 @@ pub(super) fn lock_tables(
         .into_iter()
         .map(|(node, items)| Target {
             node,
-            sql: Arc::from(format!("LOCK TABLES {}", items.join(", "))),
+            sql: Arc::from(format!("LOCK TABLES {}{wait}", items.join(", "))),
         })
         .collect();
     Ok(LockTables { tables, targets })

@@ -71,7 +71,7 @@ const AFTER_GROUP_BY: &[&str] = &[
 /// MariaDB table and column option keywords (`sql_yacc.yy` `create_table_option`,
 /// `column_attribute`): never an engine-defined option, which MariaDB reads only with a name
 /// that is no keyword (`IDENT_sys`).
-const OPTION_KEYWORDS: &[&str] = &[
+pub(super) const OPTION_KEYWORDS: &[&str] = &[
     "ENGINE",
     "TYPE",
     "MAX_ROWS",

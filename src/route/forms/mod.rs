@@ -60,12 +60,21 @@
 //!   `WEIGHT_STRING(.. LEVEL ..)`, the function `INTERVAL(..)`) and in DDL (`CREATE FULLTEXT
 //!   INDEX`, `COMPRESSED`, `BYTE`, `[NOT] IGNORED` keys, engine-defined options, `EXCHANGE
 //!   PARTITION .. WITH TABLE t2` read as `RENAME TO t2`): submodule `mariadb_words`.
+//! - `WAIT n` / `NOWAIT` after a table's name (ALTER, DROP, TRUNCATE, RENAME TABLE, DROP
+//!   INDEX), `CREATE TABLE t WITH ..` (a query), `PROCEDURE ANALYSE(..)`, ODBC escapes (`{fn
+//!   f()}`, `{d '..'}`, `{oj ..}`), `SIGNED UNSIGNED`, `MATCH .. AGAINST (column)`, `INSERT ..
+//!   SELECT 1 ON DUPLICATE KEY UPDATE` and the system-versioning words of CREATE TABLE:
+//!   submodule `clauses`. An ALTER TABLE whose items were all dropped is read as `ALTER TABLE t
+//!   ALGORITHM = DEFAULT`.
+//! - A name that starts with digits and then `e` (`SELECT 1 AS 1Eq`), which the tokenizer
+//!   splits into a number and a word, is one name (`digit_led_names`).
 
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+mod clauses;
 mod mariadb_words;
 mod operand;
 mod table_definition;
@@ -88,6 +97,39 @@ pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
         .parse_statements()
 }
 
+/// `1Eq` (a name that starts with digits, then `e`): the tokenizer takes the `e` for the start
+/// of an exponent and gives a number and a word; MariaDB reads one name (`SELECT 1 AS 1Eq`).
+/// A number of digits only followed, with nothing between, by an unquoted word that starts
+/// with `e` or `E` is made one word, as the tokenizer makes `1abc`.
+fn digit_led_names(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let joins = |a: &TokenWithSpan, b: &TokenWithSpan| {
+        matches!(&a.token, Token::Number(s, false) if s.bytes().all(|c| c.is_ascii_digit()))
+            && matches!(&b.token, Token::Word(w) if w.quote_style.is_none()
+                && w.value.starts_with(['e', 'E']))
+            && a.span.end == b.span.start
+    };
+    if !tokens.windows(2).any(|p| joins(&p[0], &p[1])) {
+        return tokens;
+    }
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        if let Some(prev) = out.last_mut()
+            && joins(prev, &t)
+            && let (Token::Number(digits, _), Token::Word(w)) = (&prev.token, &t.token)
+        {
+            prev.token = Token::Word(sqlparser::tokenizer::Word {
+                value: format!("{digits}{}", w.value),
+                quote_style: None,
+                keyword: sqlparser::keywords::Keyword::NoKeyword,
+            });
+            prev.span = sqlparser::tokenizer::Span::new(prev.span.start, t.span.end);
+            continue;
+        }
+        out.push(t);
+    }
+    out
+}
+
 /// The character types a `BINARY` / `ASCII` / `UNICODE` attribute may follow directly.
 const CHARACTER_TYPES: &[&str] = &[
     "CHAR",
@@ -106,6 +148,7 @@ const CHARACTER_TYPES: &[&str] = &[
 /// The token changes of the module docs, on the tokenizer's output (white space and comments
 /// included; they are left as they are).
 fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let tokens = digit_led_names(tokens);
     // Indices of the significant tokens, and each one's parenthesis depth.
     let sig: Vec<usize> = (0..tokens.len())
         .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
@@ -148,7 +191,7 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let query_at = (0..sig.len())
         .find(|&k| {
             is(k, "SELECT")
-                || is(k, "WITH")
+                || (is(k, "WITH") && !is(k + 1, "SYSTEM"))
                 || (is(k, "VALUES") && !is(k + 1, "LESS") && !is(k + 1, "IN"))
         })
         .unwrap_or(sig.len());
@@ -423,6 +466,15 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         query_at,
         &mut change,
     );
+    clauses::clauses(
+        &tok,
+        &word,
+        &depth,
+        &first,
+        table_ddl,
+        query_at,
+        &mut change,
+    );
     let index_ddl = first == "CREATE" && (1..5).any(|k| is(k, "INDEX"));
     if table_ddl || index_ddl {
         key_prefixes(&tok, &word, &depth, query_at, &mut change);
@@ -450,8 +502,23 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if first == "ALTER"
         && let Some(table) = (1..=3).find(|&k| is(k, "TABLE"))
         && (1..table).all(|k| is(k, "ONLINE") || is(k, "IGNORE"))
+        && let Some(name_end) = alter_table_options(table, &tok, &word, &depth, &mut change)
+        && name_end + 1 < sig.len()
+        && change[name_end + 1..]
+            .iter()
+            .all(|c| c.as_ref().is_some_and(Vec::is_empty))
     {
-        alter_table_options(table, &tok, &word, &depth, &mut change);
+        // Every item was dropped (`ALTER TABLE t foo = 1`, an engine-defined option): read as
+        // `ALTER TABLE t ALGORITHM = DEFAULT`, an item that names nothing.
+        let mut name = change[name_end]
+            .take()
+            .unwrap_or_else(|| tok(name_end).cloned().into_iter().collect());
+        name.extend([
+            Token::make_keyword("ALGORITHM"),
+            Token::Eq,
+            Token::make_keyword("DEFAULT"),
+        ]);
+        change[name_end] = Some(name);
     }
     if change.iter().all(Option::is_none) {
         return tokens;

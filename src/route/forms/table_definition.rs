@@ -126,13 +126,17 @@ const NOT_OPTIONS: &[&str] = &[
 /// an engine and directories are checked on the text by `admit`) is read as
 /// `ALGORITHM = DEFAULT`, an item the parser knows that names nothing. Items that could name a
 /// table (`UNION = (...)`, `EXCHANGE PARTITION ... WITH TABLE`) are not items of options.
+/// `WAIT n` / `NOWAIT` right after the table's name (how long to wait for its metadata lock)
+/// is dropped.
+///
+/// Returns the position of the table name's last token (`None` when there is no name).
 pub(super) fn alter_table_options<'t>(
     table: usize,
     tok: &dyn Fn(usize) -> Option<&'t Token>,
     word: &dyn Fn(usize) -> Option<String>,
     depth: &[usize],
     change: &mut [Option<Vec<Token>>],
-) {
+) -> Option<usize> {
     let is = |k: usize, w: &str| word(k).as_deref() == Some(w);
     // The table's name: after `TABLE [IF EXISTS]`, words joined by periods.
     let mut k = if is(table + 1, "IF") && is(table + 2, "EXISTS") {
@@ -141,23 +145,36 @@ pub(super) fn alter_table_options<'t>(
         table + 1
     };
     if !matches!(tok(k), Some(Token::Word(_))) {
-        return;
+        return None;
     }
     while matches!(tok(k + 1), Some(Token::Period)) && matches!(tok(k + 2), Some(Token::Word(_))) {
         k += 2;
     }
+    let name_end = k;
+    // `ALTER TABLE t WAIT 1 ...`, `ALTER TABLE t NOWAIT ...`: after a name only this clause.
+    if is(k + 1, "NOWAIT") {
+        change[k + 1] = Some(Vec::new());
+        k += 1;
+    } else if is(k + 1, "WAIT") && matches!(tok(k + 2), Some(Token::Number(..))) {
+        change[k + 1] = Some(Vec::new());
+        change[k + 2] = Some(Vec::new());
+        k += 2;
+    }
     let mut start = k + 1;
     if start == depth.len() {
-        // `ALTER [ONLINE] TABLE t` with no item (a rebuild): read as an item that names nothing.
-        if let Some(name) = tok(k) {
-            change[k] = Some(vec![
+        // `ALTER [ONLINE] TABLE t` with no item (a rebuild): read as an item that names nothing
+        // (after a dropped `WAIT n`, by `normalize`, which reads what is left).
+        if k == name_end
+            && let Some(name) = tok(name_end)
+        {
+            change[name_end] = Some(vec![
                 name.clone(),
                 Token::make_keyword("ALGORITHM"),
                 Token::Eq,
                 Token::make_keyword("DEFAULT"),
             ]);
         }
-        return;
+        return Some(name_end);
     }
     while start < depth.len() {
         let item_end = |from: usize| {
@@ -237,4 +254,5 @@ pub(super) fn alter_table_options<'t>(
         }
         start = end + 1;
     }
+    Some(name_end)
 }

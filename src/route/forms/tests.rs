@@ -344,3 +344,150 @@ fn spans_point_at_the_clients_text() {
     assert_eq!(parts[0].span.start.column, 17);
     assert_eq!(&sql[16..22], "TESTDB");
 }
+
+/// The forms of module `clauses` (and the digit-led names, ALTER TABLE's `WAIT n`).
+#[test]
+fn clause_forms_read_as_their_equivalents() {
+    let mut wrong = Vec::new();
+    let mut check = |client: &str, equivalent: &str| {
+        if let Err(e) = std::panic::catch_unwind(|| same(client, equivalent)) {
+            wrong.push(format!("{client}: {e:?}"));
+        }
+    };
+    // A name that starts with digits and `e`.
+    for (sql, printed) in [
+        ("SELECT 1 AS 1Eq", "SELECT 1 AS 1Eq"),
+        ("SELECT 1Ea FROM t", "SELECT 1Ea FROM t"),
+        ("SELECT 1 Ea FROM t", "SELECT 1 AS Ea FROM t"),
+    ] {
+        assert_eq!(parse(sql).unwrap()[0].to_string(), printed);
+    }
+    // `WAIT n` / `NOWAIT`: how long to wait for a table's lock.
+    check(
+        "ALTER TABLE t1 WAIT 1 COMMENT='test'",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    check(
+        "ALTER TABLE d.t1 NOWAIT ADD COLUMN b INT",
+        "ALTER TABLE d.t1 ADD COLUMN b INT",
+    );
+    check(
+        "ALTER TABLE t1 WAIT 1",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    check("DROP TABLE t1, t2 WAIT 0", "DROP TABLE t1, t2");
+    check("DROP TABLE IF EXISTS t1 NOWAIT", "DROP TABLE IF EXISTS t1");
+    check("TRUNCATE TABLE t1 WAIT 1", "TRUNCATE TABLE t1");
+    check("TRUNCATE TABLE t1 NOWAIT", "TRUNCATE TABLE t1");
+    check("RENAME TABLE t1 WAIT 1 TO t2", "RENAME TABLE t1 TO t2");
+    check(
+        "RENAME TABLE t2 NOWAIT TO t1, a NOWAIT TO b",
+        "RENAME TABLE t2 TO t1, a TO b",
+    );
+    check("DROP INDEX i1 ON t1 WAIT 0", "DROP INDEX i1 ON t1");
+    // An engine-defined option as ALTER TABLE's only item.
+    check(
+        "ALTER TABLE t1 tkey4=4v1",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    check(
+        "ALTER TABLE t1 tkey3=DEFAULT tkey4=DEFAULT",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT",
+    );
+    check(
+        "ALTER TABLE t1 CHANGE a a INT `FKEY1`='v1'",
+        "ALTER TABLE t1 CHANGE a a INT",
+    );
+    check(
+        "CREATE TABLE t1 (a INT `ckey`=1) `tkey`='x' ENGINE=InnoDB",
+        "CREATE TABLE t1 (a INT) ENGINE=InnoDB",
+    );
+    check(
+        "CREATE TABLE t1 (a INT) `opt`=`two words`, opt1='*/ oops1 ', ENGINE=Aria",
+        "CREATE TABLE t1 (a INT) ENGINE=Aria",
+    );
+    // CREATE TABLE .. WITH [RECURSIVE]: the query after the table.
+    check(
+        "CREATE TABLE t1 WITH RECURSIVE f(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM f WHERE a < 3) SELECT a FROM f",
+        "CREATE TABLE t1 AS WITH RECURSIVE f(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM f WHERE a < 3) SELECT a FROM f",
+    );
+    check(
+        "CREATE TABLE t1 (a INT) WITH c AS (SELECT 1 AS a) SELECT a FROM c",
+        "CREATE TABLE t1 (a INT) AS WITH c AS (SELECT 1 AS a) SELECT a FROM c",
+    );
+    // PROCEDURE ANALYSE with numbers only.
+    check(
+        "SELECT count(*) FROM t1 PROCEDURE ANALYSE()",
+        "SELECT count(*) FROM t1",
+    );
+    check(
+        "SELECT * FROM t1 PROCEDURE analyse (1, 1)",
+        "SELECT * FROM t1",
+    );
+    check(
+        "SELECT (SELECT 1 FROM t1 PROCEDURE ANALYSE()) FROM t2",
+        "SELECT (SELECT 1 FROM t1) FROM t2",
+    );
+    // ODBC escapes.
+    check(
+        "SELECT {fn length(\"hello\")}, { date \"1997-10-20\" }",
+        "SELECT (length(\"hello\")), (\"1997-10-20\")",
+    );
+    // (`{d '..'}`, `{ts '..'}` and `{fn f()}` the parser reads itself; read as MariaDB does.)
+    assert_eq!(
+        parse("SELECT {d '1997-10-20'}, {ts '1997-10-20 10:00:00'}, {fn now()} FROM t").unwrap()[0]
+            .to_string(),
+        "SELECT ('1997-10-20'), ('1997-10-20 10:00:00'), (now()) FROM t"
+    );
+    check(
+        "SELECT * FROM {oj t1 LEFT OUTER JOIN t2 ON t1.a = t2.a}",
+        "SELECT * FROM (t1 LEFT OUTER JOIN t2 ON t1.a = t2.a)",
+    );
+    // SIGNED UNSIGNED.
+    check(
+        "CREATE TABLE t1 (a INT SIGNED UNSIGNED)",
+        "CREATE TABLE t1 (a INT SIGNED)",
+    );
+    // A column in AGAINST.
+    check(
+        "SELECT * FROM t2 WHERE MATCH inhalt AGAINST (t2.inhalt)",
+        "SELECT * FROM t2 WHERE MATCH (inhalt) AGAINST ('')",
+    );
+    // INSERT .. SELECT without FROM .. ON DUPLICATE KEY UPDATE.
+    check(
+        "INSERT IGNORE INTO t1 SELECT 1 ON DUPLICATE KEY UPDATE a=2",
+        "INSERT IGNORE INTO t1 SELECT 1 FROM DUAL ON DUPLICATE KEY UPDATE a=2",
+    );
+    // System versioning.
+    check(
+        "CREATE TABLE t (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME(s, e), INDEX (s)) WITH SYSTEM VERSIONING ENGINE=InnoDB",
+        "CREATE TABLE t (a INT, s TIMESTAMP(6), e TIMESTAMP(6), INDEX (s)) ENGINE=InnoDB",
+    );
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// Where the clause forms do not fit, the statement stays unread (or is read as before).
+#[test]
+fn clause_forms_leave_names_alone() {
+    // A table named `nowait` / `wait` is a table.
+    let dropped = parse("DROP TABLE nowait").unwrap()[0].to_string();
+    assert!(dropped.to_ascii_lowercase().contains("nowait"), "{dropped}");
+    let dropped = parse("DROP TABLE t1, nowait").unwrap()[0].to_string();
+    assert!(dropped.to_ascii_lowercase().contains("nowait"), "{dropped}");
+    // PROCEDURE ANALYSE with anything but numbers stays unread.
+    assert!(parse("SELECT * FROM t1 PROCEDURE ANALYSE((SELECT 1 FROM t2))").is_err());
+    assert!(parse("SELECT * FROM t1 PROCEDURE ANALYSE(a)").is_err());
+    // A quoted name and `=` in a clause is no engine-defined option.
+    let default = parse("CREATE TABLE t1 (a INT DEFAULT `x`=1)").unwrap()[0].to_string();
+    assert!(default.contains("DEFAULT `x` = 1"), "{default}");
+    // An ODBC escape with a list in it stays unread.
+    assert!(parse("SELECT {fn a, b}").is_err());
+    // A subquery in AGAINST is not dropped.
+    assert!(parse("SELECT * FROM t WHERE MATCH (a) AGAINST ((SELECT b FROM t2))").is_err());
+    // INSERT .. SELECT .. FROM keeps its FROM.
+    assert_eq!(
+        parse("INSERT INTO t1 SELECT a FROM t2 ON DUPLICATE KEY UPDATE a=2").unwrap()[0]
+            .to_string(),
+        "INSERT INTO t1 SELECT a FROM t2 ON DUPLICATE KEY UPDATE a = 2"
+    );
+}
