@@ -75,8 +75,19 @@ mod tests;
 use operand::operand_end;
 use table_definition::{alter_table_options, enum_member, key_prefixes};
 
+/// How deep the parser nests (sqlparser's recursion counter: about one level per nested
+/// expression, parenthesis or subquery, two per nested function call; sqlparser's default is
+/// 50). MariaDB's mysql-test nests 225 parentheses (`parser_stack`) and some 600 `IF(..)`
+/// calls before its own stack runs out (`execution_constants`). Deeper statements are refused
+/// ([`crate::route::RouteError::too_deep`]). The parser grows its stack as it recurses
+/// (sqlparser's `recursive-protection`, so do its derived visitors); the gateway's own walks
+/// over the tree, its clones and drops run on the worker threads' stacks (16 MiB, `main.rs`),
+/// which hold a tree this deep many times over (`route::depth_tests`).
+pub const RECURSION_LIMIT: usize = 1500;
+
 /// Parses `stmt` (one canonical statement, module `lex`) as `Parser::parse_sql` with the MySQL
-/// dialect does, after the token changes of the module docs.
+/// dialect does, after the token changes of the module docs, nesting at most
+/// [`RECURSION_LIMIT`] deep.
 ///
 /// Errors: the parser's, as `parse_sql` gives them (the tokenizer's included).
 pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
@@ -84,6 +95,7 @@ pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
         .with_unescape(true)
         .tokenize_with_location()?;
     Parser::new(&MySqlDialect {})
+        .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(normalize(tokens))
         .parse_statements()
 }
