@@ -52,6 +52,8 @@
 //!   unread.
 //! - `CHAR(n, ... USING cs)` → `CHAR(n, ...)`; `MATCH a, b AGAINST (..)` (the columns without
 //!   parentheses) → `MATCH (a, b) AGAINST (..)`.
+//! - `CAST(x AS type CHARACTER SET cs)` → `CONVERT(x, type CHARACTER SET cs)` (the parser reads
+//!   a character set only in CONVERT); `CHAR[(n)] CHARSET cs` → `CHAR[(n)] CHARACTER SET cs`.
 //! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
 //!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
 //!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
@@ -251,6 +253,42 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 {
                     change[close - 2] = Some(Vec::new());
                     change[close - 1] = Some(Vec::new());
+                }
+            }
+            // `CHAR[(n)] CHARSET cs` (a type's character set): `CHARACTER SET cs`.
+            "CHARSET"
+                if k >= 1
+                    && word(k + 1).is_some()
+                    && (word(k - 1).is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str()))
+                        || (k >= 4
+                            && matches!(tok(k - 1), Some(Token::RParen))
+                            && matches!(tok(k - 3), Some(Token::LParen))
+                            && word(k - 4)
+                                .is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str())))) =>
+            {
+                change[k] = Some(vec![
+                    Token::make_keyword("CHARACTER"),
+                    Token::make_keyword("SET"),
+                ]);
+            }
+            // `CAST(x AS type CHARACTER SET cs)`, which the parser reads only in CONVERT: the
+            // `CONVERT(x, type CHARACTER SET cs)` it means.
+            "CAST" if matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                let inside = |j: &usize| depth[*j] == depth[k] + 1;
+                let Some(as_at) = (k + 2..close).filter(inside).find(|&j| is(j, "AS")) else {
+                    continue;
+                };
+                let charset = (as_at + 1..close)
+                    .filter(inside)
+                    .any(|j| is(j, "CHARSET") || (is(j, "CHARACTER") && is(j + 1, "SET")));
+                if charset {
+                    change[k] = Some(vec![Token::make_keyword("CONVERT")]);
+                    change[as_at] = Some(vec![Token::Comma]);
                 }
             }
             // `MATCH a, b AGAINST (...)` (columns without parentheses) → `MATCH (a, b) ...`.

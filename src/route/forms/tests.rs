@@ -344,3 +344,26 @@ fn spans_point_at_the_clients_text() {
     assert_eq!(parts[0].span.start.column, 17);
     assert_eq!(&sql[16..22], "TESTDB");
 }
+
+/// `CAST(x AS CHAR CHARACTER SET cs)` (which the parser does not read in CAST) reads as the
+/// `CONVERT(x, CHAR CHARACTER SET cs)` it means; `CHARSET` after a character type is
+/// `CHARACTER SET` (mysqldump of a CHECK constraint, mysql-test `ctype_utf32_not_embedded`).
+#[test]
+fn a_cast_to_a_character_set_reads_as_convert() {
+    same(
+        "SELECT CAST('a' AS CHAR CHARACTER SET binary)",
+        "SELECT CONVERT('a', CHAR CHARACTER SET binary)",
+    );
+    same(
+        "SELECT CAST(reverse('a') AS char charset binary), CAST(1 AS CHAR(3) CHARSET latin1)",
+        "SELECT CONVERT(reverse('a'), char CHARACTER SET binary), CONVERT(1, CHAR(3) CHARACTER SET latin1)",
+    );
+    same(
+        "SELECT CONVERT('a', CHAR CHARSET binary)",
+        "SELECT CONVERT('a', CHAR CHARACTER SET binary)",
+    );
+    same(
+        "CREATE TABLE t (a CHAR(8), b CHAR(8) CHECK (b = CAST(a AS CHAR CHARSET binary)))",
+        "CREATE TABLE t (a CHAR(8), b CHAR(8) CHECK (b = CONVERT(a, CHAR CHARACTER SET binary)))",
+    );
+}
