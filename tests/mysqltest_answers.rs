@@ -297,3 +297,24 @@ async fn rollback_warns_of_non_transactional_changes() {
     )
     .await;
 }
+
+/// `_koi8r'...'` (any introducer of another character set) from a latin1 client holds the
+/// bytes the client sent, read as koi8r, whatever the connection's character set (mysql-test
+/// `ctype_recoding`: through the gateway the literal reached the utf8mb4 backend as UTF-8
+/// bytes, and a cp1251 column refused them with 1366). The statements are UTF-8 bytes on a
+/// latin1 connection, as mysqltest sends its files. (Numbers only, as for `_utf8` above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charset_introducer_reads_the_bytes_sent() {
+    same_answers(
+        "mtarecode",
+        &[
+            "SET NAMES latin1",
+            "SELECT CRC32(HEX(_koi8r'тест')) AS h, CHAR_LENGTH(_koi8r 'тест') AS n, \
+             CRC32(HEX(CONVERT(_koi8r'тест' USING utf8mb4))) AS u, CRC32(HEX(_latin2\"é\\\\\")) AS l",
+            "CREATE TABLE t_recode (a CHAR(10) CHARACTER SET cp1251) SELECT _koi8r'рус' AS a",
+            "SELECT CRC32(HEX(a)) FROM t_recode",
+            "SELECT COUNT(*) FROM t_recode WHERE a = _koi8r'рус'",
+        ],
+    )
+    .await;
+}
