@@ -318,3 +318,76 @@ async fn a_charset_introducer_reads_the_bytes_sent() {
     )
     .await;
 }
+
+/// Statements nested as deep as MariaDB's mysql-test nests them answer as MariaDB answers
+/// (`parser_stack`: 225 parentheses; `execution_constants`: some 600 nested `IF` calls), and
+/// one nested deeper than the gateway's parser goes gets 1436 (MariaDB's answer to a statement
+/// too deep for its stack), not a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_statements_answer_as_on_mariadb() {
+    let parens = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
+    let ifs = |n: usize| {
+        let mut s = String::new();
+        for i in 0..n {
+            s.push_str(&format!("IF(a <= {i}, {i}, "));
+        }
+        s + "0" + &")".repeat(n)
+    };
+    let select = format!("SELECT {} AS x", parens(225));
+    let create = "CREATE TABLE t_deep (a INT)";
+    let update = format!("UPDATE t_deep SET a = {} WHERE a > 1", ifs(500));
+    let subqueries = format!("SELECT {}1{} AS x", "(SELECT ".repeat(60), ")".repeat(60));
+    same_answers(
+        "mtadeep",
+        &[
+            create,
+            "INSERT INTO t_deep VALUES (1), (7)",
+            &select,
+            &update,
+            &subqueries,
+        ],
+    )
+    .await;
+    // Deeper than the gateway's parser goes: 1436, and the session goes on.
+    let f = Fixture::start("mtadeep2", schema()).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    let e = gw
+        .query_drop(format!("SELECT {}", parens(5000)))
+        .await
+        .unwrap_err();
+    let (code, state, message) = server_error(e);
+    assert_eq!((code, state.as_str()), (1436, "HY000"), "{message}");
+    let one: Option<u8> = gw.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+/// `SHOW DATABASES LIKE 'p'` labels its column `Database (p)`, as MariaDB does (mysql-test
+/// `default_innodb`); without a pattern, `Database`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_databases_like_labels_the_column_with_the_pattern() {
+    let f = Fixture::start("mtashowdb", schema()).await;
+    let mut plain = primary(None).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    for sql in [
+        "SHOW DATABASES LIKE 'x'",
+        "SHOW DATABASES LIKE 'M%'",
+        "SHOW DATABASES",
+    ] {
+        let mut labels = Vec::new();
+        for c in [&mut plain, &mut gw] {
+            let result = c.query_iter(sql).await.unwrap();
+            let names: Vec<String> = result
+                .columns_ref()
+                .iter()
+                .map(|col| col.name_str().into_owned())
+                .collect();
+            result.drop_result().await.unwrap();
+            labels.push(names);
+        }
+        assert_eq!(labels[0], labels[1], "{sql}");
+    }
+}
