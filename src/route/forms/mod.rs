@@ -52,6 +52,7 @@
 //!   unread.
 //! - `CHAR(n, ... USING cs)` → `CHAR(n, ...)`; `MATCH a, b AGAINST (..)` (the columns without
 //!   parentheses) → `MATCH (a, b) AGAINST (..)`.
+//! - In CREATE / ALTER TABLE, `COMMENT "text"` → `COMMENT 'text'`.
 //! - `CAST(x AS type CHARACTER SET cs)` → `CONVERT(x, type CHARACTER SET cs)` (the parser reads
 //!   a character set only in CONVERT); `CHAR[(n)] CHARSET cs` → `CHAR[(n)] CHARACTER SET cs`.
 //! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
@@ -171,6 +172,18 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             && table_ddl
             && k < query_at
             && enum_member(&tok, &word, &depth, k)
+        {
+            change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
+            continue;
+        }
+        // `COMMENT "text"` (a column's, key's or table's): the string it is (the canonical form
+        // has no double-quoted names).
+        if let Some(Token::DoubleQuotedString(text)) = tok(k)
+            && table_ddl
+            && k < query_at
+            && k >= 1
+            && (is(k - 1, "COMMENT")
+                || (k >= 2 && matches!(tok(k - 1), Some(Token::Eq)) && is(k - 2, "COMMENT")))
         {
             change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
             continue;

@@ -367,3 +367,16 @@ fn a_cast_to_a_character_set_reads_as_convert() {
         "CREATE TABLE t (a CHAR(8), b CHAR(8) CHECK (b = CONVERT(a, CHAR CHARACTER SET binary)))",
     );
 }
+
+/// A double-quoted COMMENT of a column or table is its string (mysql-test `ctype_recoding`).
+#[test]
+fn a_double_quoted_comment_is_a_string() {
+    same(
+        r#"CREATE TABLE t (a CHAR(32) NOT NULL COMMENT "c 'x'") COMMENT "t""#,
+        "CREATE TABLE t (a CHAR(32) NOT NULL COMMENT 'c ''x''') COMMENT 't'",
+    );
+    same(
+        r#"ALTER TABLE t MODIFY a INT COMMENT "c""#,
+        "ALTER TABLE t MODIFY a INT COMMENT 'c'",
+    );
+}
