@@ -391,3 +391,38 @@ async fn show_databases_like_labels_the_column_with_the_pattern() {
         assert_eq!(labels[0], labels[1], "{sql}");
     }
 }
+
+/// A login (or `USE`) naming a database with a character outside the BMP is 1300, as MariaDB
+/// answers it (mysql-test `mysql_not_windows`: the gateway answered 1049 Unknown database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_name_outside_the_bmp_is_an_invalid_string() {
+    let f = Fixture::start("mtanonbmp", schema()).await;
+    let name = "test\u{1f601} ";
+    let direct = mysql_async::Conn::new(common::opts(
+        common::PRIMARY_PORT,
+        "manx",
+        "manx",
+        Some(name),
+    ))
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    let through = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some(name)))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let (direct, through) = (server_error(direct), server_error(through));
+    assert_eq!(direct.0, 1300, "{direct:?}");
+    assert_eq!(through, direct);
+    // USE: the same answer, and the session goes on.
+    let mut plain = primary(None).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    let sql = format!("USE `{name}`");
+    let a = server_error(plain.query_drop(&sql).await.unwrap_err());
+    let b = server_error(gw.query_drop(&sql).await.unwrap_err());
+    assert_eq!(a, b);
+    let one: Option<u8> = gw.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
