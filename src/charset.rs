@@ -277,20 +277,20 @@ impl Charset {
     /// byte 0x81-0x9F or 0xE0-0xFC then a trail byte 0x40-0x7E or 0x80-0xFC
     /// (`strings/ctype-cp932.c`).
     fn not_mariadb(&self, bytes: &[u8]) -> Option<usize> {
-        let (single, lead, trail): (fn(u8) -> bool, fn(u8) -> bool, fn(u8) -> bool) =
-            match self.name {
-                "gbk" => (
-                    |b| b < 0x80,
-                    |b| (0x81..=0xFE).contains(&b),
-                    |b| matches!(b, 0x40..=0x7E | 0x80..=0xFE),
-                ),
-                "cp932" => (
-                    |b| b < 0x80 || (0xA1..=0xDF).contains(&b),
-                    |b| matches!(b, 0x81..=0x9F | 0xE0..=0xFC),
-                    |b| matches!(b, 0x40..=0x7E | 0x80..=0xFC),
-                ),
-                _ => return None,
-            };
+        type Class = fn(u8) -> bool;
+        let (single, lead, trail): (Class, Class, Class) = match self.name {
+            "gbk" => (
+                |b| b < 0x80,
+                |b| (0x81..=0xFE).contains(&b),
+                |b| matches!(b, 0x40..=0x7E | 0x80..=0xFE),
+            ),
+            "cp932" => (
+                |b| b < 0x80 || (0xA1..=0xDF).contains(&b),
+                |b| matches!(b, 0x81..=0x9F | 0xE0..=0xFC),
+                |b| matches!(b, 0x40..=0x7E | 0x80..=0xFC),
+            ),
+            _ => return None,
+        };
         let mut i = 0;
         while i < bytes.len() {
             match bytes[i] {
