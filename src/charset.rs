@@ -14,9 +14,12 @@
 //! Names are looked up in [`CHARSETS`] (case-insensitively) and written to a backend only from
 //! this table, never copied from a client's text. The codecs are `encoding_rs`'s (WHATWG
 //! Encoding Standard): MySQL's `latin1` is Windows-1252 (so is WHATWG's), `gbk` as GBK, held to
-//! MariaDB's byte ranges (WHATWG's GBK decoder is GB18030's). Character sets whose WHATWG
-//! table differs from MariaDB's (big5, sjis, cp932, ujis, greek, koi8u, tis620, gb2312,
-//! cp1256, cp1257) are not in the table: they are refused rather than converted wrongly.
+//! MariaDB's byte ranges (WHATWG's GBK decoder is GB18030's), `cp932` as Shift_JIS (WHATWG's
+//! is Windows-31J, which cp932 is: the NEC and IBM extensions, user-defined characters in the
+//! private use area), held to MariaDB's byte ranges and without the three characters WHATWG's
+//! encoder adds (¥, ‾ and − are `?` in cp932). Character sets whose WHATWG table differs from
+//! MariaDB's (big5, sjis, ujis, eucjpms, greek, koi8u, tis620, gb2312, cp1256, cp1257) are not
+//! in the table: they are refused rather than converted wrongly.
 
 use encoding_rs::Encoding;
 
@@ -73,6 +76,13 @@ pub static CHARSETS: &[Charset] = &[
         default_collation: "gbk_chinese_ci",
         other_collation_ids: &[87],
         encoding: Some(encoding_rs::GBK),
+    },
+    Charset {
+        name: "cp932",
+        default_collation_id: 95,
+        default_collation: "cp932_japanese_ci",
+        other_collation_ids: &[96],
+        encoding: Some(encoding_rs::SHIFT_JIS),
     },
     Charset {
         name: "euckr",
@@ -163,7 +173,7 @@ impl Charset {
     /// character of it (MySQL's 1300 "Invalid ... character string" names them).
     pub fn decode<'a>(&self, bytes: &'a [u8]) -> Result<std::borrow::Cow<'a, str>, Vec<u8>> {
         let bad = |at: usize| bytes[at..bytes.len().min(at + 4)].to_vec();
-        if let Some(at) = self.not_gbk(bytes) {
+        if let Some(at) = self.not_mariadb(bytes) {
             return Err(bad(at));
         }
         match self.encoding {
@@ -196,8 +206,8 @@ impl Charset {
         let Some(enc) = self.encoding else {
             return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?");
         };
-        if let Some(at) = self.not_gbk(bytes) {
-            // What precedes the first byte GBK does not have, that byte as `?`, then the rest.
+        if let Some(at) = self.not_mariadb(bytes) {
+            // What precedes the first byte MariaDB does not have, that byte as `?`, the rest.
             let mut out = self.decode_lossy(&bytes[..at]);
             out.push('?');
             out.push_str(&self.decode_lossy(&bytes[at + 1..]));
@@ -226,11 +236,16 @@ impl Charset {
         if text.is_ascii() {
             return std::borrow::Cow::Borrowed(text.as_bytes());
         }
-        // WHATWG's GBK encoder writes € as 0x80, which MariaDB's gbk does not have.
-        if self.name == "gbk" && text.contains('\u{20ac}') {
-            return std::borrow::Cow::Owned(
-                self.encode(&text.replace('\u{20ac}', "?")).into_owned(),
-            );
+        // WHATWG's GBK encoder writes € as 0x80, which MariaDB's gbk does not have; its
+        // Shift_JIS encoder writes ¥ as 0x5C, ‾ as 0x7E, − as 0x817C (U+FF0D's) and U+0080 as
+        // 0x80, which MariaDB's cp932 does not (`?`).
+        let not_held: &[char] = match self.name {
+            "gbk" => &['\u{20ac}'],
+            "cp932" => &['\u{a5}', '\u{203e}', '\u{2212}', '\u{80}'],
+            _ => &[],
+        };
+        if text.contains(not_held) {
+            return std::borrow::Cow::Owned(self.encode(&text.replace(not_held, "?")).into_owned());
         }
         let mut encoder = enc.new_encoder();
         let mut out = Vec::with_capacity(text.len() + 8);
@@ -244,30 +259,45 @@ impl Charset {
             match result {
                 encoding_rs::EncoderResult::InputEmpty => break,
                 encoding_rs::EncoderResult::OutputFull => {}
-                encoding_rs::EncoderResult::Unmappable(_) => out.push(b'?'),
+                encoding_rs::EncoderResult::Unmappable(c) => match self.name {
+                    "cp932" => out.extend_from_slice(&cp932_unmappable(c)),
+                    _ => out.push(b'?'),
+                },
             }
         }
         std::borrow::Cow::Owned(out)
     }
 
-    /// Where `bytes` first hold what MariaDB's `gbk` does not, for the gbk character set
-    /// (`None` for any other): WHATWG's GBK decoder (encoding_rs) is GB18030's, which also
+    /// Where `bytes` first hold what MariaDB's character set does not, for gbk and cp932
+    /// (`None` for any other). WHATWG's GBK decoder (encoding_rs) is GB18030's, which also
     /// reads a lone 0x80 (€) and four-byte sequences (a lead byte, then 0x30-0x39). MariaDB's
     /// gbk: ASCII, or a lead byte 0x81-0xFE then a trail byte 0x40-0x7E or 0x80-0xFE
-    /// (`strings/ctype-gbk.c`, `isgbkhead` / `isgbktail`).
-    fn not_gbk(&self, bytes: &[u8]) -> Option<usize> {
-        if self.name != "gbk" {
-            return None;
-        }
+    /// (`strings/ctype-gbk.c`, `isgbkhead` / `isgbktail`). WHATWG's Shift_JIS decoder reads a
+    /// lone 0x80 as U+0080; MariaDB's cp932: ASCII, half-width katakana 0xA1-0xDF, or a lead
+    /// byte 0x81-0x9F or 0xE0-0xFC then a trail byte 0x40-0x7E or 0x80-0xFC
+    /// (`strings/ctype-cp932.c`).
+    fn not_mariadb(&self, bytes: &[u8]) -> Option<usize> {
+        type Class = fn(u8) -> bool;
+        let (single, lead, trail): (Class, Class, Class) = match self.name {
+            "gbk" => (
+                |b| b < 0x80,
+                |b| (0x81..=0xFE).contains(&b),
+                |b| matches!(b, 0x40..=0x7E | 0x80..=0xFE),
+            ),
+            "cp932" => (
+                |b| b < 0x80 || (0xA1..=0xDF).contains(&b),
+                |b| matches!(b, 0x81..=0x9F | 0xE0..=0xFC),
+                |b| matches!(b, 0x40..=0x7E | 0x80..=0xFC),
+            ),
+            _ => return None,
+        };
         let mut i = 0;
         while i < bytes.len() {
             match bytes[i] {
-                b if b < 0x80 => i += 1,
-                0x81..=0xFE if matches!(bytes.get(i + 1), Some(0x40..=0x7E | 0x80..=0xFE)) => {
-                    i += 2
-                }
+                b if single(b) => i += 1,
+                b if lead(b) && bytes.get(i + 1).is_some_and(|&t| trail(t)) => i += 2,
                 // A lead byte at the very end is left to the decoder's own error.
-                0x81..=0xFE if i + 1 == bytes.len() => return None,
+                b if lead(b) && i + 1 == bytes.len() => return None,
                 _ => return Some(i),
             }
         }
@@ -284,6 +314,31 @@ impl Charset {
             Ok(text) => self.encode(text),
             Err(_) => std::borrow::Cow::Borrowed(bytes),
         }
+    }
+}
+
+/// cp932's bytes for `c`, which WHATWG's Shift_JIS encoder does not write, where MariaDB's
+/// cp932 has them: its user-defined characters (0xF040-0xF9FC, the private use area's
+/// U+E000-U+E757, which the WHATWG decoder reads), and 晡 (U+6661, 0xFAD7); `?` otherwise.
+/// (Checked against MariaDB 10.11 for every byte pair and every BMP character: these are the
+/// only differences.)
+fn cp932_unmappable(c: char) -> Vec<u8> {
+    if c == '\u{6661}' {
+        return vec![0xFA, 0xD7];
+    }
+    let Some(pointer) = (c as u32)
+        .checked_sub(0xE000)
+        .filter(|&p| p <= 0xE757 - 0xE000)
+        .map(|p| p + 8836)
+    else {
+        return vec![b'?'];
+    };
+    let (lead, trail) = (pointer / 188, pointer % 188);
+    let lead = lead + if lead < 0x1F { 0x81 } else { 0xC1 };
+    let trail = trail + if trail < 0x3F { 0x40 } else { 0x41 };
+    match (u8::try_from(lead), u8::try_from(trail)) {
+        (Ok(l), Ok(t)) => vec![l, t],
+        _ => vec![b'?'],
     }
 }
 
@@ -426,6 +481,38 @@ mod tests {
         assert_eq!(gbk.encode("\u{20ac}\u{4e2d}").as_ref(), b"?\xd6\xd0");
         // A lead byte with nothing after it is not GBK.
         assert!(gbk.decode(b"SELECT '\x81").is_err());
+    }
+
+    #[test]
+    fn cp932_is_mariadbs_both_ways() {
+        let cp932 = Charset::by_name("CP932").unwrap();
+        assert_eq!(Charset::by_collation_id(96).unwrap().name, "cp932");
+        // 0x835C is one character (ソ): the 0x5C is not a backslash (mysql-test mysql_cp932).
+        assert_eq!(
+            cp932.decode(b"SELECT '\x83\\'").unwrap(),
+            "SELECT '\u{30bd}'"
+        );
+        assert_eq!(cp932.encode("\u{30bd}").as_ref(), b"\x83\\");
+        // Half-width katakana, NEC row 13 before IBM's duplicate, JIS X 0208 before both,
+        // user-defined characters in the private use area (as MariaDB converts them).
+        assert_eq!(cp932.decode(b"\xb1\xf0\x40").unwrap(), "\u{ff71}\u{e000}");
+        assert_eq!(
+            cp932
+                .encode("\u{2160}\u{2235}\u{ffe2}\u{e000}\u{e757}\u{e758}\u{6661}")
+                .as_ref(),
+            b"\x87\x54\x81\xe6\x81\xca\xf0\x40\xf9\xfc?\xfa\xd7"
+        );
+        // Not cp932: a lone 0x80, 0xA0, 0xFD-0xFF; ¥, ‾, − and U+0080 have no cp932 byte.
+        for bad in [&b"a\x80"[..], b"\xa0", b"\xfd", b"\x81\x20"] {
+            assert!(cp932.decode(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(cp932.decode_lossy(b"a\x80\xb1"), "a?\u{ff71}");
+        assert_eq!(
+            cp932
+                .encode("\u{a5}\u{203e}\u{2212}\u{80}\u{ff0d}")
+                .as_ref(),
+            b"????\x81\x7c"
+        );
     }
 
     #[test]

@@ -210,6 +210,85 @@ pub fn utf8_literals_as_sent(
     String::from_utf8(out).ok()
 }
 
+/// MariaDB's character sets that an introducer may name, other than `binary` and the UTF-8
+/// ones (`_binary`, `_utf8`: see [`binary_literals_as_hex_with`], [`utf8_literals_as_sent`]).
+const INTRODUCED_CHARSETS: &[&str] = &[
+    "armscii8", "ascii", "big5", "cp1250", "cp1251", "cp1256", "cp1257", "cp850", "cp852", "cp866",
+    "cp932", "dec8", "eucjpms", "euckr", "gb2312", "gbk", "geostd8", "greek", "hebrew", "hp8",
+    "keybcs2", "koi8r", "koi8u", "latin1", "latin2", "latin5", "latin7", "macce", "macroman",
+    "sjis", "swe7", "tis620", "ucs2", "ujis", "utf16", "utf16le", "utf32",
+];
+
+/// The statement (decoded from a client character set to UTF-8) with every `_cs'...'` literal
+/// of another character set than the client's UTF-8 text (`_koi8r'...'`, `_latin2"..."`, any
+/// case, blanks before the quote; [`INTRODUCED_CHARSETS`]) written as `_cs X'...'` holding the
+/// bytes the client sent (its body unescaped, then `recode`d back to the client's character
+/// set): the introducer says what those bytes are, whatever the connection's character set
+/// (mysql-test `ctype_recoding`: `_koi8r'...'` from a koi8r client reached the utf8mb4 backend
+/// as UTF-8 bytes read as koi8r). A literal followed by another string (`_latin1'a' 'b'`,
+/// which MariaDB concatenates, and no hex literal may start) is left as written. `None` when
+/// no literal changes. Quoted names and comments are skipped whole.
+pub fn charset_literals_as_hex(
+    text: &str,
+    backslash_escapes: bool,
+    recode: &dyn Fn(&[u8]) -> Vec<u8>,
+) -> Option<String> {
+    let sql = text.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+    let mut out: Vec<u8> = Vec::with_capacity(sql.len() * 2);
+    let mut changed = false;
+    let mut i = 0;
+    while i < sql.len() {
+        if let Some(end) = opaque_end(sql, i, backslash_escapes) {
+            out.extend_from_slice(&sql[i..end]);
+            i = end;
+            continue;
+        }
+        let at_word_start =
+            i == 0 || !(ident(sql[i - 1]) || sql[i - 1] == b'.' || sql[i - 1] == b'@');
+        let name_end = (i + 1..sql.len())
+            .find(|&j| !ident(sql[j]))
+            .unwrap_or(sql.len());
+        let introducer = at_word_start
+            && sql[i] == b'_'
+            && INTRODUCED_CHARSETS
+                .iter()
+                .any(|c| sql[i + 1..name_end].eq_ignore_ascii_case(c.as_bytes()));
+        if introducer {
+            let mut q = name_end;
+            while q < sql.len() && sql[q].is_ascii_whitespace() {
+                q += 1;
+            }
+            if q < sql.len()
+                && (sql[q] == b'\'' || sql[q] == b'"')
+                && let Some(end) = quoted_end_in(sql, q, backslash_escapes)
+            {
+                let mut next = end;
+                while next < sql.len() && sql[next].is_ascii_whitespace() {
+                    next += 1;
+                }
+                if !matches!(sql.get(next), Some(b'\'' | b'"')) {
+                    out.extend_from_slice(&sql[i..name_end]);
+                    out.push(b' ');
+                    push_hex(
+                        &mut out,
+                        &recode(&unescape(&sql[q + 1..end - 1], sql[q], backslash_escapes)),
+                    );
+                    changed = true;
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        out.push(sql[i]);
+        i += 1;
+    }
+    if !changed {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
 /// The statement's first word (letters, digits, `_`), after blanks and comments; `""` when it
 /// starts with anything else.
 pub fn first_keyword(sql: &str) -> &str {
@@ -666,6 +745,38 @@ mod tests {
             None
         );
     }
+    #[test]
+    fn charset_literals_carry_the_clients_bytes() {
+        // The client's bytes: each character's code point as a byte (a latin1-like recode).
+        let recode = |b: &[u8]| {
+            std::str::from_utf8(b)
+                .unwrap()
+                .chars()
+                .map(|c| c as u32 as u8)
+                .collect::<Vec<u8>>()
+        };
+        let hex = |s: &str| super::charset_literals_as_hex(s, true, &recode);
+        assert_eq!(
+            hex("SELECT _koi8r'\u{f0}\u{d2}', _KOI8R \"a\\'b\", _latin2'', x").as_deref(),
+            Some("SELECT _koi8r X'F0D2', _KOI8R X'612762', _latin2 X'', x")
+        );
+        // Not an introducer: another word, a name after `.` or `@`, a string followed by
+        // another (concatenated), quoted names and comments, `_utf8` and `_binary`.
+        for same in [
+            "SELECT _koi8rx'a', t._koi8r 'a', @_koi8r 'a'",
+            "SELECT _latin1'a' 'b'",
+            "SELECT `_koi8r'a'`, /* _koi8r'a' */ 1 -- _koi8r'a'\n",
+            "SELECT _utf8'a', _binary'a', _utf8mb4'a'",
+        ] {
+            assert_eq!(hex(same), None, "{same}");
+        }
+        // Without backslash escapes a backslash is a byte.
+        assert_eq!(
+            super::charset_literals_as_hex("SELECT _latin1'\\'", false, &recode).as_deref(),
+            Some("SELECT _latin1 X'5C'")
+        );
+    }
+
     #[test]
     fn savepoint_names_are_identifiers_only() {
         let n = SavepointName::parse("Sa_1$").unwrap();

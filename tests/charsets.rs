@@ -1,5 +1,5 @@
 //! Client character sets other than UTF-8 (issue 18, item 7; module `manx::charset`): clients
-//! in latin1, gbk and cp1251 through a real gateway, each answer compared byte for byte with the
+//! in latin1, gbk, cp1251 and cp932 through a real gateway, each answer compared byte for byte with the
 //! same client talking to the sandbox MariaDB directly; what is stored judged on the backend;
 //! and the GBK trick of a character whose second byte is `\` hiding a quote, judged on the
 //! backend too.
@@ -80,13 +80,16 @@ fn script(id: u32, text: &str, label: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn latin1_gbk_and_cp1251_clients_get_the_bytes_mariadb_gives() {
+async fn latin1_gbk_cp1251_and_cp932_clients_get_the_bytes_mariadb_gives() {
     let f = Fixture::start("cs1", Extra::default()).await;
     sample_database(REFERENCE).await;
     let cases = [
         ("latin1", 11, "café Ünïcödé € ¿\\\\", "naïve"),
         ("gbk", 12, "中文標題 縗 丁 kā", "名字"),
         ("cp1251", 13, "Привет, мир ёЁ", "имя"),
+        // 0x835C (ソ) and 0x955C (表): a second byte that is `\`; half-width katakana, NEC
+        // row 13 (①, Ⅰ).
+        ("cp932", 14, "ソ表示 ｱｲｳ ①Ⅰ", "名前"),
     ];
     for (charset, id, text, label) in cases {
         let bytes = encoded(charset, &script(id, text, label));

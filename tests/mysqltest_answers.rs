@@ -328,6 +328,27 @@ async fn a_failed_statement_s_error_is_in_show_warnings_and_show_errors() {
     .await;
 }
 
+/// `_koi8r'...'` (any introducer of another character set) from a latin1 client holds the
+/// bytes the client sent, read as koi8r, whatever the connection's character set (mysql-test
+/// `ctype_recoding`: through the gateway the literal reached the utf8mb4 backend as UTF-8
+/// bytes, and a cp1251 column refused them with 1366). The statements are UTF-8 bytes on a
+/// latin1 connection, as mysqltest sends its files. (Numbers only, as for `_utf8` above.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charset_introducer_reads_the_bytes_sent() {
+    same_answers(
+        "mtarecode",
+        &[
+            "SET NAMES latin1",
+            "SELECT CRC32(HEX(_koi8r'тест')) AS h, CHAR_LENGTH(_koi8r 'тест') AS n, \
+             CRC32(HEX(CONVERT(_koi8r'тест' USING utf8mb4))) AS u, CRC32(HEX(_latin2\"é\\\\\")) AS l",
+            "CREATE TABLE t_recode (a CHAR(10) CHARACTER SET cp1251) SELECT _koi8r'рус' AS a",
+            "SELECT CRC32(HEX(a)) FROM t_recode",
+            "SELECT COUNT(*) FROM t_recode WHERE a = _koi8r'рус'",
+        ],
+    )
+    .await;
+}
+
 /// MariaDB forms the parser reads only through `route::forms::clauses` (mysql-test
 /// `func_sapdb`, `odbc`, `timeout`, `insert_update`, `stack`, `table_options`, `type_num`,
 /// `fulltext`, `mdev-35721-ubsan`): answered as MariaDB answers them, errors included.
@@ -361,4 +382,112 @@ async fn clause_forms_are_answered_as_mariadb_answers_them() {
         ],
     )
     .await;
+}
+
+/// Statements nested as deep as MariaDB's mysql-test nests them answer as MariaDB answers
+/// (`parser_stack`: 225 parentheses; `execution_constants`: some 600 nested `IF` calls), and
+/// one nested deeper than the gateway's parser goes gets 1436 (MariaDB's answer to a statement
+/// too deep for its stack), not a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_statements_answer_as_on_mariadb() {
+    let parens = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
+    let ifs = |n: usize| {
+        let mut s = String::new();
+        for i in 0..n {
+            s.push_str(&format!("IF(a <= {i}, {i}, "));
+        }
+        s + "0" + &")".repeat(n)
+    };
+    let select = format!("SELECT {} AS x", parens(225));
+    let create = "CREATE TABLE t_deep (a INT)";
+    let update = format!("UPDATE t_deep SET a = {} WHERE a > 1", ifs(500));
+    let subqueries = format!("SELECT {}1{} AS x", "(SELECT ".repeat(60), ")".repeat(60));
+    same_answers(
+        "mtadeep",
+        &[
+            create,
+            "INSERT INTO t_deep VALUES (1), (7)",
+            &select,
+            &update,
+            &subqueries,
+        ],
+    )
+    .await;
+    // Deeper than the gateway's parser goes: 1436, and the session goes on.
+    let f = Fixture::start("mtadeep2", schema()).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    let e = gw
+        .query_drop(format!("SELECT {}", parens(5000)))
+        .await
+        .unwrap_err();
+    let (code, state, message) = server_error(e);
+    assert_eq!((code, state.as_str()), (1436, "HY000"), "{message}");
+    let one: Option<u8> = gw.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+/// `SHOW DATABASES LIKE 'p'` labels its column `Database (p)`, as MariaDB does (mysql-test
+/// `default_innodb`); without a pattern, `Database`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_databases_like_labels_the_column_with_the_pattern() {
+    let f = Fixture::start("mtashowdb", schema()).await;
+    let mut plain = primary(None).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    for sql in [
+        "SHOW DATABASES LIKE 'x'",
+        "SHOW DATABASES LIKE 'M%'",
+        "SHOW DATABASES",
+    ] {
+        let mut labels = Vec::new();
+        for c in [&mut plain, &mut gw] {
+            let result = c.query_iter(sql).await.unwrap();
+            let names: Vec<String> = result
+                .columns_ref()
+                .iter()
+                .map(|col| col.name_str().into_owned())
+                .collect();
+            result.drop_result().await.unwrap();
+            labels.push(names);
+        }
+        assert_eq!(labels[0], labels[1], "{sql}");
+    }
+}
+
+/// A login (or `USE`) naming a database with a character outside the BMP is 1300, as MariaDB
+/// answers it (mysql-test `mysql_not_windows`: the gateway answered 1049 Unknown database).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_name_outside_the_bmp_is_an_invalid_string() {
+    let f = Fixture::start("mtanonbmp", schema()).await;
+    let name = "test\u{1f601} ";
+    let direct = mysql_async::Conn::new(common::opts(
+        common::PRIMARY_PORT,
+        "manx",
+        "manx",
+        Some(name),
+    ))
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    let through = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some(name)))
+        .await
+        .map(|_| ())
+        .unwrap_err();
+    let (direct, through) = (server_error(direct), server_error(through));
+    assert_eq!(direct.0, 1300, "{direct:?}");
+    assert_eq!(through, direct);
+    // USE: the same answer, and the session goes on.
+    let mut plain = primary(None).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    let sql = format!("USE `{name}`");
+    let a = server_error(plain.query_drop(&sql).await.unwrap_err());
+    let b = server_error(gw.query_drop(&sql).await.unwrap_err());
+    assert_eq!(a, b);
+    let one: Option<u8> = gw.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
 }

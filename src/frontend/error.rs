@@ -61,6 +61,7 @@ pub fn refusal_code(refusal: Refusal) -> (u16, &'static str) {
         Refusal::EmptyQuery => (1065, "42000"),
         Refusal::UnknownExplainFormat => (1791, "HY000"),
         Refusal::MetadataMismatch => (1105, "HY000"),
+        Refusal::TooDeep => (1436, "HY000"),
     }
 }
 

@@ -13,6 +13,8 @@ mod affinity;
 mod analyze;
 mod boundaries;
 mod builtins;
+#[cfg(test)]
+mod depth_tests;
 pub mod explain;
 mod forms;
 pub mod function;
@@ -98,6 +100,9 @@ pub enum Refusal {
     /// A dataHost's `information_schema` does not have the columns the gateway maps
     /// (1105 ER_UNKNOWN_ERROR).
     MetadataMismatch,
+    /// A statement nested deeper than the parser goes ([`forms::RECURSION_LIMIT`]): MariaDB's
+    /// answer to a statement too deep for its stack (1436 ER_STACK_OVERRUN_NEED_MORE).
+    TooDeep,
 }
 
 impl fmt::Display for RouteError {
@@ -124,6 +129,22 @@ impl RouteError {
     /// [`Refusal::Routing`] with `message`: Mycat's routing error.
     pub fn syntax(message: impl Into<String>) -> Self {
         RouteError::new(Refusal::Routing, message)
+    }
+
+    /// The parser's error: [`Refusal::TooDeep`] when the statement nests deeper than
+    /// [`forms::RECURSION_LIMIT`], Mycat's routing error (1064) with the parser's message
+    /// otherwise.
+    pub fn parser(e: sqlparser::parser::ParserError) -> Self {
+        match e {
+            sqlparser::parser::ParserError::RecursionLimitExceeded => RouteError::new(
+                Refusal::TooDeep,
+                format!(
+                    "Thread stack overrun: the statement nests deeper than the gateway's parser goes ({} levels); simplify it",
+                    forms::RECURSION_LIMIT
+                ),
+            ),
+            e => RouteError::syntax(e.to_string()),
+        }
     }
 
     /// [`Refusal::UnknownDatabase`]: `Unknown database 'name'`.

@@ -66,6 +66,11 @@ impl Session {
             Local::ShowDatabases(pattern) => {
                 // Who sees what: the newest configuration's (see `Session::view`).
                 let config = self.server.current().config.clone();
+                // MariaDB names the column after the pattern: `Database (x)` for LIKE 'x'.
+                let column = match &pattern {
+                    Some(p) => format!("Database ({p})"),
+                    None => "Database".to_string(),
+                };
                 let names: Vec<Vec<Option<String>>> = config
                     .users
                     .get(self.user_name())
@@ -75,7 +80,7 @@ impl Session {
                     .filter(|n| pattern.as_deref().is_none_or(|p| crate::route::like(n, p)))
                     .map(|n| vec![Some(n)])
                     .collect();
-                write_text_rows(w, &["Database"], names).await
+                write_text_rows(w, &[&column], names).await
             }
             Local::ShowWarnings {
                 offset,

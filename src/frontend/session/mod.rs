@@ -420,6 +420,22 @@ impl Session {
         write_ok(&self.slot, w, ok, self.status()).await
     }
 
+    /// The client's character set as MariaDB names it: the session's, or for a UTF-8 session
+    /// the one its handshake named (`utf8mb3`, `binary`, which the gateway reads as utf8mb4).
+    fn client_charset_name(&self) -> &'static str {
+        let client = self.slot.charsets().client;
+        if !client.is_utf8() {
+            return client.name;
+        }
+        match self.slot.handshake_collation() {
+            Some(63) => "binary",
+            Some(id) => crate::charset::Charset::by_collation_id(id)
+                .filter(|c| c.is_utf8())
+                .map_or(client.name, |c| c.name),
+            None => client.name,
+        }
+    }
+
     /// The configuration this session's command runs on: the one taken when the command began
     /// or the open transaction first needed it, else (between commands) the server's current
     /// one.
@@ -430,8 +446,23 @@ impl Session {
         }
     }
 
-    /// Checks that the user may use `schema` (1049 unknown, 1044 not allowed).
+    /// Checks that the user may use `schema` (1300 for a name holding a character outside the
+    /// BMP, 1049 unknown, 1044 not allowed).
     fn check_schema(&self, schema: &str) -> Result<(), MysqlError> {
+        // MariaDB converts a database name to its system character set (utf8mb3) first: a
+        // character outside the BMP is 1300, naming the client's character set and the name's
+        // bytes (mysql-test mysql_not_windows: a login naming `test😁 `).
+        if schema.chars().any(|c| c.len_utf8() == 4) {
+            return Err(MysqlError::new(
+                1300,
+                "HY000",
+                format!(
+                    "Invalid {} character string: '{}'",
+                    self.client_charset_name(),
+                    printable(schema.as_bytes())
+                ),
+            ));
+        }
         // Who may use what: the newest configuration's (see `Session::view`).
         let generation = self.server.current();
         let config = &generation.config;
@@ -485,4 +516,16 @@ impl Session {
         p.autocommit = self.autocommit;
         p.nodes = nodes;
     }
+}
+
+/// `bytes` as MariaDB prints a string it could not convert in a message: printable ASCII as
+/// it is, any other byte as `\xHH`.
+fn printable(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| match b {
+            0x20..=0x7E => char::from(b).to_string(),
+            _ => format!("\\x{b:02X}"),
+        })
+        .collect()
 }

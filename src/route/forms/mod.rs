@@ -52,6 +52,9 @@
 //!   unread.
 //! - `CHAR(n, ... USING cs)` → `CHAR(n, ...)`; `MATCH a, b AGAINST (..)` (the columns without
 //!   parentheses) → `MATCH (a, b) AGAINST (..)`.
+//! - In CREATE / ALTER TABLE, `COMMENT "text"` → `COMMENT 'text'`.
+//! - `CAST(x AS type CHARACTER SET cs)` → `CONVERT(x, type CHARACTER SET cs)` (the parser reads
+//!   a character set only in CONVERT); `CHAR[(n)] CHARSET cs` → `CHAR[(n)] CHARACTER SET cs`.
 //! - CREATE TABLE's partitioning clause (`PARTITION BY ...` to the end, in a statement without
 //!   a query) is dropped: it names no table (MariaDB allows only built-in, deterministic
 //!   functions in partitioning expressions and no subquery), and its per-partition `ENGINE`,
@@ -84,8 +87,19 @@ mod tests;
 use operand::operand_end;
 use table_definition::{alter_table_options, enum_member, key_prefixes};
 
+/// How deep the parser nests (sqlparser's recursion counter: about one level per nested
+/// expression, parenthesis or subquery, two per nested function call; sqlparser's default is
+/// 50). MariaDB's mysql-test nests 225 parentheses (`parser_stack`) and some 600 `IF(..)`
+/// calls before its own stack runs out (`execution_constants`). Deeper statements are refused
+/// ([`crate::route::RouteError::too_deep`]). The parser grows its stack as it recurses
+/// (sqlparser's `recursive-protection`, so do its derived visitors); the gateway's own walks
+/// over the tree, its clones and drops run on the worker threads' stacks (16 MiB, `main.rs`),
+/// which hold a tree this deep many times over (`route::depth_tests`).
+pub const RECURSION_LIMIT: usize = 1500;
+
 /// Parses `stmt` (one canonical statement, module `lex`) as `Parser::parse_sql` with the MySQL
-/// dialect does, after the token changes of the module docs.
+/// dialect does, after the token changes of the module docs, nesting at most
+/// [`RECURSION_LIMIT`] deep.
 ///
 /// Errors: the parser's, as `parse_sql` gives them (the tokenizer's included).
 pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
@@ -93,6 +107,7 @@ pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
         .with_unescape(true)
         .tokenize_with_location()?;
     Parser::new(&MySqlDialect {})
+        .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(normalize(tokens))
         .parse_statements()
 }
@@ -204,6 +219,18 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
             continue;
         }
+        // `COMMENT "text"` (a column's, key's or table's): the string it is (the canonical form
+        // has no double-quoted names).
+        if let Some(Token::DoubleQuotedString(text)) = tok(k)
+            && table_ddl
+            && k < query_at
+            && k >= 1
+            && (is(k - 1, "COMMENT")
+                || (k >= 2 && matches!(tok(k - 1), Some(Token::Eq)) && is(k - 2, "COMMENT")))
+        {
+            change[k] = Some(vec![Token::SingleQuotedString(text.clone())]);
+            continue;
+        }
         let Some(w) = word(k) else { continue };
         if qualified(k) {
             continue;
@@ -282,6 +309,42 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 {
                     change[close - 2] = Some(Vec::new());
                     change[close - 1] = Some(Vec::new());
+                }
+            }
+            // `CHAR[(n)] CHARSET cs` (a type's character set): `CHARACTER SET cs`.
+            "CHARSET"
+                if k >= 1
+                    && word(k + 1).is_some()
+                    && (word(k - 1).is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str()))
+                        || (k >= 4
+                            && matches!(tok(k - 1), Some(Token::RParen))
+                            && matches!(tok(k - 3), Some(Token::LParen))
+                            && word(k - 4)
+                                .is_some_and(|p| CHARACTER_TYPES.contains(&p.as_str())))) =>
+            {
+                change[k] = Some(vec![
+                    Token::make_keyword("CHARACTER"),
+                    Token::make_keyword("SET"),
+                ]);
+            }
+            // `CAST(x AS type CHARACTER SET cs)`, which the parser reads only in CONVERT: the
+            // `CONVERT(x, type CHARACTER SET cs)` it means.
+            "CAST" if matches!(tok(k + 1), Some(Token::LParen)) => {
+                let Some(close) = (k + 2..sig.len())
+                    .find(|&j| depth[j] == depth[k] && matches!(tok(j), Some(Token::RParen)))
+                else {
+                    continue;
+                };
+                let inside = |j: &usize| depth[*j] == depth[k] + 1;
+                let Some(as_at) = (k + 2..close).filter(inside).find(|&j| is(j, "AS")) else {
+                    continue;
+                };
+                let charset = (as_at + 1..close)
+                    .filter(inside)
+                    .any(|j| is(j, "CHARSET") || (is(j, "CHARACTER") && is(j + 1, "SET")));
+                if charset {
+                    change[k] = Some(vec![Token::make_keyword("CONVERT")]);
+                    change[as_at] = Some(vec![Token::Comma]);
                 }
             }
             // `MATCH a, b AGAINST (...)` (columns without parentheses) → `MATCH (a, b) ...`.

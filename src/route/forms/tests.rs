@@ -491,3 +491,39 @@ fn clause_forms_leave_names_alone() {
         "INSERT INTO t1 SELECT a FROM t2 ON DUPLICATE KEY UPDATE a = 2"
     );
 }
+
+/// `CAST(x AS CHAR CHARACTER SET cs)` (which the parser does not read in CAST) reads as the
+/// `CONVERT(x, CHAR CHARACTER SET cs)` it means; `CHARSET` after a character type is
+/// `CHARACTER SET` (mysqldump of a CHECK constraint, mysql-test `ctype_utf32_not_embedded`).
+#[test]
+fn a_cast_to_a_character_set_reads_as_convert() {
+    same(
+        "SELECT CAST('a' AS CHAR CHARACTER SET binary)",
+        "SELECT CONVERT('a', CHAR CHARACTER SET binary)",
+    );
+    same(
+        "SELECT CAST(reverse('a') AS char charset binary), CAST(1 AS CHAR(3) CHARSET latin1)",
+        "SELECT CONVERT(reverse('a'), char CHARACTER SET binary), CONVERT(1, CHAR(3) CHARACTER SET latin1)",
+    );
+    same(
+        "SELECT CONVERT('a', CHAR CHARSET binary)",
+        "SELECT CONVERT('a', CHAR CHARACTER SET binary)",
+    );
+    same(
+        "CREATE TABLE t (a CHAR(8), b CHAR(8) CHECK (b = CAST(a AS CHAR CHARSET binary)))",
+        "CREATE TABLE t (a CHAR(8), b CHAR(8) CHECK (b = CONVERT(a, CHAR CHARACTER SET binary)))",
+    );
+}
+
+/// A double-quoted COMMENT of a column or table is its string (mysql-test `ctype_recoding`).
+#[test]
+fn a_double_quoted_comment_is_a_string() {
+    same(
+        r#"CREATE TABLE t (a CHAR(32) NOT NULL COMMENT "c 'x'") COMMENT "t""#,
+        "CREATE TABLE t (a CHAR(32) NOT NULL COMMENT 'c ''x''') COMMENT 't'",
+    );
+    same(
+        r#"ALTER TABLE t MODIFY a INT COMMENT "c""#,
+        "ALTER TABLE t MODIFY a INT COMMENT 'c'",
+    );
+}

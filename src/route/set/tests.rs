@@ -130,6 +130,11 @@ fn a_client_charset_is_judged_only_by_its_name() {
 fn names_and_transactions() {
     assert!(set_("SET NAMES utf8mb4 COLLATE utf8mb4_bin").is_ok());
     assert!(set_("SET CHARACTER SET 'latin1'").is_ok());
+    // Plain comments read as white space (mysql-test's ctype_utf8_uca).
+    assert!(set_("SET NAMES utf8mb3 COLLATE utf8mb3_unicode_ci /*Unicode-4.0 folding*/").is_ok());
+    assert!(set_("SET /* c */ NAMES /* c */ latin1").is_ok());
+    assert!(set_("SET /* c */ GLOBAL x = 1").is_err());
+    assert!(set_("SET NAMES latin1 /* unterminated").is_err());
     assert!(set_("SET NAMES utf8, GLOBAL x = 1").is_err());
     // More assignments after NAMES, in the order written.
     let Ok(Local::Set { autocommit, items }) =

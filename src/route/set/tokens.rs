@@ -2,7 +2,8 @@
 
 use crate::route::RouteError;
 
-/// A token of a SET statement's canonical text (no comments left): its kind and byte range.
+/// A token of a SET statement's canonical text: its kind and byte range. The plain `/* ... */`
+/// comments the canonical form keeps are skipped like white space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Tok {
     /// A name, keyword or number (letters, digits, `_`, `$`).
@@ -35,6 +36,15 @@ pub(super) fn tokenize(s: &str) -> Result<Vec<(Tok, usize, usize)>, RouteError> 
         let kind = match c {
             c if c.is_ascii_whitespace() => {
                 i += 1;
+                continue;
+            }
+            // A plain comment (the canonical form keeps no other kind): it ends at the first
+            // `*/`, as for MariaDB.
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = s[i + 2..].find("*/").ok_or_else(|| {
+                    RouteError::syntax(format!("unterminated comment in SET at byte {start}"))
+                })?;
+                i += 2 + end + 2;
                 continue;
             }
             b'\'' | b'"' | b'`' => {

@@ -8,8 +8,9 @@ use crate::frontend::wire::lenenc;
 /// A statement sent in the client's character set `client` (not UTF-8) as the UTF-8 text the
 /// gateway parses and the backends (always utf8mb4) get: decoded whole first, so a multibyte
 /// character whose second byte is `\` or a quote (GBK's 0xBF5C) stays one character and can
-/// hide no quote; then each `_binary'...'` literal is written as `X'...'` holding its bytes in
-/// the client's character set, as the server would have stored them.
+/// hide no quote; then each `_binary'...'` literal is written as `X'...'`, and each literal of
+/// another character set (`_koi8r'...'`) as `_koi8r X'...'`, holding its bytes in the client's
+/// character set, as the server would have read them.
 ///
 /// Errors: 1300 `Invalid <charset> character string: '<hex>'` (MySQL's
 /// `ER_INVALID_CHARACTER_STRING`) for bytes that are not characters of `client`.
@@ -32,6 +33,14 @@ pub(super) fn decode_statement(
         && SINGLE_BYTE.contains(&client.name)
     {
         true => crate::sqltext::utf8_literals_as_sent(&text, backslash_escapes, &|b| {
+            client.encode_bytes(b).into_owned()
+        })
+        .map_or(text, std::borrow::Cow::Owned),
+        false => text,
+    };
+    // `_koi8r'...'` and the other introducers: the bytes as sent, in hex.
+    let text = match text.contains('_') {
+        true => crate::sqltext::charset_literals_as_hex(&text, backslash_escapes, &|b| {
             client.encode_bytes(b).into_owned()
         })
         .map_or(text, std::borrow::Cow::Owned),

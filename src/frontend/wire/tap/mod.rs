@@ -123,6 +123,8 @@ struct Pending {
     charsets: crate::charset::ClientCharsets,
     /// The collation id of the client's handshake response, until the session takes it.
     handshake_charset: Option<u16>,
+    /// The collation id of the client's last handshake response (or COM_CHANGE_USER), kept.
+    handshake_collation: Option<u16>,
     /// Classic EOF framing (the manager port, as Mycat's): the greeting goes out without
     /// `CLIENT_DEPRECATE_EOF`, and the reader clears it from the client's handshake response.
     classic_eof: bool,
@@ -231,7 +233,13 @@ impl ErrorSlot {
     pub fn set_handshake_charset(&self, id: u16) {
         let mut p = self.lock();
         p.handshake_charset = Some(id);
+        p.handshake_collation = Some(id);
         p.charsets = crate::charset::ClientCharsets::from_handshake(id);
+    }
+
+    /// The collation id of the client's last handshake response, if it sent one.
+    pub fn handshake_collation(&self) -> Option<u16> {
+        self.lock().handshake_collation
     }
 
     /// The handshake's collation id, once (the session takes it on its first command).
