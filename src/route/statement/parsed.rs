@@ -84,8 +84,9 @@ fn parsed_statement(
     tables: &mut Vec<String>,
 ) -> Result<Routed, RouteError> {
     let schema = view.schema;
-    let mut statements =
-        crate::route::forms::parse(stmt).map_err(|e| RouteError::syntax(e.to_string()))?;
+    let mut statements = crate::route::forms::parse(stmt).map_err(|e| {
+        admit::unread_refusal(stmt).unwrap_or_else(|| RouteError::syntax(e.to_string()))
+    })?;
     if statements.len() != 1 {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
