@@ -235,3 +235,29 @@ async fn kept_state_survives_two_phase_transactions() {
         "the temporary tables went with the XA transaction"
     );
 }
+
+/// A session that reads its status counters (`SHOW [SESSION] STATUS`) keeps its connection
+/// from then on, so later readings count its own statements (mysql-test `win_i_s`:
+/// `Feature_window_functions` after each query with a window function), whatever other
+/// clients do meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_counters_count_the_sessions_statements_once_read() {
+    let f = Fixture::start("affst", affinity_schema()).await;
+    let mut c = aff_client(&f, "AFF").await;
+    let first = window_count(&mut c).await;
+    for n in 1..=3 {
+        churn(&f).await;
+        let _: Vec<(i64, i64)> = c.query("SELECT 1, RANK() OVER (ORDER BY 1)").await.unwrap();
+        churn(&f).await;
+        assert_eq!(window_count(&mut c).await, first + n);
+    }
+}
+
+/// The session's `Feature_window_functions` as `SHOW STATUS` answers it.
+async fn window_count(c: &mut mysql_async::Conn) -> i64 {
+    let row: Option<(String, i64)> = c
+        .query_first("SHOW STATUS LIKE 'Feature_window_functions'")
+        .await
+        .unwrap();
+    row.unwrap().1
+}

@@ -328,6 +328,26 @@ async fn a_failed_statement_s_error_is_in_show_warnings_and_show_errors() {
     .await;
 }
 
+/// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
+/// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
+/// HASH (a) /* Test of comment */ PARTITIONS 2 */`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_inside_a_version_comment_is_read_as_mariadb_reads_it() {
+    same_answers(
+        "mtavcomment",
+        &[
+            "SELECT 1 /*!40101 , 2 /* x */ , 3 */",
+            "SELECT 1 /*!40101 + /* x /* y */ 2 */ AS s",
+            "SELECT 1 /*!40101 , 2 /*/ , 3 */ , 4 */",
+            "CREATE TABLE tvc (a INT) /*!50100 PARTITION BY HASH (a) /* Test of comment */ PARTITIONS 2 */",
+            "INSERT INTO tvc VALUES (1), (2), (3)",
+            "SELECT a FROM tvc PARTITION (p1) ORDER BY a",
+            "DROP TABLE tvc",
+        ],
+    )
+    .await;
+}
+
 /// `_koi8r'...'` (any introducer of another character set) from a latin1 client holds the
 /// bytes the client sent, read as koi8r, whatever the connection's character set (mysql-test
 /// `ctype_recoding`: through the gateway the literal reached the utf8mb4 backend as UTF-8
@@ -490,4 +510,49 @@ async fn a_database_name_outside_the_bmp_is_an_invalid_string() {
     assert_eq!(a, b);
     let one: Option<u8> = gw.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
+}
+
+/// `DESC` / `DESCRIBE` of a statement is MariaDB's EXPLAIN of it (mysql-test `key_primary`:
+/// `describe select * from t1 where t1="ABC"`): the gateway answers it as its EXPLAIN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_of_a_statement_is_its_explain() {
+    let f = Fixture::start("mtadesc", schema()).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    gw.query_drop("CREATE TABLE tdesc (t1 CHAR(3) PRIMARY KEY)")
+        .await
+        .unwrap();
+    for (desc, explain) in [
+        (
+            "describe select * from tdesc where t1=\"ABC\"",
+            "EXPLAIN select * from tdesc where t1=\"ABC\"",
+        ),
+        (
+            "DESC SELECT t1 FROM tdesc WHERE t1 LIKE 'A%'",
+            "EXPLAIN SELECT t1 FROM tdesc WHERE t1 LIKE 'A%'",
+        ),
+        (
+            "DESC DELETE FROM tdesc WHERE t1 = 'x'",
+            "EXPLAIN DELETE FROM tdesc WHERE t1 = 'x'",
+        ),
+        (
+            "DESCRIBE EXTENDED SELECT * FROM tdesc",
+            "EXPLAIN EXTENDED SELECT * FROM tdesc",
+        ),
+    ] {
+        let (a, ma) = answer(&mut gw, desc).await;
+        let (b, mb) = answer(&mut gw, explain).await;
+        assert_eq!(a, b, "{desc}\n{ma}\n{mb}");
+        assert!(matches!(a, Answer::Result { .. }), "{desc}: {a:?} {ma}");
+    }
+    // A table's columns are still DESC's first meaning.
+    let (a, m) = answer(&mut gw, "DESC tdesc").await;
+    let (b, _) = answer(&mut gw, "SHOW COLUMNS FROM tdesc").await;
+    assert!(matches!(a, Answer::Result { .. }), "{m}");
+    assert_eq!(
+        matches!(a, Answer::Result { ref rows, .. } if rows.len() == 1),
+        matches!(b, Answer::Result { ref rows, .. } if rows.len() == 1)
+    );
+    gw.query_drop("DROP TABLE tdesc").await.unwrap();
 }

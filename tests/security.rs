@@ -1786,3 +1786,87 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
     assert_eq!(before, backend().await);
     gateway_account_intact().await;
 }
+
+/// Statements of refused kinds that the parser cannot read (issue 18: `BACKUP STAGE`, `FLUSH
+/// TABLE t`, `CHECK TABLE .. EXTENDED`, `CHANGE MASTER`, client XA, `SELECT .. INTO OUTFILE ..
+/// FIELDS`, ...) get the gateway's own refusal — 1227 where the server asks a privilege, 1064
+/// naming the kind otherwise — and run nothing; and a plain comment inside a version comment,
+/// now read as MariaDB reads it, hides nothing from the checks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_kinds_the_parser_cannot_read_get_the_gateway_refusal_and_run_nothing() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("sec11").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+    let mut app = login(&f, "app", Some("PUB")).await;
+    for (sql, code) in [
+        ("BACKUP STAGE START", 1227),
+        ("FLUSH TABLE pub", 1227),
+        ("FLUSH TABLES secret FOR EXPORT", 1227),
+        ("CHANGE MASTER TO MASTER_HOST='h1', MASTER_USER='u1'", 1227),
+        ("RENAME DATABASE t_sec_victim TO t_sec_gone", 1064),
+        (
+            "ALTER DATABASE t_sec_victim UPGRADE DATA DIRECTORY NAME",
+            1227,
+        ),
+        ("CHECK TABLE secret EXTENDED", 1064),
+        ("ALTER TABLE pub ANALYZE PARTITION p0", 1064),
+        ("XA START 'x1', 'b1'", 1064),
+        ("XA RECOVER", 1227),
+        (
+            "SELECT v INTO OUTFILE '/tmp/t_sec_outfile.txt' FIELDS TERMINATED BY ',' FROM t_sec_victim.vt",
+            1227,
+        ),
+        (
+            "CREATE DEFINER=root@localhost VIEW vv AS SELECT * FROM t_sec_victim.vt WITH CHECK OPTION FOO",
+            1227,
+        ),
+    ] {
+        let (got, _, message) = common::refused(&mut app, sql).await;
+        assert_eq!(got, code, "{sql}: {message}");
+        assert!(message.contains("gateway"), "{sql}: {message}");
+    }
+    // Plain comments inside version comments: the body is checked as MariaDB runs it.
+    for (user, sql) in [
+        (
+            "app",
+            "SELECT v FROM pub /*!40101 /* x */ UNION SELECT v FROM t_sec_victim.vt */",
+        ),
+        (
+            "app",
+            "SELECT v FROM pub /*!40101 /* */ */ UNION SELECT v FROM t_sec_victim.vt",
+        ),
+        (
+            "app",
+            "SELECT v FROM pub /*!40101 /*! */ UNION SELECT v FROM t_sec_victim.vt */",
+        ),
+        (
+            "app",
+            "SELECT v FROM pub /*!40101 /* ; */ ; DELETE FROM pub */",
+        ),
+        (
+            "app",
+            "SELECT v FROM pub /*!40101 /*/ */ UNION SELECT v FROM t_sec_victim.vt */",
+        ),
+        (
+            "priv",
+            "SELECT v FROM pub /*!40101 /* a */ UNION SELECT v FROM secret */",
+        ),
+        (
+            "priv",
+            "SELECT v FROM pub /*!40101 /* a */ WHERE id IN (SELECT id FROM secret) */",
+        ),
+    ] {
+        let mut c = login(&f, user, Some("PUB")).await;
+        seen.extend(attempt(&mut c, sql).await);
+        common::refused(&mut c, sql).await;
+    }
+    // Within the schema the same form runs as MariaDB runs it.
+    let rows: Vec<String> = app
+        .query("SELECT v FROM pub WHERE id = 1 /*!40101 /* a */ UNION SELECT v FROM pub WHERE id = 2 */")
+        .await
+        .unwrap();
+    assert_eq!(rows, ["a", "b"]);
+    assert!(!std::path::Path::new("/tmp/t_sec_outfile.txt").exists());
+    nothing_leaked_or_changed(&seen, before).await;
+}

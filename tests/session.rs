@@ -439,3 +439,35 @@ async fn a_client_charset_from_a_user_variable_is_checked_once_evaluated() {
     );
     assert_eq!(code, 1115, "{msg}");
 }
+
+/// A user variable holding a geometry or a binary string is replayed as what it was on the
+/// other connections the session takes (mysql-test `gis-precise`: `SET @geom = ..` then
+/// `ST_BUFFER(@geom, 1)` got 4079 "Illegal parameter data type longblob").
+#[tokio::test]
+async fn geometry_and_binary_user_variables_keep_their_type_on_every_connection() {
+    let f = Fixture::start("sessgeo", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (5000001, 'b'), (10000001, 'c')",
+    )
+    .await
+    .unwrap();
+    c.query_drop("SET @g = ST_GeomFromText('POLYGON((0 0, 1 1, 1 0, 0 0))', 4326), @b = X'FF00C3'")
+        .await
+        .unwrap();
+    // Every node of a multi-node read: the other nodes' connections get the replayed state.
+    let rows: Vec<(i64, String, i64, String, String)> = c
+        .query(
+            "SELECT id, ST_AsText(@g), ST_SRID(@g), HEX(@b), ST_AsText(ST_Buffer(@g, 0)) \
+             FROM travelrecord ORDER BY id",
+        )
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 3);
+    for (_, text, srid, hex, buffer) in &rows {
+        assert_eq!(text, "POLYGON((0 0,1 1,1 0,0 0))", "{rows:?}");
+        assert_eq!(*srid, 4326, "{rows:?}");
+        assert_eq!(hex, "FF00C3", "{rows:?}");
+        assert!(buffer.starts_with("POLYGON"), "{rows:?}");
+    }
+}

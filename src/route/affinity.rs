@@ -1,6 +1,7 @@
 //! Which statements leave state in their backend connection that later statements of the
 //! session read, so that the session must keep that connection (session affinity, frontend
-//! `session`): temporary tables, user variables assigned inside a statement, named locks.
+//! `session`): temporary tables, user variables assigned inside a statement, named locks, the
+//! session's status counters once it reads them.
 
 use sqlparser::tokenizer::Token;
 
@@ -8,6 +9,9 @@ use sqlparser::tokenizer::Token;
 /// statements, named for logs; `None` when nothing of the kind. Read on the tokens, so words
 /// inside strings and comments do not count; erring towards `Some` only costs pooling.
 pub fn session_state(sql: &str) -> Option<&'static str> {
+    if session_status(sql) {
+        return Some("the session's status counters (SHOW STATUS)");
+    }
     if !sql.contains(":=")
         && !crate::sqltext::contains_ignore_ascii_case(sql, "TEMPORARY")
         && !crate::sqltext::contains_ignore_ascii_case(sql, "GET_LOCK")
@@ -41,6 +45,22 @@ pub fn session_state(sql: &str) -> Option<&'static str> {
     None
 }
 
+/// `SHOW [SESSION | LOCAL] STATUS ...`: the counters of the connection it runs on, which count
+/// the session's statements only while the session keeps that connection (win_i_s's
+/// `Feature_window_functions` after a window function). `SHOW GLOBAL STATUS` is not the
+/// session's.
+fn session_status(sql: &str) -> bool {
+    let mut words = sql.split_whitespace().map(str::to_ascii_uppercase);
+    if words.next().as_deref() != Some("SHOW") {
+        return false;
+    }
+    match words.next().as_deref() {
+        Some("STATUS") => true,
+        Some("SESSION" | "LOCAL") => words.next().as_deref() == Some("STATUS"),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::session_state;
@@ -52,6 +72,10 @@ mod tests {
             Some("a temporary table")
         );
         assert!(session_state("SELECT @x := 5").is_some());
+        assert!(session_state("show status like '%window%'").is_some());
+        assert!(session_state("SHOW SESSION STATUS").is_some());
+        assert!(session_state("SHOW GLOBAL STATUS LIKE 'x'").is_none());
+        assert!(session_state("SHOW VARIABLES LIKE 'status'").is_none());
         assert!(session_state("select get_lock('a', 0)").is_some());
         assert!(session_state("SELECT nextval(s)").is_some());
         assert!(session_state("INSERT INTO t VALUES (NEXT VALUE FOR s)").is_some());

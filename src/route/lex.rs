@@ -51,7 +51,7 @@ fn refuse(message: String) -> RouteError {
 /// The canonical form of `sql` under `mode` (module docs).
 ///
 /// Errors: 1064 for an unterminated string, name or comment, a NUL byte outside a string, or a
-/// comment opened inside a version comment; 1235 for a version comment whose fate depends on
+/// version comment opened inside a version comment; 1235 for a version comment whose fate depends on
 /// the backend's version or a MariaDB-only one, and under `NO_BACKSLASH_ESCAPES` for a string
 /// holding a backslash. Each message names what it refuses.
 ///
@@ -168,15 +168,22 @@ fn lex(sql: &str, mode: SqlMode) -> Result<Canonical<'_>, RouteError> {
                 continue;
             }
             b'/' if b.get(i + 1) == Some(&b'*') => {
-                if let Some(open) = in_version {
-                    return Err(RouteError::syntax(format!(
-                        "a comment inside a version comment is not supported: {}",
-                        excerpt(sql, open)
-                    )));
-                }
                 let mariadb_only =
                     matches!(b.get(i + 2), Some(b'M' | b'm')) && b.get(i + 3) == Some(&b'!');
                 let executable = b.get(i + 2) == Some(&b'!') || mariadb_only;
+                // Inside a version comment MariaDB reads a plain comment as it does outside
+                // one (to its first `*/`, `sql_lex.cc`, `consume_comment`), and then goes on
+                // in the version comment, whose own `*/` comes later: handled below as outside.
+                // A version comment inside a version comment is refused (MariaDB's reading of
+                // it differs between versions).
+                if let Some(open) = in_version
+                    && executable
+                {
+                    return Err(RouteError::syntax(format!(
+                        "a version comment inside a version comment is not supported: {}",
+                        excerpt(sql, open)
+                    )));
+                }
                 if !executable {
                     let end = find(b, i + 2, b"*/").ok_or_else(|| unterminated("comment", i))?;
                     if b.get(i + 2) != Some(&b'+') {
@@ -348,14 +355,20 @@ pub fn split_statements(s: &str, mode: SqlMode) -> Vec<&str> {
                 i += 2;
                 continue;
             }
-            b'/' if b.get(i + 1) == Some(&b'*') && !in_version => {
+            b'/' if b.get(i + 1) == Some(&b'*') => {
                 let executable = b.get(i + 2) == Some(&b'!')
                     || (matches!(b.get(i + 2), Some(b'M' | b'm')) && b.get(i + 3) == Some(&b'!'));
-                if executable {
+                if executable && !in_version {
                     in_version = true;
                     i += 3;
                     continue;
                 }
+                if executable {
+                    // A version comment inside one: [`canonical`] refuses it.
+                    i += 3;
+                    continue;
+                }
+                // A plain comment, inside a version comment too, ends at its first `*/`.
                 match find(b, i + 2, b"*/") {
                     Some(end) => i = end + 2,
                     None => i = b.len(),
@@ -453,6 +466,24 @@ mod tests {
             canon("SELECT 1 /*!40101 , '*/' */", d),
             "SELECT 1   , '*/'  "
         );
+        // A plain comment inside a version comment ends at its first `*/` (MariaDB's
+        // `consume_comment`); the version comment goes on to its own `*/`.
+        assert_eq!(
+            canon("SELECT 1 /*! + /* x */ 1 */", d),
+            "SELECT 1   + /* x */ 1  "
+        );
+        assert_eq!(
+            canon("SELECT 1 /*!40101 , 2 /* x /* y */ , 3 */, 4", d),
+            "SELECT 1   , 2 /* x /* y */ , 3  , 4"
+        );
+        assert_eq!(
+            canon("SELECT 1 /*!40101 , 2 /*/ , 3 */ , 4 */", d),
+            "SELECT 1   , 2 /*/ , 3 */ , 4  "
+        );
+        assert_eq!(
+            canon("SELECT 1 /*!40101 + /*+ hint */ 1 */", d),
+            "SELECT 1   +   1  "
+        );
     }
 
     #[test]
@@ -474,7 +505,11 @@ mod tests {
             "SELECT 1 AS `\u{a0}` FROM t HAVING 1 --\u{a0}UNION SELECT 2",
             "SELECT\u{3000}1",
             "SELECT 1 --\u{2028}x",
-            "SELECT 1 /*! + /* x */ 1 */",
+            "SELECT 1 /*! + /*! x */ 1 */",
+            "SELECT 1 /*! + /*!40101 x */ 1 */",
+            "SELECT 1 /*! + /*M!100100 x */ 1 */",
+            "SELECT 1 /*! + /* x */ 1",
+            "SELECT 1 /*! + /* x 1 */",
             "SELECT 1 /* open",
             "SELECT 'open",
             "SELECT 1 /*! + 1",
@@ -541,6 +576,11 @@ mod tests {
         assert_eq!(
             split_statements("SELECT 1 /*!40101 ; DELETE FROM t */", d),
             ["SELECT 1 /*!40101 ", " DELETE FROM t */"]
+        );
+        // A plain comment inside a version comment hides its `;` and `*/` as MariaDB's does.
+        assert_eq!(
+            split_statements("SELECT 1 /*!40101 /* ; */ , 2 */; SELECT 3", d),
+            ["SELECT 1 /*!40101 /* ; */ , 2 */", " SELECT 3"]
         );
         assert_eq!(split_statements("SELECT 1; -- end", d), ["SELECT 1"]);
         assert_eq!(

@@ -20,6 +20,30 @@ fn replay_literal(text: &str) -> String {
     format!("CONVERT(X'{hex}' USING utf8mb4)")
 }
 
+/// The collation id of the `binary` character set: a value in it is bytes, not text.
+const BINARY_COLLATION: u16 = 63;
+
+/// `X'<hex>'`: a binary string holding `bytes`, as MariaDB reads it in any `sql_mode`.
+fn hex_literal(bytes: &[u8]) -> String {
+    let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+    format!("X'{hex}'")
+}
+
+/// A geometry value as the server's text protocol sends it (its internal form: a 4-byte
+/// little-endian SRID, then the WKB) written as an expression that makes the same geometry
+/// again, `ST_GeomFromWKB(X'<wkb>', srid)`: replayed as a binary string, it would be a BLOB,
+/// which the spatial functions refuse (4079). Bytes too short to be one are a binary string.
+fn geometry_literal(bytes: &[u8]) -> String {
+    match bytes.split_first_chunk::<4>() {
+        Some((srid, wkb)) if !wkb.is_empty() => format!(
+            "ST_GeomFromWKB({}, {})",
+            hex_literal(wkb),
+            u32::from_le_bytes(*srid)
+        ),
+        _ => hex_literal(bytes),
+    }
+}
+
 impl Session {
     /// The statements that put a fresh backend connection in the session's state.
     pub(super) fn state_statements(items: &[SessionSet]) -> Vec<String> {
@@ -532,9 +556,17 @@ async fn read_value(conn: &mut dyn BackendConn, read: &str) -> Option<String> {
                 | crate::backend::ColumnType::MYSQL_TYPE_DOUBLE
         )
     });
+    let geometry = columns
+        .first()
+        .is_some_and(|c| c.column_type == crate::backend::ColumnType::MYSQL_TYPE_GEOMETRY);
+    let binary = columns
+        .first()
+        .is_some_and(|c| c.charset == BINARY_COLLATION);
     while rows.next().await.is_some() {}
     match row {
         Some(Ok(r)) => Some(match r.into_iter().next() {
+            Some(crate::backend::Value::Bytes(b)) if geometry => geometry_literal(&b),
+            Some(crate::backend::Value::Bytes(b)) if binary && !numeric => hex_literal(&b),
             Some(crate::backend::Value::Bytes(b)) => {
                 let text = String::from_utf8_lossy(&b).into_owned();
                 if numeric { text } else { replay_literal(&text) }
@@ -543,5 +575,20 @@ async fn read_value(conn: &mut dyn BackendConn, read: &str) -> Option<String> {
             Some(other) => replay_literal(&other.to_text().unwrap_or_default()),
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod replay_tests {
+    use super::{geometry_literal, hex_literal};
+
+    #[test]
+    fn binary_and_geometry_values_replay_as_what_they_were() {
+        assert_eq!(hex_literal(&[0xFF, 0x00]), "X'FF00'");
+        // POINT(1 1) with SRID 4326: the SRID's 4 bytes, then the WKB.
+        let mut g = 4326u32.to_le_bytes().to_vec();
+        g.extend_from_slice(&[0x01, 0x01, 0, 0, 0]);
+        assert_eq!(geometry_literal(&g), "ST_GeomFromWKB(X'0101000000', 4326)");
+        assert_eq!(geometry_literal(&[1, 2]), "X'0102'");
     }
 }

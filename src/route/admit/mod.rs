@@ -249,6 +249,11 @@ fn check_foreign_keys(
 /// The refusal of a statement kind outside the allow-list: 1227 for what manages accounts,
 /// databases, the server or stored programs, or runs SQL from a string; 1064 for the rest.
 fn refusal(s: &Statement) -> RouteError {
+    kind_refusal(&kind_words(s))
+}
+
+/// [`refusal`] of a statement kind named by `what` (its first words).
+fn kind_refusal(what: &str) -> RouteError {
     const PRIVILEGED: &[&str] = &[
         "GRANT",
         "REVOKE",
@@ -285,15 +290,14 @@ fn refusal(s: &Statement) -> RouteError {
         "START",
         "STOP",
     ];
-    let what = kind_words(s);
     let upper = what.to_ascii_uppercase();
     if upper
         .split(|c: char| !c.is_ascii_alphabetic())
         .any(|w| PRIVILEGED.contains(&w))
     {
-        denied(&what)
+        denied(what)
     } else {
-        unsupported(&what)
+        unsupported(what)
     }
 }
 
@@ -356,4 +360,140 @@ fn check_table_options(text: &str) -> Result<(), RouteError> {
         }
     }
     Ok(())
+}
+
+/// The refusal of a statement the parser cannot read whose kind the allow-list refuses anyway
+/// (module docs), so that the client sees the gateway's own refusal rather than the parser's
+/// 1064: `BACKUP STAGE`, `FLUSH` in the forms the parser does not know (`FLUSH TABLE t`),
+/// `CHANGE MASTER`, `RENAME DATABASE`, table maintenance (`CHECK TABLE ... EXTENDED`,
+/// `ALTER TABLE .. ANALYZE PARTITION`), client-issued `XA`, and `SELECT ... INTO OUTFILE |
+/// DUMPFILE` with the clauses the parser does not read.
+///
+/// `text` is the canonical statement (module `lex`). This only ever chooses the wording of a
+/// refusal: a statement the parser cannot read is refused whatever this answers (`None`: the
+/// parser's own error stands), so nothing here can let a statement through.
+///
+/// Errors (the value returned): 1227 for what needs a privilege on the server (`BACKUP`,
+/// `FLUSH`, replication, databases, files); 1064 naming the statement kind otherwise.
+pub fn unread_refusal(text: &str) -> Option<RouteError> {
+    let toks = super::rewrite::tokens(text)?;
+    // The statement's unquoted words, upper-cased.
+    let words: Vec<String> = toks
+        .iter()
+        .filter_map(|(t, _, _)| match t {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        })
+        .collect();
+    // Its first three words, when it starts with a word (`(SELECT ...)` does not).
+    let lead: Vec<&str> = match toks.first() {
+        Some((Token::Word(w), _, _)) if w.quote_style.is_none() => {
+            words.iter().take(3).map(String::as_str).collect()
+        }
+        _ => Vec::new(),
+    };
+    match lead.as_slice() {
+        ["BACKUP", ..] => return Some(denied("BACKUP")),
+        ["FLUSH", ..] => return Some(denied("FLUSH")),
+        ["CHANGE", "MASTER" | "REPLICATION", ..] => return Some(denied("CHANGE MASTER")),
+        ["RENAME", "DATABASE" | "SCHEMA", ..] => return Some(unsupported("RENAME DATABASE")),
+        ["ALTER", "DATABASE" | "SCHEMA", ..] => return Some(denied("ALTER DATABASE")),
+        // The gateway runs XA itself (README "Atomic multi-node commits"); a client's XA
+        // transactions are not forwarded, and XA RECOVER would list the gateway's own.
+        ["XA", "RECOVER", ..] => return Some(denied("XA RECOVER")),
+        ["XA", ..] => return Some(unsupported("XA")),
+        [
+            w @ ("GRANT" | "REVOKE" | "PREPARE" | "EXECUTE" | "DEALLOCATE" | "HANDLER" | "INSTALL"
+            | "UNINSTALL" | "PURGE" | "SHUTDOWN" | "BINLOG" | "RESET" | "DO"),
+            ..,
+        ] => return Some(kind_refusal(w)),
+        ["LOAD", w @ ("DATA" | "XML" | "INDEX"), ..] => {
+            return Some(kind_refusal(&format!("LOAD {w}")));
+        }
+        ["BEGIN", "NOT", "ATOMIC"] | ["FOR", ..] | ["WHILE" | "LOOP" | "REPEAT" | "IF", ..] => {
+            return Some(unsupported("a compound statement"));
+        }
+        [
+            w @ ("CHECK" | "REPAIR" | "OPTIMIZE" | "ANALYZE" | "CHECKSUM"),
+            "TABLE" | "TABLES",
+            ..,
+        ]
+        | [
+            w @ ("REPAIR" | "OPTIMIZE" | "ANALYZE"),
+            "NO_WRITE_TO_BINLOG" | "LOCAL",
+            "TABLE" | "TABLES",
+        ] => return Some(unsupported(&format!("{w} TABLE"))),
+        [verb @ ("CREATE" | "ALTER" | "DROP"), ..] if object_kind(&toks).is_some() => {
+            let object = object_kind(&toks).unwrap_or_default();
+            return Some(kind_refusal(&format!("{verb} {object}")));
+        }
+        ["ALTER", ..] => {
+            // `ALTER [ONLINE] [IGNORE] TABLE t ... ANALYZE | CHECK | OPTIMIZE | REPAIR
+            // PARTITION`: table maintenance, refused as `ANALYZE TABLE` is.
+            let is_table = words.iter().take(4).any(|w| w == "TABLE");
+            if is_table
+                && let Some(pair) = words.windows(2).find(|p| {
+                    matches!(p[0].as_str(), "ANALYZE" | "CHECK" | "OPTIMIZE" | "REPAIR")
+                        && p[1] == "PARTITION"
+                })
+            {
+                return Some(unsupported(&format!(
+                    "ALTER TABLE ... {} PARTITION",
+                    pair[0]
+                )));
+            }
+        }
+        _ => {}
+    }
+    // `SELECT ... INTO OUTFILE | DUMPFILE` (with `FIELDS` / `LINES` clauses or `CHARACTER SET`,
+    // which the parser does not read): files on the backend's host.
+    let query = matches!(lead.first(), Some(&("SELECT" | "WITH" | "VALUES")))
+        || matches!(toks.first(), Some((Token::LParen, _, _)));
+    if query
+        && words
+            .windows(2)
+            .any(|p| p[0] == "INTO" && matches!(p[1].as_str(), "OUTFILE" | "DUMPFILE"))
+    {
+        return Some(denied("SELECT ... INTO (or TABLE)"));
+    }
+    None
+}
+
+/// The kind of object a CREATE / ALTER / DROP the parser cannot read names, when it is one the
+/// allow-list refuses (`PROCEDURE`, `VIEW`, `DATABASE`, ...): the first such word among the
+/// statement's leading unquoted words that is not a value (after `=`), before any `TABLE`,
+/// `INDEX` or `SEQUENCE` (whose statements are table DDL).
+fn object_kind(toks: &[(Token, std::ops::Range<usize>, usize)]) -> Option<&'static str> {
+    const REFUSED: &[&str] = &[
+        "PROCEDURE",
+        "FUNCTION",
+        "TRIGGER",
+        "EVENT",
+        "VIEW",
+        "USER",
+        "ROLE",
+        "SERVER",
+        "DATABASE",
+        "SCHEMA",
+        "PACKAGE",
+        "TABLESPACE",
+        "LOGFILE",
+    ];
+    let mut after_eq = false;
+    for (t, _, _) in toks.iter().skip(1).take(12) {
+        match t {
+            Token::Word(w) if w.quote_style.is_none() && !after_eq => {
+                let upper = w.value.to_ascii_uppercase();
+                if matches!(upper.as_str(), "TABLE" | "INDEX" | "SEQUENCE") {
+                    return None;
+                }
+                if let Some(k) = REFUSED.iter().find(|k| **k == upper) {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+        after_eq = matches!(t, Token::Eq);
+    }
+    None
 }

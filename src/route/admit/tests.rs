@@ -388,3 +388,94 @@ fn foreign_keys_and_reserved_column_names_are_read_or_refused() {
         assert_eq!(verdict(sql), Ok(Admitted::Ddl), "{sql}");
     }
 }
+
+/// Statements the parser cannot read whose kind the allow-list refuses get the gateway's own
+/// refusal (1227 or 1064 naming the kind), never the parser's error; the others keep it.
+#[test]
+fn unread_statements_of_refused_kinds_get_the_gateway_refusal() {
+    for (sql, refusal, words) in [
+        ("BACKUP STAGE START", Refusal::PrivilegeRequired, "BACKUP"),
+        ("flush table t1", Refusal::PrivilegeRequired, "FLUSH"),
+        (
+            "FLUSH TABLES t1 FOR EXPORT",
+            Refusal::PrivilegeRequired,
+            "FLUSH",
+        ),
+        (
+            "CHANGE MASTER TO MASTER_HOST='h'",
+            Refusal::PrivilegeRequired,
+            "CHANGE MASTER",
+        ),
+        (
+            "rename database a to b",
+            Refusal::Routing,
+            "RENAME DATABASE",
+        ),
+        (
+            "ALTER DATABASE d UPGRADE DATA DIRECTORY NAME",
+            Refusal::PrivilegeRequired,
+            "ALTER DATABASE",
+        ),
+        ("check table t1 extended", Refusal::Routing, "CHECK TABLE"),
+        (
+            "OPTIMIZE NO_WRITE_TO_BINLOG TABLE t1",
+            Refusal::Routing,
+            "OPTIMIZE TABLE",
+        ),
+        (
+            "ALTER TABLE t1 ANALYZE PARTITION p1",
+            Refusal::Routing,
+            "ANALYZE PARTITION",
+        ),
+        ("XA START 'x', 'y'", Refusal::Routing, "XA"),
+        (
+            "XA RECOVER FORMAT='SQL'",
+            Refusal::PrivilegeRequired,
+            "XA RECOVER",
+        ),
+        (
+            "SELECT a INTO OUTFILE '/tmp/x' FIELDS TERMINATED BY ',' FROM t1",
+            Refusal::PrivilegeRequired,
+            "SELECT ... INTO",
+        ),
+        (
+            "(SELECT a FROM t1) INTO DUMPFILE '/tmp/x'",
+            Refusal::PrivilegeRequired,
+            "SELECT ... INTO",
+        ),
+        (
+            "CREATE DEFINER=root@localhost PROCEDURE p() BEGIN SELECT 1; END",
+            Refusal::PrivilegeRequired,
+            "CREATE PROCEDURE",
+        ),
+        (
+            "CREATE OR REPLACE VIEW v AS SELECT 1 x",
+            Refusal::PrivilegeRequired,
+            "CREATE VIEW",
+        ),
+        (
+            "LOAD XML INFILE 'f' INTO TABLE t",
+            Refusal::PrivilegeRequired,
+            "LOAD XML",
+        ),
+        (
+            "BEGIN NOT ATOMIC SELECT 1; END",
+            Refusal::Routing,
+            "compound",
+        ),
+    ] {
+        let e = unread_refusal(sql).unwrap_or_else(|| panic!("{sql}: no refusal"));
+        assert_eq!(e.refusal, refusal, "{sql}: {}", e.message);
+        assert!(e.message.contains(words), "{sql}: {}", e.message);
+        assert!(e.message.contains("gateway"), "{sql}: {}", e.message);
+    }
+    for sql in [
+        "SELECT 1 FROM t WHERE",
+        "CREATE TABLE user (a INT) FOO",
+        "CREATE TABLE t (event INT, view INT) BAR",
+        "SELECT 'INTO OUTFILE' FROM t WHERE",
+        "ALTER TABLE t1 ADD PARTITION p1 BOGUS",
+    ] {
+        assert!(unread_refusal(sql).is_none(), "{sql}");
+    }
+}

@@ -129,7 +129,9 @@ pub(super) fn verbatim(
         // would show what that node's database holds beyond the schema's tables.
         "SHOW" | "DESC" | "DESCRIBE" => return route(r, stmt, view, None),
         _ => {
-            let mut parsed = super::super::forms::parse(stmt).map_err(RouteError::parser)?;
+            let mut parsed = super::super::forms::parse(stmt).map_err(|e| {
+                admit::unread_refusal(stmt).unwrap_or_else(|| RouteError::parser(e))
+            })?;
             if parsed.len() != 1 {
                 return Err(RouteError::syntax(
                     "Multi statements is not supported, use single statement instead",

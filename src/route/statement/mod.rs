@@ -58,6 +58,35 @@ pub use self::show::like;
 /// gateway.
 const SYSTEM_SCHEMAS: &[&str] = &["information_schema", "mysql", "performance_schema", "sys"];
 
+/// `true` when the words of a `DESC` / `DESCRIBE` statement (split at white space, the first
+/// being `DESC` or `DESCRIBE`) are MariaDB's EXPLAIN of a statement (`sql_yacc.yy`, `describe`:
+/// `opt_extended_describe explainable_command`) rather than the columns of a table: a SELECT,
+/// INSERT, REPLACE, UPDATE, DELETE, WITH query or parenthesized query, optionally after
+/// `EXTENDED [ALL]`, `PARTITIONS` or `FORMAT = name`. None of those words can be a table's
+/// name there: the statement words are reserved, and `EXTENDED`, `PARTITIONS` and `FORMAT =`
+/// are taken as such only before a statement.
+fn describes_statement(words: &[&str]) -> bool {
+    let explainable = |w: Option<&&str>| {
+        w.is_some_and(|w| {
+            w.starts_with('(')
+                || ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"]
+                    .iter()
+                    .any(|k| w.eq_ignore_ascii_case(k))
+        })
+    };
+    let upper = |i: usize| words.get(i).map(|w| w.to_ascii_uppercase());
+    match upper(1).as_deref() {
+        Some("EXTENDED" | "PARTITIONS") => {
+            explainable(words.get(2))
+                || (scan::is(words.get(2), "ALL") && explainable(words.get(3)))
+        }
+        Some(w) if w.starts_with("FORMAT") => {
+            w.contains('=') || words.get(2).is_some_and(|n| n.starts_with('='))
+        }
+        _ => explainable(words.get(1)),
+    }
+}
+
 /// Most operator tokens a long statement may carry. Expression trees are as deep as their
 /// operator chains, and the parser's visitors (and drop) walk them recursively: a 100 KB
 /// `id = 1 OR id = 2 OR ...` must get an error, not overflow the stack.
@@ -115,6 +144,12 @@ pub(super) fn route(
         "USE" | "SHOW" | "KILL" | "EXPLAIN" | "DESC" | "DESCRIBE" => scan::words(stmt),
         _ => Vec::new(),
     };
+    // `DESC | DESCRIBE <statement>` is MariaDB's EXPLAIN of that statement: answered as the
+    // same EXPLAIN (the words after the first are kept as written).
+    if matches!(first.as_str(), "DESC" | "DESCRIBE") && describes_statement(&words) {
+        let rest = &stmt.trim_start()[words[0].len()..];
+        return route(r, &format!("EXPLAIN{rest}"), view, cache);
+    }
     // MariaDB's EXPLAIN EXTENDED / FORMAT=JSON and ANALYZE: the backend's plan.
     if matches!(first.as_str(), "EXPLAIN" | "ANALYZE")
         && let Some(at) = backend_explain::modifiers(stmt)

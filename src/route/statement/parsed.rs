@@ -84,7 +84,8 @@ fn parsed_statement(
     tables: &mut Vec<String>,
 ) -> Result<Routed, RouteError> {
     let schema = view.schema;
-    let mut statements = crate::route::forms::parse(stmt).map_err(RouteError::parser)?;
+    let mut statements = crate::route::forms::parse(stmt)
+        .map_err(|e| admit::unread_refusal(stmt).unwrap_or_else(|| RouteError::parser(e)))?;
     if statements.len() != 1 {
         return Err(RouteError::syntax(
             "Multi statements is not supported, use single statement instead",
