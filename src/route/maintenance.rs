@@ -215,13 +215,11 @@ fn options(verb: &str, rest: &[Token]) -> Option<String> {
                 }
             }
         }
-        "CHECKSUM" => {
-            if j < end {
-                let w = word_of(j, &["QUICK", "EXTENDED"])?;
-                out.push(' ');
-                out.push_str(w);
-                j += 1;
-            }
+        "CHECKSUM" if j < end => {
+            let w = word_of(j, &["QUICK", "EXTENDED"])?;
+            out.push(' ');
+            out.push_str(w);
+            j += 1;
         }
         "REPAIR" => {
             while j < end {
