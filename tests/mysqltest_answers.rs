@@ -91,8 +91,28 @@ async fn same_answers(prefix: &str, sequence: &[&str]) {
             Some(sql) => (sql, true),
             None => (*sql, false),
         };
+        // `named: SQL`: a table maintenance statement, whose rows name each table
+        // `database.table`: the plain database's name is the gateway's schema's `MTA`.
+        let (sql, named) = match sql.strip_prefix("named: ") {
+            Some(sql) => (sql, true),
+            None => (sql, false),
+        };
         let (mut a, ma) = answer(&mut plain, sql).await;
         let (mut b, mb) = answer(&mut gw, sql).await;
+        if named && let Answer::Result { rows, .. } = &mut a {
+            let plain_prefix = format!("{plain_db}.");
+            for row in rows.iter_mut() {
+                if let Some(Some(cell)) = row.first_mut()
+                    && let Some(table) = cell.strip_prefix(&plain_prefix)
+                {
+                    *cell = format!("MTA.{table}");
+                }
+                // A message naming the table (`Table 'db.t' doesn't exist`).
+                if let Some(Some(text)) = row.get_mut(3) {
+                    *text = text.replace(&format!("'{plain_prefix}"), "'MTA.");
+                }
+            }
+        }
         if rows_only {
             for x in [&mut a, &mut b] {
                 if let Answer::Result { columns, .. } = x {
@@ -555,4 +575,55 @@ async fn describe_of_a_statement_is_its_explain() {
         matches!(b, Answer::Result { ref rows, .. } if rows.len() == 1)
     );
     gw.query_drop("DROP TABLE tdesc").await.unwrap();
+}
+
+/// Table maintenance (`CHECK`, `CHECKSUM`, `ANALYZE`, `OPTIMIZE`, `REPAIR TABLE`, mysql-test
+/// `check`, `analyze`, `repair`, ...) answers as MariaDB answers, each table named by the
+/// schema the client uses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_maintenance_is_answered_as_mariadb_answers_it() {
+    same_answers(
+        "mtamaint",
+        &[
+            "CREATE TABLE tm (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE = MyISAM",
+            "CREATE TABLE tm2 (a INT, KEY (a)) ENGINE = InnoDB",
+            "INSERT INTO tm VALUES (1, 'x'), (2, 'y'), (3, 'z')",
+            "INSERT INTO tm2 VALUES (1), (2)",
+            "DELETE FROM tm WHERE a = 2",
+            "named: CHECK TABLE tm",
+            "named: check tables tm, `tm2` extended",
+            "named: CHECK TABLE tm FOR UPGRADE QUICK",
+            "named: CHECK TABLE TM CHANGED",
+            "named: CHECK TABLE tm, nosuch MEDIUM",
+            "named: CHECKSUM TABLE tm, tm2",
+            "named: CHECKSUM TABLE tm QUICK",
+            "named: CHECKSUM TABLE tm2 EXTENDED",
+            "named: ANALYZE TABLE tm",
+            "named: ANALYZE NO_WRITE_TO_BINLOG TABLE tm2 PERSISTENT FOR ALL",
+            "named: ANALYZE TABLE tm PERSISTENT FOR COLUMNS (a, b) INDEXES (`PRIMARY`)",
+            "named: ANALYZE LOCAL TABLE tm PERSISTENT FOR COLUMNS () INDEXES ()",
+            "named: OPTIMIZE TABLE tm",
+            "named: OPTIMIZE LOCAL TABLE tm2",
+            "named: REPAIR TABLE tm QUICK",
+            "named: REPAIR NO_WRITE_TO_BINLOG TABLE tm EXTENDED USE_FRM",
+            "named: REPAIR TABLE tm2",
+            "SELECT * FROM tm",
+            // Under LOCK TABLES, and inside a transaction (which CHECK commits first).
+            "LOCK TABLES tm WRITE, tm2 READ",
+            "named: CHECK TABLE tm, tm2",
+            "named: REPAIR TABLE tm",
+            "INSERT INTO tm VALUES (4, 'w')",
+            "INSERT INTO tm2 VALUES (9)",
+            "UNLOCK TABLES",
+            "BEGIN",
+            "INSERT INTO tm2 VALUES (3)",
+            "named: CHECK TABLE tm2",
+            "named: CHECKSUM TABLE tm2",
+            "ROLLBACK",
+            "SELECT * FROM tm2",
+            "SELECT * FROM tm",
+            "DROP TABLE tm, tm2",
+        ],
+    )
+    .await;
 }

@@ -40,6 +40,7 @@ fn extra() -> Extra {
             <schema name="PUB" dml="1111">
                 <table name="secret" dml="0000" />
                 <table name="year_month" dml="0000" />
+                <table name="mt_noins" dml="0111" />
             </schema>
         </privileges>
     </user>
@@ -1788,7 +1789,7 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
 }
 
 /// Statements of refused kinds that the parser cannot read (issue 18: `BACKUP STAGE`, `FLUSH
-/// TABLE t`, `CHECK TABLE .. EXTENDED`, `CHANGE MASTER`, client XA, `SELECT .. INTO OUTFILE ..
+/// TABLE t`, `CHANGE MASTER`, client XA, `SELECT .. INTO OUTFILE ..
 /// FIELDS`, ...) get the gateway's own refusal — 1227 where the server asks a privilege, 1064
 /// naming the kind otherwise — and run nothing; and a plain comment inside a version comment,
 /// now read as MariaDB reads it, hides nothing from the checks.
@@ -1809,7 +1810,6 @@ async fn refused_kinds_the_parser_cannot_read_get_the_gateway_refusal_and_run_no
             "ALTER DATABASE t_sec_victim UPGRADE DATA DIRECTORY NAME",
             1227,
         ),
-        ("CHECK TABLE secret EXTENDED", 1064),
         ("ALTER TABLE pub ANALYZE PARTITION p0", 1064),
         ("XA START 'x1', 'b1'", 1064),
         ("XA RECOVER", 1227),
@@ -1869,4 +1869,125 @@ async fn refused_kinds_the_parser_cannot_read_get_the_gateway_refusal_and_run_no
     assert_eq!(rows, ["a", "b"]);
     assert!(!std::path::Path::new("/tmp/t_sec_outfile.txt").exists());
     nothing_leaked_or_changed(&seen, before).await;
+}
+
+/// A MyISAM table of PUB's database as table maintenance leaves it: when a CHECK last passed
+/// (`CHECK_TIME`), the space deleted rows left (`DATA_FREE`, emptied by an OPTIMIZE or a
+/// REPAIR), and its rows of `mysql.table_stats` (written by `ANALYZE .. PERSISTENT FOR ALL`).
+async fn maintained(table: &str) -> (Option<String>, u64, i64) {
+    let mut a = primary(None).await;
+    let (check, free): (Option<String>, u64) = a
+        .query_first(format!(
+            "SELECT CAST(CHECK_TIME AS CHAR), DATA_FREE FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = '{PUB_DB}' AND TABLE_NAME = '{table}'"
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let stats: i64 = a
+        .query_first(format!(
+            "SELECT COUNT(*) FROM mysql.table_stats WHERE db_name = '{PUB_DB}' AND table_name = '{table}'"
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    (check, free, stats)
+}
+
+/// Table maintenance (`CHECK`, `CHECKSUM`, `ANALYZE`, `OPTIMIZE`, `REPAIR TABLE`) reaches only
+/// the tables the user may read (CHECK, CHECKSUM) or write (the others, as MariaDB asks SELECT
+/// and INSERT of them), judged on MyISAM tables the statements leave a mark on ([`maintained`]).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_maintenance_runs_only_where_the_user_may() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("secmaint").await;
+    let mut admin = primary(None).await;
+    for t in ["secret", "mt_noins", "mt"] {
+        admin
+            .query_drop(format!(
+                "DROP TABLE IF EXISTS {PUB_DB}.{t};
+                 CREATE TABLE {PUB_DB}.{t} (id INT PRIMARY KEY, v VARCHAR(64)) ENGINE=MyISAM;
+                 INSERT INTO {PUB_DB}.{t} VALUES (1, 'a'), (2, 'b'), (3, 'c');
+                 DELETE FROM {PUB_DB}.{t} WHERE id = 2"
+            ))
+            .await
+            .unwrap();
+    }
+    let fresh = maintained("mt").await;
+    assert!(
+        fresh.0.is_none() && fresh.1 > 0 && fresh.2 == 0,
+        "{fresh:?}"
+    );
+    let refused: [(&str, &str, u16); 21] = [
+        // A table the user's `<privileges>` mask entirely.
+        ("priv", "CHECK TABLE secret", 3012),
+        ("priv", "CHECK TABLE pub, secret", 3012),
+        ("priv", "check table PUB.`secret` extended", 3012),
+        ("priv", "CHECKSUM TABLE secret", 3012),
+        ("priv", "OPTIMIZE TABLE secret", 3012),
+        ("priv", "REPAIR TABLE secret", 3012),
+        // A table without INSERT: read, not maintained.
+        ("priv", "OPTIMIZE TABLE mt_noins", 3012),
+        (
+            "priv",
+            "OPTIMIZE NO_WRITE_TO_BINLOG TABLE mt, mt_noins",
+            3012,
+        ),
+        ("priv", "REPAIR LOCAL TABLE mt_noins QUICK", 3012),
+        ("priv", "ANALYZE TABLE mt_noins PERSISTENT FOR ALL", 3012),
+        // A readOnly user writes nothing.
+        ("ro", "ANALYZE TABLE mt PERSISTENT FOR ALL", 1495),
+        (
+            "ro",
+            "ANALYZE LOCAL TABLES mt PERSISTENT FOR COLUMNS (id) INDEXES ()",
+            1495,
+        ),
+        ("ro", "OPTIMIZE TABLE mt", 1495),
+        ("ro", "REPAIR TABLE mt", 1495),
+        // Schemas the user may not use, and databases no schema names.
+        ("ro", "CHECK TABLE TESTDB.travelrecord", 1044),
+        ("priv", "OPTIMIZE TABLE mt, TESTDB.company", 1044),
+        ("ro", "CHECK TABLE t_sec_victim.vt", 1049),
+        ("app", "CHECK TABLE mysql.user", 1049),
+        ("app", "OPTIMIZE TABLE mt, t_sec_pub.mt", 1049),
+        // Text outside the grammar.
+        ("app", "OPTIMIZE TABLE mt PERSISTENT FOR ALL", 1064),
+        ("app", "OPTIMIZE TABLE mt QUICK", 1064),
+    ];
+    for (user, sql, code) in refused {
+        let mut c = login(&f, user, Some("PUB")).await;
+        let e = c.query_drop(sql).await.expect_err(sql);
+        assert_eq!(server_error(e).0, code, "{user}: {sql}");
+        // Also as a prepared statement (COM_STMT_PREPARE).
+        let _ = c.exec_drop(sql, ()).await;
+    }
+    assert_eq!(maintained("secret").await, (None, fresh.1, 0), "secret");
+    assert_eq!(maintained("mt_noins").await, (None, fresh.1, 0), "mt_noins");
+    assert_eq!(maintained("mt").await, fresh, "mt");
+
+    // What the user may: the rows name the tables as the client does.
+    let mut priv_ = login(&f, "priv", Some("PUB")).await;
+    assert_eq!(
+        attempt(&mut priv_, "CHECK TABLE mt_noins").await,
+        ["PUB.mt_noins|check|status|OK"]
+    );
+    assert!(maintained("mt_noins").await.0.is_some());
+    let mut app = login(&f, "app", Some("PUB")).await;
+    assert_eq!(
+        attempt(&mut app, "OPTIMIZE TABLE PUB.mt").await,
+        ["PUB.mt|optimize|status|OK"]
+    );
+    assert_eq!(maintained("mt").await.1, 0);
+    attempt(&mut app, "ANALYZE TABLE mt PERSISTENT FOR ALL").await;
+    assert_eq!(maintained("mt").await.2, 1);
+    // A sharded table: one row per dataNode, in dataNode order.
+    app.query_drop("USE TESTDB").await.unwrap();
+    assert_eq!(
+        attempt(&mut app, "CHECK TABLE travelrecord").await,
+        ["TESTDB.travelrecord|check|status|OK"; 3]
+    );
+    let sums = attempt(&mut app, "CHECKSUM TABLE company, PUB.pub").await;
+    assert_eq!(sums.len(), 4, "{sums:?}");
+    assert!(sums[..3].iter().all(|r| r.starts_with("TESTDB.company|")));
+    assert!(sums[3].starts_with("PUB.pub|"), "{sums:?}");
 }

@@ -91,6 +91,10 @@ def classify(code, msg, text=""):
         return "unsupported", "statements in another character set than UTF-8"
     if code in (1267, 1253, 1271, 1270):
         return "state", "the handshake's character set is not applied (the session runs utf8mb4)"
+    if code == 1064 and "table maintenance syntax not understood" in m:
+        # CHECK / CHECKSUM / ANALYZE / OPTIMIZE / REPAIR TABLE are forwarded (README
+        # "Security"): a form the gateway's reader misses is a gap, not a rule.
+        return "unsupported", "a table maintenance form the gateway does not read"
     if code == 1064 and "not supported yet" in m:
         return "unsupported", re.sub(r"\(.*", "", m).strip()
     if code == 1064 and "not supported by the gateway" in m:
@@ -313,8 +317,6 @@ def refusal_group(reason):
         return "stored programs (CREATE/DROP/CALL, compound statements; incl. mysql-test-run's CALL mtr.add_suppression)"
     if re.search(r"\((PREPARE|EXECUTE)", r):
         return "PREPARE ... FROM, EXECUTE [IMMEDIATE]"
-    if re.search(r"\((CHECK|REPAIR|OPTIMIZE|ANALYZE|CHECKSUM) TABLE", r):
-        return "table maintenance (CHECK, REPAIR, OPTIMIZE, ANALYZE TABLE)"
     if "LOCK TABLE" in r:
         return "LOCK TABLES"
     if "EXECUTE IMMEDIATE" in r:

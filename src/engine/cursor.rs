@@ -240,6 +240,7 @@ mod tests {
             host: HostHint::None,
             tables: Arc::from(Vec::new()),
             server_variables: false,
+            table_names: None,
         }
     }
 

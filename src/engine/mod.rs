@@ -15,7 +15,7 @@ use futures::StreamExt;
 use futures::future::join_all;
 
 use crate::backend::{BackendConn, BackendError, Column, OkInfo, Response, RowStream};
-use crate::route::{OkMerge, Plan};
+use crate::route::{OkMerge, Plan, TableName};
 
 /// A failure on one dataNode.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -128,6 +128,16 @@ pub async fn execute<'a>(
                 })?;
             return Ok(Output::Rows { columns, rows });
         }
+        if let Some(names) = &plan.table_names {
+            // Table maintenance: each node's rows together, in dataNode order, each naming its
+            // table as the client does.
+            let rows = futures::stream::iter(streams.into_iter().zip(names.iter()))
+                .flat_map(|(rows, names)| {
+                    rows.map(move |row| row.map(|row| relabelled(row, names)))
+                })
+                .boxed();
+            return Ok(Output::Rows { columns, rows });
+        }
         let rows = if streams.len() == 1 {
             streams.pop().expect("one stream")
         } else {
@@ -157,6 +167,30 @@ fn announced_variable(mut row: crate::backend::Row) -> crate::backend::Row {
     };
     if let Some(v) = row.get_mut(1) {
         *v = crate::backend::Value::Bytes(value.as_bytes().to_vec());
+    }
+    row
+}
+
+/// A table maintenance row (`Table`, ...) with its table named `schema.table`
+/// ([`Plan::table_names`]): `names` are the tables of the node's statement. A message
+/// (`Msg_text`, the fourth column) that names the table `'database.table'` names it so too, as
+/// the node's errors are (`Table 'db1.t' doesn't exist`).
+fn relabelled(mut row: crate::backend::Row, names: &[TableName]) -> crate::backend::Row {
+    let Some(value) = row.first().and_then(|v| v.to_text()) else {
+        return row;
+    };
+    let Some((entry, table)) = TableName::named(names, &value) else {
+        return row;
+    };
+    let label = format!("{}.{table}", entry.schema);
+    let physical = format!("'{}.", entry.database);
+    let logical = format!("'{}.", entry.schema);
+    row[0] = crate::backend::Value::Bytes(label.into_bytes());
+    if row.len() == 4
+        && let Some(text) = row[3].to_text()
+        && text.contains(&physical)
+    {
+        row[3] = crate::backend::Value::Bytes(text.replace(&physical, &logical).into_bytes());
     }
     row
 }

@@ -21,6 +21,7 @@ pub mod function;
 mod horizon;
 pub mod lex;
 mod lock;
+mod maintenance;
 mod metadata;
 mod plan;
 mod rewrite;
@@ -46,7 +47,7 @@ pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
     Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, DistinctOp, Grouping, Having,
     HostHint, Local, Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite,
-    SessionSet, SortKey, Target,
+    SessionSet, SortKey, TableName, Target,
 };
 pub use rewrite::placeholders;
 pub use scan::unquote;

@@ -61,6 +61,11 @@ pub struct Plan {
     /// ([`crate::version::function_version`], [`crate::version::VERSION_COMMENT`]), as `SELECT
     /// @@version` and the greeting do, not the dataNode server's own.
     pub server_variables: bool,
+    /// A table maintenance statement (`CHECK TABLE`, ...; module `maintenance`), whose rows
+    /// name each table `database.table` in their first column: per target (in the order of
+    /// `targets`), the tables its statement names, to give those rows the name the client
+    /// uses (`schema.table`). The nodes' rows then come in target order, each node's together.
+    pub table_names: Option<Arc<[Vec<TableName>]>>,
     /// The logical tables the statement names (upper-cased, as routing resolved them; empty
     /// for statements routed without parsing), for the statement recorder (`show
     /// @@sql.sum.table`).
@@ -92,7 +97,41 @@ impl Plan {
             ddl: false,
             host: HostHint::None,
             server_variables: false,
+            table_names: None,
         }
+    }
+}
+
+/// One table of a table maintenance statement as one dataNode names it in its rows
+/// ([`Plan::table_names`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableName {
+    /// The dataNode's physical database.
+    pub database: String,
+    /// The table name as the statement wrote it (unquoted).
+    pub table: String,
+    /// The logical schema the client named it in.
+    pub schema: String,
+}
+
+impl TableName {
+    /// The entry of `names` that `value` (a row's `Table`, `database.table`) names: the same
+    /// database and, without regard to ASCII case, table; else the first entry of that
+    /// database. Returns it with `value`'s table part.
+    pub fn named<'n, 'v>(
+        names: &'n [TableName],
+        value: &'v str,
+    ) -> Option<(&'n TableName, &'v str)> {
+        let rest = |n: &TableName| {
+            value
+                .strip_prefix(n.database.as_str())
+                .and_then(|r| r.strip_prefix('.'))
+        };
+        let entry = names
+            .iter()
+            .find(|n| rest(n).is_some_and(|t| t.eq_ignore_ascii_case(&n.table)))
+            .or_else(|| names.iter().find(|n| rest(n).is_some()))?;
+        Some((entry, rest(entry)?))
     }
 }
 

@@ -365,7 +365,7 @@ fn check_table_options(text: &str) -> Result<(), RouteError> {
 /// The refusal of a statement the parser cannot read whose kind the allow-list refuses anyway
 /// (module docs), so that the client sees the gateway's own refusal rather than the parser's
 /// 1064: `BACKUP STAGE`, `FLUSH` in the forms the parser does not know (`FLUSH TABLE t`),
-/// `CHANGE MASTER`, `RENAME DATABASE`, table maintenance (`CHECK TABLE ... EXTENDED`,
+/// `CHANGE MASTER`, `RENAME DATABASE`, table maintenance forms module `maintenance` does not read (`CHECK TABLE t FOO`,
 /// `ALTER TABLE .. ANALYZE PARTITION`), client-issued `XA`, and `SELECT ... INTO OUTFILE |
 /// DUMPFILE` with the clauses the parser does not read.
 ///

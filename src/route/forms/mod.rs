@@ -48,8 +48,8 @@
 //!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
 //!   (partition names and bounds; a list of names runs over the commas) are read as
 //!   `ALGORITHM = DEFAULT`, as the table options are (below). `ANALYZE`, `CHECK`, `OPTIMIZE`
-//!   and `REPAIR PARTITION` are table maintenance, not forwarded (as `ANALYZE TABLE`), and stay
-//!   unread.
+//!   and `REPAIR PARTITION` are table maintenance of one partition, not read by the gateway
+//!   (module `maintenance` reads `ANALYZE TABLE` and its kin), and stay unread.
 //! - `CHAR(n, ... USING cs)` → `CHAR(n, ...)`; `MATCH a, b AGAINST (..)` (the columns without
 //!   parentheses) → `MATCH (a, b) AGAINST (..)`.
 //! - In CREATE / ALTER TABLE, `COMMENT "text"` → `COMMENT 'text'`.

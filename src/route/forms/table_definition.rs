@@ -82,7 +82,8 @@ pub(super) fn key_prefixes<'t>(
 
 /// The ALTER TABLE items `<word> PARTITION ...` that change a table's partitions (MariaDB
 /// 10.11, `alter_commands`). `ANALYZE`, `CHECK`, `OPTIMIZE` and `REPAIR PARTITION` are table
-/// maintenance, which the gateway does not forward (as `ANALYZE TABLE`), and stay unread;
+/// maintenance of a partition, which the gateway does not read (module `maintenance` reads the
+/// whole-table statements), and stay unread;
 /// `EXCHANGE PARTITION` names another table, `DISCARD` / `IMPORT` reach files.
 const PARTITION_OPERATIONS: &[&str] = &[
     "ADD",

@@ -165,6 +165,7 @@ pub(super) fn verbatim(
         ddl,
         host: HostHint::None,
         server_variables: false,
+        table_names: None,
     }))
 }
 

@@ -189,6 +189,13 @@ pub(super) fn route(
         {
             Ok(Routed::Local(Local::UnlockTables))
         }
+        // Table maintenance (`CHECK TABLE`, ...; module `maintenance`): read by the gateway,
+        // sent to the tables' dataNodes as statements it builds.
+        "CHECK" | "CHECKSUM" | "ANALYZE" | "OPTIMIZE" | "REPAIR"
+            if super::maintenance::is_maintenance(&scan::words_before_comment(stmt)) =>
+        {
+            super::maintenance::maintenance(r, stmt, view).map(Routed::Plan)
+        }
         "CREATE" | "ALTER" | "DROP" if sequence::is_sequence_ddl(stmt) => {
             sequence::sequence_ddl(r, stmt, view)
         }
@@ -494,6 +501,7 @@ impl Ctx<'_> {
             ddl: false,
             host: HostHint::None,
             server_variables: false,
+            table_names: None,
         })
     }
 

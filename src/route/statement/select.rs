@@ -270,6 +270,7 @@ pub(super) fn select(
         ddl: false,
         host: HostHint::None,
         server_variables: false,
+        table_names: None,
     }))
 }
 
