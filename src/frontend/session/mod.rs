@@ -19,6 +19,7 @@
 
 mod diagnostics;
 mod diverted;
+mod dynamic;
 mod execute;
 mod local;
 mod lock;
@@ -103,6 +104,7 @@ pub async fn run(
         xa: None,
         held: HeldConns::new(id),
         prepared: HashMap::new(),
+        sql_prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
         sql_mode: SqlMode::default(),
@@ -245,6 +247,9 @@ struct Session {
     statements: Statements,
     /// Statements prepared by the client (COM_STMT_PREPARE), by statement id.
     prepared: HashMap<u32, Prepared>,
+    /// Statements prepared with SQL `PREPARE`, by lower-cased name (module `dynamic`): each
+    /// lives on the session's kept connection to its dataNode.
+    sql_prepared: HashMap<String, dynamic::SqlPrepared>,
     /// The id the next prepared statement gets.
     next_statement: u32,
     /// The last insert id a statement of this session reported (`LAST_INSERT_ID()`).
