@@ -1825,6 +1825,28 @@ async fn sql_prepared_statements_reach_only_what_was_checked() {
     attempt(&mut app, "PREPARE u FROM 'SELECT COUNT(*) FROM pub'").await;
     attempt(&mut app, "USE TESTDB").await;
     assert_eq!(attempt(&mut app, "EXECUTE u").await, ["3"]);
+    // A sharded schema: one node whatever the parameters are, or refused (1235); a global
+    // table's read is on any of its nodes, each EXECUTE on the prepared one.
+    attempt(&mut app, "PREPARE g FROM 'SELECT COUNT(*) FROM company'").await;
+    let count = attempt(&mut app, "EXECUTE g").await;
+    assert_eq!(count.len(), 1);
+    for _ in 0..6 {
+        assert_eq!(attempt(&mut app, "EXECUTE g").await, count);
+    }
+    for sql in [
+        "PREPARE t FROM 'SELECT * FROM travelrecord WHERE id = ?'",
+        "PREPARE t FROM 'DELETE FROM company WHERE id = ?'",
+        "PREPARE t FROM 'SELECT COUNT(*) FROM travelrecord'",
+    ] {
+        let e = app.query_drop(sql).await.unwrap_err();
+        assert_eq!(server_error(e).0, 1235, "{sql}");
+    }
+    attempt(
+        &mut app,
+        "PREPARE t FROM 'SELECT COUNT(*) FROM travelrecord WHERE id = 1'",
+    )
+    .await;
+    assert_eq!(attempt(&mut app, "EXECUTE t").await.len(), 1);
     attempt(&mut app, "USE PUB").await;
     attempt(&mut app, "DEALLOCATE PREPARE u").await;
     let e = app.query_drop("EXECUTE u").await.unwrap_err();

@@ -167,10 +167,15 @@ impl Session {
         // What was checked at PREPARE must still be what the text means: same node, same text
         // (a reload may have moved it, a user's access may have changed).
         match self.prepared_plan(&p.text, p.schema.as_deref()) {
+            // A read any of several nodes answers (a global table) picks one at random: the
+            // prepared node must be one of them, with the same text.
             Ok(plan)
-                if plan.targets[0].node == p.node
-                    && plan.targets[0].sql == p.sql
-                    && plan.read_only == p.read_only => {}
+                if plan.read_only == p.read_only
+                    && plan
+                        .targets
+                        .iter()
+                        .chain(&plan.fallback)
+                        .any(|t| t.node == p.node && t.sql == p.sql) => {}
             Ok(_) => {
                 let e = not_supported(format!(
                     "the prepared statement {name} routes elsewhere since it was prepared (a configuration reload): prepare it again"
