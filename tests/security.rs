@@ -1849,6 +1849,17 @@ async fn sql_prepared_statements_reach_only_what_was_checked() {
     assert_eq!(attempt(&mut app, "EXECUTE t").await.len(), 1);
     attempt(&mut app, "USE PUB").await;
     attempt(&mut app, "DEALLOCATE PREPARE u").await;
+    // Prepared inside a transaction on a connection it pinned: still there after COMMIT.
+    let mut tx = login(&f, "app", Some("PUB")).await;
+    for sql in ["BEGIN", "SELECT COUNT(*) FROM pub"] {
+        tx.query_drop(sql).await.unwrap();
+    }
+    tx.query_drop("PREPARE x FROM 'SELECT COUNT(*) FROM pub'")
+        .await
+        .unwrap();
+    tx.query_drop("COMMIT").await.unwrap();
+    assert_eq!(attempt(&mut tx, "EXECUTE x").await, ["3"]);
+    drop(tx);
     let e = app.query_drop("EXECUTE u").await.unwrap_err();
     assert_eq!(server_error(e).0, 1243);
 
@@ -1898,6 +1909,10 @@ async fn sql_prepared_statements_reach_only_what_was_checked() {
     }
     attempt(&mut app, "PREPARE n FROM 'SELECT ''a'''").await;
     assert_eq!(attempt(&mut app, "EXECUTE n").await, ["a"]);
+    // COM_RESET_CONNECTION forgets them (the backend connection is reset too).
+    app.reset().await.unwrap();
+    let e = app.query_drop("EXECUTE n").await.unwrap_err();
+    assert_eq!(server_error(e).0, 1243);
     drop(app);
 
     // A masked table, through every readable form.

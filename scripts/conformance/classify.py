@@ -14,7 +14,9 @@ The classes (by the error number and text the suite reports; first match wins):
   refused       refused by design: manx's own 1227 (SET GLOBAL, FLUSH, accounts, ...), 1235
                 (session variables outside the allow-list, what the boundary does not pass),
                 1064 naming a statement kind the gateway does not forward (stored programs,
-                LOCK TABLES, PREPARE, HANDLER, ...), other databases (1049/1044/1142)
+                LOCK TABLES, PREPARE FROM @var / EXECUTE IMMEDIATE @var, HANDLER, ...), other
+                databases (1049/1044/1142); PREPARE / EXECUTE IMMEDIATE of a string literal is
+                forwarded (its text routed as the client's), so its losses fall in other classes
   parser        1064 from sqlparser ("sql parser error: ...") on a statement MariaDB accepts
   state         session state lost between statements: temporary tables, user variables,
                 locks, savepoints, prepared statements
@@ -64,10 +66,11 @@ def normalize(msg):
 
 
 # Statement kinds the gateway does not forward (README "Security"): when sqlparser refuses one of
-# them first, the loss is still by design.
+# them first, the loss is still by design. PREPARE FROM / EXECUTE IMMEDIATE of a string literal
+# are forwarded (their text is routed): only the other forms (@var, CONCAT(..)) are by design.
 REFUSED_KIND_RE = re.compile(
     r"^\s*(create\s+(or\s+replace\s+)?(definer\s*=\s*\S+\s+)?(aggregate\s+)?(procedure|function|trigger|event)"
-    r"|prepare\s+\w+\s+from|execute\b|(check|repair|optimize|analyze|checksum)\s+tables?\b|lock\s+tables?\b"
+    r"|prepare\s+\w+\s+from\s+(?!['\"])|execute\s+immediate\s+(?!['\"])|(check|repair|optimize|analyze|checksum)\s+tables?\b|lock\s+tables?\b"
     r"|handler\b|install\b|uninstall\b|purge\b|for\s+\w+\s+in\b|begin\s+not\s+atomic|load\s+(data|xml)"
     r"|(create|drop)\s+(database|schema|user|role|server|view)|grant\b|revoke\b)", re.I)
 

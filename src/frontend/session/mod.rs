@@ -219,7 +219,8 @@ struct Session {
     /// `ROLLBACK` keep the locks), and `UNLOCK TABLES` lets them go when nothing else made
     /// the session sticky.
     ///
-    /// `PREPARE` / `EXECUTE` stay refused by the router (dynamic SQL), and `FOUND_ROWS()`,
+    /// A SQL `PREPARE s FROM '...'` makes the session sticky too (module `dynamic`);
+    /// `PREPARE s FROM @var` stays refused by the router (dynamic SQL), and `FOUND_ROWS()`,
     /// `LAST_INSERT_ID()` are answered by the gateway from its own counts, so neither needs
     /// affinity. Returned to its pool, a kept connection is reset (`COM_RESET_CONNECTION`:
     /// temporary tables, variables and named locks go); one holding table locks gets `UNLOCK
