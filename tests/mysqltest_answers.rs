@@ -627,3 +627,44 @@ async fn table_maintenance_is_answered_as_mariadb_answers_it() {
     )
     .await;
 }
+
+/// SQL prepared statements of a string literal (mysql-test `ps`, `ps_1general`, ...):
+/// PREPARE / EXECUTE [USING] / DEALLOCATE, re-PREPARE of a name, and the errors MariaDB gives
+/// for an unknown name (1243) and a wrong argument count (1210); `EXECUTE IMMEDIATE '...'`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_prepared_statements_answer_as_mariadb() {
+    same_answers(
+        "mtaprep",
+        &[
+            "CREATE TABLE t_ps (a INT PRIMARY KEY, b VARCHAR(20))",
+            "INSERT INTO t_ps VALUES (1, 'one'), (2, 'two'), (3, 'three')",
+            "PREPARE s FROM 'SELECT b FROM t_ps WHERE a = ?'",
+            "SET @a = 2",
+            "EXECUTE s USING @a",
+            "EXECUTE s",
+            "EXECUTE s USING @a, @a",
+            "PREPARE s FROM \"SELECT a, b FROM t_ps ORDER BY a\"",
+            "EXECUTE s",
+            "PREPARE w FROM 'UPDATE t_ps SET b = ? WHERE a = ?'",
+            "SET @b = 'deux'",
+            "EXECUTE w USING @b, @a",
+            "EXECUTE s",
+            "DEALLOCATE PREPARE w",
+            "EXECUTE w USING @b, @a",
+            "DROP PREPARE s",
+            "EXECUTE s",
+            "DEALLOCATE PREPARE s",
+            "EXECUTE nope",
+            "PREPARE q FROM 'SELECT ''a'' AS x, ''b\\\\c'' AS y, \\'d\\' AS z'",
+            "EXECUTE q",
+            "PREPARE bad FROM 'SELECT * FROM no_such_table'",
+            "EXECUTE bad",
+            "PREPARE q FROM 'SELEKT 1'",
+            "EXECUTE q",
+            "EXECUTE IMMEDIATE 'SELECT b FROM t_ps WHERE a = 3'",
+            "EXECUTE IMMEDIATE 'SELECT ?'",
+            "DROP TABLE t_ps",
+        ],
+    )
+    .await;
+}

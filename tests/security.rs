@@ -1991,3 +1991,173 @@ async fn table_maintenance_runs_only_where_the_user_may() {
     assert!(sums[..3].iter().all(|r| r.starts_with("TESTDB.company|")));
     assert!(sums[3].starts_with("PUB.pub|"), "{sums:?}");
 }
+
+/// SQL `PREPARE s FROM '<literal>'` / `EXECUTE s` / `EXECUTE IMMEDIATE '<literal>'`: the
+/// literal's text gets every check a statement the client sent gets, the text prepared on the
+/// backend is the one checked (quotes, backslashes, `NO_BACKSLASH_ESCAPES`), and a `USE`
+/// between PREPARE and EXECUTE reaches no other table. Judged on the backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_prepared_statements_reach_only_what_was_checked() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let f = world("secprep").await;
+    let before = backend().await;
+    let mut seen = Vec::new();
+
+    // What may run, runs, on the kept connection.
+    let mut app = login(&f, "app", Some("PUB")).await;
+    attempt(&mut app, "SET @a = 2").await;
+    assert_eq!(
+        attempt(&mut app, "PREPARE s FROM 'SELECT v FROM pub WHERE id = ?'").await,
+        Vec::<String>::new()
+    );
+    assert_eq!(attempt(&mut app, "EXECUTE s USING @a").await, ["b"]);
+    assert_eq!(
+        attempt(
+            &mut app,
+            "EXECUTE IMMEDIATE 'SELECT v FROM pub WHERE id = 1'"
+        )
+        .await,
+        ["a"]
+    );
+    attempt(
+        &mut app,
+        r"PREPARE q FROM 'SELECT ''a'', ''b\\c'', \'d\', ''\%'''",
+    )
+    .await;
+    // MariaDB reads the literal, then the text: `'b\\c'` is `'b\c'`, which is `bc`.
+    assert_eq!(attempt(&mut app, "EXECUTE q").await, [r"a|bc|d|\%"]);
+    // A USE between PREPARE and EXECUTE: the statement still reads PUB's table.
+    attempt(&mut app, "PREPARE u FROM 'SELECT COUNT(*) FROM pub'").await;
+    attempt(&mut app, "USE TESTDB").await;
+    assert_eq!(attempt(&mut app, "EXECUTE u").await, ["3"]);
+    // A sharded schema: one node whatever the parameters are, or refused (1235); a global
+    // table's read is on any of its nodes, each EXECUTE on the prepared one.
+    attempt(&mut app, "PREPARE g FROM 'SELECT COUNT(*) FROM company'").await;
+    let count = attempt(&mut app, "EXECUTE g").await;
+    assert_eq!(count.len(), 1);
+    for _ in 0..6 {
+        assert_eq!(attempt(&mut app, "EXECUTE g").await, count);
+    }
+    for sql in [
+        "PREPARE t FROM 'SELECT * FROM travelrecord WHERE id = ?'",
+        "PREPARE t FROM 'DELETE FROM company WHERE id = ?'",
+        "PREPARE t FROM 'SELECT COUNT(*) FROM travelrecord'",
+    ] {
+        let e = app.query_drop(sql).await.unwrap_err();
+        assert_eq!(server_error(e).0, 1235, "{sql}");
+    }
+    attempt(
+        &mut app,
+        "PREPARE t FROM 'SELECT COUNT(*) FROM travelrecord WHERE id = 1'",
+    )
+    .await;
+    assert_eq!(attempt(&mut app, "EXECUTE t").await.len(), 1);
+    attempt(&mut app, "USE PUB").await;
+    attempt(&mut app, "DEALLOCATE PREPARE u").await;
+    // Prepared inside a transaction on a connection it pinned: still there after COMMIT.
+    let mut tx = login(&f, "app", Some("PUB")).await;
+    for sql in ["BEGIN", "SELECT COUNT(*) FROM pub"] {
+        tx.query_drop(sql).await.unwrap();
+    }
+    tx.query_drop("PREPARE x FROM 'SELECT COUNT(*) FROM pub'")
+        .await
+        .unwrap();
+    tx.query_drop("COMMIT").await.unwrap();
+    assert_eq!(attempt(&mut tx, "EXECUTE x").await, ["3"]);
+    drop(tx);
+    let e = app.query_drop("EXECUTE u").await.unwrap_err();
+    assert_eq!(server_error(e).0, 1243);
+
+    // Other databases, account management, hidden second statements, quotes that would end
+    // the literal early: refused, and nothing ran.
+    for sql in [
+        "PREPARE s FROM 'SELECT * FROM t_sec_victim.vt'",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE 'SELECT * FROM t_sec_victim.vt'",
+        "PREPARE s FROM 'DELETE FROM t_sec_victim.vt'",
+        "EXECUTE s",
+        "PREPARE s FROM 'CREATE USER evil'",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT 1; DROP TABLE pub'",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE 'SELECT 1; DROP TABLE pub'",
+        "PREPARE s FROM 'SELECT ''x''; DROP TABLE pub'",
+        "EXECUTE s",
+        r"PREPARE s FROM 'SELECT ''x\\''; DROP TABLE pub; -- '''",
+        "EXECUTE s",
+        r"PREPARE s FROM 'SELECT \'x\\\'; DELETE FROM t_sec_victim.vt; -- \''",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT * FROM pub' 'UNION SELECT * FROM t_sec_victim.vt'",
+        "EXECUTE s",
+        "SET @q = 'SELECT * FROM t_sec_victim.vt'",
+        "PREPARE s FROM @q",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE @q",
+        "EXECUTE IMMEDIATE CONCAT('DELETE FROM ', 't_sec_victim.vt')",
+        "PREPARE s FROM '/*!40101 DELETE FROM t_sec_victim.vt */'",
+        "EXECUTE s",
+        "PREPARE s FROM 'EXECUTE IMMEDIATE ''DELETE FROM t_sec_victim.vt'''",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''DELETE FROM t_sec_victim.vt'''",
+    ] {
+        seen.extend(attempt(&mut app, sql).await);
+    }
+    attempt(&mut app, "SET sql_mode = 'NO_BACKSLASH_ESCAPES'").await;
+    for sql in [
+        r"PREPARE s FROM 'SELECT ''x\''; DROP TABLE pub; -- '",
+        "EXECUTE s",
+        r#"PREPARE s FROM "SELECT 'x\'; DELETE FROM t_sec_victim.vt; -- '""#,
+        "EXECUTE s",
+        r"EXECUTE IMMEDIATE 'SELECT ''x\''; DROP TABLE pub; -- '",
+    ] {
+        seen.extend(attempt(&mut app, sql).await);
+    }
+    attempt(&mut app, "PREPARE n FROM 'SELECT ''a'''").await;
+    assert_eq!(attempt(&mut app, "EXECUTE n").await, ["a"]);
+    // COM_RESET_CONNECTION forgets them (the backend connection is reset too).
+    app.reset().await.unwrap();
+    let e = app.query_drop("EXECUTE n").await.unwrap_err();
+    assert_eq!(server_error(e).0, 1243);
+    drop(app);
+
+    // A masked table, through every readable form.
+    let mut privu = login(&f, "priv", Some("PUB")).await;
+    for sql in [
+        "PREPARE s FROM 'SELECT * FROM secret'",
+        "EXECUTE s",
+        "EXECUTE IMMEDIATE 'SELECT * FROM secret'",
+        "PREPARE s FROM 'SELECT * FROM pub WHERE id IN (SELECT id FROM secret)'",
+        "EXECUTE s",
+        "PREPARE s FROM 'DELETE FROM secret'",
+        "EXECUTE s",
+    ] {
+        let rows = attempt(&mut privu, sql).await;
+        assert!(
+            !rows.iter().any(|r| r.contains("the secret")),
+            "{sql}: {rows:?}"
+        );
+        seen.extend(rows);
+    }
+    drop(privu);
+
+    // A readOnly user's writes are refused at PREPARE.
+    let mut ro = login(&f, "ro", Some("PUB")).await;
+    attempt(&mut ro, "SET @a = 1").await;
+    for sql in [
+        "PREPARE w FROM 'DELETE FROM pub'",
+        "EXECUTE w",
+        "PREPARE w FROM 'DELETE FROM pub WHERE id = ?'",
+        "EXECUTE w USING @a",
+        "EXECUTE IMMEDIATE 'DELETE FROM pub'",
+        "PREPARE w FROM 'SELECT 1 FROM pub FOR UPDATE; DELETE FROM pub'",
+        "EXECUTE w",
+    ] {
+        let e = ro.query_drop(sql).await;
+        assert!(e.is_err(), "{sql} was accepted");
+    }
+    attempt(&mut ro, "PREPARE r FROM 'SELECT COUNT(*) FROM pub'").await;
+    assert_eq!(attempt(&mut ro, "EXECUTE r").await, ["3"]);
+    drop(ro);
+
+    nothing_leaked_or_changed(&seen, before).await;
+}

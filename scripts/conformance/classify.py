@@ -14,10 +14,12 @@ The classes (by the error number and text the suite reports; first match wins):
   refused       refused by design: manx's own 1227 (SET GLOBAL, FLUSH, accounts, ...), 1235
                 (session variables outside the allow-list, what the boundary does not pass),
                 1064 naming a statement kind the gateway does not forward (stored programs,
-                LOCK TABLES, PREPARE, HANDLER, ...), other databases (1049/1044/1142). Only
-                manx's own refusal counts: a statement of a refused kind that the parser cannot
-                read is answered with that refusal too (admit::unread_refusal), so sqlparser's
-                1064 is always a parser gap, never by design.
+                LOCK TABLES, PREPARE FROM @var / EXECUTE IMMEDIATE @var, HANDLER, ...), other
+                databases (1049/1044/1142). Only manx's own refusal counts: a statement of a
+                refused kind that the parser cannot read is answered with that refusal too
+                (admit::unread_refusal), so sqlparser's 1064 is always a parser gap, never by
+                design. PREPARE / EXECUTE IMMEDIATE of a string literal is forwarded (its text
+                routed as the client's), so its losses fall in other classes.
   parser        1064 from sqlparser ("sql parser error: ...") on a statement MariaDB accepts
   state         session state lost between statements: temporary tables, user variables,
                 locks, savepoints, prepared statements

@@ -15,6 +15,7 @@ mod boundaries;
 mod builtins;
 #[cfg(test)]
 mod depth_tests;
+pub mod dynamic;
 pub mod explain;
 mod forms;
 pub mod function;

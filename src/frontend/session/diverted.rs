@@ -47,6 +47,7 @@ impl Session {
         let _ = self.end_transaction("ROLLBACK").await;
         let _ = self.unlock_tables().await;
         self.held.let_go();
+        self.sql_prepared.clear();
         self.autocommit = true;
         self.state.clear();
         self.handle

@@ -19,6 +19,7 @@
 
 mod diagnostics;
 mod diverted;
+mod dynamic;
 mod execute;
 mod local;
 mod lock;
@@ -103,6 +104,7 @@ pub async fn run(
         xa: None,
         held: HeldConns::new(id),
         prepared: HashMap::new(),
+        sql_prepared: HashMap::new(),
         next_statement: 1,
         state: Vec::new(),
         sql_mode: SqlMode::default(),
@@ -217,7 +219,8 @@ struct Session {
     /// `ROLLBACK` keep the locks), and `UNLOCK TABLES` lets them go when nothing else made
     /// the session sticky.
     ///
-    /// `PREPARE` / `EXECUTE` stay refused by the router (dynamic SQL), and `FOUND_ROWS()`,
+    /// A SQL `PREPARE s FROM '...'` makes the session sticky too (module `dynamic`);
+    /// `PREPARE s FROM @var` stays refused by the router (dynamic SQL), and `FOUND_ROWS()`,
     /// `LAST_INSERT_ID()` are answered by the gateway from its own counts, so neither needs
     /// affinity. Returned to its pool, a kept connection is reset (`COM_RESET_CONNECTION`:
     /// temporary tables, variables and named locks go); one holding table locks gets `UNLOCK
@@ -245,6 +248,9 @@ struct Session {
     statements: Statements,
     /// Statements prepared by the client (COM_STMT_PREPARE), by statement id.
     prepared: HashMap<u32, Prepared>,
+    /// Statements prepared with SQL `PREPARE`, by lower-cased name (module `dynamic`): each
+    /// lives on the session's kept connection to its dataNode.
+    sql_prepared: HashMap<String, dynamic::SqlPrepared>,
     /// The id the next prepared statement gets.
     next_statement: u32,
     /// The last insert id a statement of this session reported (`LAST_INSERT_ID()`).

@@ -86,6 +86,22 @@ impl Session {
         query: &str,
         w: QueryResultWriter<'_, Writer>,
     ) -> io::Result<()> {
+        if let Some(d) = crate::route::dynamic::dynamic(query, self.sql_mode) {
+            self.slot.set_status(self.status().bits());
+            self.warnings.clear();
+            self.warning_count = 0;
+            return self.dynamic(d, w).await;
+        }
+        self.route_plain(query, w).await
+    }
+
+    /// Routes and runs one statement that is not dynamic SQL (module `dynamic`): also the text
+    /// of an `EXECUTE IMMEDIATE`.
+    pub(super) async fn route_plain(
+        &mut self,
+        query: &str,
+        w: QueryResultWriter<'_, Writer>,
+    ) -> io::Result<()> {
         self.server.registry.question();
         self.slot.set_status(self.status().bits());
         let mut plans = std::mem::take(&mut self.plans);

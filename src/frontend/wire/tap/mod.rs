@@ -158,6 +158,12 @@ impl ErrorSlot {
         self.lock().outcome.1 = affected;
     }
 
+    /// Whether the statement being answered failed (an error was set since the last
+    /// [`ErrorSlot::take_outcome`]).
+    pub fn failed(&self) -> bool {
+        self.lock().outcome.0.is_some()
+    }
+
     /// How the statement answered since the last call ended: its error (errno and message;
     /// `None` when it did not fail) and affected rows; both are reset.
     pub fn take_outcome(&self) -> (Option<(u16, String)>, u64) {
