@@ -422,6 +422,76 @@ async fn long_condition_chains_neither_crash_nor_misroute() {
     assert!(gateway.alive(), "the gateway process died");
 }
 
+/// Deeply nested function calls, parentheses and subqueries, in every clause of a sharded
+/// table's statements and up to past the parser's limit: each gets an answer (MariaDB's, or the
+/// gateway's 1436), and the gateway process (16 MiB worker stacks) survives every one. (300
+/// nested `IF(1, .., 0)` over a sharded table aborted the process: one level of a function
+/// call in the parser took more than the stack it kept free.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deeply_nested_calls_never_crash_the_gateway() {
+    let f = Fixture::start("deepcall", Extra::default()).await;
+    let (mut gateway, mut c) =
+        GatewayProcess::start(f.dir.path(), "root", "123456", "TESTDB").await;
+    let nest = |open: &str, inner: &str, close: &str, n: usize| {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    };
+    for n in [300, 700, 1600] {
+        let shapes = [
+            format!(
+                "SELECT * FROM travelrecord WHERE id = {}",
+                nest("IF(1, ", "1", ", 0)", n)
+            ),
+            format!(
+                "SELECT * FROM travelrecord WHERE id = {}",
+                nest("ABS(", "1", ")", n)
+            ),
+            format!("SELECT {} FROM travelrecord", nest("ABS(", "id", ")", n)),
+            format!(
+                "SELECT id FROM travelrecord ORDER BY {}",
+                nest("ABS(", "id", ")", n)
+            ),
+            format!(
+                "SELECT {} FROM travelrecord",
+                nest("JSON_ARRAY(1, ", "id", ")", n)
+            ),
+            format!(
+                "SELECT {} FROM company",
+                nest("CONCAT('a', ", "name", ")", n)
+            ),
+            format!(
+                "INSERT INTO travelrecord (id, days) VALUES (77, {})",
+                nest("ABS(", "1", ")", n)
+            ),
+            format!(
+                "UPDATE travelrecord SET days = {} WHERE id = 77",
+                nest("IF(1, ", "1", ", 0)", n)
+            ),
+            format!("SELECT {}", nest("(SELECT ", "1", ")", n / 5)),
+        ];
+        for sql in &shapes {
+            // An answer of any kind: a result or an error, never a lost connection.
+            if let Err(e) = c.query_drop(sql).await {
+                assert!(
+                    matches!(e, mysql_async::Error::Server(_)),
+                    "{n} deep: {}: {e}",
+                    &sql[..60]
+                );
+            }
+            assert!(
+                gateway.alive(),
+                "{n} deep: {} killed the gateway",
+                &sql[..60]
+            );
+        }
+    }
+    // Past the parser's limit: 1436.
+    let sql = format!("SELECT {} FROM travelrecord", nest("ABS(", "id", ")", 1600));
+    let (code, _, msg) = server_error(c.query_drop(&sql).await.unwrap_err());
+    assert_eq!(code, 1436, "{msg}");
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
 /// The second hunt: bypasses of the first round's fixes and new cases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn second_hunt_bypasses_are_closed() {

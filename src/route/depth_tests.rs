@@ -28,6 +28,11 @@ fn shapes(n: usize) -> Vec<String> {
             "UPDATE travelrecord SET days = {} WHERE id = 1",
             nest("IF(id <= 5, 1, ", "0", ")", n)
         ),
+        format!(
+            "SELECT * FROM travelrecord WHERE id = {}",
+            nest("IF(1, ", "1", ", 0)", n)
+        ),
+        format!("SELECT {} FROM travelrecord", nest("ABS(", "id", ")", n)),
         format!("SELECT {}", nest("(SELECT ", "1", ")", n)),
         format!(
             "SELECT * FROM {}",

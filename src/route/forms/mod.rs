@@ -92,7 +92,8 @@ use table_definition::{alter_table_options, enum_member, key_prefixes};
 /// 50). MariaDB's mysql-test nests 225 parentheses (`parser_stack`) and some 600 `IF(..)`
 /// calls before its own stack runs out (`execution_constants`). Deeper statements are refused
 /// ([`crate::route::RouteError::too_deep`]). The parser grows its stack as it recurses
-/// (sqlparser's `recursive-protection`, so do its derived visitors); the gateway's own walks
+/// (sqlparser's `recursive-protection`, with the gateway's [`PARSER_RED_ZONE`]; so do its
+/// derived visitors); the gateway's own walks
 /// over the tree, its clones and drops run on the worker threads' stacks (16 MiB, `main.rs`),
 /// which hold a tree this deep many times over (`route::depth_tests`).
 pub const RECURSION_LIMIT: usize = 1500;
@@ -103,6 +104,7 @@ pub const RECURSION_LIMIT: usize = 1500;
 ///
 /// Errors: the parser's, as `parse_sql` gives them (the tokenizer's included).
 pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
+    grow_parser_stacks();
     let tokens = Tokenizer::new(&MySqlDialect {}, stmt)
         .with_unescape(true)
         .tokenize_with_location()?;
@@ -110,6 +112,28 @@ pub fn parse(stmt: &str) -> Result<Vec<Statement>, ParserError> {
         .with_recursion_limit(RECURSION_LIMIT)
         .with_tokens_with_locations(normalize(tokens))
         .parse_statements()
+}
+
+/// The stack the parser keeps free below each nesting level before it recurses, in bytes
+/// (`recursive`'s red zone; its default is 128 KiB). The parser checks it once per nested
+/// expression, query or table factor, but one level of a function call in an unoptimized
+/// build (prefix, function, argument list, the named-argument attempt and the error it
+/// formats) takes more than 128 KiB between two checks: the default let 300 nested
+/// `IF(1, .., 0)` over a sharded table overflow a 16 MiB worker stack and abort the process.
+const PARSER_RED_ZONE: usize = 2 * 1024 * 1024;
+
+/// The size of each stack segment the parser allocates when less than [`PARSER_RED_ZONE`] is
+/// left, in bytes (mapped lazily: only the pages a statement reaches are committed).
+const PARSER_STACK_SEGMENT: usize = 32 * 1024 * 1024;
+
+/// Sets the parser's stack growth ([`PARSER_RED_ZONE`], [`PARSER_STACK_SEGMENT`]) for the
+/// process, once: `recursive`'s settings are process-wide, read at every check.
+fn grow_parser_stacks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        recursive::set_minimum_stack_size(PARSER_RED_ZONE);
+        recursive::set_stack_allocation_size(PARSER_STACK_SEGMENT);
+    });
 }
 
 /// `1Eq` (a name that starts with digits, then `e`): the tokenizer takes the `e` for the start
