@@ -179,7 +179,7 @@ pub fn quote(text: &str, mode: SqlMode) -> Option<String> {
 
 /// A statement name as a quoted identifier (`` `s` ``).
 pub fn quote_name(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
+    super::rewrite::backquoted(name)
 }
 
 #[cfg(test)]

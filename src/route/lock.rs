@@ -14,6 +14,7 @@ use std::sync::Arc;
 use sqlparser::tokenizer::Token;
 
 use super::access::TableAccess;
+use super::rewrite::backquoted;
 use super::{RouteError, Router, SessionView, Target};
 
 /// One table of a `LOCK TABLES` statement.
@@ -44,11 +45,6 @@ impl LockTables {
     }
 }
 
-/// A `` `name` `` quoted for MySQL.
-fn quoted(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
-}
-
 /// Routes `LOCK {TABLE|TABLES} ...` (`stmt`: the canonical text, module `lex`).
 ///
 /// Errors: 1064 for text outside the grammar; 1046 / 1049 / 1044 for the schema; 1146 for a
@@ -61,11 +57,7 @@ pub(super) fn lock_tables(
     stmt: &str,
     view: &SessionView<'_>,
 ) -> Result<LockTables, RouteError> {
-    let toks: Vec<Token> = super::rewrite::tokens(stmt)
-        .ok_or_else(|| RouteError::syntax("the statement cannot be tokenized"))?
-        .into_iter()
-        .map(|(t, _, _)| t)
-        .collect();
+    let toks = super::rewrite::token_list(stmt)?;
     let bad = || RouteError::syntax(format!("LOCK TABLES syntax not understood: {stmt}"));
     let keyword = |i: usize, w: &str| matches!(toks.get(i), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
     let ident = |i: usize| match toks.get(i) {
@@ -149,10 +141,10 @@ pub(super) fn lock_tables(
                 )));
             }
             let database = r.database_of(&node).ok_or_else(bad)?;
-            let mut item = format!("{}.{}", quoted(database), quoted(&name));
+            let mut item = format!("{}.{}", backquoted(database), backquoted(&name));
             if let Some(a) = &alias {
                 item.push_str(" AS ");
-                item.push_str(&quoted(a));
+                item.push_str(&backquoted(a));
             }
             item.push(' ');
             item.push_str(mode);

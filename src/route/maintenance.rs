@@ -25,6 +25,7 @@ use sqlparser::tokenizer::Token;
 
 use super::access::TableAccess;
 use super::plan::TableName;
+use super::rewrite::backquoted;
 use super::{HostHint, OkMerge, Plan, Refusal, RouteError, Router, SessionView, Target};
 
 /// The statement kinds, by their first word.
@@ -48,11 +49,6 @@ pub(super) fn is_maintenance(words: &[String]) -> bool {
     }
 }
 
-/// A `` `name` `` quoted for MySQL.
-fn quoted(name: &str) -> String {
-    format!("`{}`", name.replace('`', "``"))
-}
-
 /// Routes a table maintenance statement (`stmt`: the canonical text, module `lex`).
 ///
 /// Errors: 1064 for text outside the grammar; 1046 / 1049 / 1044 for the schema; 1146 for a
@@ -63,11 +59,7 @@ pub(super) fn maintenance(
     stmt: &str,
     view: &SessionView<'_>,
 ) -> Result<Plan, RouteError> {
-    let toks: Vec<Token> = super::rewrite::tokens(stmt)
-        .ok_or_else(|| RouteError::syntax("the statement cannot be tokenized"))?
-        .into_iter()
-        .map(|(t, _, _)| t)
-        .collect();
+    let toks = super::rewrite::token_list(stmt)?;
     let bad = || {
         RouteError::syntax(format!(
             "table maintenance syntax not understood by the gateway: {stmt}"
@@ -144,7 +136,7 @@ pub(super) fn maintenance(
             let entry = per_node.entry(node.clone()).or_default();
             entry
                 .0
-                .push(format!("{}.{}", quoted(database), quoted(&name)));
+                .push(format!("{}.{}", backquoted(database), backquoted(&name)));
             entry.1.push(TableName {
                 database: database.to_string(),
                 table: name.clone(),
@@ -252,7 +244,7 @@ fn options(verb: &str, rest: &[Token]) -> Option<String> {
                         j += 1;
                     } else {
                         loop {
-                            names.push(quoted(&ident(j)?));
+                            names.push(backquoted(&ident(j)?));
                             j += 1;
                             match rest.get(j) {
                                 Some(Token::Comma) => j += 1,

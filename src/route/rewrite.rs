@@ -131,6 +131,23 @@ pub fn tokens(sql: &str) -> Option<Vec<(Token, Range<usize>, usize)>> {
     Some(out)
 }
 
+/// The statement's tokens alone ([`tokens`] without ranges and depths), for the statements the
+/// gateway reads word by word (`LOCK TABLES`, table maintenance).
+///
+/// Errors: 1064 when the text cannot be tokenized.
+pub(super) fn token_list(sql: &str) -> Result<Vec<Token>, super::RouteError> {
+    Ok(tokens(sql)
+        .ok_or_else(|| super::RouteError::syntax("the statement cannot be tokenized"))?
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .collect())
+}
+
+/// `name` as a MySQL quoted identifier: `` `name` ``, a backquote inside doubled.
+pub fn backquoted(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
 /// Converts locations that only move forward to byte offsets in one pass over the text (the
 /// tokens of a long statement would otherwise cost a scan each).
 #[derive(Debug, Clone)]
