@@ -45,6 +45,27 @@ impl LockTables {
     }
 }
 
+/// The dataNodes of table `name` of `schema` as a statement naming it alone reaches them: a
+/// configured table's nodes (a global table's every node), else the schema's default dataNode.
+///
+/// Errors: 1146 (`Table 'schema.name' doesn't exist`) when the schema has neither.
+pub(super) fn table_nodes(
+    schema: &super::SchemaRoute,
+    name: &str,
+) -> Result<Vec<String>, RouteError> {
+    match (
+        schema.tables.get(&name.to_ascii_uppercase()),
+        &schema.default_node,
+    ) {
+        (Some(t), _) => Ok(t.nodes.clone()),
+        (None, Some(d)) => Ok(vec![d.clone()]),
+        (None, None) => Err(RouteError::new(
+            Refusal::NoSuchTable,
+            format!("Table '{}.{name}' doesn't exist", schema.name),
+        )),
+    }
+}
+
 /// Routes `LOCK {TABLE|TABLES} ...` (`stmt`: the canonical text, module `lex`).
 ///
 /// Errors: 1064 for text outside the grammar; 1046 / 1049 / 1044 for the schema; 1146 for a
@@ -123,17 +144,8 @@ pub(super) fn lock_tables(
             };
             access.check_table(&schema.name, &name, how)?;
         }
+        let nodes = table_nodes(schema, &name)?;
         let upper = name.to_ascii_uppercase();
-        let nodes: Vec<String> = match (schema.tables.get(&upper), &schema.default_node) {
-            (Some(t), _) => t.nodes.clone(),
-            (None, Some(d)) => vec![d.clone()],
-            (None, None) => {
-                return Err(RouteError::new(
-                    Refusal::NoSuchTable,
-                    format!("Table '{}.{name}' doesn't exist", schema.name),
-                ));
-            }
-        };
         for node in nodes {
             if !r.is_mysql_node(&node) {
                 return Err(RouteError::not_supported(format!(

@@ -26,7 +26,7 @@ use sqlparser::tokenizer::Token;
 use super::access::TableAccess;
 use super::plan::TableName;
 use super::rewrite::backquoted;
-use super::{HostHint, OkMerge, Plan, Refusal, RouteError, Router, SessionView, Target};
+use super::{HostHint, OkMerge, Plan, RouteError, Router, SessionView, Target};
 
 /// The statement kinds, by their first word.
 const VERBS: &[&str] = &["CHECK", "CHECKSUM", "ANALYZE", "OPTIMIZE", "REPAIR"];
@@ -115,17 +115,8 @@ pub(super) fn maintenance(
                 access.check_table(&schema.name, &name, TableAccess::Insert)?;
             }
         }
+        let nodes = super::lock::table_nodes(schema, &name)?;
         let upper = name.to_ascii_uppercase();
-        let nodes: Vec<String> = match (schema.tables.get(&upper), &schema.default_node) {
-            (Some(t), _) => t.nodes.clone(),
-            (None, Some(d)) => vec![d.clone()],
-            (None, None) => {
-                return Err(RouteError::new(
-                    Refusal::NoSuchTable,
-                    format!("Table '{}.{name}' doesn't exist", schema.name),
-                ));
-            }
-        };
         for node in nodes {
             if !r.is_mysql_node(&node) {
                 return Err(RouteError::not_supported(format!(
