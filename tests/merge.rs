@@ -714,3 +714,124 @@ async fn explain_format_tree_shows_the_merge_steps() {
     assert_eq!(code, 1064, "{msg}");
     assert!(msg.contains("sharding column:ID not provided"), "{msg}");
 }
+
+/// A schema `PLC` over the fixture's three nodes, default dataNode dn2: `a` and `b` sharded
+/// by `mod-long` (id % 3), `sh2` sharded and `gl`, `gl2` global (the last two of each never
+/// created before a test creates them), `solo` on dn2 alone, `one1` on dn1 alone.
+fn placement() -> Extra {
+    Extra {
+        schema_xml: r#"<schema name="PLC" dataNode="dn2">
+                <table name="a" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="b" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="sh2" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="gl" type="global" dataNode="dn1,dn2,dn3" />
+                <table name="gl2" type="global" dataNode="dn1,dn2,dn3" />
+                <table name="solo" dataNode="dn2" />
+                <table name="one1" dataNode="dn1" />
+            </schema>"#
+            .to_string(),
+        users_xml: r#"<user name="plc"><property name="password">plc</property><property name="schemas">PLC</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    }
+}
+
+async fn placement_client(f: &Fixture) -> mysql_async::Conn {
+    mysql_async::Conn::new(common::opts(f.port, "plc", "plc", Some("PLC")))
+        .await
+        .unwrap()
+}
+
+/// The tables of physical database `n` of `f`, sorted, lower-cased.
+async fn tables_on(f: &Fixture, n: usize) -> Vec<String> {
+    let mut c = f.backend(n).await;
+    let mut t: Vec<String> = c
+        .exec(
+            "SELECT LOWER(table_name) FROM information_schema.tables WHERE table_schema = ?",
+            (f.databases[n - 1].clone(),),
+        )
+        .await
+        .unwrap();
+    t.sort();
+    t
+}
+
+/// `CREATE TABLE t .. SELECT ..` runs only where one node holds the table and every row the
+/// query reads: for a sharded or global table every node got every row read (a hunt found it).
+#[tokio::test]
+async fn create_table_select_runs_only_where_one_node_holds_the_table_and_its_rows() {
+    let f = Fixture::start("ctsel", placement()).await;
+    let mut c = placement_client(&f).await;
+    for t in ["a", "gl", "one1"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+            .await
+            .unwrap();
+    }
+    for t in ["a", "gl", "one1"] {
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, v) VALUES (1, 1), (2, 2), (3, 3)"
+        ))
+        .await
+        .unwrap();
+    }
+    let before: Vec<Vec<String>> = vec![
+        tables_on(&f, 1).await,
+        tables_on(&f, 2).await,
+        tables_on(&f, 3).await,
+    ];
+    for (sql, names) in [
+        (
+            "CREATE TABLE sh2 AS SELECT id, v FROM a",
+            ["SH2", "sharded"],
+        ),
+        ("CREATE TABLE sh2 SELECT 1 AS id", ["SH2", "sharded"]),
+        ("CREATE TABLE gl2 SELECT id, v FROM gl", ["GL2", "global"]),
+        (
+            "CREATE TABLE gl2 (id INT PRIMARY KEY) WITH w AS (SELECT 1 AS id) SELECT id FROM w",
+            ["GL2", "global"],
+        ),
+        ("CREATE TABLE copy1 SELECT id, v FROM a", ["COPY1", "A"]),
+        (
+            "CREATE TABLE copy1 SELECT id FROM gl WHERE id IN (SELECT id FROM one1)",
+            ["COPY1", "ONE1"],
+        ),
+        ("CREATE TABLE solo SELECT id FROM one1", ["SOLO", "ONE1"]),
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(msg.contains("CREATE TABLE ... SELECT"), "{sql}: {msg}");
+        for name in names {
+            assert!(msg.contains(name), "{sql}: {msg}");
+        }
+    }
+    for n in 1..=3 {
+        assert_eq!(
+            tables_on(&f, n).await,
+            before[n - 1],
+            "dn{n}: nothing created"
+        );
+    }
+    // One node holds the table and the rows: an undeclared table (default dataNode dn2) or
+    // `solo` (dn2) from a global table and from undeclared tables.
+    c.query_drop("CREATE TABLE copy1 SELECT id, v FROM gl WHERE id > 1")
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE solo AS SELECT id FROM copy1 WHERE id IN (SELECT id FROM gl)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "copy1").await, [2, 3]);
+    assert_eq!(f.ids_on(2, "solo").await, [2, 3]);
+    for n in [1, 3] {
+        let t = tables_on(&f, n).await;
+        assert!(
+            !t.contains(&"copy1".to_string()) && !t.contains(&"solo".to_string()),
+            "dn{n}: {t:?}"
+        );
+    }
+    // LIKE copies a definition, no rows: fine on every node of a global table.
+    c.query_drop("CREATE TABLE gl2 LIKE gl").await.unwrap();
+    for n in 1..=3 {
+        assert!(tables_on(&f, n).await.contains(&"gl2".to_string()), "dn{n}");
+        assert!(f.ids_on(n, "gl2").await.is_empty(), "dn{n}");
+    }
+}
