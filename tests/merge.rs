@@ -756,6 +756,50 @@ async fn tables_on(f: &Fixture, n: usize) -> Vec<String> {
     t
 }
 
+/// `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE <sharding column> = ..` is refused as the
+/// VALUES form is (Mycat: "Sharding column can't be updated"): run where the rows are read, the
+/// update moved a row's id to another node's value and left it where it was (a hunt found it).
+#[tokio::test]
+async fn insert_select_may_not_update_the_sharding_column_on_duplicate_key() {
+    let f = Fixture::start("odkusel", placement()).await;
+    let mut c = placement_client(&f).await;
+    for t in ["a", "b"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+            .await
+            .unwrap();
+    }
+    c.query_drop("INSERT INTO a (id, v) VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO b (id, v) SELECT id, v FROM a")
+        .await
+        .unwrap();
+    for sql in [
+        "INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE id = b.id + 10",
+        "INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE b.ID = 100, v = 1",
+        "INSERT INTO b (id, v) SELECT id, v FROM a WHERE id = 4 ON DUPLICATE KEY UPDATE id = 7",
+        "INSERT INTO b (id, v) VALUES (4, 4) ON DUPLICATE KEY UPDATE id = 14",
+        "INSERT INTO b SET id = 4, v = 4 ON DUPLICATE KEY UPDATE id = 14",
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(
+            msg.contains("Sharding column can't be updated: B -> ID"),
+            "{sql}: {msg}"
+        );
+    }
+    // Every row still on the node its id places it on (id % 3: 0 → dn1, 1 → dn2, 2 → dn3).
+    assert_eq!(f.ids_on(1, "b").await, [3]);
+    assert_eq!(f.ids_on(2, "b").await, [1, 4]);
+    assert_eq!(f.ids_on(3, "b").await, [2]);
+    // Updating another column on a duplicate key stays allowed.
+    c.query_drop("INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE v = b.v + 10")
+        .await
+        .unwrap();
+    let v: Vec<(i64, i64)> = c.query("SELECT id, v FROM b ORDER BY id").await.unwrap();
+    assert_eq!(v, [(1, 11), (2, 12), (3, 13), (4, 14)]);
+}
+
 /// `CREATE TABLE t .. SELECT ..` runs only where one node holds the table and every row the
 /// query reads: for a sharded or global table every node got every row read (a hunt found it).
 #[tokio::test]
