@@ -879,3 +879,39 @@ async fn create_table_select_runs_only_where_one_node_holds_the_table_and_its_ro
         assert!(f.ids_on(n, "gl2").await.is_empty(), "dn{n}");
     }
 }
+
+/// `SELECT .. PROCEDURE ANALYSE()` describes the whole result's columns: admitted only where the
+/// statement runs on one dataNode as written (over several, each node described its own rows
+/// and the merge's extra columns took the clause into their text: a hunt found it).
+#[tokio::test]
+async fn procedure_analyse_runs_on_one_data_node_only() {
+    let f = Fixture::start("procan", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (1, 'a', 1), (2, 'b', 2), (5000001, 'c', 3)",
+    )
+    .await
+    .unwrap();
+    for sql in [
+        "SELECT id FROM travelrecord PROCEDURE ANALYSE()",
+        "SELECT id FROM travelrecord ORDER BY id PROCEDURE ANALYSE()",
+        "SELECT user_id FROM travelrecord ORDER BY user_id LIMIT 2 PROCEDURE ANALYSE(10, 20)",
+        "SELECT days, COUNT(*) FROM travelrecord GROUP BY days PROCEDURE ANALYSE()",
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(
+            msg.contains("PROCEDURE ANALYSE") && msg.contains("one dataNode"),
+            "{sql}: {msg}"
+        );
+    }
+    // On one node: the node's own answer, as written.
+    let sql = "SELECT id, user_id FROM travelrecord WHERE id IN (1, 2) PROCEDURE ANALYSE()";
+    let got: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    let want: Vec<mysql_async::Row> = f.backend(1).await.query(sql).await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+        want.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>()
+    );
+}
