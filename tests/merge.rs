@@ -915,3 +915,37 @@ async fn procedure_analyse_runs_on_one_data_node_only() {
         want.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>()
     );
 }
+
+/// A select-list alias that starts with digits and then `e` (`1Ea`, one name to MariaDB) used
+/// as a merged ORDER BY / GROUP BY key: the nodes' extra columns took `id AS 1` for the
+/// expression (a hunt found it). Answers equal one unsharded table's.
+#[tokio::test]
+async fn a_digit_led_alias_orders_and_groups_merged_rows() {
+    let f = Fixture::start("digalias", Extra::default()).await;
+    let reference = "t_digalias_ref";
+    common::fresh_database(reference).await;
+    let mut r = common::primary(Some(reference)).await;
+    r.query_drop(&common::sample_statements()[0]).await.unwrap();
+    let rows = "(1, 'b', 2), (2, 'a', 1), (5000001, 'B', 2), (5000002, 'c', 3), (10000001, 'a', 1)";
+    let insert = format!("INSERT INTO travelrecord (id, user_id, days) VALUES {rows}");
+    let mut c = f.client().await;
+    c.query_drop(&insert).await.unwrap();
+    r.query_drop(&insert).await.unwrap();
+    for sql in [
+        "SELECT id AS 1Ea FROM travelrecord ORDER BY 1Ea",
+        "SELECT id AS 1Ea FROM travelrecord ORDER BY 1Ea DESC",
+        "SELECT id AS 1Ea FROM travelrecord GROUP BY 1Ea",
+        "SELECT days 2e, COUNT(*) FROM travelrecord GROUP BY 2e ORDER BY 2e DESC",
+        "SELECT LOWER(user_id) AS 1Eq, SUM(days) AS s FROM travelrecord GROUP BY 1Eq ORDER BY 1Eq",
+        "SELECT id 1E, days FROM travelrecord ORDER BY days, 1E LIMIT 3",
+    ] {
+        let got: Vec<mysql_async::Row> =
+            c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let want: Vec<mysql_async::Row> = r.query(sql).await.unwrap();
+        assert_eq!(
+            got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+            want.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+            "{sql}"
+        );
+    }
+}
