@@ -174,6 +174,15 @@ async fn child_rows_follow_their_parent_and_parent_child_joins_run_on_every_node
             "UPDATE orders SET customer_id = 2 WHERE id = 10",
             "Parent relevant column can't be updated ORDERS->CUSTOMER_ID",
         ),
+        // ON DUPLICATE KEY UPDATE of the joinKey would leave the row on its old parent's node.
+        (
+            "INSERT INTO orders (id, customer_id, amount) VALUES (10, 1, 1.00) ON DUPLICATE KEY UPDATE customer_id = 2",
+            "Parent relevant column can't be updated: ORDERS -> CUSTOMER_ID",
+        ),
+        (
+            "INSERT INTO order_items (id, order_id, sku) VALUES (100, 13, 'x') ON DUPLICATE KEY UPDATE order_id = 11",
+            "Parent relevant column can't be updated: ORDER_ITEMS -> ORDER_ID",
+        ),
         (
             "SELECT * FROM customer c JOIN orders o ON o.id = c.id",
             "cross-node join",
@@ -195,4 +204,23 @@ async fn child_rows_follow_their_parent_and_parent_child_joins_run_on_every_node
         assert_eq!(code, 1064, "{sql}: {msg}");
         assert!(msg.contains(text), "{sql}: {msg}");
     }
+    let mut dn2 = f.backend(2).await;
+    let order: Vec<(i32, i32)> = dn2
+        .query("SELECT id, customer_id FROM orders WHERE id = 10")
+        .await
+        .unwrap();
+    assert_eq!(
+        order,
+        [(10, 1)],
+        "order 10 still belongs to customer 1 on dn2"
+    );
+    let item: Vec<(i32, i32)> = dn2
+        .query("SELECT id, order_id FROM order_items WHERE id = 100")
+        .await
+        .unwrap();
+    assert_eq!(
+        item,
+        [(100, 13)],
+        "item 100 still belongs to order 13 on dn2"
+    );
 }

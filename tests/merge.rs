@@ -714,3 +714,238 @@ async fn explain_format_tree_shows_the_merge_steps() {
     assert_eq!(code, 1064, "{msg}");
     assert!(msg.contains("sharding column:ID not provided"), "{msg}");
 }
+
+/// A schema `PLC` over the fixture's three nodes, default dataNode dn2: `a` and `b` sharded
+/// by `mod-long` (id % 3), `sh2` sharded and `gl`, `gl2` global (the last two of each never
+/// created before a test creates them), `solo` on dn2 alone, `one1` on dn1 alone.
+fn placement() -> Extra {
+    Extra {
+        schema_xml: r#"<schema name="PLC" dataNode="dn2">
+                <table name="a" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="b" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="sh2" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="gl" type="global" dataNode="dn1,dn2,dn3" />
+                <table name="gl2" type="global" dataNode="dn1,dn2,dn3" />
+                <table name="solo" dataNode="dn2" />
+                <table name="one1" dataNode="dn1" />
+            </schema>"#
+            .to_string(),
+        users_xml: r#"<user name="plc"><property name="password">plc</property><property name="schemas">PLC</property></user>"#
+            .to_string(),
+        ..Extra::default()
+    }
+}
+
+async fn placement_client(f: &Fixture) -> mysql_async::Conn {
+    mysql_async::Conn::new(common::opts(f.port, "plc", "plc", Some("PLC")))
+        .await
+        .unwrap()
+}
+
+/// The tables of physical database `n` of `f`, sorted, lower-cased.
+async fn tables_on(f: &Fixture, n: usize) -> Vec<String> {
+    let mut c = f.backend(n).await;
+    let mut t: Vec<String> = c
+        .exec(
+            "SELECT LOWER(table_name) FROM information_schema.tables WHERE table_schema = ?",
+            (f.databases[n - 1].clone(),),
+        )
+        .await
+        .unwrap();
+    t.sort();
+    t
+}
+
+/// `INSERT ... SELECT ... ON DUPLICATE KEY UPDATE <sharding column> = ..` is refused as the
+/// VALUES form is (Mycat: "Sharding column can't be updated"): run where the rows are read, the
+/// update moved a row's id to another node's value and left it where it was (a hunt found it).
+#[tokio::test]
+async fn insert_select_may_not_update_the_sharding_column_on_duplicate_key() {
+    let f = Fixture::start("odkusel", placement()).await;
+    let mut c = placement_client(&f).await;
+    for t in ["a", "b"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+            .await
+            .unwrap();
+    }
+    c.query_drop("INSERT INTO a (id, v) VALUES (1, 1), (2, 2), (3, 3), (4, 4)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO b (id, v) SELECT id, v FROM a")
+        .await
+        .unwrap();
+    for sql in [
+        "INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE id = b.id + 10",
+        "INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE b.ID = 100, v = 1",
+        "INSERT INTO b (id, v) SELECT id, v FROM a WHERE id = 4 ON DUPLICATE KEY UPDATE id = 7",
+        "INSERT INTO b (id, v) VALUES (4, 4) ON DUPLICATE KEY UPDATE id = 14",
+        "INSERT INTO b SET id = 4, v = 4 ON DUPLICATE KEY UPDATE id = 14",
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(
+            msg.contains("Sharding column can't be updated: B -> ID"),
+            "{sql}: {msg}"
+        );
+    }
+    // Every row still on the node its id places it on (id % 3: 0 → dn1, 1 → dn2, 2 → dn3).
+    assert_eq!(f.ids_on(1, "b").await, [3]);
+    assert_eq!(f.ids_on(2, "b").await, [1, 4]);
+    assert_eq!(f.ids_on(3, "b").await, [2]);
+    // Updating another column on a duplicate key stays allowed.
+    c.query_drop("INSERT INTO b (id, v) SELECT id, v FROM a ON DUPLICATE KEY UPDATE v = b.v + 10")
+        .await
+        .unwrap();
+    let v: Vec<(i64, i64)> = c.query("SELECT id, v FROM b ORDER BY id").await.unwrap();
+    assert_eq!(v, [(1, 11), (2, 12), (3, 13), (4, 14)]);
+}
+
+/// `CREATE TABLE t .. SELECT ..` runs only where one node holds the table and every row the
+/// query reads: for a sharded or global table every node got every row read (a hunt found it).
+#[tokio::test]
+async fn create_table_select_runs_only_where_one_node_holds_the_table_and_its_rows() {
+    let f = Fixture::start("ctsel", placement()).await;
+    let mut c = placement_client(&f).await;
+    for t in ["a", "gl", "one1"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
+            .await
+            .unwrap();
+    }
+    for t in ["a", "gl", "one1"] {
+        c.query_drop(format!(
+            "INSERT INTO {t} (id, v) VALUES (1, 1), (2, 2), (3, 3)"
+        ))
+        .await
+        .unwrap();
+    }
+    let before: Vec<Vec<String>> = vec![
+        tables_on(&f, 1).await,
+        tables_on(&f, 2).await,
+        tables_on(&f, 3).await,
+    ];
+    for (sql, names) in [
+        (
+            "CREATE TABLE sh2 AS SELECT id, v FROM a",
+            ["SH2", "sharded"],
+        ),
+        ("CREATE TABLE sh2 SELECT 1 AS id", ["SH2", "sharded"]),
+        ("CREATE TABLE gl2 SELECT id, v FROM gl", ["GL2", "global"]),
+        (
+            "CREATE TABLE gl2 (id INT PRIMARY KEY) WITH w AS (SELECT 1 AS id) SELECT id FROM w",
+            ["GL2", "global"],
+        ),
+        ("CREATE TABLE copy1 SELECT id, v FROM a", ["COPY1", "A"]),
+        (
+            "CREATE TABLE copy1 SELECT id FROM gl WHERE id IN (SELECT id FROM one1)",
+            ["COPY1", "ONE1"],
+        ),
+        ("CREATE TABLE solo SELECT id FROM one1", ["SOLO", "ONE1"]),
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(msg.contains("CREATE TABLE ... SELECT"), "{sql}: {msg}");
+        for name in names {
+            assert!(msg.contains(name), "{sql}: {msg}");
+        }
+    }
+    for n in 1..=3 {
+        assert_eq!(
+            tables_on(&f, n).await,
+            before[n - 1],
+            "dn{n}: nothing created"
+        );
+    }
+    // One node holds the table and the rows: an undeclared table (default dataNode dn2) or
+    // `solo` (dn2) from a global table and from undeclared tables.
+    c.query_drop("CREATE TABLE copy1 SELECT id, v FROM gl WHERE id > 1")
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE solo AS SELECT id FROM copy1 WHERE id IN (SELECT id FROM gl)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "copy1").await, [2, 3]);
+    assert_eq!(f.ids_on(2, "solo").await, [2, 3]);
+    for n in [1, 3] {
+        let t = tables_on(&f, n).await;
+        assert!(
+            !t.contains(&"copy1".to_string()) && !t.contains(&"solo".to_string()),
+            "dn{n}: {t:?}"
+        );
+    }
+    // LIKE copies a definition, no rows: fine on every node of a global table.
+    c.query_drop("CREATE TABLE gl2 LIKE gl").await.unwrap();
+    for n in 1..=3 {
+        assert!(tables_on(&f, n).await.contains(&"gl2".to_string()), "dn{n}");
+        assert!(f.ids_on(n, "gl2").await.is_empty(), "dn{n}");
+    }
+}
+
+/// `SELECT .. PROCEDURE ANALYSE()` describes the whole result's columns: admitted only where the
+/// statement runs on one dataNode as written (over several, each node described its own rows
+/// and the merge's extra columns took the clause into their text: a hunt found it).
+#[tokio::test]
+async fn procedure_analyse_runs_on_one_data_node_only() {
+    let f = Fixture::start("procan", Extra::default()).await;
+    let mut c = f.client().await;
+    c.query_drop(
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (1, 'a', 1), (2, 'b', 2), (5000001, 'c', 3)",
+    )
+    .await
+    .unwrap();
+    for sql in [
+        "SELECT id FROM travelrecord PROCEDURE ANALYSE()",
+        "SELECT id FROM travelrecord ORDER BY id PROCEDURE ANALYSE()",
+        "SELECT user_id FROM travelrecord ORDER BY user_id LIMIT 2 PROCEDURE ANALYSE(10, 20)",
+        "SELECT days, COUNT(*) FROM travelrecord GROUP BY days PROCEDURE ANALYSE()",
+    ] {
+        let (code, state, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!((code, state.as_str()), (1064, "42000"), "{sql}: {msg}");
+        assert!(
+            msg.contains("PROCEDURE ANALYSE") && msg.contains("one dataNode"),
+            "{sql}: {msg}"
+        );
+    }
+    // On one node: the node's own answer, as written.
+    let sql = "SELECT id, user_id FROM travelrecord WHERE id IN (1, 2) PROCEDURE ANALYSE()";
+    let got: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+    let want: Vec<mysql_async::Row> = f.backend(1).await.query(sql).await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(
+        got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+        want.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>()
+    );
+}
+
+/// A select-list alias that starts with digits and then `e` (`1Ea`, one name to MariaDB) used
+/// as a merged ORDER BY / GROUP BY key: the nodes' extra columns took `id AS 1` for the
+/// expression (a hunt found it). Answers equal one unsharded table's.
+#[tokio::test]
+async fn a_digit_led_alias_orders_and_groups_merged_rows() {
+    let f = Fixture::start("digalias", Extra::default()).await;
+    let reference = "t_digalias_ref";
+    common::fresh_database(reference).await;
+    let mut r = common::primary(Some(reference)).await;
+    r.query_drop(&common::sample_statements()[0]).await.unwrap();
+    let rows = "(1, 'b', 2), (2, 'a', 1), (5000001, 'B', 2), (5000002, 'c', 3), (10000001, 'a', 1)";
+    let insert = format!("INSERT INTO travelrecord (id, user_id, days) VALUES {rows}");
+    let mut c = f.client().await;
+    c.query_drop(&insert).await.unwrap();
+    r.query_drop(&insert).await.unwrap();
+    for sql in [
+        "SELECT id AS 1Ea FROM travelrecord ORDER BY 1Ea",
+        "SELECT id AS 1Ea FROM travelrecord ORDER BY 1Ea DESC",
+        "SELECT id AS 1Ea FROM travelrecord GROUP BY 1Ea",
+        "SELECT days 2e, COUNT(*) FROM travelrecord GROUP BY 2e ORDER BY 2e DESC",
+        "SELECT LOWER(user_id) AS 1Eq, SUM(days) AS s FROM travelrecord GROUP BY 1Eq ORDER BY 1Eq",
+        "SELECT id 1E, days FROM travelrecord ORDER BY days, 1E LIMIT 3",
+    ] {
+        let got: Vec<mysql_async::Row> =
+            c.query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let want: Vec<mysql_async::Row> = r.query(sql).await.unwrap();
+        assert_eq!(
+            got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+            want.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(),
+            "{sql}"
+        );
+    }
+}

@@ -103,11 +103,14 @@ pub fn offset(sql: &str, loc: Location) -> Option<usize> {
 }
 
 /// The statement's tokens with byte ranges, white space and comments dropped, each with its
-/// parenthesis depth. `None` when the tokenizer fails (the parser then failed too).
+/// parenthesis depth. `None` when the tokenizer fails (the parser then failed too). A name
+/// that starts with digits and then `e` (`1Eq`) is one word, as the parser reads it
+/// (`forms::digit_led_names`): text ranges cut from these tokens match the parse's items.
 pub fn tokens(sql: &str) -> Option<Vec<(Token, Range<usize>, usize)>> {
     let toks: Vec<TokenWithSpan> = Tokenizer::new(&MySqlDialect {}, sql)
         .tokenize_with_location()
         .ok()?;
+    let toks = super::forms::digit_led_names(toks);
     let mut out = Vec::with_capacity(toks.len());
     let mut depth = 0usize;
     let mut at = Cursor::default();

@@ -140,7 +140,7 @@ fn grow_parser_stacks() {
 /// of an exponent and gives a number and a word; MariaDB reads one name (`SELECT 1 AS 1Eq`).
 /// A number of digits only followed, with nothing between, by an unquoted word that starts
 /// with `e` or `E` is made one word, as the tokenizer makes `1abc`.
-fn digit_led_names(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+pub(super) fn digit_led_names(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let joins = |a: &TokenWithSpan, b: &TokenWithSpan| {
         matches!(&a.token, Token::Number(s, false) if s.bytes().all(|c| c.is_ascii_digit()))
             && matches!(&b.token, Token::Word(w) if w.quote_style.is_none()

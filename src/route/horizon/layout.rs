@@ -94,7 +94,15 @@ impl Layout {
                     ..byte(clause_end(
                         g + 2,
                         &[
-                            "HAVING", "WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO", "WITH",
+                            "HAVING",
+                            "WINDOW",
+                            "ORDER",
+                            "LIMIT",
+                            "PROCEDURE",
+                            "FOR",
+                            "LOCK",
+                            "INTO",
+                            "WITH",
                         ],
                     )),
             ),
@@ -103,12 +111,23 @@ impl Layout {
         let having = (after_list..top.len())
             .find(|&j| is_keyword(&at(j).0, Keyword::HAVING))
             .and_then(|h| {
-                let end = clause_end(h + 1, &["WINDOW", "ORDER", "LIMIT", "FOR", "LOCK", "INTO"]);
+                let end = clause_end(
+                    h + 1,
+                    &[
+                        "WINDOW",
+                        "ORDER",
+                        "LIMIT",
+                        "PROCEDURE",
+                        "FOR",
+                        "LOCK",
+                        "INTO",
+                    ],
+                );
                 Some(at(h).1.start..tokens[..end].last()?.1.end)
             });
         let order = match find(after_list, "ORDER", "BY") {
             Some(o) => {
-                let end = clause_end(o + 2, &["LIMIT", "FOR", "LOCK", "INTO"]);
+                let end = clause_end(o + 2, &["LIMIT", "PROCEDURE", "FOR", "LOCK", "INTO"]);
                 let items = split(
                     &tokens,
                     byte(top.get(o + 2).copied().unwrap_or(tokens.len()))..byte(end),
@@ -141,8 +160,8 @@ impl Layout {
         let tail = match &limit {
             Some(l) => l.start,
             None => {
-                let stop =
-                    (after_list..top.len()).find(|&j| word_is(&at(j).0, &["FOR", "LOCK", "INTO"]));
+                let stop = (after_list..top.len())
+                    .find(|&j| word_is(&at(j).0, &["PROCEDURE", "FOR", "LOCK", "INTO"]));
                 match stop {
                     Some(j) => at(j).1.start,
                     None => {

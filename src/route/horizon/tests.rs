@@ -199,3 +199,41 @@ fn what_cannot_be_merged_exactly_is_refused_by_name() {
         assert!(message.contains(text), "{sql}: {message}");
     }
 }
+
+/// The merge and the node statement of `sql` as the router parses it (module `forms`: MariaDB
+/// forms the parser does not read).
+fn planned_as_routed(sql: &str) -> (Merge, String) {
+    let stmts = crate::route::forms::parse(sql).unwrap();
+    let Statement::Query(q) = &stmts[0] else {
+        panic!("not a query: {sql}")
+    };
+    let p = plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096).unwrap();
+    (p.merge, p.edits.apply(sql, "db"))
+}
+
+#[test]
+fn a_digit_led_alias_is_one_name_in_the_texts_the_nodes_get() {
+    let (_, node) = planned_as_routed("SELECT a AS 1Ea FROM t ORDER BY 1Ea");
+    assert_eq!(
+        node,
+        "SELECT a AS 1Ea, WEIGHT_STRING(RTRIM(a)) AS `__manx_0` FROM t ORDER BY 1Ea"
+    );
+    let (_, node) = planned_as_routed("SELECT a 1Eq, COUNT(*) FROM t GROUP BY 1Eq");
+    assert_eq!(
+        node,
+        "SELECT a 1Eq, COUNT(*), WEIGHT_STRING(RTRIM(a)) AS `__manx_0` FROM t GROUP BY 1Eq ORDER BY 1Eq "
+    );
+}
+
+#[test]
+fn no_item_text_runs_into_procedure_analyse() {
+    for sql in [
+        "SELECT a FROM t ORDER BY a PROCEDURE ANALYSE()",
+        "SELECT a, COUNT(*) FROM t GROUP BY a PROCEDURE ANALYSE(10, 20)",
+        "SELECT a, COUNT(*) FROM t GROUP BY a HAVING COUNT(*) > 1 PROCEDURE ANALYSE()",
+    ] {
+        let (_, node) = planned_as_routed(sql);
+        assert!(node.contains("WEIGHT_STRING(RTRIM(a)) AS"), "{sql}: {node}");
+        assert_eq!(node.matches("PROCEDURE").count(), 1, "{sql}: {node}");
+    }
+}

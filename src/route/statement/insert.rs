@@ -56,6 +56,7 @@ pub(super) fn insert_route(
     };
     let listed = listed(ctx, insert, &columns)?;
     let ctx = listed.as_ref().unwrap_or(ctx);
+    check_duplicate_key_update(insert, t)?;
     if t.auto_increment
         && let Some(routed) = auto_increment(ctx, insert, &columns, t)?
     {
@@ -78,21 +79,6 @@ pub(super) fn insert_route(
         (_, Some(rule)) => rule,
     };
     let column = &rule.column;
-    if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &insert.on {
-        for a in assignments {
-            if let sqlparser::ast::AssignmentTarget::ColumnName(n) = &a.target
-                && n.0
-                    .last()
-                    .and_then(|p| p.as_ident())
-                    .is_some_and(|i| i.value.eq_ignore_ascii_case(column))
-            {
-                return Err(RouteError::syntax(format!(
-                    "Sharding column can't be updated: {} -> {column}",
-                    t.name
-                )));
-            }
-        }
-    }
     // INSERT ... SET col = v, ...
     if insert.source.is_none() {
         let value = insert.assignments.iter().find_map(|a| match &a.target {
@@ -300,6 +286,9 @@ pub(super) fn insert_select(
             first.name
         )))
     };
+    if let Some(t) = ctx.table(table) {
+        check_duplicate_key_update(insert, t)?;
+    }
     let Some(source) = &insert.source else {
         return refuse("a subquery in VALUES");
     };
@@ -386,6 +375,56 @@ pub(super) fn insert_select(
         ));
     }
     Ok(ctx.plan(nodes, false, OkMerge::Sum))
+}
+
+/// Refuses `ON DUPLICATE KEY UPDATE` assigning a column that places the rows of `t`: the
+/// sharding column of a sharded table (Mycat: "Sharding column can't be updated") or the joinKey
+/// of an ER child table (as UPDATE refuses it). The update would change the row's placing value
+/// where it stands, leaving it on a dataNode it does not belong to; so whatever fills the rows
+/// (VALUES, SET or a SELECT).
+///
+/// Errors: 1064 naming the table and the column.
+fn check_duplicate_key_update(
+    insert: &sqlparser::ast::Insert,
+    t: &TableRoute,
+) -> Result<(), RouteError> {
+    let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &insert.on else {
+        return Ok(());
+    };
+    let mut placing: Vec<(&str, String)> = Vec::new();
+    if let TableKind::Child { join_key, .. } = &t.kind {
+        placing.push((
+            join_key,
+            format!(
+                "Parent relevant column can't be updated: {} -> {join_key}",
+                t.name
+            ),
+        ));
+    }
+    if let (Some(rule), false) = (&t.rule, t.kind == TableKind::Global) {
+        placing.push((
+            &rule.column,
+            format!(
+                "Sharding column can't be updated: {} -> {}",
+                t.name, rule.column
+            ),
+        ));
+    }
+    for a in assignments {
+        let sqlparser::ast::AssignmentTarget::ColumnName(n) = &a.target else {
+            continue;
+        };
+        let Some(name) = n.0.last().and_then(|p| p.as_ident()) else {
+            continue;
+        };
+        if let Some((_, message)) = placing
+            .iter()
+            .find(|(c, _)| name.value.eq_ignore_ascii_case(c))
+        {
+            return Err(RouteError::syntax(message.clone()));
+        }
+    }
+    Ok(())
 }
 
 /// An INSERT of one row into an ER child table whose node is its parent row's (SPEC §5.12).

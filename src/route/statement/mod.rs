@@ -422,7 +422,7 @@ fn route_parsed(
                 d.limit.is_some(),
             )
         }
-        Statement::CreateTable(ct) => ddl(ctx, &[&ct.name]),
+        Statement::CreateTable(ct) => create_table(ctx, ct, occurrences),
         Statement::AlterTable(at) => ddl(ctx, &[&at.name]),
         Statement::CreateIndex(ci) => ddl(ctx, &[&ci.table_name]),
         Statement::Truncate(t) => ddl(
