@@ -348,6 +348,62 @@ async fn a_failed_statement_s_error_is_in_show_warnings_and_show_errors() {
     .await;
 }
 
+/// `@@warning_count` and `@@error_count` several in one SELECT, with aliases and the
+/// `@@session.` prefix, count the session's last statement's conditions as the one-variable
+/// form does (a node asked would count its own: 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_diagnostics_counts_in_one_select_count_the_kept_conditions() {
+    same_answers(
+        "mtadiagmulti",
+        &[
+            "CREATE TABLE t_dm (n INT)",
+            "SELECT nosuchcol FROM t_dm",
+            "rows: SELECT @@warning_count, @@error_count",
+            "rows: SELECT @@warning_count AS w, @@session.error_count e",
+            "rows: SELECT @@session.warning_count, @@Error_Count AS `E c`",
+            "SELECT 1/0, 2/0",
+            "rows: SELECT @@error_count, @@warning_count, @@session.warning_count AS w",
+            "rows: SHOW WARNINGS",
+        ],
+    )
+    .await;
+}
+
+/// MariaDB clears the diagnostics area only for a statement that uses a table or raises a
+/// condition: `SELECT 1`, `SET @a = 1`, `BEGIN`, `COMMIT` keep the last
+/// failed statement's error (and a tableless statement's warnings) for SHOW WARNINGS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_using_no_table_keeps_the_diagnostics() {
+    same_answers(
+        "mtadiagkeep",
+        &[
+            "CREATE TABLE t_dk (n INT)",
+            "SELECT nosuchcol FROM t_dk",
+            "SELECT 1",
+            "rows: SHOW WARNINGS",
+            "SET @a = 1",
+            "BEGIN",
+            "COMMIT",
+            "BEGIN",
+            "ROLLBACK",
+            "rows: SELECT @@warning_count",
+            "rows: SHOW ERRORS",
+            "SELECT 1/0",
+            "SELECT @a",
+            "rows: SHOW WARNINGS",
+            "SELECT n FROM t_dk",
+            "rows: SHOW WARNINGS",
+            "SELECT nosuchcol FROM t_dk",
+            "SELECT nosuchcol2",
+            "rows: SHOW WARNINGS",
+            "SELECT nosuchcol FROM t_dk",
+            "SELECT (SELECT COUNT(*) FROM t_dk)",
+            "rows: SHOW WARNINGS",
+        ],
+    )
+    .await;
+}
+
 /// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
 /// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
 /// HASH (a) /* Test of comment */ PARTITIONS 2 */`).

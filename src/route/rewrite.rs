@@ -364,6 +364,28 @@ pub fn operator_count(sql: &str) -> usize {
         .count()
 }
 
+/// Whether `query` is a `SELECT` that names no table: no `FROM` (a subquery's included)
+/// and no sequence function (a MariaDB sequence is a table). Tokenized, so a `FROM` in a string
+/// or a comment does not count; a version comment (`/*!`), which the server reads, is taken to
+/// name one.
+pub fn reads_no_table(query: &str) -> bool {
+    if query.contains("/*!") {
+        return false;
+    }
+    let Some(toks) = tokens(query) else {
+        return false;
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    toks.first().is_some_and(|t| word(&t.0, "SELECT"))
+        && !toks.iter().any(|(t, _, _)| {
+            [
+                "FROM", "NEXTVAL", "LASTVAL", "SETVAL", "NEXT", "PREVIOUS", "TABLE",
+            ]
+            .iter()
+            .any(|w| word(t, w))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

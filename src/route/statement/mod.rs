@@ -22,8 +22,8 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    ColumnsLookup, Completion, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router,
-    SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
+    ColumnsLookup, Completion, Condition, HostHint, Local, OkMerge, Plan, RouteError, Routed,
+    Router, SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
 use crate::sqltext::SavepointName;
