@@ -318,6 +318,38 @@ async fn rollback_warns_of_non_transactional_changes() {
     .await;
 }
 
+/// ROLLBACK TO SAVEPOINT over a change to a non-transactional table warns (1196) as ROLLBACK
+/// does: the OK carries the warning, `@@warning_count` and SHOW WARNINGS have it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_to_savepoint_warns_of_non_transactional_changes() {
+    same_answers(
+        "mtarbsp",
+        &[
+            "CREATE TABLE t_rbs (n INT) ENGINE=MyISAM",
+            "CREATE TABLE t_rbs_tx (n INT) ENGINE=InnoDB",
+            "BEGIN",
+            "INSERT INTO t_rbs_tx VALUES (1)",
+            "SAVEPOINT s1",
+            "INSERT INTO t_rbs VALUES (1)",
+            "ROLLBACK TO SAVEPOINT s1",
+            "rows: SELECT @@warning_count",
+            "rows: SHOW WARNINGS",
+            "ROLLBACK WORK TO s1",
+            "rows: SHOW WARNINGS",
+            "ROLLBACK",
+            "SELECT COUNT(*) FROM t_rbs",
+            "SELECT COUNT(*) FROM t_rbs_tx",
+            "BEGIN",
+            "SAVEPOINT s2",
+            "INSERT INTO t_rbs_tx VALUES (2)",
+            "ROLLBACK TO SAVEPOINT s2",
+            "rows: SHOW WARNINGS",
+            "COMMIT",
+        ],
+    )
+    .await;
+}
+
 /// After a failed statement, MySQL's diagnostics area holds its error: SHOW WARNINGS and SHOW
 /// ERRORS list it, `SHOW COUNT(*) WARNINGS|ERRORS`, `@@warning_count` and `@@error_count`
 /// count it (mysql-test files check errors this way after `--error`); a statement that

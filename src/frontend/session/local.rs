@@ -325,7 +325,18 @@ impl Session {
                 // transaction: back to a savepoint set before the statement that failed
                 // part-way, every node agrees again.
                 match self.held.rollback_to_savepoint(&name).await {
-                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Ok(left) => {
+                        // Its warnings (1196) are the statement's, as ROLLBACK's are.
+                        let ok = OkInfo {
+                            warnings: left.warning_count,
+                            ..OkInfo::default()
+                        };
+                        if left.warning_count > 0 {
+                            self.warnings = left.warnings;
+                            self.warning_count = left.warning_count;
+                        }
+                        self.ok(w, ok).await
+                    }
                     Err(e) => self.error(w, e.into()).await,
                 }
             }
