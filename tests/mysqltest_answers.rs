@@ -436,6 +436,26 @@ async fn a_statement_using_no_table_keeps_the_diagnostics() {
     .await;
 }
 
+/// A comment between the words of SHOW WARNINGS|ERRORS (and their COUNT(*) and LIMIT forms)
+/// is white space, as MariaDB reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_inside_show_warnings_is_white_space() {
+    same_answers(
+        "mtashowcomment",
+        &[
+            "CREATE TABLE t_sc (n INT)",
+            "SELECT nosuchcol FROM t_sc",
+            "rows: show /* c */ warnings",
+            "rows: SHOW/**/ERRORS",
+            "rows: SHOW /* a */ COUNT(*) /* b */ ERRORS",
+            "rows: show warnings /* c */ limit /* d */ 1",
+            "SELECT 1/0",
+            "rows: SHOW /* c */ WARNINGS",
+        ],
+    )
+    .await;
+}
+
 /// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
 /// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
 /// HASH (a) /* Test of comment */ PARTITIONS 2 */`).
