@@ -456,6 +456,28 @@ async fn a_comment_inside_show_warnings_is_white_space() {
     .await;
 }
 
+/// A locking read's `WAIT n` / `NOWAIT` after `FOR UPDATE` and `LOCK IN SHARE MODE`
+/// (MariaDB's lock wait clause) reaches the node with the statement, as MariaDB takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locking_read_s_wait_clause_is_forwarded() {
+    same_answers(
+        "mtalockwait",
+        &[
+            "CREATE TABLE t_lw (n INT)",
+            "INSERT INTO t_lw VALUES (1), (2)",
+            "BEGIN",
+            "SELECT n FROM t_lw ORDER BY n FOR UPDATE WAIT 5",
+            "SELECT n FROM t_lw ORDER BY n FOR UPDATE NOWAIT",
+            "SELECT n FROM t_lw WHERE n = 1 LOCK IN SHARE MODE WAIT 5",
+            "SELECT n FROM t_lw LIMIT 1 LOCK IN SHARE MODE NOWAIT",
+            "SELECT n FROM t_lw ORDER BY n FOR UPDATE SKIP LOCKED",
+            "SELECT n FROM t_lw FOR UPDATE WAIT",
+            "COMMIT",
+        ],
+    )
+    .await;
+}
+
 /// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
 /// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
 /// HASH (a) /* Test of comment */ PARTITIONS 2 */`).
