@@ -478,6 +478,23 @@ async fn a_locking_read_s_wait_clause_is_forwarded() {
     .await;
 }
 
+/// An ODBC escape of MOD (`{fn mod(a, b)}`) is the function, not the operator after an
+/// operand `fn`; the escape is an operand of the operator.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_odbc_escape_of_mod_is_the_function() {
+    same_answers(
+        "mtaodbcmod",
+        &[
+            "SELECT {fn mod(7, 3)}",
+            "SELECT {fn MOD(7, 3)} AS m, {fn mod(7, 3)} MOD 2, 7 MOD {fn mod(5, 3)}",
+            "CREATE TABLE t_om (n INT)",
+            "INSERT INTO t_om VALUES (7), (8)",
+            "SELECT n, {fn mod(n, 3)} FROM t_om ORDER BY n",
+        ],
+    )
+    .await;
+}
+
 /// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
 /// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
 /// HASH (a) /* Test of comment */ PARTITIONS 2 */`).

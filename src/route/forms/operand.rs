@@ -111,13 +111,17 @@ pub(super) fn operand_end(tokens: &[TokenWithSpan], sig: &[usize], k: usize) -> 
         | Token::DoubleQuotedByteStringLiteral(_)
         | Token::EscapedStringLiteral(_)
         | Token::RParen
+        // The close of an ODBC escape (`{fn f(..)}`), an expression.
+        | Token::RBrace
         | Token::Placeholder(_) => true,
         Token::Word(w) => {
             w.quote_style.is_some()
                 || (k > 0 && matches!(tokens[sig[k - 1]].token, Token::Period))
-                || !BEFORE_OPERAND
+                || (!BEFORE_OPERAND
                     .iter()
                     .any(|b| w.value.eq_ignore_ascii_case(b))
+                    // An ODBC escape's keyword (`{fn mod(a, b)}`) is no operand.
+                    && !(k > 0 && matches!(tokens[sig[k - 1]].token, Token::LBrace)))
         }
         _ => false,
     }

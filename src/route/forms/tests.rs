@@ -345,7 +345,8 @@ fn spans_point_at_the_clients_text() {
     assert_eq!(&sql[16..22], "TESTDB");
 }
 
-/// The forms of module `clauses` (and the digit-led names, ALTER TABLE's `WAIT n`).
+/// The forms of module `clauses` (and the digit-led names, ALTER TABLE's `WAIT n`, MOD in an
+/// ODBC escape).
 #[test]
 fn clause_forms_read_as_their_equivalents() {
     let mut wrong = Vec::new();
@@ -385,6 +386,15 @@ fn clause_forms_read_as_their_equivalents() {
         "RENAME TABLE t2 TO t1, a TO b",
     );
     check("DROP INDEX i1 ON t1 WAIT 0", "DROP INDEX i1 ON t1");
+    // ODBC's `{fn mod(a, b)}`: the function, and an operand of the operator.
+    assert_eq!(
+        parse("SELECT {fn mod(7, 3)}").unwrap()[0].to_string(),
+        "SELECT (mod(7, 3))"
+    );
+    check(
+        "SELECT {fn mod(a, 3)} MOD 2, 7 MOD {fn MOD(5, 3)} FROM t",
+        "SELECT (mod(a, 3)) % 2, 7 % (MOD(5, 3)) FROM t",
+    );
     // A locking read's `WAIT n` (`NOWAIT` the parser reads).
     check(
         "SELECT a FROM t FOR UPDATE WAIT 5",
