@@ -495,6 +495,32 @@ async fn an_odbc_escape_of_mod_is_the_function() {
     .await;
 }
 
+/// Comments in `SET NAMES` / `SET CHARACTER SET` and the character set variables are white
+/// space: the character sets set are those named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn comments_in_set_names_are_white_space() {
+    let check =
+        "rows: SELECT @@character_set_client, @@character_set_results, @@collation_connection";
+    same_answers(
+        "mtanamescomment",
+        &[
+            "SET NAMES utf8mb4 /* c */",
+            check,
+            "SET NAMES latin1 COLLATE latin1_bin /* c */",
+            check,
+            "SET NAMES /* a */ utf8mb4 /* b */ COLLATE /* c */ utf8mb4_bin",
+            check,
+            "SET CHARACTER SET latin1 /* c */",
+            check,
+            "SET character_set_results = utf8mb4 /* c */",
+            check,
+            "SET NAMES utf8mb4",
+            check,
+        ],
+    )
+    .await;
+}
+
 /// A plain comment inside a version comment is read as MariaDB reads it — to its first `*/`,
 /// the version comment going on to its own (mysql-test `partition_mgm`: `/*!50100 PARTITION BY
 /// HASH (a) /* Test of comment */ PARTITIONS 2 */`).
