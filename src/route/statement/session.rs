@@ -339,11 +339,7 @@ mod tests {
     fn several_diagnostics_counts_are_answered_locally() {
         use Condition::{Errors, Warnings};
         let counts = |s: &str| match canned_select(s) {
-            Some(Local::Counts(c)) => Some(
-                c.into_iter()
-                    .map(|(l, c)| (l, c))
-                    .collect::<Vec<(String, Condition)>>(),
-            ),
+            Some(Local::Counts(c)) => Some(c),
             _ => None,
         };
         let c = |l: &str, x: Condition| (l.to_string(), x);
