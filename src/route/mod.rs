@@ -46,12 +46,12 @@ pub use lex::split_statements;
 pub use lock::{LockTables, LockedTable};
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
-    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, DistinctOp, Grouping, Having,
-    HostHint, Local, Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit, SequenceRewrite,
-    SessionSet, SortKey, TableName, Target,
+    Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, Condition, DistinctOp, Grouping,
+    Having, HostHint, Local, Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit,
+    SequenceRewrite, SessionSet, SortKey, TableName, Target,
 };
-pub use rewrite::placeholders;
-pub use scan::unquote;
+pub use rewrite::{placeholders, reads_no_table};
+pub use scan::{unquote, without_comments};
 pub use set::{check_client_charset, check_storage_engine, switch_value};
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};
 pub use statement::like;

@@ -303,6 +303,15 @@ pub struct SessionSet {
     pub evaluate: bool,
 }
 
+/// What a column of [`Local::Counts`] counts among the session's last statement's conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// All of them (`@@warning_count`).
+    Warnings,
+    /// Those of level `Error` (`@@error_count`).
+    Errors,
+}
+
 /// What the session does itself, without a dataNode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Local {
@@ -378,6 +387,11 @@ pub enum Local {
     /// statement's conditions are errors (1 after a failed statement, else 0), as
     /// [`Local::WarningCount`].
     ErrorCount(String),
+    /// A SELECT of several of `@@[session.]warning_count` and `@@[session.]error_count`, or of
+    /// one with an alias (`SELECT @@warning_count AS w, @@error_count`): per column, its label
+    /// (the alias, or the variable as written) and what it counts, as [`Local::WarningCount`]
+    /// and [`Local::ErrorCount`] do.
+    Counts(Vec<(String, Condition)>),
     /// `SELECT LAST_INSERT_ID()` / `SELECT @@identity` (with the column label to use): the
     /// session's last insert id (SPEC §5.15).
     LastInsertId(String),

@@ -384,9 +384,54 @@ pub fn operator_count(sql: &str) -> usize {
         .count()
 }
 
+/// Whether `query` is a `SELECT` that names no table: no `FROM` but `FROM DUAL` (a subquery's
+/// included) and no sequence function (a MariaDB sequence is a table). Tokenized, so a `FROM`
+/// in a string or a comment does not count; a version comment (`/*!`), which the server reads,
+/// is taken to name one.
+pub fn reads_no_table(query: &str) -> bool {
+    if query.contains("/*!") {
+        return false;
+    }
+    let Some(toks) = tokens(query) else {
+        return false;
+    };
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    toks.first().is_some_and(|t| word(&t.0, "SELECT"))
+        && !toks.iter().enumerate().any(|(i, (t, _, _))| {
+            (word(t, "FROM") && !toks.get(i + 1).is_some_and(|n| word(&n.0, "DUAL")))
+                || ["NEXTVAL", "LASTVAL", "SETVAL", "NEXT", "PREVIOUS", "TABLE"]
+                    .iter()
+                    .any(|w| word(t, w))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn selects_that_name_no_table() {
+        for q in [
+            "SELECT 1",
+            "select @a, 'from', `x` + 1",
+            "SELECT 1 FROM DUAL",
+            "SELECT 1 /* FROM t */",
+        ] {
+            assert!(reads_no_table(q), "{q}");
+        }
+        for q in [
+            "SELECT n FROM t",
+            "SELECT (SELECT 1 FROM t)",
+            "SELECT 1 FROM `DUAL`",
+            "SELECT NEXTVAL(s)",
+            "SELECT NEXT VALUE FOR s",
+            "SELECT 1 /*!, n FROM t */",
+            "SET @a = 1",
+            "SHOW WARNINGS",
+        ] {
+            assert!(!reads_no_table(q), "{q}");
+        }
+    }
 
     #[test]
     fn global_variable_references_are_found_in_their_spellings() {

@@ -29,6 +29,40 @@ pub fn strip(sql: &str) -> &str {
     s.strip_suffix(';').map(str::trim_end).unwrap_or(s)
 }
 
+/// `s` with each plain `/* ... */` comment outside strings and quoted names replaced by one
+/// space, as MariaDB reads it (a comment separates words). Meant for the canonical text
+/// ([`super::lex`]), where version comments are already expanded and line comments gone; an
+/// unterminated comment or quote leaves the rest as written.
+pub fn without_comments(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains("/*") {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' | b'"' | b'`' => match crate::sqltext::quoted_end(b, i) {
+                Some(end) => i = end,
+                None => break,
+            },
+            b'/' if b.get(i + 1) == Some(&b'*') => match s[i + 2..].find("*/") {
+                Some(end) => {
+                    out.push_str(&s[copied..i]);
+                    out.push(' ');
+                    i = i + 2 + end + 2;
+                    copied = i;
+                }
+                None => break,
+            },
+            _ => i += 1,
+        }
+    }
+    out.push_str(&s[copied..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The words of a statement, split on white space (quotes are not understood: callers use this
 /// only to recognise leading keywords).
 pub fn words(s: &str) -> Vec<&str> {
@@ -68,6 +102,19 @@ pub fn unquote(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_become_one_space_outside_quotes() {
+        assert_eq!(without_comments("show /* c */ warnings"), "show   warnings");
+        assert_eq!(without_comments("SHOW/**/ERRORS"), "SHOW ERRORS");
+        assert_eq!(
+            without_comments("show tables like '/* x */' /* y */"),
+            "show tables like '/* x */'  "
+        );
+        assert_eq!(without_comments("show `a/*b` /*c*/"), "show `a/*b`  ");
+        assert_eq!(without_comments("show 'it''s' /*"), "show 'it''s' /*");
+        assert_eq!(without_comments("show warnings"), "show warnings");
+    }
 
     #[test]
     fn strips_comments_and_semicolon() {

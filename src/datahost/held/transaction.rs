@@ -17,7 +17,8 @@ pub enum Opening<'a> {
     AutocommitOff,
 }
 
-/// What ending a transaction left on its connections ([`HeldConns::end_transaction`]).
+/// What ending a transaction, or rolling it back to a savepoint, left on its connections
+/// ([`HeldConns::end_transaction`], [`HeldConns::rollback_to_savepoint`]).
 #[derive(Debug, Default)]
 pub struct Ended {
     /// The sum of the connections' warning counts (saturating).
@@ -79,16 +80,23 @@ impl HeldConns {
 
     /// `ROLLBACK TO SAVEPOINT name` on every pinned connection; later savepoints go. Allowed
     /// in an interrupted transaction, which it mends: back at a savepoint set before the
-    /// statement that failed part-way, every node agrees again.
+    /// statement that failed part-way, every node agrees again. Answers the warnings it left
+    /// on the connections (1196, as ROLLBACK's: changes to non-transactional tables stay).
     ///
     /// Errors: [`HeldError::NoSuchSavepoint`] (nothing sent); [`HeldError::Savepoint`].
-    pub async fn rollback_to_savepoint(&mut self, name: &SavepointName) -> Result<(), HeldError> {
+    pub async fn rollback_to_savepoint(
+        &mut self,
+        name: &SavepointName,
+    ) -> Result<Ended, HeldError> {
         let at = self.savepoint_index(name)?;
         self.savepoint_on_each(SavepointOp::RollbackTo, name)
             .await?;
         self.savepoints.truncate(at + 1);
         self.interrupted = None;
-        Ok(())
+        let mut pinned: Vec<_> = self.pinned.iter_mut().collect();
+        pinned.sort_by(|a, b| a.0.cmp(b.0));
+        let mut conns: Vec<_> = pinned.into_iter().map(|(_, c)| c.as_mut()).collect();
+        Ok(warnings_left(&mut conns).await)
     }
 
     /// `RELEASE SAVEPOINT name` on every pinned connection; it and later savepoints go.
@@ -189,23 +197,12 @@ impl HeldConns {
             self.connection,
         )
         .await;
-        let warning_count = pinned
-            .iter()
-            .filter_map(|(_, c)| c.warning_count())
-            .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
-            .fold(0u16, u16::saturating_add);
-        let warnings = match warning_count {
-            0 => Vec::new(),
-            _ => {
-                let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
-                crate::backend::show_warnings(&mut conns).await
-            }
+        let left = {
+            let mut conns: Vec<_> = pinned.iter_mut().map(|(_, c)| c.as_mut()).collect();
+            warnings_left(&mut conns).await
         };
         self.after_transaction(pinned).await;
-        ended.map(|()| Ended {
-            warning_count,
-            warnings,
-        })
+        ended.map(|()| left)
     }
 
     /// Takes back the connections a transaction was ended on (taken by
@@ -232,6 +229,24 @@ impl HeldConns {
         let mut pinned: Vec<_> = self.pinned.drain().collect();
         pinned.sort_by(|a, b| a.0.cmp(&b.0));
         pinned
+    }
+}
+
+/// The warnings the statement just run left on `conns`: their counts summed (saturating) and,
+/// when there are any, their `SHOW WARNINGS` rows, read before the connections go elsewhere.
+async fn warnings_left(conns: &mut [&mut (dyn BackendConn + 'static)]) -> Ended {
+    let warning_count = conns
+        .iter()
+        .filter_map(|c| c.warning_count())
+        .map(|n| n.load(std::sync::atomic::Ordering::Relaxed))
+        .fold(0u16, u16::saturating_add);
+    let warnings = match warning_count {
+        0 => Vec::new(),
+        _ => crate::backend::show_warnings(conns).await,
+    };
+    Ended {
+        warning_count,
+        warnings,
     }
 }
 

@@ -9,6 +9,7 @@ use opensrv_mysql::{Column as WireColumn, ColumnFlags, ColumnType, QueryResultWr
 use super::reply::Sent;
 use super::{Session, Writer};
 use crate::backend::{BackendConn, Response};
+use crate::route::{Local, RouteError, Routed};
 
 /// Whether a statement only reads the diagnostics area (`SHOW COUNT(*) WARNINGS`, `SHOW
 /// ERRORS`, `SELECT @@warning_count`...), which MySQL leaves as it is.
@@ -40,6 +41,49 @@ pub(super) fn reads_diagnostics(query: &str) -> bool {
     PATTERNS
         .iter()
         .any(|p| squeezed[..n].starts_with(p.as_bytes()))
+}
+
+/// Whether the statement `query`, routed as `routed`, leaves the diagnostics area as it is
+/// unless it raises a condition itself (its warnings or error then replace the area). MariaDB
+/// clears the area for a statement that uses a table, not for others: `SELECT 1`, `SET @a = 1`,
+/// `BEGIN`, `COMMIT`, `USE db` keep the last failed statement's error for `SHOW
+/// WARNINGS`, and so do the statements that read the area ([`reads_diagnostics`]). Statements
+/// the gateway cannot tell use no table are taken to use one.
+pub(super) fn keeps_diagnostics(routed: &Result<Routed, RouteError>, query: &str) -> bool {
+    match routed {
+        Ok(Routed::Local(l)) => matches!(
+            l,
+            Local::ShowWarnings { .. }
+                | Local::WarningCount(_)
+                | Local::ErrorCount(_)
+                | Local::Counts(_)
+                | Local::Use(_)
+                | Local::SetAutocommit(_)
+                | Local::SetAutocommitFrom(_)
+                | Local::SetXa(_)
+                | Local::Set { .. }
+                | Local::Begin
+                | Local::Commit(_)
+                | Local::Rollback(_)
+                | Local::Savepoint(_)
+                | Local::RollbackToSavepoint(_)
+                | Local::ReleaseSavepoint(_)
+                | Local::VersionComment
+                | Local::Database(_)
+                | Local::Version(_)
+                | Local::Autocommit(_)
+                | Local::LastInsertId(_)
+                | Local::FoundRows(_)
+                | Local::Ok
+                | Local::MaxAllowedPacket(_)
+                | Local::ConnectionId(_)
+        ),
+        Ok(Routed::Plan(plan)) => {
+            plan.tables.is_empty()
+                && (reads_diagnostics(query) || crate::route::reads_no_table(query))
+        }
+        _ => reads_diagnostics(query),
+    }
 }
 
 pub(super) use crate::backend::show_warnings as collect_warnings;

@@ -11,7 +11,7 @@ use super::reply::{write_text_rows, write_unsigned};
 use super::{Session, Writer};
 use crate::backend::OkInfo;
 use crate::frontend::error::MysqlError;
-use crate::route::{Completion, Local};
+use crate::route::{Completion, Condition, Local};
 
 impl Session {
     pub(super) async fn local(
@@ -26,6 +26,7 @@ impl Session {
                 | Local::LastInsertId(_)
                 | Local::WarningCount(_)
                 | Local::ErrorCount(_)
+                | Local::Counts(_)
                 | Local::Autocommit(_)
                 | Local::Database(_)
                 | Local::Version(_)
@@ -278,13 +279,14 @@ impl Session {
                 };
                 // `AND CHAIN`'s "same characteristics": an XA transaction chains into another.
                 let xa = self.xa.is_some() || self.xa_on;
-                if let Err(e) = self.end_transaction(sql).await {
-                    return self.error(w, e).await;
-                }
-                // ROLLBACK's warnings, kept by `end_transaction` (0 otherwise: every statement
-                // starts a new list).
+                // ROLLBACK's own warnings (kept by `end_transaction` for SHOW WARNINGS); the
+                // kept diagnostics of an earlier statement are not this one's.
+                let warnings = match self.end_transaction(sql).await {
+                    Ok(warnings) => warnings,
+                    Err(e) => return self.error(w, e).await,
+                };
                 let ok = OkInfo {
-                    warnings: self.warning_count,
+                    warnings,
                     ..OkInfo::default()
                 };
                 match completion {
@@ -323,7 +325,18 @@ impl Session {
                 // transaction: back to a savepoint set before the statement that failed
                 // part-way, every node agrees again.
                 match self.held.rollback_to_savepoint(&name).await {
-                    Ok(()) => self.ok(w, OkInfo::default()).await,
+                    Ok(left) => {
+                        // Its warnings (1196) are the statement's, as ROLLBACK's are.
+                        let ok = OkInfo {
+                            warnings: left.warning_count,
+                            ..OkInfo::default()
+                        };
+                        if left.warning_count > 0 {
+                            self.warnings = left.warnings;
+                            self.warning_count = left.warning_count;
+                        }
+                        self.ok(w, ok).await
+                    }
                     Err(e) => self.error(w, e.into()).await,
                 }
             }
@@ -361,6 +374,32 @@ impl Session {
             Local::ErrorCount(label) => {
                 let errors = self.warnings.iter().filter(|r| is_error(r)).count();
                 write_unsigned(w, label, errors as u64).await
+            }
+            Local::Counts(columns) => {
+                let errors = self.warnings.iter().filter(|r| is_error(r)).count() as u64;
+                let warnings = u64::from(self.warning_count);
+                let (wire, values): (Vec<WireColumn>, Vec<u64>) = columns
+                    .into_iter()
+                    .map(|(label, condition)| {
+                        let column = WireColumn {
+                            table: String::new(),
+                            column: label,
+                            coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+                            colflags: ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NOT_NULL_FLAG,
+                        };
+                        let value = match condition {
+                            Condition::Warnings => warnings,
+                            Condition::Errors => errors,
+                        };
+                        (column, value)
+                    })
+                    .unzip();
+                let mut rw = w.start(&wire).await?;
+                for v in values {
+                    rw.write_col(v)?;
+                }
+                rw.end_row().await?;
+                rw.finish().await
             }
             Local::FoundRows(label) => write_unsigned(w, label, self.found_rows).await,
             Local::Autocommit(label) => {

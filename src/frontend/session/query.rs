@@ -5,10 +5,10 @@ use std::io;
 
 use opensrv_mysql::QueryResultWriter;
 
-use super::diagnostics::reads_diagnostics;
+use super::diagnostics::keeps_diagnostics;
 use super::{Session, Tally, Writer};
 use crate::frontend::error::MysqlError;
-use crate::route::{Local, Routed};
+use crate::route::Routed;
 
 impl Session {
     /// Routes and runs one statement (a COM_QUERY, or a COM_STMT_EXECUTE with its parameters
@@ -121,15 +121,10 @@ impl Session {
                 .route_for(query, &self.view(), None);
         }
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
-        // Every statement starts a new warnings list, except those that read it.
+        // A statement that uses a table starts a new warnings list; others keep it unless
+        // they raise a condition (MariaDB's).
         if (self.warning_count > 0 || !self.warnings.is_empty())
-            && !matches!(
-                routed,
-                Ok(Routed::Local(
-                    Local::ShowWarnings { .. } | Local::WarningCount(_) | Local::ErrorCount(_)
-                ))
-            )
-            && !reads_diagnostics(query)
+            && !keeps_diagnostics(&routed, query)
         {
             self.warnings.clear();
             self.warning_count = 0;

@@ -438,8 +438,10 @@ async fn charset_items(
         .iter()
         .filter(|i| CHARSET_KEYS.contains(&i.key.as_str()))
     {
+        // Comments are white space here, as MariaDB reads them (`SET NAMES latin1 /* c */`).
+        let assignment = crate::route::without_comments(&item.assignment);
         if item.key == "names" {
-            let words: Vec<&str> = item.assignment.split_whitespace().collect();
+            let words: Vec<&str> = assignment.split_whitespace().collect();
             let names = words
                 .first()
                 .is_some_and(|w| w.eq_ignore_ascii_case("NAMES"));
@@ -471,8 +473,7 @@ async fn charset_items(
             }
             continue;
         }
-        let written = item
-            .assignment
+        let written = assignment
             .split_once('=')
             .map_or("", |(_, v)| v.trim())
             .to_string();

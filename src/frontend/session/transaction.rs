@@ -83,11 +83,12 @@ impl Session {
 
     /// Ends the open transaction with `sql` (COMMIT or ROLLBACK) on every pinned connection
     /// ([`crate::datahost::held::HeldConns::end_transaction`]), or through the XA coordinator
-    /// when it is an XA transaction.
+    /// when it is an XA transaction. Returns ROLLBACK's warning count (0 for COMMIT and a
+    /// ROLLBACK without warnings): its warnings are then the session's diagnostics.
     ///
     /// Errors: names the dataNodes where it failed and those where it succeeded (DECISIONS.md
     /// item 16); the event is logged at error level.
-    pub(super) async fn end_transaction(&mut self, sql: &str) -> Result<(), MysqlError> {
+    pub(super) async fn end_transaction(&mut self, sql: &str) -> Result<u16, MysqlError> {
         self.in_transaction = false;
         self.xa_on = false;
         if let Some(tx) = self.xa.take() {
@@ -101,7 +102,9 @@ impl Session {
                     conn,
                 })
                 .collect();
-            return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id).await;
+            return end_xa(&self.server.xa, &tx.gtrid, branches, sql, self.id)
+                .await
+                .map(|()| 0);
         }
         let ended = self.held.end_transaction(sql).await?;
         // ROLLBACK's warnings (1196: changes to non-transactional tables stay) are the
@@ -110,8 +113,9 @@ impl Session {
         if sql == "ROLLBACK" && ended.warning_count > 0 {
             self.warnings = ended.warnings;
             self.warning_count = ended.warning_count;
+            return Ok(ended.warning_count);
         }
-        Ok(())
+        Ok(0)
     }
 
     /// `node` joins the open transaction on `taken`'s connection

@@ -5,6 +5,8 @@
 //! - `WAIT n` / `NOWAIT` (how long to wait for a table's metadata lock) after a table's name in
 //!   `DROP TABLE`, `TRUNCATE TABLE`, `RENAME TABLE t WAIT n TO ..` and after `DROP INDEX i ON t`
 //!   (after the name of ALTER TABLE's table: `alter_table_options`; CREATE INDEX: `normalize`).
+//! - `WAIT n` after a locking read's `FOR UPDATE` / `LOCK IN SHARE MODE` (how long to wait for
+//!   the rows' locks), at the end of its SELECT; the backend receives it as written.
 //! - `CREATE TABLE t WITH [RECURSIVE] cte AS (..) SELECT ..` → `CREATE TABLE t AS WITH ..`: the
 //!   parser wants `AS` before a query that starts with `WITH` (MariaDB takes none).
 //! - `SELECT .. PROCEDURE ANALYSE([m [, n]])` (a read-only built-in that describes the result's
@@ -176,6 +178,25 @@ pub(super) fn clauses<'t>(
             continue;
         }
         match w.as_str() {
+            // A locking read's lock wait: `FOR UPDATE WAIT n`, `LOCK IN SHARE MODE WAIT n`
+            // (`NOWAIT` the parser reads), at the end of its SELECT.
+            "WAIT"
+                if k >= 2
+                    && ((is(k - 1, "UPDATE") && is(k - 2, "FOR"))
+                        || (k >= 4
+                            && is(k - 1, "MODE")
+                            && is(k - 2, "SHARE")
+                            && is(k - 3, "IN")
+                            && is(k - 4, "LOCK")))
+                    && depth[k - 1] == depth[k]
+                    && matches!(tok(k + 1), Some(Token::Number(..)))
+                    && matches!(tok(k + 2), None | Some(Token::SemiColon | Token::RParen)) =>
+            {
+                change[k] = Some(Vec::new());
+                change[k + 1] = Some(Vec::new());
+                k += 2;
+                continue;
+            }
             // `WAIT n` / `NOWAIT` after a table's name (not after a comma: a name there).
             "WAIT" | "NOWAIT"
                 if lock_wait_statement

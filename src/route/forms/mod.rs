@@ -64,7 +64,8 @@
 //!   INDEX`, `COMPRESSED`, `BYTE`, `[NOT] IGNORED` keys, engine-defined options, `EXCHANGE
 //!   PARTITION .. WITH TABLE t2` read as `RENAME TO t2`): submodule `mariadb_words`.
 //! - `WAIT n` / `NOWAIT` after a table's name (ALTER, DROP, TRUNCATE, RENAME TABLE, DROP
-//!   INDEX), `CREATE TABLE t WITH ..` (a query), `PROCEDURE ANALYSE(..)`, ODBC escapes (`{fn
+//!   INDEX), `WAIT n` after a locking read's `FOR UPDATE` / `LOCK IN SHARE MODE`, `CREATE
+//!   TABLE t WITH ..` (a query), `PROCEDURE ANALYSE(..)`, ODBC escapes (`{fn
 //!   f()}`, `{d '..'}`, `{oj ..}`), `SIGNED UNSIGNED`, `MATCH .. AGAINST (column)`, `INSERT ..
 //!   SELECT 1 ON DUPLICATE KEY UPDATE` and the system-versioning words of CREATE TABLE:
 //!   submodule `clauses`. An ALTER TABLE whose items were all dropped is read as `ALTER TABLE t

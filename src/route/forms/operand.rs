@@ -97,9 +97,9 @@ const BEFORE_OPERAND: &[&str] = &[
 ];
 
 /// Whether the significant token at `k` ends an operand (a value, a name, a closing
-/// parenthesis), so that a `MOD` after it is the operator. A word ends one unless it is a
-/// keyword an operand follows ([`BEFORE_OPERAND`]); quoted, or qualified (`t.k`), it is a
-/// name.
+/// parenthesis or an ODBC escape's brace), so that a `MOD` after it is the operator. A word
+/// ends one unless it is a keyword an operand follows ([`BEFORE_OPERAND`]) or an ODBC escape's
+/// keyword (right after `{`); quoted, or qualified (`t.k`), it is a name.
 pub(super) fn operand_end(tokens: &[TokenWithSpan], sig: &[usize], k: usize) -> bool {
     match &tokens[sig[k]].token {
         Token::Number(..)
@@ -111,13 +111,18 @@ pub(super) fn operand_end(tokens: &[TokenWithSpan], sig: &[usize], k: usize) -> 
         | Token::DoubleQuotedByteStringLiteral(_)
         | Token::EscapedStringLiteral(_)
         | Token::RParen
+        // The close of an ODBC escape (`{fn f(..)}`), an expression.
+        | Token::RBrace
         | Token::Placeholder(_) => true,
         Token::Word(w) => {
+            // An ODBC escape's keyword (`{fn mod(a, b)}`) is no operand.
+            let escape_keyword = k > 0 && matches!(tokens[sig[k - 1]].token, Token::LBrace);
             w.quote_style.is_some()
                 || (k > 0 && matches!(tokens[sig[k - 1]].token, Token::Period))
-                || !BEFORE_OPERAND
-                    .iter()
-                    .any(|b| w.value.eq_ignore_ascii_case(b))
+                || (!escape_keyword
+                    && !BEFORE_OPERAND
+                        .iter()
+                        .any(|b| w.value.eq_ignore_ascii_case(b)))
         }
         _ => false,
     }

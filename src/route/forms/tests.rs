@@ -345,7 +345,8 @@ fn spans_point_at_the_clients_text() {
     assert_eq!(&sql[16..22], "TESTDB");
 }
 
-/// The forms of module `clauses` (and the digit-led names, ALTER TABLE's `WAIT n`).
+/// The forms of module `clauses` (and the digit-led names, ALTER TABLE's `WAIT n`, MOD in an
+/// ODBC escape).
 #[test]
 fn clause_forms_read_as_their_equivalents() {
     let mut wrong = Vec::new();
@@ -385,6 +386,32 @@ fn clause_forms_read_as_their_equivalents() {
         "RENAME TABLE t2 TO t1, a TO b",
     );
     check("DROP INDEX i1 ON t1 WAIT 0", "DROP INDEX i1 ON t1");
+    // ODBC's `{fn mod(a, b)}`: the function, and an operand of the operator.
+    assert_eq!(
+        parse("SELECT {fn mod(7, 3)}").unwrap()[0].to_string(),
+        "SELECT (mod(7, 3))"
+    );
+    check(
+        "SELECT {fn mod(a, 3)} MOD 2, 7 MOD {fn MOD(5, 3)} FROM t",
+        "SELECT (mod(a, 3)) % 2, 7 % (MOD(5, 3)) FROM t",
+    );
+    // A locking read's `WAIT n` (`NOWAIT` the parser reads).
+    check(
+        "SELECT a FROM t FOR UPDATE WAIT 5",
+        "SELECT a FROM t FOR UPDATE",
+    );
+    check(
+        "SELECT a FROM t FOR UPDATE WAIT 1.5;",
+        "SELECT a FROM t FOR UPDATE",
+    );
+    check(
+        "SELECT a FROM t WHERE a = 1 LOCK IN SHARE MODE WAIT 0",
+        "SELECT a FROM t WHERE a = 1 FOR SHARE",
+    );
+    check(
+        "SELECT a FROM t WHERE a IN (SELECT b FROM u FOR UPDATE WAIT 2)",
+        "SELECT a FROM t WHERE a IN (SELECT b FROM u FOR UPDATE)",
+    );
     // An engine-defined option as ALTER TABLE's only item.
     check(
         "ALTER TABLE t1 tkey4=4v1",
@@ -526,4 +553,40 @@ fn a_double_quoted_comment_is_a_string() {
         r#"ALTER TABLE t MODIFY a INT COMMENT "c""#,
         "ALTER TABLE t MODIFY a INT COMMENT 'c'",
     );
+}
+
+/// A locking read's `WAIT n` is read only where MariaDB takes it; elsewhere the parse fails.
+#[test]
+fn a_lock_wait_clause_is_read_only_after_a_locking_read() {
+    for sql in [
+        "SELECT a FROM t FOR UPDATE WAIT",
+        "SELECT a FROM t FOR UPDATE WAIT x",
+        "SELECT a FROM t FOR UPDATE WAIT 5 UNION SELECT b FROM u",
+        "SELECT a FROM t WAIT 5",
+    ] {
+        assert!(parse(sql).is_err(), "{sql}");
+    }
+}
+
+/// The text a sharded table's nodes receive keeps the client's lock wait clause, after the
+/// LIMIT the gateway adds.
+#[test]
+fn a_lock_wait_clause_reaches_each_node_as_written() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = crate::config::Config::load(dir).expect("bundled config");
+    let router = crate::route::Router::new(&config).expect("router");
+    for clause in [
+        "FOR UPDATE WAIT 5",
+        "LOCK IN SHARE MODE WAIT 5",
+        "FOR UPDATE NOWAIT",
+    ] {
+        let sql = format!("SELECT id FROM travelrecord {clause}");
+        let Ok(crate::route::Routed::Plan(plan)) = router.route(&sql, Some("TESTDB")) else {
+            panic!("{sql}")
+        };
+        assert!(plan.targets.len() > 1, "{sql}");
+        for t in &plan.targets {
+            assert!(t.sql.ends_with(clause), "{sql}: {}", t.sql);
+        }
+    }
 }

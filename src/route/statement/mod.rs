@@ -22,8 +22,8 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    ColumnsLookup, Completion, HostHint, Local, OkMerge, Plan, RouteError, Routed, Router,
-    SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
+    ColumnsLookup, Completion, Condition, HostHint, Local, OkMerge, Plan, RouteError, Routed,
+    Router, SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
 use crate::sqltext::SavepointName;
@@ -199,7 +199,11 @@ pub(super) fn route(
         "CREATE" | "ALTER" | "DROP" if sequence::is_sequence_ddl(stmt) => {
             sequence::sequence_ddl(r, stmt, view)
         }
-        "SHOW" => show(r, stmt, &words, view),
+        // A comment between SHOW's words is white space (`show /* c */ warnings`).
+        "SHOW" => {
+            let text = scan::without_comments(stmt);
+            show(r, &text, &scan::words(&text), view)
+        }
         "KILL" => kill(&words).map(Routed::Local),
         // Mycat's EXPLAIN shows the route, not the backend's query plan (SPEC §5.18).
         "EXPLAIN" if words.len() > 1 => explain::explain(r, stmt, view),

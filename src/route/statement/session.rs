@@ -1,6 +1,7 @@
 //! Statements the gateway answers or keeps itself: canned SELECTs, `KILL`, `LAST_INSERT_ID()`, transaction control.
 
 use super::*;
+use sqlparser::keywords::Keyword;
 
 /// The SELECTs clients send on connect that the gateway answers itself (SPEC §5.16).
 pub(super) fn canned_select(stmt: &str) -> Option<Local> {
@@ -45,7 +46,84 @@ pub(super) fn canned_select(stmt: &str) -> Option<Local> {
         "select @@error_count" | "select @@session.error_count" => {
             Some(Local::ErrorCount(stmt[6..].trim().to_string()))
         }
+        // Only a statement naming one of the two counts is read further.
+        n if n.contains("_count") => diagnostics_counts(stmt).or_else(|| last_insert_id(stmt)),
         _ => last_insert_id(stmt),
+    }
+}
+
+/// `SELECT` of `@@[session.]warning_count` and `@@[session.]error_count` items only, each
+/// `[[AS] alias]`, as [`Local::Counts`]: labelled by the alias, or the variable as written
+/// (MariaDB's labels). `None` for anything else (a version comment, another item, a clause), so
+/// the statement is routed as any other.
+pub(super) fn diagnostics_counts(stmt: &str) -> Option<Local> {
+    if stmt.contains("/*!") {
+        return None;
+    }
+    let toks = rewrite::tokens(stmt)?;
+    let (first, mut rest) = toks.split_first()?;
+    if !matches!(&first.0, Token::Word(w) if w.value.eq_ignore_ascii_case("SELECT")) {
+        return None;
+    }
+    let mut columns = Vec::new();
+    loop {
+        // The variable: `@@name` or `@@session.name` (one word, or three tokens).
+        let (name, start, end, after) = match rest {
+            [
+                (Token::Word(s), r, _),
+                (Token::Period, _, _),
+                (Token::Word(v), e, _),
+                after @ ..,
+            ] if s.quote_style.is_none()
+                && v.quote_style.is_none()
+                && s.value.eq_ignore_ascii_case("@@session") =>
+            {
+                (v.value.as_str(), r.start, e.end, after)
+            }
+            [(Token::Word(v), r, _), after @ ..] if v.quote_style.is_none() => {
+                let lower = v.value.to_ascii_lowercase();
+                let name = if lower.starts_with("@@session.") {
+                    &v.value["@@session.".len()..]
+                } else if lower.starts_with("@@") {
+                    &v.value[2..]
+                } else {
+                    return None;
+                };
+                (name, r.start, r.end, after)
+            }
+            _ => return None,
+        };
+        let condition = if name.eq_ignore_ascii_case("warning_count") {
+            Condition::Warnings
+        } else if name.eq_ignore_ascii_case("error_count") {
+            Condition::Errors
+        } else {
+            return None;
+        };
+        // An alias: a word that is no keyword (`FROM` would open a clause) or quoted, or a
+        // string, after `AS` or alone.
+        let alias = |t: &Token| match t {
+            Token::Word(w) if w.quote_style.is_some() || w.keyword == Keyword::NoKeyword => {
+                Some(w.value.clone())
+            }
+            Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        };
+        let (label, after) = match after {
+            [(Token::Word(a), _, _), (t, _, _), after @ ..]
+                if a.quote_style.is_none() && a.value.eq_ignore_ascii_case("AS") =>
+            {
+                (alias(t)?, after)
+            }
+            [(t, _, _), after @ ..] if !matches!(t, Token::Comma) => (alias(t)?, after),
+            _ => (stmt[start..end].to_string(), after),
+        };
+        columns.push((label, condition));
+        match after {
+            [] => return Some(Local::Counts(columns)),
+            [(Token::Comma, _, _), after @ ..] => rest = after,
+            _ => return None,
+        }
     }
 }
 
@@ -256,6 +334,51 @@ fn control(tokens: &[&str]) -> Option<Local> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_diagnostics_counts_are_answered_locally() {
+        use Condition::{Errors, Warnings};
+        let counts = |s: &str| match canned_select(s) {
+            Some(Local::Counts(c)) => Some(c),
+            _ => None,
+        };
+        let c = |l: &str, x: Condition| (l.to_string(), x);
+        assert_eq!(
+            counts("SELECT @@warning_count, @@error_count"),
+            Some(vec![
+                c("@@warning_count", Warnings),
+                c("@@error_count", Errors)
+            ])
+        );
+        assert_eq!(
+            counts("select @@warning_count AS w, @@Session.Error_Count e"),
+            Some(vec![c("w", Warnings), c("e", Errors)])
+        );
+        assert_eq!(
+            counts("SELECT @@session.warning_count, @@error_count as `E c`"),
+            Some(vec![
+                c("@@session.warning_count", Warnings),
+                c("E c", Errors)
+            ])
+        );
+        assert_eq!(
+            counts("SELECT @@warning_count AS w"),
+            Some(vec![c("w", Warnings)])
+        );
+        // Anything else is routed as before.
+        for s in [
+            "SELECT @@warning_count, 5",
+            "SELECT @@warning_count, @@error_count FROM t",
+            "SELECT @@warning_count FROM",
+            "SELECT @@warning_count, @@error_count LIMIT 1",
+            "SELECT @@warning_count, @@error_count /*!, (SELECT 1) */",
+            "SELECT @@global.warning_count, @@error_count",
+            "SELECT @@warning_count,",
+            "SELECT @@warning_count AS",
+        ] {
+            assert_eq!(counts(s), None, "{s}");
+        }
+    }
 
     fn name(n: &str) -> SavepointName {
         SavepointName::parse(n).unwrap()
