@@ -98,6 +98,37 @@ async fn a_temporary_table_stays_with_its_session() {
         assert_eq!(f.ids_on(n, "hotnews").await, Vec::<i64>::new(), "node {n}");
     }
     drop(t);
+
+    // `CREATE OR REPLACE TEMPORARY TABLE` (and its version-comment spelling) shadowing a real
+    // table of the default dataNode: the session's DELETE empties its temporary table, never
+    // the real one (it once went to a pooled connection without the temporary table).
+    let mut admin = primary(Some(&f.databases[0])).await;
+    admin
+        .query_drop(
+            "CREATE TABLE real_rows (id INT PRIMARY KEY); INSERT INTO real_rows VALUES (1), (2)",
+        )
+        .await
+        .unwrap();
+    for create in [
+        "CREATE OR REPLACE TEMPORARY TABLE real_rows (id INT PRIMARY KEY)",
+        "CREATE /*!40101 OR REPLACE */ TEMPORARY TABLE real_rows (id INT PRIMARY KEY)",
+    ] {
+        let mut c = aff_client(&f, "AFF").await;
+        c.query_drop(create).await.unwrap();
+        churn(&f).await;
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM real_rows")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(0), "{create}");
+        c.query_drop("DELETE FROM real_rows").await.unwrap();
+        drop(c);
+        let n: Option<i64> = admin
+            .query_first("SELECT COUNT(*) FROM real_rows")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(2), "{create}: the real table lost rows");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,10 +24,15 @@ pub fn session_state(sql: &str) -> Option<&'static str> {
         return Some("a statement the gateway could not read");
     };
     let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    // `CREATE [OR REPLACE] TEMPORARY TABLE`, whatever stands between CREATE and TEMPORARY
+    // (`OR REPLACE`, a version comment around it, which the tokens do not show).
+    if word(0, "CREATE")
+        && (toks.iter().any(|(t, _, _)| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case("TEMPORARY")))
+            || (sql.contains("/*") && crate::sqltext::contains_ignore_ascii_case(sql, "TEMPORARY")))
+    {
+        return Some("a temporary table");
+    }
     for i in 0..toks.len() {
-        if word(i, "CREATE") && word(i + 1, "TEMPORARY") {
-            return Some("a temporary table");
-        }
         if matches!(toks[i].0, Token::Assignment) {
             return Some("a user variable assigned in a statement");
         }
@@ -81,6 +86,15 @@ mod tests {
         assert!(session_state("INSERT INTO t VALUES (NEXT VALUE FOR s)").is_some());
         assert!(session_state("SELECT setval(s, 5)").is_some());
         assert_eq!(session_state("SELECT lastval(s), 'nextval('"), None);
+        for sql in [
+            "CREATE OR REPLACE TEMPORARY TABLE t (id int)",
+            "create or replace temporary table t like u",
+            "CREATE /*!40101 OR REPLACE */ TEMPORARY TABLE t (id int)",
+            "CREATE /*!40101 OR REPLACE TEMPORARY */ TABLE t (id int)",
+            "CREATE TEMPORARY TABLE IF NOT EXISTS t AS SELECT 1 AS a",
+        ] {
+            assert_eq!(session_state(sql), Some("a temporary table"), "{sql}");
+        }
         for sql in [
             "SELECT 'CREATE TEMPORARY TABLE', ':=', 'get_lock('",
             "SELECT * FROM travelrecord WHERE id = 1",
