@@ -115,7 +115,7 @@ pub fn is_stateless(sql: &str) -> bool {
                     None => return false,
                 }
             }
-            b'-' if b.get(i + 1) == Some(&b'-') => match sql[i..].find('\n') {
+            b'-' if crate::sqltext::dash_comment_at(b, i) => match sql[i..].find('\n') {
                 Some(end) => i += end + 1,
                 None => i = b.len(),
             },
@@ -210,6 +210,9 @@ mod tests {
         for sql in [
             "",
             "SET @a = 1",
+            // `--x` is two minus signs, not a comment (MariaDB's rule): what follows runs.
+            "SELECT 1--1, GET_LOCK('l', 0) FROM t",
+            "SELECT 1 --x\n, GET_LOCK('l', 0)",
             "INSERT INTO t VALUES (1)",
             "UPDATE t SET a = 1",
             "START TRANSACTION",
