@@ -178,6 +178,7 @@ async fn insert_select_runs_where_its_rows_are_read_or_is_refused() {
             schema_xml: r#"<schema name="INS">
                 <table name="a" dataNode="dn1,dn2,dn3" rule="mod-long" />
                 <table name="b" dataNode="dn1,dn2,dn3" rule="mod-long" />
+                <table name="w" dataNode="dn1,dn2,dn3" rule="mod-long" />
                 <table name="solo" dataNode="dn2" />
             </schema>"#
                 .to_string(),
@@ -190,7 +191,7 @@ async fn insert_select_runs_where_its_rows_are_read_or_is_refused() {
     let mut c = mysql_async::Conn::new(common::opts(f.port, "ins", "ins", Some("INS")))
         .await
         .unwrap();
-    for t in ["a", "b", "solo"] {
+    for t in ["a", "b", "w", "solo"] {
         c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT)"))
             .await
             .unwrap();
@@ -221,10 +222,24 @@ async fn insert_select_runs_where_its_rows_are_read_or_is_refused() {
         "INSERT INTO b (id, v) SELECT v + 100, id FROM a",
         "INSERT INTO b (id, v) SELECT id, v FROM a ORDER BY id LIMIT 2",
         "INSERT INTO solo (id, v) SELECT id, v FROM a",
+        // Values computed across rows: each node would compute them over its own rows only
+        // (COUNT(*) OVER () gave 2 where MariaDB stores 6).
+        "INSERT INTO w (id, v) SELECT id, COUNT(*) OVER () FROM a",
+        "INSERT INTO w (id, v) SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM a",
+        "INSERT INTO w (id, v) SELECT id, (@n := @n + 1) FROM a",
+        "INSERT INTO w (id, v) SELECT id, COUNT(*) FROM a",
+        "INSERT INTO w (id, v) SELECT id, v + SUM(v) OVER w1 FROM a WINDOW w1 AS ()",
     ] {
         let (code, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
         assert_eq!(code, 1064, "{sql}: {msg}");
         assert!(msg.contains("INSERT ... SELECT into"), "{sql}: {msg}");
+    }
+    for n in 1..=3 {
+        assert_eq!(
+            f.ids_on(n, "w").await,
+            Vec::<i64>::new(),
+            "dn{n}: w written"
+        );
     }
     assert_eq!(
         f.ids_on(2, "solo").await,

@@ -91,6 +91,38 @@ pub(super) fn has_window_function(q: &Query) -> bool {
     q.visit(&mut Find).is_break()
 }
 
+/// What in a query's SELECT list makes a row's value depend on rows other than its own — an
+/// aggregate, a window function, a user variable assigned per row (`@n := @n + 1`) — named;
+/// `None` when each output row is computed from its own input row alone. Each dataNode
+/// computing such a query over its own rows gives other values than one server over all of
+/// them (an `INSERT ... SELECT` run node by node must refuse it). Subqueries count too (the
+/// check errs towards naming something).
+pub(in crate::route) fn cross_row_value(q: &Query) -> Option<&'static str> {
+    use sqlparser::ast::{BinaryOperator, Visit, Visitor};
+    use std::ops::ControlFlow;
+    struct Find;
+    impl Visitor for Find {
+        type Break = &'static str;
+        fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<&'static str> {
+            match e {
+                Expr::Function(f) if f.over.is_some() => ControlFlow::Break("a window function"),
+                Expr::Function(f) if AGGREGATE_NAMES.contains(&function_name(f).as_str()) => {
+                    ControlFlow::Break("an aggregate")
+                }
+                Expr::BinaryOp {
+                    op: BinaryOperator::Assignment,
+                    ..
+                } => ControlFlow::Break("a user variable assigned per row"),
+                _ => ControlFlow::Continue(()),
+            }
+        }
+    }
+    match q.visit(&mut Find) {
+        ControlFlow::Break(what) => Some(what),
+        ControlFlow::Continue(()) => None,
+    }
+}
+
 pub(super) fn unsupported_aggregate() -> RouteError {
     RouteError::syntax(
         "an aggregate inside an expression, a FILTER / OVER / LIMIT clause on an aggregate, and statistical or bit aggregates over several dataNodes are not supported: group by the sharding column or route to one dataNode",

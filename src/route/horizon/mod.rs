@@ -38,6 +38,7 @@ mod having;
 mod layout;
 mod limit;
 
+pub(in crate::route) use self::aggregate::cross_row_value;
 use self::aggregate::*;
 use self::having::*;
 pub(super) use self::layout::limit_insertion_point;

@@ -366,6 +366,15 @@ pub(super) fn insert_select(
         || !matches!(&sel.group_by, GroupByExpr::Expressions(e, _) if e.is_empty())
         || sel.having.is_some()
         || source.limit_clause.is_some();
+    // Each node runs the SELECT over its own rows: a value computed across rows (COUNT(*)
+    // OVER (), ROW_NUMBER(), an aggregate without GROUP BY, `@n := @n + 1`) would be each
+    // node's, not the statement's.
+    if let Some(what) = horizon::cross_row_value(source) {
+        return refuse(&format!(
+            "it reads {} dataNodes and the SELECT holds {what}, which each dataNode would compute over its own rows only",
+            nodes.len()
+        ));
+    }
     if !fed || grouped || !Arc::ptr_eq(&rule.function, &src_rule.function) || t.nodes != src.nodes {
         return refuse(&format!(
             "it reads {} dataNodes; the target's {} must be the source's sharding column {} (same function and dataNodes, no DISTINCT, GROUP BY or LIMIT) for every row to stay on its node",
