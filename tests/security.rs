@@ -2114,6 +2114,14 @@ async fn sql_prepared_statements_reach_only_what_was_checked() {
     }
     attempt(&mut app, "PREPARE n FROM 'SELECT ''a'''").await;
     assert_eq!(attempt(&mut app, "EXECUTE n").await, ["a"]);
+    // A refused PREPARE of the same name drops the old statement, as MariaDB's failed
+    // PREPARE does: EXECUTE does not run the old text.
+    app.query_drop("SET @q = 'SELECT 2'").await.unwrap();
+    let e = app.query_drop("PREPARE n FROM @q").await.unwrap_err();
+    assert_eq!(server_error(e).0, 1227);
+    let e = app.query_drop("EXECUTE n").await.unwrap_err();
+    assert_eq!(server_error(e).0, 1243);
+    attempt(&mut app, "PREPARE n FROM 'SELECT ''a'''").await;
     // COM_RESET_CONNECTION forgets them (the backend connection is reset too).
     app.reset().await.unwrap();
     let e = app.query_drop("EXECUTE n").await.unwrap_err();

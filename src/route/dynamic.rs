@@ -109,6 +109,30 @@ pub fn dynamic(sql: &str, mode: SqlMode) -> Option<Dynamic> {
     None
 }
 
+/// The name a `PREPARE name FROM ...` of any form prepares (also one [`dynamic`] does not
+/// read, which the router refuses), read under the session's `mode`; `None` for any other
+/// statement. MariaDB drops the statement of that name first, even when the PREPARE fails,
+/// so the session forgets it whatever becomes of the PREPARE.
+pub fn prepare_name(sql: &str, mode: SqlMode) -> Option<String> {
+    if !sql.trim_start().get(..7)?.eq_ignore_ascii_case("PREPARE") {
+        return None;
+    }
+    let canon = canonical(sql, mode).ok()?;
+    let toks = tokens(canon.text.as_ref())?;
+    let word = |i: usize, w: &str| matches!(toks.get(i), Some((Token::Word(x), _, _)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    match toks.get(1) {
+        Some((Token::Word(x), _, _))
+            if word(0, "PREPARE")
+                && word(2, "FROM")
+                && (x.quote_style.is_none() || x.quote_style == Some('`'))
+                && !x.value.starts_with('@') =>
+        {
+            Some(x.value.clone())
+        }
+        _ => None,
+    }
+}
+
 /// `@name` with a plain name (letters, digits, `_`, `$`, `.`): not `@@`, not quoted.
 fn is_user_variable(w: &str) -> bool {
     w.strip_prefix('@').is_some_and(|n| {

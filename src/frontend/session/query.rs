@@ -92,6 +92,12 @@ impl Session {
             self.warning_count = 0;
             return self.dynamic(d, w).await;
         }
+        // A PREPARE of a form the gateway refuses (`FROM @var`) drops the statement of that
+        // name all the same, as MariaDB's failed PREPARE does: a later EXECUTE must not run
+        // the old one.
+        if let Some(name) = crate::route::dynamic::prepare_name(query, self.sql_mode) {
+            self.sql_prepared.remove(&name.to_lowercase());
+        }
         self.route_plain(query, w).await
     }
 
