@@ -42,6 +42,9 @@ pub(super) struct Layout {
     /// Where extra columns are inserted (just after the last item).
     pub(super) items_end: usize,
     pub(super) group: Vec<Range<usize>>,
+    /// Whether a GROUP BY item ends with `ASC` / `DESC` (MariaDB sorts the groups so; the
+    /// ranges in `group` stop before the word).
+    pub(super) group_sorted: bool,
     /// The whole `HAVING ...` clause.
     pub(super) having: Option<Range<usize>>,
     /// The whole `ORDER BY ...` clause and its items (without `ASC` / `DESC`).
@@ -49,6 +52,26 @@ pub(super) struct Layout {
     pub(super) limit: Option<Range<usize>>,
     /// Where an `ORDER BY` goes when the statement has none.
     pub(super) tail: usize,
+}
+
+/// The item `r` without a trailing `ASC` / `DESC`, and whether it had one. (Not when the word
+/// is the whole item: `ORDER BY a, DESC` names a column `DESC`.)
+fn without_direction(
+    tokens: &[(Token, Range<usize>, usize)],
+    r: Range<usize>,
+) -> (Range<usize>, bool) {
+    let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
+    match last {
+        Some(i)
+            if i > 0
+                && tokens[i - 1].1.end > r.start
+                && (is_keyword(&tokens[i].0, Keyword::ASC)
+                    || is_keyword(&tokens[i].0, Keyword::DESC)) =>
+        {
+            (r.start..tokens[i - 1].1.end, true)
+        }
+        _ => (r, false),
+    }
 }
 
 pub(super) fn word_is(t: &Token, words: &[&str]) -> bool {
@@ -87,6 +110,7 @@ impl Layout {
         let after_list = (k..top.len())
             .find(|&j| top[j] >= list_end)
             .unwrap_or(top.len());
+        let mut group_sorted = false;
         let group = match find(after_list, "GROUP", "BY") {
             Some(g) => split(
                 &tokens,
@@ -105,7 +129,14 @@ impl Layout {
                             "WITH",
                         ],
                     )),
-            ),
+            )
+            .into_iter()
+            .map(|r| {
+                let (r, sorted) = without_direction(&tokens, r);
+                group_sorted |= sorted;
+                r
+            })
+            .collect(),
             None => Vec::new(),
         };
         let having = (after_list..top.len())
@@ -133,23 +164,7 @@ impl Layout {
                     byte(top.get(o + 2).copied().unwrap_or(tokens.len()))..byte(end),
                 )
                 .into_iter()
-                .map(|r| {
-                    // Drop a trailing ASC / DESC.
-                    let last = (0..tokens.len()).rev().find(|&i| tokens[i].1.end == r.end);
-                    match last {
-                        // (Not when the word is the whole item: `ORDER BY a, DESC` names
-                        // a column `DESC`.)
-                        Some(i)
-                            if i > 0
-                                && tokens[i - 1].1.end > r.start
-                                && (is_keyword(&tokens[i].0, Keyword::ASC)
-                                    || is_keyword(&tokens[i].0, Keyword::DESC)) =>
-                        {
-                            r.start..tokens[i - 1].1.end
-                        }
-                        _ => r,
-                    }
-                })
+                .map(|r| without_direction(&tokens, r).0)
                 .collect();
                 let last = tokens[..end].last()?.1.end;
                 Some((tokens[top[o]].1.start..last, items))
@@ -176,6 +191,7 @@ impl Layout {
             }
         };
         Some(Layout {
+            group_sorted,
             tokens,
             items,
             items_end,

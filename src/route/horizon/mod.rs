@@ -190,6 +190,12 @@ pub(super) fn plan(
             ));
         }
     };
+    // `GROUP BY a DESC`: MariaDB sorts the groups so; the merge sorts groups ascending.
+    if p.layout.group_sorted && q.order_by.is_none() {
+        return Err(RouteError::syntax(
+            "GROUP BY ... ASC / DESC over several dataNodes is not supported: write the order as ORDER BY",
+        ));
+    }
     if group_exprs.len() != p.layout.group.len() {
         return Err(RouteError::syntax(
             "this GROUP BY over several dataNodes is not supported",

@@ -237,3 +237,35 @@ fn no_item_text_runs_into_procedure_analyse() {
         assert_eq!(node.matches("PROCEDURE").count(), 1, "{sql}: {node}");
     }
 }
+
+/// `GROUP BY a DESC` (MariaDB sorts the groups so): refused over several dataNodes unless an
+/// ORDER BY decides the order, and then the group keys the nodes get stop before the word
+/// (they were `n DESC AS __manx_0`, a syntax error on the nodes).
+#[test]
+fn a_sorted_group_by_needs_an_order_by_and_its_keys_stop_before_the_word() {
+    let plan_of = |sql: &str| {
+        let stmts = crate::route::forms::parse(sql).unwrap();
+        let Statement::Query(q) = &stmts[0] else {
+            panic!("not a query: {sql}")
+        };
+        plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096)
+            .map(|p| p.edits.apply(sql, "db"))
+    };
+    for sql in [
+        "SELECT a AS n, COUNT(*) FROM t GROUP BY n DESC",
+        "SELECT a, b, COUNT(*) FROM t GROUP BY a, b ASC",
+    ] {
+        let e = plan_of(sql).unwrap_err();
+        assert!(
+            e.message.contains("GROUP BY ... ASC / DESC"),
+            "{sql}: {}",
+            e.message
+        );
+    }
+    let node = plan_of("SELECT a AS n, COUNT(*) FROM t GROUP BY n DESC ORDER BY n DESC").unwrap();
+    let upper = node.to_ascii_uppercase();
+    assert!(
+        !upper.contains("N DESC AS") && !upper.contains("(N DESC"),
+        "{node}"
+    );
+}
