@@ -225,3 +225,61 @@ async fn a_pipelined_command_is_not_a_client_gone() {
     drop(s);
     until_gone(&mut primary, "cancel_quit").await;
 }
+
+/// The breaker's case: clients that leave while their statements hold (or wait for) every
+/// connection of the dataHost's pool. Their statements end on the backends, those that were
+/// waiting for a connection are stopped as soon as they get one, and the pool serves others
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_leave_do_not_hold_the_pool() {
+    let databases = common::sample_databases("cancel5").await;
+    let dir = tempfile::tempdir().unwrap();
+    common::write_config(dir.path(), &databases, &Extra::default());
+    let schema = dir.path().join("schema.xml");
+    let xml = std::fs::read_to_string(&schema).unwrap();
+    assert!(xml.contains(r#"maxCon="100" minCon="2""#));
+    std::fs::write(
+        &schema,
+        xml.replace(r#"maxCon="100" minCon="2""#, r#"maxCon="4" minCon="1""#),
+    )
+    .unwrap();
+    let port = common::start_gateway(dir.path()).await;
+    let f = Fixture {
+        dir,
+        databases,
+        port,
+    };
+    one_row_per_node(&f).await;
+    let mut primary = common::primary(None).await;
+    let mut clients = Vec::new();
+    for _ in 0..6 {
+        let mut s = raw_client(&f).await;
+        send_query(
+            &mut s,
+            "SELECT SLEEP(30) AS cancel_pool FROM travelrecord WHERE id = 61",
+        )
+        .await;
+        clients.push(s);
+    }
+    until_running(&mut primary, "cancel_pool", 4).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        running(&mut primary, "cancel_pool").await,
+        4,
+        "the pool's 4 connections run 4 statements, 2 wait"
+    );
+    drop(clients);
+    until_gone(&mut primary, "cancel_pool").await;
+    // The two that waited got connections and were stopped too: nothing comes back.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(running(&mut primary, "cancel_pool").await, 0);
+    let mut c = f.client().await;
+    let n: Option<i64> = tokio::time::timeout(
+        Duration::from_secs(5),
+        c.query_first("SELECT COUNT(*) FROM travelrecord WHERE id = 61"),
+    )
+    .await
+    .expect("the pool serves another client")
+    .unwrap();
+    assert_eq!(n, Some(1));
+}
