@@ -635,3 +635,54 @@ async fn idle_tls_clients_stay_small() {
         "{per_client} KiB of manx's memory per idle TLS client"
     );
 }
+
+/// Statements running on the sandbox primary (other connections) whose text holds `marker`.
+async fn running_on_primary(primary: &mut mysql_async::Conn, marker: &str) -> i64 {
+    primary
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
+            (marker,),
+        )
+        .await
+        .unwrap()
+        .unwrap_or(0)
+}
+
+/// A TLS client that goes away while its statement runs (with a `close_notify`, or just the
+/// TCP connection closed) has the statement stopped on the backend, as a plain one
+/// (tests/cancel.rs): the watch reads the decrypted stream's end.
+#[tokio::test]
+async fn a_tls_client_that_leaves_mid_statement_stops_it_on_the_backend() {
+    let (f, cert) = start("tls_gone", false).await;
+    let mut primary = common::primary(None).await;
+    for (marker, close_notify) in [("cancel_tls_notify", true), ("cancel_tls_drop", false)] {
+        let (mut s, scramble) = tls_connect(f.port, &cert).await;
+        write_packet(
+            &mut s,
+            2,
+            &handshake_response(true, &sha2_proof("123456", &scramble)),
+        )
+        .await;
+        assert_eq!(read_packet(&mut s).await, (3, vec![0x01, 0x03]));
+        assert_eq!(read_packet(&mut s).await.1[0], 0x00);
+        let sql = format!("\x03SELECT SLEEP(30) AS {marker} FROM travelrecord WHERE id = 1");
+        write_packet(&mut s, 0, sql.as_bytes()).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while running_on_primary(&mut primary, marker).await == 0 {
+            assert!(std::time::Instant::now() < deadline, "{marker} never ran");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if close_notify {
+            s.shutdown().await.unwrap();
+        }
+        drop(s);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while running_on_primary(&mut primary, marker).await > 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{marker} still runs on the backend after its client left"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+}

@@ -190,6 +190,12 @@ impl Handle {
         running.extend(cancellers);
     }
 
+    /// Whether a statement of the session runs on backend connections now (their cancellers
+    /// are held, [`Handle::running`]).
+    pub fn has_running(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
     /// Interrupts the backend statements the session is running, if any (`KILL QUERY`), or
     /// with `close` ends their connections (`KILL CONNECTION`). Failures are logged: the
     /// statement then runs to its end.

@@ -47,6 +47,7 @@ use super::reload::Generation;
 use super::wire::commands::{Commands, Statements};
 use super::wire::tap::{ErrorSlot, Tap};
 use super::wire::tls::{self, ClientWrite};
+use super::wire::watch;
 use crate::backend::OkInfo;
 use crate::datahost::held::{HeldConns, run_simple};
 use crate::route::{Access, PlanCache, SessionSet, SessionView, SqlMode};
@@ -68,6 +69,7 @@ pub async fn run(
 ) -> io::Result<()> {
     let local_port = stream.local_addr().map(|a| a.port()).unwrap_or(0);
     let (read, write, tls) = tls::split(stream, server.tls.as_ref(), peer.to_string());
+    let (read, watch) = watch::watched(read);
     let slot = ErrorSlot::default();
     let statements = Statements::default();
     let handle = Arc::new(Handle::new(peer, local_port));
@@ -165,9 +167,39 @@ pub async fn run(
                 tracing::info!(wait_timeout = ?handle.wait_timeout(), "idle longer than wait_timeout: closed");
                 Ok(())
             }
+            () = client_left(&watch, &handle) => {
+                // The session (and the statement's future) is dropped by now: its connections
+                // with a command in flight are closed, never pooled, its pinned ones rolled
+                // back. As `KILL CONNECTION`, the backend statements are ended on their
+                // servers too, which do not watch the gateway's side of the connection.
+                tracing::info!("client closed its connection while a statement ran: the statement's backend connections are ended");
+                handle.kill();
+                handle.cancel_running(true).await;
+                Ok(())
+            }
         }
     };
     tracing::Instrument::instrument(session, span).await
+}
+
+/// Completes when the client has gone away (its socket ended: EOF, `COM_QUIT` then EOF, or
+/// a read error) while a statement of the session runs on backend connections.
+///
+/// Polled by the session's `select!` after opensrv's loop, in the same task: the loop returns
+/// pending while it waits for the backends, and the watch then reads the socket (keeping any
+/// pipelined bytes for the loop, module [`watch`]). Between statements, and while a statement
+/// runs no backend work (waiting for a pooled connection, a `COMMIT` or an XA phase, which
+/// must not be cut short), nothing is read here: a client gone then is seen by the loop's next
+/// read, or by this watch once the statement's backend work starts.
+async fn client_left<R: tokio::io::AsyncRead + Unpin>(watch: &watch::Watch<R>, handle: &Handle) {
+    std::future::poll_fn(|cx| {
+        if handle.has_running() {
+            watch.poll_gone(cx)
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await
 }
 
 /// 20 random scramble bytes, none of them NUL or `$` (the handshake's terminators).

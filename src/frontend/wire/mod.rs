@@ -7,6 +7,8 @@
 //!   never as text a client could send; multi-statement texts are handed on one statement at a
 //!   time; commands over `max_allowed_packet` are refused.
 //! - `long_data`: `COM_STMT_SEND_LONG_DATA` pieces held until their statement executes.
+//! - [`watch`]: beneath the reader, the client socket watched while a statement runs, so that
+//!   a client that goes away then is noticed at once.
 //! - [`tap`]: the write side, the packet writer, which corrects the packets opensrv-mysql
 //!   writes; its [`tap::ErrorSlot`] is what the session, the reader and the writer share.
 //! - `binary`: row encoding (text and binary protocol values).
@@ -25,3 +27,4 @@ pub(super) mod lenenc;
 pub(super) mod long_data;
 pub mod tap;
 pub mod tls;
+pub mod watch;
