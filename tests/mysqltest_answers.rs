@@ -864,3 +864,22 @@ async fn sql_prepared_statements_answer_as_mariadb() {
     )
     .await;
 }
+
+/// `OPTIMIZE TABLE t WAIT n` / `NOWAIT` (mysql-test `timeout`): the lock wait clause after
+/// OPTIMIZE's table list reaches the node; the other maintenance verbs take none (1064).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimize_table_takes_a_lock_wait_clause() {
+    same_answers(
+        "mtaoptwait",
+        &[
+            "CREATE TABLE t_ow (a INT)",
+            "named: OPTIMIZE TABLE t_ow WAIT 1",
+            "named: OPTIMIZE TABLE t_ow NOWAIT",
+            "named: OPTIMIZE NO_WRITE_TO_BINLOG TABLE t_ow WAIT 0",
+            "ANALYZE TABLE t_ow WAIT 1",
+            "CHECK TABLE t_ow NOWAIT",
+            "DROP TABLE t_ow",
+        ],
+    )
+    .await;
+}
