@@ -883,3 +883,22 @@ async fn optimize_table_takes_a_lock_wait_clause() {
     )
     .await;
 }
+
+/// ALTER TABLE's `RENAME INDEX | KEY i TO j` (mysql-test `ignored_index`) reaches the node as
+/// MariaDB takes it, alone or among other items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_table_renames_an_index() {
+    same_answers(
+        "mtarenidx",
+        &[
+            "CREATE TABLE t_ri (a INT, INDEX (a), b INT, INDEX (b) IGNORED)",
+            "ALTER TABLE t_ri RENAME INDEX a TO a1",
+            "ALTER TABLE t_ri RENAME KEY b TO b1, ADD COLUMN c INT",
+            "ALTER TABLE t_ri RENAME INDEX nosuch TO x",
+            "ALTER TABLE t_ri ALTER INDEX a1 IGNORED",
+            "rows: SHOW INDEXES FROM t_ri",
+            "DROP TABLE t_ri",
+        ],
+    )
+    .await;
+}

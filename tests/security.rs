@@ -1693,8 +1693,9 @@ async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
 
 /// The forms of `route::forms::clauses` (ODBC escapes, `WAIT n` / `NOWAIT`, `CREATE TABLE t
 /// WITH ..`, `PROCEDURE ANALYSE`, `INSERT .. SELECT 1 ON DUPLICATE KEY UPDATE`, engine-defined
-/// options, system versioning, a column in AGAINST): every table they hold is checked as
-/// before, judged on the backend.
+/// options, system versioning, a column in AGAINST), ALTER TABLE's `RENAME INDEX | KEY` and
+/// OPTIMIZE's `WAIT n` / `NOWAIT`: every table they hold is checked as before, judged on the
+/// backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clause_forms_the_gateway_reads_reach_nothing_else() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -1716,6 +1717,9 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "RENAME TABLE secret WAIT 1 TO s2",
                 "ALTER TABLE secret WAIT 1 COMMENT = 'x'",
                 "ALTER TABLE secret foo = 1",
+                "ALTER TABLE secret RENAME INDEX PRIMARY TO p2",
+                "ALTER TABLE secret RENAME KEY k TO k2, ADD COLUMN x INT",
+                "OPTIMIZE TABLE secret WAIT 1",
                 "CREATE TABLE leak WITH c AS (SELECT v FROM secret) SELECT v FROM c",
             ],
         ),
@@ -1726,6 +1730,8 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "TRUNCATE TABLE pub NOWAIT",
                 "ALTER TABLE pub NOWAIT COMMENT = 'ro'",
                 "ALTER TABLE pub `k` = 'v'",
+                "ALTER TABLE pub RENAME INDEX k TO k2",
+                "OPTIMIZE TABLE pub NOWAIT",
                 "INSERT INTO pub SELECT 8, 'ro' ON DUPLICATE KEY UPDATE v = 'ro'",
                 "CREATE TABLE rot WITH c AS (SELECT 1 AS a) SELECT a FROM c",
                 "CREATE TABLE rot2 (a INT) `k` = 'v', foo = 1",
@@ -1742,6 +1748,9 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "TRUNCATE TABLE t_sec_victim.vt NOWAIT",
                 "RENAME TABLE pub WAIT 1 TO t_sec_victim.stolen",
                 "ALTER TABLE t_sec_victim.vt WAIT 1 COMMENT = 'x'",
+                "ALTER TABLE t_sec_victim.vt RENAME KEY k TO k2",
+                "ALTER TABLE pub RENAME INDEX k TO k2, RENAME TO t_sec_victim.stolen",
+                "OPTIMIZE TABLE pub, t_sec_victim.vt NOWAIT",
                 "CREATE TABLE leak WITH RECURSIVE c AS (SELECT v FROM t_sec_victim.vt) SELECT v FROM c",
                 "INSERT INTO pub (id, v) SELECT 9, (SELECT v FROM t_sec_victim.vt) ON DUPLICATE KEY UPDATE v = 'pwned'",
                 "CREATE TABLE evil (a INT) foo = 1, ENGINE = CONNECT",
@@ -1770,6 +1779,9 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
         "ALTER TABLE fresh WAIT 1 ADD PRIMARY KEY (a)",
         "INSERT INTO fresh SELECT 3 ON DUPLICATE KEY UPDATE a = 4",
         "RENAME TABLE fresh NOWAIT TO fresh2",
+        "ALTER TABLE fresh2 ADD KEY k (a)",
+        "ALTER TABLE fresh2 RENAME INDEX k TO k2",
+        "OPTIMIZE TABLE fresh2 WAIT 1",
     ] {
         app.query_drop(sql)
             .await
@@ -1782,6 +1794,12 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
         )
         .await,
         ["1a", "2b", "4"]
+    );
+    // A rename of an index the table has, with a move to another database: refused whole.
+    assert!(
+        app.query_drop("ALTER TABLE fresh2 RENAME KEY k2 TO k3, RENAME TO t_sec_victim.stolen")
+            .await
+            .is_err()
     );
     app.query_drop("DROP TABLE fresh2 WAIT 1").await.unwrap();
     assert_eq!(before, backend().await);

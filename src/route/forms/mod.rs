@@ -44,7 +44,8 @@
 //!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
 //!   `NOWAIT` after the columns dropped.
 //! - ALTER TABLE items: `DROP KEY k` → `DROP INDEX k`; `ALTER c SET | DROP DEFAULT` → `ALTER
-//!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED` and the
+//!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED`, `RENAME
+//!   INDEX | KEY i TO j` and the
 //!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
 //!   (partition names and bounds; a list of names runs over the commas) are read as
 //!   `ALGORITHM = DEFAULT`, as the table options are (below). `ANALYZE`, `CHECK`, `OPTIMIZE`

@@ -194,6 +194,10 @@ fn mariadb_forms_read_as_their_equivalents() {
         "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT",
     );
     same(
+        "ALTER TABLE t1 RENAME INDEX a TO a1, RENAME KEY `b` TO b1, ADD COLUMN x INT",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT, ADD COLUMN x INT",
+    );
+    same(
         "ALTER TABLE t1 DROP PARTITION p0, p1",
         "ALTER TABLE t1 ALGORITHM = DEFAULT",
     );
