@@ -902,3 +902,18 @@ async fn alter_table_renames_an_index() {
     )
     .await;
 }
+
+/// `x REGEXP NULL` / `x NOT RLIKE NULL` (mysql-test `func_regexp`): NULL, as MariaDB answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_null_pattern_of_regexp_is_null() {
+    same_answers(
+        "mtaregexpnull",
+        &[
+            "SELECT 1 REGEXP NULL",
+            "SELECT 'a' NOT RLIKE NULL, NULL REGEXP 'a'",
+            "SELECT '' REGEXP BINARY NULL",
+            "SELECT 'A' REGEXP BINARY NULL",
+        ],
+    )
+    .await;
+}

@@ -71,6 +71,8 @@
 //!   SELECT 1 ON DUPLICATE KEY UPDATE` and the system-versioning words of CREATE TABLE:
 //!   submodule `clauses`. An ALTER TABLE whose items were all dropped is read as `ALTER TABLE t
 //!   ALGORITHM = DEFAULT`.
+//! - `x [NOT] REGEXP | RLIKE NULL` → `x [NOT] REGEXP | RLIKE (NULL)` (the parser reads the
+//!   `NULL` as the end of `x NOT NULL` and then wants a pattern).
 //! - A name that starts with digits and then `e` (`SELECT 1 AS 1Eq`), which the tokenizer
 //!   splits into a number and a word, is one name (`digit_led_names`).
 
@@ -262,6 +264,15 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             continue;
         }
         match w.as_str() {
+            // `x REGEXP NULL`, `x RLIKE NULL`: the parser takes `NULL` after them for the
+            // `NOT NULL` of `x NOT NULL`; `(NULL)` is the same pattern.
+            "NULL" if k >= 1 && (is(k - 1, "REGEXP") || is(k - 1, "RLIKE")) => {
+                change[k] = Some(vec![
+                    Token::LParen,
+                    Token::make_keyword("NULL"),
+                    Token::RParen,
+                ]);
+            }
             // `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE`: how the server alters.
             "ONLINE" | "IGNORE"
                 if first == "ALTER"

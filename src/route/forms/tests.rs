@@ -198,6 +198,10 @@ fn mariadb_forms_read_as_their_equivalents() {
         "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT, ADD COLUMN x INT",
     );
     same(
+        "SELECT 1 REGEXP NULL, a NOT RLIKE null, NULL REGEXP 'x' FROM t",
+        "SELECT 1 REGEXP (NULL), a NOT RLIKE (NULL), NULL REGEXP 'x' FROM t",
+    );
+    same(
         "ALTER TABLE t1 DROP PARTITION p0, p1",
         "ALTER TABLE t1 ALGORITHM = DEFAULT",
     );
