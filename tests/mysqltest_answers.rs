@@ -917,3 +917,31 @@ async fn a_null_pattern_of_regexp_is_null() {
     )
     .await;
 }
+
+/// A DROP TABLE of every locked table ends LOCK TABLES mode, as on MariaDB (mysql-test
+/// `tablelock`): the next LOCK TABLES is taken, not refused as a second one; a DROP that leaves
+/// a locked table keeps the mode (1100 for a table outside it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_locked_table_ends_lock_tables() {
+    same_answers(
+        "mtadroplocked",
+        &[
+            "CREATE TABLE t_tl1 (a INT)",
+            "CREATE TABLE t_tl2 (a INT)",
+            "CREATE TABLE t_tl3 (a INT)",
+            "LOCK TABLES t_tl1 WRITE, t_tl1 AS b WRITE, t_tl2 WRITE, t_tl2 AS c READ",
+            "DROP TABLE t_tl1, t_tl2",
+            "SELECT a FROM t_tl3",
+            "CREATE TABLE t_tl1 (a INT)",
+            "CREATE TABLE t_tl2 (a INT)",
+            "LOCK TABLES t_tl1 WRITE, t_tl1 AS b WRITE, t_tl2 WRITE, t_tl2 AS c READ",
+            "DROP TABLE t_tl2",
+            "SELECT a FROM t_tl3",
+            "INSERT INTO t_tl1 VALUES (1)",
+            "DROP TABLE t_tl1",
+            "UNLOCK TABLES",
+            "DROP TABLE t_tl3",
+        ],
+    )
+    .await;
+}

@@ -33,6 +33,19 @@ impl TableLocks {
 }
 
 impl HeldConns {
+    /// `tables` (upper-cased logical names) were dropped: they leave the lock set, under
+    /// every alias. Whether the lock set is now empty (false without locks): MariaDB then
+    /// has left LOCK TABLES mode, and so should the session ([`HeldConns::unlock_tables`]).
+    pub fn drop_locked(&mut self, tables: &[String]) -> bool {
+        let Some(locks) = self.locks.as_mut() else {
+            return false;
+        };
+        locks.tables.retain(|t| !tables.contains(t));
+        locks.tables.is_empty()
+    }
+}
+
+impl HeldConns {
     /// The session now holds table locks: `conns` (each locked dataNode's connection) are
     /// kept until [`HeldConns::unlock_tables`].
     pub fn hold_locks(&mut self, locks: TableLocks, conns: Vec<(String, Box<dyn BackendConn>)>) {

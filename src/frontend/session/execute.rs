@@ -548,6 +548,15 @@ impl Session {
                     self.next_insert_id = None;
                     return send_error(&slot, w, e).await;
                 }
+                // A DROP TABLE of the last locked tables ends LOCK TABLES mode, as on MariaDB:
+                // the gateway's lock set goes too, so a new LOCK TABLES is not refused.
+                if locked
+                    && let Some(dropped) = crate::route::dropped_tables(&plan.targets[0].sql)
+                    && self.held.drop_locked(&dropped)
+                    && let Err(e) = self.unlock_tables().await
+                {
+                    tracing::warn!(connection = id, error = %e, "UNLOCK TABLES after the last locked table was dropped failed");
+                }
                 if let Some(key) = self.next_insert_id.take() {
                     ok.last_insert_id = Some(key);
                 }
