@@ -945,3 +945,18 @@ async fn dropping_every_locked_table_ends_lock_tables() {
     )
     .await;
 }
+
+/// A literal of another character set whose body is plain ASCII (`_cp866''`, mysql-test
+/// `ctype_cp866`) keeps its column label: the statement reaches the backend as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ascii_introduced_literal_keeps_its_label() {
+    same_answers(
+        "mtaasciilit",
+        &[
+            "SET NAMES latin1",
+            "SELECT _cp866'' LIKE _cp866'' ESCAPE _cp866 0xFF",
+            "SELECT _koi8r'abc', _latin2 'a b' = 'a b', HEX(_ucs2'ab')",
+        ],
+    )
+    .await;
+}
