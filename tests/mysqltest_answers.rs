@@ -960,3 +960,22 @@ async fn an_ascii_introduced_literal_keeps_its_label() {
     )
     .await;
 }
+
+/// `CREATE TABLE t (SELECT ..) EXCEPT ALL (SELECT ..)` (mysql-test `except_all`): the
+/// parenthesized query after the table's name is the table's, as MariaDB reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_of_a_parenthesized_query() {
+    same_answers(
+        "mtacreateparen",
+        &[
+            "CREATE TABLE t_cp1 (a INT, b INT)",
+            "INSERT INTO t_cp1 VALUES (1, 1), (1, 1), (2, 2)",
+            "CREATE TABLE t_cp2 (SELECT a, b FROM t_cp1) EXCEPT ALL (SELECT 1, 1)",
+            "SELECT a, b FROM t_cp2 ORDER BY a",
+            "CREATE TABLE t_cp3 (SELECT a FROM t_cp1 WHERE a = 2)",
+            "SELECT a FROM t_cp3",
+            "DROP TABLE t_cp1, t_cp2, t_cp3",
+        ],
+    )
+    .await;
+}

@@ -1693,9 +1693,9 @@ async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
 
 /// The forms of `route::forms::clauses` (ODBC escapes, `WAIT n` / `NOWAIT`, `CREATE TABLE t
 /// WITH ..`, `PROCEDURE ANALYSE`, `INSERT .. SELECT 1 ON DUPLICATE KEY UPDATE`, engine-defined
-/// options, system versioning, a column in AGAINST), ALTER TABLE's `RENAME INDEX | KEY` and
-/// OPTIMIZE's `WAIT n` / `NOWAIT`: every table they hold is checked as before, judged on the
-/// backend.
+/// options, system versioning, a column in AGAINST), ALTER TABLE's `RENAME INDEX | KEY`,
+/// OPTIMIZE's `WAIT n` / `NOWAIT` and `CREATE TABLE t (SELECT ..)`: every table they hold is
+/// checked as before, judged on the backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clause_forms_the_gateway_reads_reach_nothing_else() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -1721,6 +1721,8 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "ALTER TABLE secret RENAME KEY k TO k2, ADD COLUMN x INT",
                 "OPTIMIZE TABLE secret WAIT 1",
                 "CREATE TABLE leak WITH c AS (SELECT v FROM secret) SELECT v FROM c",
+                "CREATE TABLE leak2 (SELECT v FROM secret)",
+                "CREATE TABLE leak3 (SELECT v FROM pub) EXCEPT ALL (SELECT v FROM secret)",
             ],
         ),
         (
@@ -1735,6 +1737,7 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "INSERT INTO pub SELECT 8, 'ro' ON DUPLICATE KEY UPDATE v = 'ro'",
                 "CREATE TABLE rot WITH c AS (SELECT 1 AS a) SELECT a FROM c",
                 "CREATE TABLE rot2 (a INT) `k` = 'v', foo = 1",
+                "CREATE TABLE rot3 (SELECT 1 AS a)",
             ],
         ),
         (
@@ -1754,6 +1757,8 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "CREATE TABLE leak WITH RECURSIVE c AS (SELECT v FROM t_sec_victim.vt) SELECT v FROM c",
                 "INSERT INTO pub (id, v) SELECT 9, (SELECT v FROM t_sec_victim.vt) ON DUPLICATE KEY UPDATE v = 'pwned'",
                 "CREATE TABLE evil (a INT) foo = 1, ENGINE = CONNECT",
+                "CREATE TABLE leak4 (SELECT v FROM pub) UNION (SELECT v FROM t_sec_victim.vt)",
+                "CREATE TABLE t_sec_victim.leak5 (SELECT v FROM pub)",
                 "CREATE TABLE evil2 (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING ENGINE = 'CONNECT'",
             ],
         ),

@@ -9,6 +9,8 @@
 //!   the rows' locks), at the end of its SELECT; the backend receives it as written.
 //! - `CREATE TABLE t WITH [RECURSIVE] cte AS (..) SELECT ..` → `CREATE TABLE t AS WITH ..`: the
 //!   parser wants `AS` before a query that starts with `WITH` (MariaDB takes none).
+//! - `CREATE TABLE t (SELECT ..) [UNION | EXCEPT | INTERSECT ..]` → `CREATE TABLE t AS (SELECT
+//!   ..) ..`: the same query, read as the table's.
 //! - `SELECT .. PROCEDURE ANALYSE([m [, n]])` (a read-only built-in that describes the result's
 //!   columns; only numbers as its arguments) → the SELECT without it .
 //! - ODBC escapes `{fn f(..)}`, `{d '..'}`, `{ts '..'}`, `{oj t1 LEFT JOIN t2 ON ..}` (MariaDB's
@@ -243,6 +245,26 @@ pub(super) fn clauses<'t>(
                             && (is(k + 2, "AS") || matches!(tok(k + 2), Some(Token::LParen))))) =>
             {
                 change[k] = Some(vec![Token::make_keyword("AS"), Token::make_keyword("WITH")]);
+            }
+            // `CREATE TABLE t (SELECT ..) ..`: a parenthesized query right after the table's
+            // name (MariaDB reads it as the table's query; the parser wants `AS` before it).
+            "SELECT"
+                if first == "CREATE"
+                    && table_ddl
+                    && k == query_at
+                    && k >= 3
+                    && depth[k] == 1
+                    && matches!(tok(k - 1), Some(Token::LParen))
+                    && matches!(tok(k - 2), Some(Token::Word(_)))
+                    && (is(k - 3, "TABLE")
+                        || (is(k - 3, "EXISTS") && k >= 6 && is(k - 6, "TABLE"))
+                        || (matches!(tok(k - 3), Some(Token::Period))
+                            && k >= 5
+                            && matches!(tok(k - 4), Some(Token::Word(_)))
+                            && (is(k - 5, "TABLE")
+                                || (is(k - 5, "EXISTS") && k >= 8 && is(k - 8, "TABLE"))))) =>
+            {
+                change[k - 1] = Some(vec![Token::make_keyword("AS"), Token::LParen]);
             }
             // `PROCEDURE ANALYSE([m [, n]])` after a SELECT.
             "PROCEDURE"

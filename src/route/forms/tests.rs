@@ -202,6 +202,14 @@ fn mariadb_forms_read_as_their_equivalents() {
         "SELECT 1 REGEXP (NULL), a NOT RLIKE (NULL), NULL REGEXP 'x' FROM t",
     );
     same(
+        "CREATE TABLE t3 (SELECT a, b FROM t1) EXCEPT ALL (SELECT c, d FROM t2)",
+        "CREATE TABLE t3 AS (SELECT a, b FROM t1) EXCEPT ALL (SELECT c, d FROM t2)",
+    );
+    same(
+        "CREATE TABLE IF NOT EXISTS d.t3 (SELECT a FROM t1)",
+        "CREATE TABLE IF NOT EXISTS d.t3 AS (SELECT a FROM t1)",
+    );
+    same(
         "ALTER TABLE t1 DROP PARTITION p0, p1",
         "ALTER TABLE t1 ALGORITHM = DEFAULT",
     );
