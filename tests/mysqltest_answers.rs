@@ -941,6 +941,14 @@ async fn dropping_every_locked_table_ends_lock_tables() {
             "DROP TABLE t_tl1",
             "UNLOCK TABLES",
             "DROP TABLE t_tl3",
+            // A temporary table's: the locks go with UNLOCK TABLES after it.
+            "CREATE TEMPORARY TABLE t_tl1 (f1 INT)",
+            "LOCK TABLES t_tl1 WRITE",
+            "INSERT INTO t_tl1 VALUES (1)",
+            "DROP TABLE t_tl1",
+            "UNLOCK TABLES",
+            "CREATE TABLE t_tl1 (a INT)",
+            "DROP TABLE t_tl1",
         ],
     )
     .await;
