@@ -987,3 +987,22 @@ async fn create_table_of_a_parenthesized_query() {
     )
     .await;
 }
+
+/// LOCK TABLES with a `WAIT n` beyond the maximum (mysql-test `timeout`): MariaDB's warning
+/// 1292 reaches the client, in the OK and in SHOW WARNINGS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_passes_on_its_warnings() {
+    same_answers(
+        "mtalockwarn",
+        &[
+            "CREATE TABLE t_lkw (a INT)",
+            "LOCK TABLE t_lkw WRITE WAIT 31536001",
+            "rows: SHOW WARNINGS",
+            "UNLOCK TABLES",
+            "LOCK TABLE t_lkw WRITE WAIT 1",
+            "UNLOCK TABLES",
+            "DROP TABLE t_lkw",
+        ],
+    )
+    .await;
+}
