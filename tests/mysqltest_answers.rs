@@ -1006,3 +1006,21 @@ async fn lock_tables_passes_on_its_warnings() {
     )
     .await;
 }
+
+/// An application-time period and a key `WITHOUT OVERLAPS` (mysql-test `delete_innodb`):
+/// the table MariaDB makes of them, its errors included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_time_periods_are_read() {
+    same_answers(
+        "mtaperiod",
+        &[
+            "CREATE TABLE t_ap (id INT, s DATE, e DATE, PERIOD FOR p(s, e), PRIMARY KEY (id, p WITHOUT OVERLAPS)) ENGINE = InnoDB",
+            "INSERT INTO t_ap VALUES (1, '2000-01-01', '2000-02-01')",
+            "INSERT INTO t_ap VALUES (1, '2000-01-15', '2000-03-01')",
+            "DELETE FROM t_ap FOR PORTION OF p FROM '2000-01-10' TO '2000-01-20'",
+            "SELECT id, s, e FROM t_ap ORDER BY s",
+            "DROP TABLE t_ap",
+        ],
+    )
+    .await;
+}

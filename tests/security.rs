@@ -1694,8 +1694,8 @@ async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
 /// The forms of `route::forms::clauses` (ODBC escapes, `WAIT n` / `NOWAIT`, `CREATE TABLE t
 /// WITH ..`, `PROCEDURE ANALYSE`, `INSERT .. SELECT 1 ON DUPLICATE KEY UPDATE`, engine-defined
 /// options, system versioning, a column in AGAINST), ALTER TABLE's `RENAME INDEX | KEY`,
-/// OPTIMIZE's `WAIT n` / `NOWAIT` and `CREATE TABLE t (SELECT ..)`: every table they hold is
-/// checked as before, judged on the backend.
+/// OPTIMIZE's `WAIT n` / `NOWAIT`, `CREATE TABLE t (SELECT ..)` and application-time periods:
+/// every table they hold is checked as before, judged on the backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clause_forms_the_gateway_reads_reach_nothing_else() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -1738,6 +1738,7 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "CREATE TABLE rot WITH c AS (SELECT 1 AS a) SELECT a FROM c",
                 "CREATE TABLE rot2 (a INT) `k` = 'v', foo = 1",
                 "CREATE TABLE rot3 (SELECT 1 AS a)",
+                "DELETE FROM pub FOR PORTION OF p FROM '2000-01-01' TO '2001-01-01'",
             ],
         ),
         (
@@ -1759,6 +1760,9 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "CREATE TABLE evil (a INT) foo = 1, ENGINE = CONNECT",
                 "CREATE TABLE leak4 (SELECT v FROM pub) UNION (SELECT v FROM t_sec_victim.vt)",
                 "CREATE TABLE t_sec_victim.leak5 (SELECT v FROM pub)",
+                "DELETE FROM t_sec_victim.vt FOR PORTION OF p FROM '2000-01-01' TO '2001-01-01'",
+                "UPDATE t_sec_victim.vt FOR PORTION OF p FROM 1 TO 2 SET v = 'pwned'",
+                "CREATE TABLE t_sec_victim.evil3 (id INT, s DATE, e DATE, PERIOD FOR p(s, e), PRIMARY KEY (id, p WITHOUT OVERLAPS))",
                 "CREATE TABLE evil2 (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING ENGINE = 'CONNECT'",
             ],
         ),
