@@ -267,7 +267,15 @@ pub fn charset_literals_as_hex(
                 while next < sql.len() && sql[next].is_ascii_whitespace() {
                     next += 1;
                 }
-                if !matches!(sql.get(next), Some(b'\'' | b'"')) {
+                // A body of plain ASCII (no escape, no quote) the client sent as the text has
+                // it reaches the backend the same as written, and keeps its column label
+                // (`_cp866''`, mysql-test `ctype_cp866`).
+                let body = &sql[q + 1..end - 1];
+                let as_written = body
+                    .iter()
+                    .all(|&b| b.is_ascii() && !matches!(b, b'\\' | b'\'' | b'"'))
+                    && recode(body) == body;
+                if !as_written && !matches!(sql.get(next), Some(b'\'' | b'"')) {
                     out.extend_from_slice(&sql[i..name_end]);
                     out.push(b' ');
                     push_hex(
@@ -758,7 +766,7 @@ mod tests {
         let hex = |s: &str| super::charset_literals_as_hex(s, true, &recode);
         assert_eq!(
             hex("SELECT _koi8r'\u{f0}\u{d2}', _KOI8R \"a\\'b\", _latin2'', x").as_deref(),
-            Some("SELECT _koi8r X'F0D2', _KOI8R X'612762', _latin2 X'', x")
+            Some("SELECT _koi8r X'F0D2', _KOI8R X'612762', _latin2'', x")
         );
         // Not an introducer: another word, a name after `.` or `@`, a string followed by
         // another (concatenated), quoted names and comments, `_utf8` and `_binary`.
@@ -767,6 +775,8 @@ mod tests {
             "SELECT _latin1'a' 'b'",
             "SELECT `_koi8r'a'`, /* _koi8r'a' */ 1 -- _koi8r'a'\n",
             "SELECT _utf8'a', _binary'a', _utf8mb4'a'",
+            // A body of plain ASCII, which reaches the backend the same as written.
+            "SELECT _cp866'' LIKE _cp866'' ESCAPE _cp866 0xFF, _latin1 'a b', _koi8r\"x\"",
         ] {
             assert_eq!(hex(same), None, "{same}");
         }

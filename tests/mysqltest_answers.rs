@@ -864,3 +864,163 @@ async fn sql_prepared_statements_answer_as_mariadb() {
     )
     .await;
 }
+
+/// `OPTIMIZE TABLE t WAIT n` / `NOWAIT` (mysql-test `timeout`): the lock wait clause after
+/// OPTIMIZE's table list reaches the node; the other maintenance verbs take none (1064).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn optimize_table_takes_a_lock_wait_clause() {
+    same_answers(
+        "mtaoptwait",
+        &[
+            "CREATE TABLE t_ow (a INT)",
+            "named: OPTIMIZE TABLE t_ow WAIT 1",
+            "named: OPTIMIZE TABLE t_ow NOWAIT",
+            "named: OPTIMIZE NO_WRITE_TO_BINLOG TABLE t_ow WAIT 0",
+            "ANALYZE TABLE t_ow WAIT 1",
+            "CHECK TABLE t_ow NOWAIT",
+            "DROP TABLE t_ow",
+        ],
+    )
+    .await;
+}
+
+/// ALTER TABLE's `RENAME INDEX | KEY i TO j` (mysql-test `ignored_index`) reaches the node as
+/// MariaDB takes it, alone or among other items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn alter_table_renames_an_index() {
+    same_answers(
+        "mtarenidx",
+        &[
+            "CREATE TABLE t_ri (a INT, INDEX (a), b INT, INDEX (b) IGNORED)",
+            "ALTER TABLE t_ri RENAME INDEX a TO a1",
+            "ALTER TABLE t_ri RENAME KEY b TO b1, ADD COLUMN c INT",
+            "ALTER TABLE t_ri RENAME INDEX nosuch TO x",
+            "ALTER TABLE t_ri ALTER INDEX a1 IGNORED",
+            "rows: SHOW INDEXES FROM t_ri",
+            "DROP TABLE t_ri",
+        ],
+    )
+    .await;
+}
+
+/// `x REGEXP NULL` / `x NOT RLIKE NULL` (mysql-test `func_regexp`): NULL, as MariaDB answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_null_pattern_of_regexp_is_null() {
+    same_answers(
+        "mtaregexpnull",
+        &[
+            "SELECT 1 REGEXP NULL",
+            "SELECT 'a' NOT RLIKE NULL, NULL REGEXP 'a'",
+            "SELECT '' REGEXP BINARY NULL",
+            "SELECT 'A' REGEXP BINARY NULL",
+        ],
+    )
+    .await;
+}
+
+/// A DROP TABLE of every locked table ends LOCK TABLES mode, as on MariaDB (mysql-test
+/// `tablelock`): the next LOCK TABLES is taken, not refused as a second one; a DROP that leaves
+/// a locked table keeps the mode (1100 for a table outside it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_every_locked_table_ends_lock_tables() {
+    same_answers(
+        "mtadroplocked",
+        &[
+            "CREATE TABLE t_tl1 (a INT)",
+            "CREATE TABLE t_tl2 (a INT)",
+            "CREATE TABLE t_tl3 (a INT)",
+            "LOCK TABLES t_tl1 WRITE, t_tl1 AS b WRITE, t_tl2 WRITE, t_tl2 AS c READ",
+            "DROP TABLE t_tl1, t_tl2",
+            "SELECT a FROM t_tl3",
+            "CREATE TABLE t_tl1 (a INT)",
+            "CREATE TABLE t_tl2 (a INT)",
+            "LOCK TABLES t_tl1 WRITE, t_tl1 AS b WRITE, t_tl2 WRITE, t_tl2 AS c READ",
+            "DROP TABLE t_tl2",
+            "SELECT a FROM t_tl3",
+            "INSERT INTO t_tl1 VALUES (1)",
+            "DROP TABLE t_tl1",
+            "UNLOCK TABLES",
+            "DROP TABLE t_tl3",
+            // A temporary table's: the locks go with UNLOCK TABLES after it.
+            "CREATE TEMPORARY TABLE t_tl1 (f1 INT)",
+            "LOCK TABLES t_tl1 WRITE",
+            "INSERT INTO t_tl1 VALUES (1)",
+            "DROP TABLE t_tl1",
+            "UNLOCK TABLES",
+            "CREATE TABLE t_tl1 (a INT)",
+            "DROP TABLE t_tl1",
+        ],
+    )
+    .await;
+}
+
+/// A literal of another character set whose body is plain ASCII (`_cp866''`, mysql-test
+/// `ctype_cp866`) keeps its column label: the statement reaches the backend as written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ascii_introduced_literal_keeps_its_label() {
+    same_answers(
+        "mtaasciilit",
+        &[
+            "SET NAMES latin1",
+            "SELECT _cp866'' LIKE _cp866'' ESCAPE _cp866 0xFF",
+            "SELECT _koi8r'abc', _latin2 'a b' = 'a b', HEX(_ucs2'ab')",
+        ],
+    )
+    .await;
+}
+
+/// `CREATE TABLE t (SELECT ..) EXCEPT ALL (SELECT ..)` (mysql-test `except_all`): the
+/// parenthesized query after the table's name is the table's, as MariaDB reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_table_of_a_parenthesized_query() {
+    same_answers(
+        "mtacreateparen",
+        &[
+            "CREATE TABLE t_cp1 (a INT, b INT)",
+            "INSERT INTO t_cp1 VALUES (1, 1), (1, 1), (2, 2)",
+            "CREATE TABLE t_cp2 (SELECT a, b FROM t_cp1) EXCEPT ALL (SELECT 1, 1)",
+            "SELECT a, b FROM t_cp2 ORDER BY a",
+            "CREATE TABLE t_cp3 (SELECT a FROM t_cp1 WHERE a = 2)",
+            "SELECT a FROM t_cp3",
+            "DROP TABLE t_cp1, t_cp2, t_cp3",
+        ],
+    )
+    .await;
+}
+
+/// LOCK TABLES with a `WAIT n` beyond the maximum (mysql-test `timeout`): MariaDB's warning
+/// 1292 reaches the client, in the OK and in SHOW WARNINGS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_tables_passes_on_its_warnings() {
+    same_answers(
+        "mtalockwarn",
+        &[
+            "CREATE TABLE t_lkw (a INT)",
+            "LOCK TABLE t_lkw WRITE WAIT 31536001",
+            "rows: SHOW WARNINGS",
+            "UNLOCK TABLES",
+            "LOCK TABLE t_lkw WRITE WAIT 1",
+            "UNLOCK TABLES",
+            "DROP TABLE t_lkw",
+        ],
+    )
+    .await;
+}
+
+/// An application-time period and a key `WITHOUT OVERLAPS` (mysql-test `delete_innodb`):
+/// the table MariaDB makes of them, its errors included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_time_periods_are_read() {
+    same_answers(
+        "mtaperiod",
+        &[
+            "CREATE TABLE t_ap (id INT, s DATE, e DATE, PERIOD FOR p(s, e), PRIMARY KEY (id, p WITHOUT OVERLAPS)) ENGINE = InnoDB",
+            "INSERT INTO t_ap VALUES (1, '2000-01-01', '2000-02-01')",
+            "INSERT INTO t_ap VALUES (1, '2000-01-15', '2000-03-01')",
+            "DELETE FROM t_ap FOR PORTION OF p FROM '2000-01-10' TO '2000-01-20'",
+            "SELECT id, s, e FROM t_ap ORDER BY s",
+            "DROP TABLE t_ap",
+        ],
+    )
+    .await;
+}

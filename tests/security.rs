@@ -1693,8 +1693,9 @@ async fn foreign_keys_and_parenthesized_like_read_only_what_the_user_may() {
 
 /// The forms of `route::forms::clauses` (ODBC escapes, `WAIT n` / `NOWAIT`, `CREATE TABLE t
 /// WITH ..`, `PROCEDURE ANALYSE`, `INSERT .. SELECT 1 ON DUPLICATE KEY UPDATE`, engine-defined
-/// options, system versioning, a column in AGAINST): every table they hold is checked as
-/// before, judged on the backend.
+/// options, system versioning, a column in AGAINST), ALTER TABLE's `RENAME INDEX | KEY`,
+/// OPTIMIZE's `WAIT n` / `NOWAIT`, `CREATE TABLE t (SELECT ..)` and application-time periods:
+/// every table they hold is checked as before, judged on the backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clause_forms_the_gateway_reads_reach_nothing_else() {
     let _one = ONE_AT_A_TIME.lock().await;
@@ -1716,7 +1717,12 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "RENAME TABLE secret WAIT 1 TO s2",
                 "ALTER TABLE secret WAIT 1 COMMENT = 'x'",
                 "ALTER TABLE secret foo = 1",
+                "ALTER TABLE secret RENAME INDEX PRIMARY TO p2",
+                "ALTER TABLE secret RENAME KEY k TO k2, ADD COLUMN x INT",
+                "OPTIMIZE TABLE secret WAIT 1",
                 "CREATE TABLE leak WITH c AS (SELECT v FROM secret) SELECT v FROM c",
+                "CREATE TABLE leak2 (SELECT v FROM secret)",
+                "CREATE TABLE leak3 (SELECT v FROM pub) EXCEPT ALL (SELECT v FROM secret)",
             ],
         ),
         (
@@ -1726,9 +1732,13 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "TRUNCATE TABLE pub NOWAIT",
                 "ALTER TABLE pub NOWAIT COMMENT = 'ro'",
                 "ALTER TABLE pub `k` = 'v'",
+                "ALTER TABLE pub RENAME INDEX k TO k2",
+                "OPTIMIZE TABLE pub NOWAIT",
                 "INSERT INTO pub SELECT 8, 'ro' ON DUPLICATE KEY UPDATE v = 'ro'",
                 "CREATE TABLE rot WITH c AS (SELECT 1 AS a) SELECT a FROM c",
                 "CREATE TABLE rot2 (a INT) `k` = 'v', foo = 1",
+                "CREATE TABLE rot3 (SELECT 1 AS a)",
+                "DELETE FROM pub FOR PORTION OF p FROM '2000-01-01' TO '2001-01-01'",
             ],
         ),
         (
@@ -1742,9 +1752,17 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
                 "TRUNCATE TABLE t_sec_victim.vt NOWAIT",
                 "RENAME TABLE pub WAIT 1 TO t_sec_victim.stolen",
                 "ALTER TABLE t_sec_victim.vt WAIT 1 COMMENT = 'x'",
+                "ALTER TABLE t_sec_victim.vt RENAME KEY k TO k2",
+                "ALTER TABLE pub RENAME INDEX k TO k2, RENAME TO t_sec_victim.stolen",
+                "OPTIMIZE TABLE pub, t_sec_victim.vt NOWAIT",
                 "CREATE TABLE leak WITH RECURSIVE c AS (SELECT v FROM t_sec_victim.vt) SELECT v FROM c",
                 "INSERT INTO pub (id, v) SELECT 9, (SELECT v FROM t_sec_victim.vt) ON DUPLICATE KEY UPDATE v = 'pwned'",
                 "CREATE TABLE evil (a INT) foo = 1, ENGINE = CONNECT",
+                "CREATE TABLE leak4 (SELECT v FROM pub) UNION (SELECT v FROM t_sec_victim.vt)",
+                "CREATE TABLE t_sec_victim.leak5 (SELECT v FROM pub)",
+                "DELETE FROM t_sec_victim.vt FOR PORTION OF p FROM '2000-01-01' TO '2001-01-01'",
+                "UPDATE t_sec_victim.vt FOR PORTION OF p FROM 1 TO 2 SET v = 'pwned'",
+                "CREATE TABLE t_sec_victim.evil3 (id INT, s DATE, e DATE, PERIOD FOR p(s, e), PRIMARY KEY (id, p WITHOUT OVERLAPS))",
                 "CREATE TABLE evil2 (a INT, s TIMESTAMP(6) AS ROW START, e TIMESTAMP(6) AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING ENGINE = 'CONNECT'",
             ],
         ),
@@ -1770,6 +1788,9 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
         "ALTER TABLE fresh WAIT 1 ADD PRIMARY KEY (a)",
         "INSERT INTO fresh SELECT 3 ON DUPLICATE KEY UPDATE a = 4",
         "RENAME TABLE fresh NOWAIT TO fresh2",
+        "ALTER TABLE fresh2 ADD KEY k (a)",
+        "ALTER TABLE fresh2 RENAME INDEX k TO k2",
+        "OPTIMIZE TABLE fresh2 WAIT 1",
     ] {
         app.query_drop(sql)
             .await
@@ -1782,6 +1803,12 @@ async fn clause_forms_the_gateway_reads_reach_nothing_else() {
         )
         .await,
         ["1a", "2b", "4"]
+    );
+    // A rename of an index the table has, with a move to another database: refused whole.
+    assert!(
+        app.query_drop("ALTER TABLE fresh2 RENAME KEY k2 TO k3, RENAME TO t_sec_victim.stolen")
+            .await
+            .is_err()
     );
     app.query_drop("DROP TABLE fresh2 WAIT 1").await.unwrap();
     assert_eq!(before, backend().await);

@@ -224,6 +224,63 @@ pub(super) fn keys_toggle(stmt: &str) -> bool {
     matches!(tail, [d, k] if (keyword(d, "DISABLE") || keyword(d, "ENABLE")) && keyword(k, "KEYS"))
 }
 
+/// The tables `sql` (a statement as sent to a dataNode) drops when it is `DROP TABLE` /
+/// `DROP TABLES` of tables that are not temporary, upper-cased, without their schema: MariaDB
+/// leaves LOCK TABLES mode when such a statement drops the last locked table
+/// (`mysql_rm_table`). Read on the tokens: `DROP TABLE[S] [IF EXISTS] [db.]t [, ...] [WAIT n |
+/// NOWAIT] [RESTRICT | CASCADE]`. `None` for anything else, for a `TEMPORARY` anywhere (a
+/// version comment may hide one from the tokens) and for a text the tokenizer refuses.
+pub fn dropped_tables(sql: &str) -> Option<Vec<String>> {
+    if crate::sqltext::contains_ignore_ascii_case(sql, "TEMPORARY") {
+        return None;
+    }
+    let toks: Vec<Token> = super::rewrite::tokens(sql)?
+        .into_iter()
+        .map(|(t, _, _)| t)
+        .collect();
+    let keyword = |i: usize, w: &str| matches!(toks.get(i), Some(Token::Word(x)) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let name = |i: usize| match toks.get(i) {
+        Some(Token::Word(x)) if matches!(x.quote_style, None | Some('`')) => {
+            Some(x.value.to_ascii_uppercase())
+        }
+        _ => None,
+    };
+    if !(keyword(0, "DROP") && (keyword(1, "TABLE") || keyword(1, "TABLES"))) {
+        return None;
+    }
+    let mut i = if keyword(2, "IF") && keyword(3, "EXISTS") {
+        4
+    } else {
+        2
+    };
+    let mut tables = Vec::new();
+    loop {
+        let mut table = name(i)?;
+        i += 1;
+        if matches!(toks.get(i), Some(Token::Period)) {
+            table = name(i + 1)?;
+            i += 2;
+        }
+        tables.push(table);
+        if !matches!(toks.get(i), Some(Token::Comma)) {
+            break;
+        }
+        i += 1;
+    }
+    if keyword(i, "NOWAIT") {
+        i += 1;
+    } else if keyword(i, "WAIT") && matches!(toks.get(i + 1), Some(Token::Number(..))) {
+        i += 2;
+    }
+    if keyword(i, "RESTRICT") || keyword(i, "CASCADE") {
+        i += 1;
+    }
+    if matches!(toks.get(i), Some(Token::SemiColon)) {
+        i += 1;
+    }
+    (i == toks.len()).then_some(tables)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +293,30 @@ mod tests {
 
     fn lock(sql: &str) -> Result<LockTables, RouteError> {
         lock_tables(&router(), sql, &SessionView::schema(Some("TESTDB")))
+    }
+
+    #[test]
+    fn a_drop_of_tables_that_are_not_temporary() {
+        let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(dropped_tables("DROP TABLE t1, `T2`"), names(&["T1", "T2"]));
+        assert_eq!(
+            dropped_tables("drop tables if exists `db1`.t NOWAIT CASCADE;"),
+            names(&["T"])
+        );
+        assert_eq!(dropped_tables("DROP TABLE db.t WAIT 1"), names(&["T"]));
+        for sql in [
+            "DROP TEMPORARY TABLE t1",
+            "DROP /*!40000 TEMPORARY */ TABLE t1",
+            "DROP VIEW t1",
+            "DROP DATABASE d",
+            "DROP TABLE",
+            "DROP TABLE t1,",
+            "DROP TABLE t1 x",
+            "SELECT 'DROP TABLE t'",
+            "ALTER TABLE t DROP COLUMN a",
+        ] {
+            assert_eq!(dropped_tables(sql), None, "{sql}");
+        }
     }
 
     #[test]

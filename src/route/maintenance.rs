@@ -10,7 +10,8 @@
 //! - `CHECKSUM TABLE t [, ...] [QUICK | EXTENDED]`
 //! - `ANALYZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE t [, ...] [PERSISTENT FOR ALL | PERSISTENT
 //!   FOR [COLUMNS (c, ...)] [INDEXES (i, ...)]]`
-//! - `OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE t [, ...]`
+//! - `OPTIMIZE [NO_WRITE_TO_BINLOG | LOCAL] TABLE t [, ...] [WAIT n | NOWAIT]` (the lock wait
+//!   timeout; MariaDB reads it after OPTIMIZE's table list only, not after the other verbs')
 //! - `REPAIR [NO_WRITE_TO_BINLOG | LOCAL] TABLE t [, ...] [QUICK | EXTENDED | USE_FRM] ...`
 //!
 //! `t` is `name` or `schema.name`, plain or backquoted, the schema a logical one the user may
@@ -212,6 +213,23 @@ fn options(verb: &str, rest: &[Token]) -> Option<String> {
                 j += 1;
             }
         }
+        "OPTIMIZE" if j < end => {
+            if keyword(j, "NOWAIT") {
+                out.push_str(" NOWAIT");
+                j += 1;
+            } else if keyword(j, "WAIT") {
+                // MariaDB's `ulong_num`: a whole number of seconds, sent on as read.
+                match rest.get(j + 1) {
+                    Some(Token::Number(n, false)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                        out.push_str(&format!(" WAIT {n}"));
+                        j += 2;
+                    }
+                    _ => return None,
+                }
+            } else {
+                return None;
+            }
+        }
         "ANALYZE" if j < end => {
             if !(keyword(0, "PERSISTENT") && keyword(1, "FOR")) {
                 return None;
@@ -310,6 +328,20 @@ mod tests {
         let p = route("checksum table company extended").unwrap();
         assert!(p.read_only && !p.ddl);
         assert!(route("OPTIMIZE LOCAL TABLE company").is_ok());
+        for (sql, tail) in [
+            ("OPTIMIZE TABLE company WAIT 1", "`company` WAIT 1"),
+            (
+                "optimize table company, travelrecord nowait;",
+                "`travelrecord` NOWAIT",
+            ),
+        ] {
+            let p = route(sql).unwrap();
+            assert!(
+                sqls(&p).iter().all(|(_, s)| s.ends_with(tail)),
+                "{:?}",
+                sqls(&p)
+            );
+        }
         assert!(route("REPAIR TABLE company QUICK EXTENDED USE_FRM").is_ok());
         assert!(route("ANALYZE TABLE company PERSISTENT FOR ALL").is_ok());
     }
@@ -326,6 +358,16 @@ mod tests {
             "CHECK TABLE (SELECT 1)",
             "CHECKSUM TABLE company QUICK EXTENDED",
             "OPTIMIZE TABLE company QUICK",
+            "OPTIMIZE TABLE company WAIT",
+            "OPTIMIZE TABLE company WAIT 1.5",
+            "OPTIMIZE TABLE company WAIT -1",
+            "OPTIMIZE TABLE company WAIT 1 NOWAIT",
+            "OPTIMIZE TABLE company NOWAIT 1",
+            "OPTIMIZE TABLE company WAIT 1; DROP TABLE company",
+            "ANALYZE TABLE company WAIT 1",
+            "CHECK TABLE company WAIT 1",
+            "REPAIR TABLE company NOWAIT",
+            "CHECKSUM TABLE company NOWAIT",
             "CHECK LOCAL TABLE company",
             "ANALYZE TABLE company PERSISTENT FOR COLUMNS (a,)",
             "ANALYZE TABLE company PERSISTENT FOR COLUMNS a",

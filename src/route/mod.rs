@@ -43,7 +43,7 @@ pub use affinity::session_state;
 pub use analyze::Partitions;
 pub use lex::SqlMode;
 pub use lex::split_statements;
-pub use lock::{LockTables, LockedTable};
+pub use lock::{LockTables, LockedTable, dropped_tables};
 pub use metadata::{MetadataQuery, Viewer};
 pub use plan::{
     Aggregate, ColumnRef, ColumnsLookup, CompareOp, Completion, Condition, DistinctOp, Grouping,

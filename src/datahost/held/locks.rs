@@ -30,6 +30,22 @@ impl TableLocks {
     pub fn nodes(&self) -> &[String] {
         &self.nodes
     }
+
+    /// Whether every locked table was dropped ([`HeldConns::drop_locked`]).
+    pub fn is_empty(&self) -> bool {
+        self.tables.is_empty()
+    }
+}
+
+impl HeldConns {
+    /// `tables` (upper-cased logical names) were dropped: they leave the lock set, under
+    /// every alias. Once it is empty ([`TableLocks::is_empty`]) MariaDB has left LOCK TABLES
+    /// mode, and so should the session ([`HeldConns::unlock_tables`]).
+    pub fn drop_locked(&mut self, tables: &[String]) {
+        if let Some(locks) = self.locks.as_mut() {
+            locks.tables.retain(|t| !tables.contains(t));
+        }
+    }
 }
 
 impl HeldConns {

@@ -213,6 +213,14 @@ impl Session {
         if ddl {
             self.generation().column_orders.clear();
         }
+        // A DROP TABLE of the last locked tables ends LOCK TABLES mode, as on MariaDB: so do
+        // the session's locks (on the connections now kept again), and a new LOCK TABLES is
+        // not refused as a second one.
+        if self.held.locks().is_some_and(|l| l.is_empty())
+            && let Err(e) = self.unlock_tables().await
+        {
+            tracing::warn!(connection = self.id, error = %e, "UNLOCK TABLES after the last locked table was dropped failed");
+        }
         done
     }
 
@@ -547,6 +555,11 @@ impl Session {
                 {
                     self.next_insert_id = None;
                     return send_error(&slot, w, e).await;
+                }
+                // Dropped tables leave the lock set ([`Session::execute`] ends an empty one).
+                if locked && let Some(dropped) = crate::route::dropped_tables(&plan.targets[0].sql)
+                {
+                    self.held.drop_locked(&dropped);
                 }
                 if let Some(key) = self.next_insert_id.take() {
                     ok.last_insert_id = Some(key);

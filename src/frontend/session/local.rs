@@ -205,7 +205,13 @@ impl Session {
             }
             Local::Ok => self.ok(w, OkInfo::default()).await,
             Local::LockTables(l) => match self.lock_tables(l).await {
-                Ok(()) => self.ok(w, OkInfo::default()).await,
+                Ok(warnings) => {
+                    let ok = OkInfo {
+                        warnings,
+                        ..OkInfo::default()
+                    };
+                    self.ok(w, ok).await
+                }
                 Err(e) => self.error(w, e).await,
             },
             Local::UnlockTables => {

@@ -2,7 +2,7 @@
 //! and a statement naming a table outside the locked set gets 1100 from the gateway.
 
 use super::{Session, run_simple};
-use crate::backend::BackendConn;
+use crate::backend::{BackendConn, Response};
 use crate::datahost::held::TableLocks;
 use crate::engine::cursor::ExecCtx;
 use crate::frontend::error::MysqlError;
@@ -15,12 +15,15 @@ impl Session {
     /// two sessions locking the same tables wait for each other rather than deadlock), and
     /// those connections are kept until `UNLOCK TABLES`.
     ///
+    /// Returns the warnings the nodes raised (`WAIT n` beyond the maximum: 1292), kept for SHOW
+    /// WARNINGS.
+    ///
     /// Errors: a node's own (1100, 1146, 1099...), naming it; the nodes locked before it are
     /// unlocked again, so either every node holds the locks or none does.
     pub(super) async fn lock_tables(
         &mut self,
         l: crate::route::LockTables,
-    ) -> Result<(), MysqlError> {
+    ) -> Result<u16, MysqlError> {
         // Mycat refuses it whenever autocommit is off; with autocommit off and nothing run
         // yet there is nothing to commit, and MySQL's own pattern (`SET autocommit = 0; LOCK
         // TABLES ...; ...; COMMIT; UNLOCK TABLES`, also what `mysqldump --no-autocommit`
@@ -36,6 +39,8 @@ impl Session {
             return Err(MysqlError::new(1003, "HY000", "can't lock multi-table"));
         }
         let mut taken: Vec<(String, Box<dyn BackendConn>)> = Vec::new();
+        // Each locked node's warning count, in `taken`'s order.
+        let mut warned: Vec<u16> = Vec::new();
         let mut failure = None;
         for t in &l.targets {
             let got = self.ctx().take_conn(&t.node, true).await;
@@ -46,9 +51,26 @@ impl Session {
                     break;
                 }
             };
-            let done = run_simple(conn.as_mut(), &t.sql).await;
+            let done = match conn.query(&t.sql).await {
+                Ok(Response::Ok(ok)) => Ok(ok.warnings),
+                // Never for LOCK TABLES; read out all the same, as `run_simple` does.
+                Ok(Response::Rows { mut rows, .. }) => {
+                    let mut read = Ok(0);
+                    while let Some(r) = futures::StreamExt::next(&mut rows).await {
+                        if let Err(e) = r {
+                            read = Err(e);
+                            break;
+                        }
+                    }
+                    read
+                }
+                Err(e) => Err(e),
+            };
             match done {
-                Ok(()) => taken.push((t.node.clone(), conn)),
+                Ok(n) => {
+                    warned.push(n);
+                    taken.push((t.node.clone(), conn));
+                }
                 Err(e) => {
                     let error = self.logical_names(
                         &t.node,
@@ -75,12 +97,23 @@ impl Session {
             return Err(e);
         }
         tracing::debug!(connection = self.id, nodes = taken.len(), "LOCK TABLES");
+        let count = warned.iter().fold(0u16, |a, n| a.saturating_add(*n));
+        if count > 0 {
+            let mut conns: Vec<&mut (dyn BackendConn + 'static)> = taken
+                .iter_mut()
+                .zip(&warned)
+                .filter(|(_, n)| **n > 0)
+                .map(|((_, c), _)| c.as_mut())
+                .collect();
+            self.warnings = crate::backend::show_warnings(&mut conns).await;
+            self.warning_count = count;
+        }
         let locks = TableLocks::new(
             l.tables.iter().map(|t| t.table.clone()).collect(),
             l.targets.iter().map(|t| t.node.clone()).collect(),
         );
         self.held.hold_locks(locks, taken);
-        Ok(())
+        Ok(count)
     }
 
     /// Releases the session's table locks (`UNLOCK TABLES` on every connection that holds

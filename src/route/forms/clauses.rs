@@ -9,6 +9,8 @@
 //!   the rows' locks), at the end of its SELECT; the backend receives it as written.
 //! - `CREATE TABLE t WITH [RECURSIVE] cte AS (..) SELECT ..` → `CREATE TABLE t AS WITH ..`: the
 //!   parser wants `AS` before a query that starts with `WITH` (MariaDB takes none).
+//! - `CREATE TABLE t (SELECT ..) [UNION | EXCEPT | INTERSECT ..]` → `CREATE TABLE t AS (SELECT
+//!   ..) ..`: the same query, read as the table's.
 //! - `SELECT .. PROCEDURE ANALYSE([m [, n]])` (a read-only built-in that describes the result's
 //!   columns; only numbers as its arguments) → the SELECT without it .
 //! - ODBC escapes `{fn f(..)}`, `{d '..'}`, `{ts '..'}`, `{oj t1 LEFT JOIN t2 ON ..}` (MariaDB's
@@ -24,7 +26,10 @@
 //!   unquoted `DUAL` is no table to `admit`).
 //! - The system-versioning words of CREATE TABLE: `[GENERATED ALWAYS] AS ROW START | END`
 //!   after a column's type, the item `PERIOD FOR SYSTEM_TIME (a, b)` and `WITH[OUT] SYSTEM
-//!   VERSIONING` (after a column or the table) are dropped: they name columns of the table.
+//!   VERSIONING` (after a column or the table) are dropped: they name columns of the table. So
+//!   are an application-time period (`PERIOD FOR p (a, b)`) and its `, p WITHOUT OVERLAPS` at
+//!   the end of a key's columns; `FOR PORTION OF p FROM x TO y` after DELETE's or UPDATE's table
+//!   (`x`, `y` literals only) is dropped.
 //! - A backquoted engine-defined option (`` `FKEY1` = 'v1' `` after a column or the table), as
 //!   `mariadb_words` drops an unquoted one; the commas CREATE TABLE may have between its table
 //!   options (`(a INT) ENGINE = Aria, foo = 1`) are dropped.
@@ -244,6 +249,26 @@ pub(super) fn clauses<'t>(
             {
                 change[k] = Some(vec![Token::make_keyword("AS"), Token::make_keyword("WITH")]);
             }
+            // `CREATE TABLE t (SELECT ..) ..`: a parenthesized query right after the table's
+            // name (MariaDB reads it as the table's query; the parser wants `AS` before it).
+            "SELECT"
+                if first == "CREATE"
+                    && table_ddl
+                    && k == query_at
+                    && k >= 3
+                    && depth[k] == 1
+                    && matches!(tok(k - 1), Some(Token::LParen))
+                    && matches!(tok(k - 2), Some(Token::Word(_)))
+                    && (is(k - 3, "TABLE")
+                        || (is(k - 3, "EXISTS") && k >= 6 && is(k - 6, "TABLE"))
+                        || (matches!(tok(k - 3), Some(Token::Period))
+                            && k >= 5
+                            && matches!(tok(k - 4), Some(Token::Word(_)))
+                            && (is(k - 5, "TABLE")
+                                || (is(k - 5, "EXISTS") && k >= 8 && is(k - 8, "TABLE"))))) =>
+            {
+                change[k - 1] = Some(vec![Token::make_keyword("AS"), Token::LParen]);
+            }
             // `PROCEDURE ANALYSE([m [, n]])` after a SELECT.
             "PROCEDURE"
                 if k > 0
@@ -352,7 +377,8 @@ pub(super) fn clauses<'t>(
                     *c = Some(Vec::new());
                 }
             }
-            // `, PERIOD FOR SYSTEM_TIME (a, b)`: the item that names the period's columns.
+            // `, PERIOD FOR SYSTEM_TIME (a, b)`, `, PERIOD FOR p (a, b)` (an application-time
+            // period): the item that names the period's columns.
             "PERIOD"
                 if first == "CREATE"
                     && table_ddl
@@ -361,7 +387,7 @@ pub(super) fn clauses<'t>(
                     && k >= 1
                     && matches!(tok(k - 1), Some(Token::Comma))
                     && is(k + 1, "FOR")
-                    && is(k + 2, "SYSTEM_TIME")
+                    && word_or_quoted(tok(k + 2))
                     && matches!(tok(k + 3), Some(Token::LParen)) =>
             {
                 if let Some(close) = closes(k + 3)
@@ -374,6 +400,51 @@ pub(super) fn clauses<'t>(
                     k = close + 1;
                     continue;
                 }
+            }
+            // `DELETE FROM t FOR PORTION OF p FROM x TO y` / `UPDATE t FOR PORTION OF p FROM x
+            // TO y SET ..`: the application-time period `p` of the table and two literals.
+            "FOR"
+                if (first == "DELETE" || first == "UPDATE")
+                    && depth[k] == 0
+                    && k >= 2
+                    && word_or_quoted(tok(k - 1))
+                    && is(k + 1, "PORTION")
+                    && is(k + 2, "OF")
+                    && word_or_quoted(tok(k + 3))
+                    && is(k + 4, "FROM")
+                    && matches!(
+                        tok(k + 5),
+                        Some(Token::SingleQuotedString(_) | Token::Number(..))
+                    )
+                    && is(k + 6, "TO")
+                    && matches!(
+                        tok(k + 7),
+                        Some(Token::SingleQuotedString(_) | Token::Number(..))
+                    ) =>
+            {
+                for c in &mut change[k..=k + 7] {
+                    *c = Some(Vec::new());
+                }
+                k += 8;
+                continue;
+            }
+            // `, p WITHOUT OVERLAPS` ending a key's columns: the application-time period `p`.
+            "WITHOUT"
+                if first == "CREATE"
+                    && table_ddl
+                    && k < query_at
+                    && depth[k] == 2
+                    && k >= 2
+                    && is(k + 1, "OVERLAPS")
+                    && matches!(tok(k + 2), Some(Token::RParen))
+                    && word_or_quoted(tok(k - 1))
+                    && matches!(tok(k - 2), Some(Token::Comma)) =>
+            {
+                for c in &mut change[k - 2..=k + 1] {
+                    *c = Some(Vec::new());
+                }
+                k += 2;
+                continue;
             }
             // `WITH[OUT] SYSTEM VERSIONING` (the table's or a column's).
             "WITH" | "WITHOUT"

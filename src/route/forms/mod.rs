@@ -44,7 +44,8 @@
 //!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
 //!   `NOWAIT` after the columns dropped.
 //! - ALTER TABLE items: `DROP KEY k` → `DROP INDEX k`; `ALTER c SET | DROP DEFAULT` → `ALTER
-//!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED` and the
+//!   COLUMN c ...`; `DISABLE KEYS`, `ENABLE KEYS`, `ALTER INDEX i [NOT] IGNORED`, `RENAME
+//!   INDEX | KEY i TO j` and the
 //!   partition changes `ADD | DROP | COALESCE | REORGANIZE | TRUNCATE | REBUILD PARTITION ...`
 //!   (partition names and bounds; a list of names runs over the commas) are read as
 //!   `ALGORITHM = DEFAULT`, as the table options are (below). `ANALYZE`, `CHECK`, `OPTIMIZE`
@@ -70,6 +71,8 @@
 //!   SELECT 1 ON DUPLICATE KEY UPDATE` and the system-versioning words of CREATE TABLE:
 //!   submodule `clauses`. An ALTER TABLE whose items were all dropped is read as `ALTER TABLE t
 //!   ALGORITHM = DEFAULT`.
+//! - `x [NOT] REGEXP | RLIKE NULL` → `x [NOT] REGEXP | RLIKE (NULL)` (the parser reads the
+//!   `NULL` as the end of `x NOT NULL` and then wants a pattern).
 //! - A name that starts with digits and then `e` (`SELECT 1 AS 1Eq`), which the tokenizer
 //!   splits into a number and a word, is one name (`digit_led_names`).
 
@@ -261,6 +264,15 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             continue;
         }
         match w.as_str() {
+            // `x REGEXP NULL`, `x RLIKE NULL`: the parser takes `NULL` after them for the
+            // `NOT NULL` of `x NOT NULL`; `(NULL)` is the same pattern.
+            "NULL" if k >= 1 && (is(k - 1, "REGEXP") || is(k - 1, "RLIKE")) => {
+                change[k] = Some(vec![
+                    Token::LParen,
+                    Token::make_keyword("NULL"),
+                    Token::RParen,
+                ]);
+            }
             // `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE`: how the server alters.
             "ONLINE" | "IGNORE"
                 if first == "ALTER"

@@ -222,7 +222,14 @@ pub(super) fn alter_table_options<'t>(
             && matches!(tok(start + 2), Some(Token::Word(_)))
             && (end == start + 4 || (end == start + 5 && is(start + 3, "NOT")))
             && is(end - 1, "IGNORED");
-        if index_visibility {
+        // `RENAME INDEX | KEY i TO j`: a new name for an index of the table.
+        let index_rename = is(start, "RENAME")
+            && (is(start + 1, "INDEX") || is(start + 1, "KEY"))
+            && matches!(tok(start + 2), Some(Token::Word(_)))
+            && is(start + 3, "TO")
+            && matches!(tok(start + 4), Some(Token::Word(_)))
+            && end == start + 5;
+        if index_visibility || index_rename {
             change[start] = Some(vec![
                 Token::make_keyword("ALGORITHM"),
                 Token::Eq,

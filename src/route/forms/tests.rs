@@ -194,6 +194,34 @@ fn mariadb_forms_read_as_their_equivalents() {
         "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT",
     );
     same(
+        "ALTER TABLE t1 RENAME INDEX a TO a1, RENAME KEY `b` TO b1, ADD COLUMN x INT",
+        "ALTER TABLE t1 ALGORITHM = DEFAULT, ALGORITHM = DEFAULT, ADD COLUMN x INT",
+    );
+    same(
+        "SELECT 1 REGEXP NULL, a NOT RLIKE null, NULL REGEXP 'x' FROM t",
+        "SELECT 1 REGEXP (NULL), a NOT RLIKE (NULL), NULL REGEXP 'x' FROM t",
+    );
+    same(
+        "CREATE TABLE t3 (SELECT a, b FROM t1) EXCEPT ALL (SELECT c, d FROM t2)",
+        "CREATE TABLE t3 AS (SELECT a, b FROM t1) EXCEPT ALL (SELECT c, d FROM t2)",
+    );
+    same(
+        "CREATE TABLE IF NOT EXISTS d.t3 (SELECT a FROM t1)",
+        "CREATE TABLE IF NOT EXISTS d.t3 AS (SELECT a FROM t1)",
+    );
+    same(
+        "CREATE TABLE t2 (id INT, s DATE, e DATE, PERIOD FOR p(s, e), PRIMARY KEY (id, p WITHOUT OVERLAPS)) ENGINE = InnoDB",
+        "CREATE TABLE t2 (id INT, s DATE, e DATE, PRIMARY KEY (id)) ENGINE = InnoDB",
+    );
+    same(
+        "DELETE FROM t2 FOR PORTION OF p FROM '2000-01-01' TO '2000-01-02' WHERE id = 1",
+        "DELETE FROM t2 WHERE id = 1",
+    );
+    same(
+        "UPDATE t2 FOR PORTION OF p FROM '2000-01-01' TO 20000102 SET f = 1",
+        "UPDATE t2 SET f = 1",
+    );
+    same(
         "ALTER TABLE t1 DROP PARTITION p0, p1",
         "ALTER TABLE t1 ALGORITHM = DEFAULT",
     );
@@ -289,6 +317,11 @@ fn other_readings_are_left_alone() {
         let plain = Parser::parse_sql(&MySqlDialect {}, sql).map(|s| s[0].to_string());
         assert_eq!(mine.ok(), plain.ok(), "{sql}");
     }
+    // A period's bounds that are not literals (a subquery could name a table) stay unread.
+    assert!(
+        parse("DELETE FROM t FOR PORTION OF p FROM (SELECT MIN(d) FROM u) TO '2001-01-01'")
+            .is_err()
+    );
     // A query in CREATE TABLE keeps the partitioning clause (and so stays unread).
     assert!(parse("CREATE TABLE t (a INT) PARTITION BY HASH (a) SELECT a FROM u").is_err());
     // `CHARSET = ascii`: the character set's name is not the attribute `ASCII`.
