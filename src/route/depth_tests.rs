@@ -6,9 +6,7 @@
 use super::{Refusal, Router};
 
 fn router() -> Router {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = crate::config::Config::load(dir).expect("bundled config");
-    Router::new(&config).expect("router")
+    crate::route::bundled_router()
 }
 
 /// `n` nestings of `open` .. `close` around `inner`.

@@ -286,9 +286,7 @@ mod tests {
     use super::*;
 
     fn router() -> Router {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let config = crate::config::Config::load(dir).expect("bundled config");
-        Router::new(&config).expect("router")
+        crate::route::bundled_router()
     }
 
     fn lock(sql: &str) -> Result<LockTables, RouteError> {

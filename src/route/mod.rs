@@ -667,6 +667,15 @@ impl Router {
     }
 }
 
+/// The router of the bundled configuration (the repository's schema.xml, rule.xml,
+/// server.xml), for unit tests.
+#[cfg(test)]
+pub(crate) fn bundled_router() -> Router {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = crate::config::Config::load(dir).expect("bundled config");
+    Router::new(&config).expect("router")
+}
+
 #[cfg(test)]
 mod tests {
     use super::ColumnOrders;

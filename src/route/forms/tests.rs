@@ -605,9 +605,7 @@ fn a_lock_wait_clause_is_read_only_after_a_locking_read() {
 /// LIMIT the gateway adds.
 #[test]
 fn a_lock_wait_clause_reaches_each_node_as_written() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let config = crate::config::Config::load(dir).expect("bundled config");
-    let router = crate::route::Router::new(&config).expect("router");
+    let router = crate::route::bundled_router();
     for clause in [
         "FOR UPDATE WAIT 5",
         "LOCK IN SHARE MODE WAIT 5",
