@@ -404,6 +404,35 @@ fn fold(s: &str) -> String {
         .join(",")
 }
 
+/// SUM and AVG of `DOUBLE(M,D)` / `FLOAT(M,D)` merged over several dataNodes print the
+/// column's decimals as MariaDB does (SUM: D places, AVG: D + 4), a plain DOUBLE as before
+/// (the merge printed 2.25 where MariaDB prints 2.250000).
+#[tokio::test]
+async fn double_aggregates_print_the_column_decimals() {
+    let f = Fixture::start("dbldec", Extra::default()).await;
+    let mut c = f.client().await;
+    let mut rf = reference("t_dbldec_ref", "SELECT 1").await;
+    let alter = "ALTER TABLE travelrecord ADD COLUMN dd DOUBLE(10,2), ADD COLUMN ff FLOAT(7,3), ADD COLUMN pd DOUBLE";
+    let rows = "INSERT INTO travelrecord (id, user_id, dd, ff, pd) VALUES \
+        (1, 'a', 1.5, 1.5, 1.5), (2, 'b', 2.25, 2.25, 2.25), (5000001, 'c', 3, 3, 3), \
+        (10000001, 'd', 4.125, 0.5, 0.5), (10000002, 'e', NULL, NULL, NULL)";
+    for conn in [&mut c, &mut rf] {
+        conn.query_drop(alter).await.unwrap();
+        conn.query_drop(rows).await.unwrap();
+    }
+    for sql in [
+        "SELECT AVG(dd), SUM(dd), AVG(ff), SUM(ff), AVG(pd), SUM(pd) FROM travelrecord",
+        "SELECT user_id > 'b' AS g, AVG(dd), SUM(dd), AVG(ff) FROM travelrecord GROUP BY g ORDER BY g",
+        "SELECT AVG(DISTINCT dd), SUM(DISTINCT dd) FROM travelrecord",
+    ] {
+        assert_eq!(
+            answer(&mut c, sql).await,
+            answer(&mut rf, sql).await,
+            "{sql}"
+        );
+    }
+}
+
 /// Issue 18: COUNT / SUM / AVG (DISTINCT) and GROUP_CONCAT over three dataNodes answer what
 /// one database holding the same rows answers: NULLs ignored, a value on several nodes counted
 /// once, 'a' / 'A' / 'a ' / 'é' / 'e' equal as utf8mb4_general_ci makes them, empty tables

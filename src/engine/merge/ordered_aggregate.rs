@@ -371,7 +371,9 @@ impl GroupState {
                 }
                 (Acc::Int(i), _) => Value::Bytes(i.to_string().into_bytes()),
                 (Acc::Decimal(d), _) => decimal_text(&d, columns_decimals[f.at]),
-                (Acc::Float(x), _) => Value::Bytes(double_text(x).into_bytes()),
+                (Acc::Float(x), _) => {
+                    Value::Bytes(double_fixed(x, columns_decimals[f.at]).into_bytes())
+                }
                 (
                     Acc::Avg(sum, count),
                     FoldOp::Avg { decimals, .. } | FoldOp::DistinctAvg { decimals, .. },
@@ -382,7 +384,7 @@ impl GroupState {
                         match *sum {
                             Acc::Null => Value::Null,
                             Acc::Float(x) => {
-                                Value::Bytes(double_text(x / count as f64).into_bytes())
+                                Value::Bytes(double_fixed(x / count as f64, *decimals).into_bytes())
                             }
                             Acc::Int(i) => decimal_text(
                                 &(BigDecimal::from(i) / BigDecimal::from(count)),
@@ -430,6 +432,17 @@ pub(super) fn decimal_text(d: &BigDecimal, decimals: u8) -> Value {
 
 /// A DOUBLE as MySQL prints it: the shortest text that reads back the same value, in
 /// scientific notation for very large and very small magnitudes.
+/// A DOUBLE in MySQL's text form for a column of `decimals` places: fixed to that many places
+/// when the column has them (below 31, `NOT_FIXED_DEC`), as MariaDB prints a `DOUBLE(M,D)`'s
+/// SUM (D places) or AVG (D + 4); [`double_text`] otherwise.
+pub(super) fn double_fixed(x: f64, decimals: u8) -> String {
+    if decimals > 30 || !x.is_finite() {
+        double_text(x)
+    } else {
+        format!("{x:.*}", usize::from(decimals))
+    }
+}
+
 pub(super) fn double_text(x: f64) -> String {
     let a = x.abs();
     if a != 0.0 && !(1e-4..1e15).contains(&a) {
