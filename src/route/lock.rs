@@ -45,6 +45,25 @@ impl LockTables {
     }
 }
 
+/// A table name at `*i` of `toks`, `name` or `schema.name` (each part as `ident` reads a
+/// name there), moving `*i` past it: (the qualifier, the name); `None` when no name stands
+/// there.
+pub(super) fn qualified_name(
+    toks: &[Token],
+    ident: &dyn Fn(usize) -> Option<String>,
+    i: &mut usize,
+) -> Option<(Option<String>, String)> {
+    let first = ident(*i)?;
+    if matches!(toks.get(*i + 1), Some(Token::Period)) {
+        let name = ident(*i + 2)?;
+        *i += 3;
+        Some((Some(first), name))
+    } else {
+        *i += 1;
+        Some((None, first))
+    }
+}
+
 /// The dataNodes of table `name` of `schema` as a statement naming it alone reaches them: a
 /// configured table's nodes (a global table's every node), else the schema's default dataNode.
 ///
@@ -94,15 +113,7 @@ pub(super) fn lock_tables(
     let mut tables = Vec::new();
     let mut wait = String::new();
     loop {
-        let first = ident(i).ok_or_else(bad)?;
-        i += 1;
-        let (qualifier, name) = if matches!(toks.get(i), Some(Token::Period)) {
-            let name = ident(i + 1).ok_or_else(bad)?;
-            i += 2;
-            (Some(first), name)
-        } else {
-            (None, first)
-        };
+        let (qualifier, name) = qualified_name(&toks, &ident, &mut i).ok_or_else(bad)?;
         let mut alias = None;
         if keyword(i, "AS") {
             alias = Some(ident(i + 1).ok_or_else(bad)?);

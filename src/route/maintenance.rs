@@ -99,15 +99,8 @@ pub(super) fn maintenance(
     let mut per_node: BTreeMap<String, (Vec<String>, Vec<TableName>)> = BTreeMap::new();
     let mut tables = Vec::new();
     loop {
-        let first = ident(i).ok_or_else(bad)?;
-        i += 1;
-        let (qualifier, name) = if matches!(toks.get(i), Some(Token::Period)) {
-            let name = ident(i + 1).ok_or_else(bad)?;
-            i += 2;
-            (Some(first), name)
-        } else {
-            (None, first)
-        };
+        let (qualifier, name) =
+            super::lock::qualified_name(&toks, &ident, &mut i).ok_or_else(bad)?;
         let schema =
             super::statement::require_schema(r, qualifier.as_deref().or(view.schema), view)?;
         if let Some(access) = view.access {
