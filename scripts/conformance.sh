@@ -28,6 +28,8 @@
 #   --quick   mysqltest: every 4th file of the list; sqlalchemy: test/dialect/mysql only.
 #   --tests a,b,c   mysqltest: only these files of main/ (names without .test), e.g. to check a
 #             fix; the summary then counts only them.
+#   CONFORMANCE_EXPLAIN=route   the gateway's server.xml explainMode (default backend: a plain
+#             EXPLAIN of a statement on one dataNode is the backend's plan; route: Mycat's).
 #   --keep    leave the MariaDB and manx started for the run running (they are stopped at exit
 #             otherwise; a later run reuses a MariaDB left running).
 #
@@ -261,6 +263,12 @@ start_manx() {
 c = pymysql.connect(host="127.0.0.1", port=int(sys.argv[1]), user="root", password="")
 print(c.get_server_info())' "$DB_PORT") || die "cannot read the greeting of the MariaDB on $DB_PORT"
     log "the gateway announces the server's version: $greeting"
+    # A plain EXPLAIN answers the backend's plan for a statement on one dataNode, as a
+    # deployment serving MySQL applications sets it (server.xml explainMode, README); with
+    # CONFORMANCE_EXPLAIN=route, Mycat's EXPLAIN (each dataNode's statement) instead.
+    local explain=${CONFORMANCE_EXPLAIN:-backend}
+    [[ $explain == route || $explain == backend ]] || die "CONFORMANCE_EXPLAIN=$explain is not route or backend"
+    log "the gateway's explainMode: $explain"
     cat >"$conf/server.xml" <<XML
 <?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE mycat:server SYSTEM "server.dtd">
@@ -269,6 +277,7 @@ print(c.get_server_info())' "$DB_PORT") || die "cannot read the greeting of the 
     <property name="serverPort">8066</property>
     <property name="managerPort">9066</property>
     <property name="fakeMySQLVersion">$greeting</property>
+    <property name="explainMode">$explain</property>
   </system>
   <user name="root">
     <property name="password"></property>

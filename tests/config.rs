@@ -547,3 +547,36 @@ fn fake_mysql_version_must_be_a_version_number() {
         "{e}"
     );
 }
+
+#[test]
+fn explain_mode_is_route_or_backend() {
+    let dir = bundled_with("server.xml", |s| {
+        s.replacen(
+            "<system>",
+            "<system>\n\t\t<property name=\"explainMode\">plan</property>",
+            1,
+        )
+    });
+    let e = errors(dir.path());
+    let line = line_of(dir.path(), "server.xml", "name=\"explainMode\"");
+    assert!(
+        e.contains(&format!(
+            "server.xml:{line}: <property name=\"explainMode\">: explainMode 'plan' is not route"
+        )),
+        "{e}"
+    );
+    for (value, mode) in [
+        ("route", manx::config::ExplainMode::Route),
+        ("backend", manx::config::ExplainMode::Backend),
+    ] {
+        let dir = bundled_with("server.xml", |s| {
+            s.replacen(
+                "<system>",
+                &format!("<system>\n\t\t<property name=\"explainMode\">{value}</property>"),
+                1,
+            )
+        });
+        let config = Config::load(dir.path()).unwrap();
+        assert_eq!(config.system.explain_mode, mode);
+    }
+}

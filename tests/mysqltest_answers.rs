@@ -77,7 +77,12 @@ async fn answer(c: &mut mysql_async::Conn, sql: &str) -> (Answer, String) {
 /// Runs `sequence` on a fresh plain database and through a fresh gateway (fixture `prefix`),
 /// asserting the same answer to every statement.
 async fn same_answers(prefix: &str, sequence: &[&str]) {
-    let f = Fixture::start(prefix, schema()).await;
+    same_answers_in(prefix, schema(), sequence).await;
+}
+
+/// [`same_answers`] with the gateway's configuration `extra` (holding at least [`schema`]).
+async fn same_answers_in(prefix: &str, extra: Extra, sequence: &[&str]) {
+    let f = Fixture::start(prefix, extra).await;
     let plain_db = format!("t_{prefix}_plain");
     common::sample_database(&plain_db).await;
     let mut plain = primary(Some(&plain_db)).await;
@@ -771,6 +776,70 @@ async fn describe_of_a_statement_is_its_explain() {
         matches!(b, Answer::Result { ref rows, .. } if rows.len() == 1)
     );
     gw.query_drop("DROP TABLE tdesc").await.unwrap();
+}
+
+/// server.xml `explainMode=backend`: a plain `EXPLAIN` / `DESCRIBE` of a query or row write
+/// that runs on one dataNode as written answers MariaDB's plan (mysql-test's `EXPLAIN SELECT`
+/// lines), including MariaDB's errors for a statement it would refuse; a statement over several
+/// dataNodes still gets Mycat's route rows, and without the property every plain EXPLAIN does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_explain_is_the_backend_plan_under_explain_mode_backend() {
+    let backend = || {
+        let mut extra = schema();
+        extra.users_xml += &common::system_xml(&[("explainMode", "backend")]);
+        extra
+    };
+    same_answers_in(
+        "mtaxplain",
+        backend(),
+        &[
+            "CREATE TABLE tx (a INT PRIMARY KEY, b INT, KEY (b))",
+            "INSERT INTO tx VALUES (1, 1), (2, 2), (3, 3)",
+            "EXPLAIN SELECT * FROM tx WHERE a = 2",
+            "explain select b, count(*) from tx where b > 1 group by b",
+            "DESCRIBE SELECT * FROM tx t1 JOIN tx t2 ON t2.a = 1 WHERE t1.b < 3",
+            "EXPLAIN UPDATE tx SET b = 5 WHERE a = 1",
+            "EXPLAIN DELETE FROM tx WHERE b = 2",
+            "EXPLAIN INSERT INTO tx VALUES (4, 4)",
+            "EXPLAIN SELECT 1",
+            "EXPLAIN (SELECT a FROM tx) UNION (SELECT b FROM tx)",
+            // MariaDB refuses these: so must the EXPLAIN.
+            "EXPLAIN SELECT nosuch FROM tx",
+            "EXPLAIN SELECT * FROM tx GROUP BY a WITH ROLLUP ORDER BY a",
+            // Nothing ran.
+            "SELECT * FROM tx ORDER BY a",
+        ],
+    )
+    .await;
+
+    // Over several dataNodes (the fixture's sharded `travelrecord`): the route, as Mycat's.
+    let f = Fixture::start("mtaxplain2", backend()).await;
+    let mut c = f.client().await;
+    let route: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT * FROM travelrecord WHERE id IN (1, 10000001)")
+        .await
+        .unwrap();
+    assert_eq!(route.len(), 2, "{route:?}");
+    let one: Vec<mysql_async::Row> = c
+        .query("EXPLAIN SELECT * FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    let labels: Vec<String> = one[0]
+        .columns_ref()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    assert_eq!(labels[..3], ["id", "select_type", "table"], "{one:?}");
+
+    // The default, Mycat's EXPLAIN: the route of the same single-node statement.
+    let f = Fixture::start("mtaxplain3", schema()).await;
+    let mut c = f.client().await;
+    let route: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT * FROM travelrecord WHERE id = 1")
+        .await
+        .unwrap();
+    assert_eq!(route.len(), 1, "{route:?}");
+    assert_eq!(route[0].0, "dn1", "{route:?}");
 }
 
 /// Table maintenance (`CHECK`, `CHECKSUM`, `ANALYZE`, `OPTIMIZE`, `REPAIR TABLE`, mysql-test

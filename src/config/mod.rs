@@ -27,7 +27,7 @@ pub use expand::expand_names;
 mod error;
 mod system;
 pub use error::{ConfigError, ConfigErrors, ConfigWarning, Origin};
-pub use system::{SystemConfig, WhiteHost};
+pub use system::{ExplainMode, SystemConfig, WhiteHost};
 
 /// The whole validated configuration of one directory.
 #[derive(Debug, Clone)]

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::xml::{self, Element};
-use super::{ConfigError, ConfigWarning, MycatVersion, SystemConfig, UserConfig, check_attrs};
+use super::{
+    ConfigError, ConfigWarning, ExplainMode, MycatVersion, SystemConfig, UserConfig, check_attrs,
+};
 
 pub(super) fn load(
     path: &Path,
@@ -209,6 +211,15 @@ pub(super) fn load(
                     }
                 }
                 "bindIp" => system.bind_ip = value.clone(),
+                "explainMode" => match value.as_str() {
+                    "route" => system.explain_mode = ExplainMode::Route,
+                    "backend" => system.explain_mode = ExplainMode::Backend,
+                    _ => errors.push(ConfigError::new(
+                        &origin,
+                        element,
+                        format!("explainMode '{value}' is not route (Mycat's EXPLAIN: each dataNode's statement) or backend (the backend's plan for a statement on one dataNode)"),
+                    )),
+                },
                 "dataNodeHeartbeatPeriod" | "heartbeatTimeout" => match value.parse::<u64>() {
                     Ok(ms) if ms > 0 => {
                         if name == "heartbeatTimeout" {

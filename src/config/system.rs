@@ -3,6 +3,20 @@
 
 use super::*;
 
+/// What a plain `EXPLAIN <statement>` (and `DESCRIBE <statement>`) answers: server.xml's
+/// `explainMode` (manx only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplainMode {
+    /// `route` (the default, Mycat's EXPLAIN, SPEC §5.18): one row per dataNode with the
+    /// statement it would get (columns `DATA_NODE`, `SQL`), whatever the statement.
+    Route,
+    /// `backend`: a query or row write that runs on one MySQL dataNode as written is explained
+    /// by that backend (MariaDB's plan rows, as a MySQL application expects from `EXPLAIN`);
+    /// any other statement still gets its route. For applications moved behind the gateway
+    /// whose tools read plans (GUI clients, ORMs' query analysers).
+    Backend,
+}
+
 /// `server.xml` `<system>` properties that manx acts on, with Mycat's code defaults (SPEC §3.2).
 #[derive(Debug, Clone)]
 pub struct SystemConfig {
@@ -88,6 +102,9 @@ pub struct SystemConfig {
     /// A command longer than this gets MySQL's error 1153 and the connection is closed;
     /// `SELECT @@max_allowed_packet` answers it.
     pub max_packet_size: usize,
+    /// `explainMode` (manx only), default [`ExplainMode::Route`]: what a plain `EXPLAIN` (or
+    /// `DESCRIBE`) of a statement answers.
+    pub explain_mode: ExplainMode,
     /// `sequenceHandlerType` / `sequnceHandlerType` (both spellings, DECISIONS.md item 7),
     /// default 0: where global sequence values come from (SPEC §5.17): 0 the local file
     /// `sequence_conf.properties`, 1 the database (`sequence_db_conf.properties`), 2 time-based
@@ -190,6 +207,7 @@ impl Default for SystemConfig {
             heartbeat_period_ms: 10_000,
             heartbeat_timeout_ms: 30_000,
             max_packet_size: 16 * 1024 * 1024,
+            explain_mode: ExplainMode::Route,
             sequence_handler_type: 0,
             white_hosts: Vec::new(),
             auth_timeout_ms: 15_000,

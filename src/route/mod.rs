@@ -416,6 +416,8 @@ pub struct Router {
     /// `maxPacketSize`, the gateway's `max_allowed_packet`, which no row sent to a client may
     /// exceed anyway ([`Grouping::max_group_bytes`]).
     max_group_bytes: usize,
+    /// server.xml `explainMode`: what a plain `EXPLAIN` answers (module `statement`).
+    explain_mode: crate::config::ExplainMode,
 }
 
 impl Router {
@@ -604,6 +606,7 @@ impl Router {
             postgresql: hosts.values().any(|(_, mysql)| !*mysql),
             hosts,
             max_group_bytes: config.system.max_packet_size,
+            explain_mode: config.system.explain_mode,
         })
     }
 

@@ -150,11 +150,13 @@ pub(super) fn route(
         let rest = &stmt.trim_start()[words[0].len()..];
         return route(r, &format!("EXPLAIN{rest}"), view, cache);
     }
-    // MariaDB's EXPLAIN EXTENDED / FORMAT=JSON and ANALYZE: the backend's plan.
+    // MariaDB's EXPLAIN EXTENDED / FORMAT=JSON and ANALYZE, and with `explainMode=backend` a
+    // plain EXPLAIN of a statement on one dataNode: the backend's plan.
     if matches!(first.as_str(), "EXPLAIN" | "ANALYZE")
-        && let Some(at) = backend_explain::modifiers(stmt)
+        && let Some(at) = backend_explain::backend_body(stmt, r.explain_mode)
+        && let Some(routed) = backend_explain::backend_explain(r, stmt, at, view)?
     {
-        return backend_explain::backend_explain(r, stmt, at, view);
+        return Ok(routed);
     }
     match first.as_str() {
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
