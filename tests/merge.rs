@@ -904,11 +904,23 @@ async fn create_table_select_runs_only_where_one_node_holds_the_table_and_its_ro
     c.query_drop("CREATE TABLE copy1 SELECT id, v FROM gl WHERE id > 1")
         .await
         .unwrap();
-    c.query_drop("CREATE TABLE solo AS SELECT id FROM copy1 WHERE id IN (SELECT id FROM gl)")
-        .await
-        .unwrap();
+    // The query's `alias.column` names are columns, not tables of another database (they
+    // were refused as one: 1044 for database 'x').
+    c.query_drop(
+        "CREATE TABLE solo AS SELECT x.id FROM copy1 x WHERE x.id IN (SELECT g.id FROM gl g)",
+    )
+    .await
+    .unwrap();
     assert_eq!(f.ids_on(2, "copy1").await, [2, 3]);
     assert_eq!(f.ids_on(2, "solo").await, [2, 3]);
+    // The query's tables are still checked as any query's.
+    let (code, _, msg) = server_error(
+        c.query_drop("CREATE TABLE solo2 AS SELECT u.user FROM mysql.user u")
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 1044, "{msg}");
+    assert!(!tables_on(&f, 2).await.contains(&"solo2".to_string()));
     for n in [1, 3] {
         let t = tables_on(&f, n).await;
         assert!(

@@ -105,7 +105,8 @@ pub fn admit(
         other => return Err(refusal(other)),
     };
     if kind == Admitted::Ddl {
-        check_ddl_qualifiers(text, is_schema)?;
+        let has_query = matches!(statement, Statement::CreateTable(ct) if ct.query.is_some());
+        check_ddl_qualifiers(text, has_query, is_schema)?;
     }
     match statement {
         Statement::CreateTable(ct) => check_foreign_keys(statement, &ct.name, text)?,
@@ -124,12 +125,26 @@ pub fn admit(
 /// Every `a.b` name in a DDL statement's tokens must be qualified by a logical schema: the AST
 /// does not report every name of every DDL form as a table (partition exchange, foreign key
 /// targets), so the text is read too. (`t.c` column references in CHECK constraints are refused
-/// with them; write the column unqualified.)
-fn check_ddl_qualifiers(text: &str, is_schema: &dyn Fn(&str) -> bool) -> Result<(), RouteError> {
+/// with them; write the column unqualified.) With `has_query` (`CREATE TABLE .. SELECT`), the
+/// reading stops at the query's first `SELECT` / `WITH` / `VALUES`: the query's `alias.column`
+/// names are not tables, and its tables are checked as any query's.
+fn check_ddl_qualifiers(
+    text: &str,
+    has_query: bool,
+    is_schema: &dyn Fn(&str) -> bool,
+) -> Result<(), RouteError> {
     let Some(toks) = super::rewrite::tokens(text) else {
         return Err(RouteError::syntax("the statement cannot be tokenized"));
     };
-    for w in toks.windows(3) {
+    let end = toks
+        .iter()
+        .position(|(t, _, _)| {
+            has_query
+                && matches!(t, Token::Word(w) if w.quote_style.is_none()
+                    && ["SELECT", "WITH", "VALUES"].iter().any(|k| w.value.eq_ignore_ascii_case(k)))
+        })
+        .unwrap_or(toks.len());
+    for w in toks[..end].windows(3) {
         if let (Token::Word(q), Token::Period, Token::Word(_)) = (&w[0].0, &w[1].0, &w[2].0)
             && !is_schema(&q.value)
         {
