@@ -778,6 +778,56 @@ async fn describe_of_a_statement_is_its_explain() {
     gw.query_drop("DROP TABLE tdesc").await.unwrap();
 }
 
+/// `DATABASE()`, `VERSION()`, `@@version` and `@@version_comment` answer the gateway's values
+/// (written into the statement as literals) under the labels MariaDB gives them: the text as
+/// written, also beside other select items (`SELECT database(), 1` was labelled by its value).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inlined_session_functions_keep_their_labels() {
+    let f = Fixture::start("mtalabel", schema()).await;
+    let plain_db = "t_mtalabel_plain";
+    common::sample_database(plain_db).await;
+    let mut plain = primary(Some(plain_db)).await;
+    let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
+        .await
+        .unwrap();
+    async fn labels(c: &mut mysql_async::Conn, sql: &str) -> Vec<String> {
+        let r = c.query_iter(sql).await.unwrap();
+        let labels = r
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect();
+        r.drop_result().await.unwrap();
+        labels
+    }
+    for sql in [
+        "SELECT database(), 1",
+        "SELECT 1, DataBase ( ), version() FROM dual",
+        "SELECT schema(), @@version, @@version_comment, 2",
+        "SELECT database() AS d, version() v, 3",
+        "SELECT concat(database(), 'x'), 4",
+        "SELECT DISTINCT database(), 5",
+        "SELECT 1 + length(database()), length(version()) + 1",
+        "SELECT concat(database(), version()), database() = 'x' AS eq, @@version_comment",
+        "SELECT (SELECT database()), (SELECT version() FROM dual) AS v",
+        "SELECT CAST(database() AS CHAR(10)), 8 FROM (SELECT database()) AS d",
+        "SELECT id, concat(database(), '-', id) FROM company ORDER BY id LIMIT 2",
+        "SELECT id, length(version()) + id, version() = 'x' FROM company",
+    ] {
+        assert_eq!(
+            labels(&mut gw, sql).await,
+            labels(&mut plain, sql).await,
+            "{sql}"
+        );
+    }
+    let v: (String, u8) = gw
+        .query_first("SELECT database(), 1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, ("MTA".to_string(), 1));
+}
+
 /// server.xml `explainMode=backend`: a plain `EXPLAIN` / `DESCRIBE` of a query or row write
 /// that runs on one dataNode as written answers MariaDB's plan (mysql-test's `EXPLAIN SELECT`
 /// lines), including MariaDB's errors for a statement it would refuse; a statement over several

@@ -309,29 +309,156 @@ fn variable_refs(sql: &str, name: &str, scopes: &[&str]) -> Vec<Range<usize>> {
         .collect()
 }
 
-/// Whether the text at `range` of `sql` is a select item of its own without an alias: after
-/// `SELECT` or `,`, before `,`, `FROM`, `LIMIT`, `;` or the end (so a literal put there
-/// needs `AS` to keep the label the client sees).
-pub fn whole_select_item(sql: &str, range: Range<usize>) -> bool {
-    let before = sql[..range.start].trim_end();
-    let after = sql[range.end..].trim_start();
-    let word_end = |s: &str, w: &str| {
-        s.len() >= w.len()
-            && s[s.len() - w.len()..].eq_ignore_ascii_case(w)
-            && !s[..s.len() - w.len()]
-                .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '@')
+/// The select item that holds the text at `range` of `sql` (a token's start), when it has no
+/// alias and ends with that text or with neither a name nor a string (`)`, a number), so that
+/// `AS` written after it names the item
+/// (the label MariaDB gives an item without an alias is its text as written). An item runs
+/// from `SELECT` (after its modifiers) or a `,` of the same select list to the next `,`, a
+/// clause (`FROM`, `WHERE`, ...), `;`, a closing parenthesis or the end. `None` when the text
+/// is not in a select list (a `WHERE`, function arguments of a FROM-clause construct, ...) or
+/// its item may have an alias (it ends with a name or a string: `x AS y`, `COLLATE x`).
+pub fn unaliased_select_item(sql: &str, range: Range<usize>) -> Option<Range<usize>> {
+    let toks = tokens(sql)?;
+    let k = toks.iter().position(|(_, r, _)| r.start == range.start)?;
+    item_of(&toks, k, range.end)
+}
+
+/// [`unaliased_select_item`] for the token `k` of `toks`, whose text ends at `end`. A
+/// subquery's item (`(SELECT database())`) is the enclosing list's item when that has no alias
+/// (the label the client sees), else its own.
+fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Option<Range<usize>> {
+    const OUTSIDE: &[&str] = &[
+        "FROM",
+        "WHERE",
+        "GROUP",
+        "HAVING",
+        "ORDER",
+        "LIMIT",
+        "ON",
+        "USING",
+        "SET",
+        "VALUES",
+        "INTO",
+        "BY",
+        "WINDOW",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "JOIN",
+        "UPDATE",
+        "DELETE",
+        "INSERT",
+        "REPLACE",
+        "CALL",
+        "DO",
+        "OFFSET",
+        "FOR",
+        "LOCK",
+        "PROCEDURE",
+        "RETURNING",
+    ];
+    const MODIFIERS: &[&str] = &[
+        "ALL",
+        "DISTINCT",
+        "DISTINCTROW",
+        "HIGH_PRIORITY",
+        "STRAIGHT_JOIN",
+        "SQL_SMALL_RESULT",
+        "SQL_BIG_RESULT",
+        "SQL_BUFFER_RESULT",
+        "SQL_CACHE",
+        "SQL_NO_CACHE",
+        "SQL_CALC_FOUND_ROWS",
+    ];
+    let word = |i: usize, set: &[&str]| {
+        matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none()
+            && set.iter().any(|k| w.value.eq_ignore_ascii_case(k)))
     };
-    let word_start = |s: &str, w: &str| {
-        s.len() >= w.len()
-            && s[..w.len()].eq_ignore_ascii_case(w)
-            && !s[w.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    // Back to the SELECT of the list, leaving the parentheses that hold the text.
+    let mut level = toks[k].2;
+    let mut first = None;
+    let mut j = k;
+    let select = loop {
+        j = j.checked_sub(1)?;
+        let d = toks[j].2;
+        if d > level {
+            continue;
+        }
+        if d < level {
+            level = d;
+            first = None;
+            continue;
+        }
+        if word(j, &["SELECT"]) {
+            break j;
+        }
+        if word(j, OUTSIDE) || matches!(toks[j].0, Token::SemiColon) {
+            return None;
+        }
+        if matches!(toks[j].0, Token::Comma) && first.is_none() {
+            first = Some(j + 1);
+        }
     };
-    let starts = before.ends_with(',') || word_end(before, "SELECT");
-    let ends = after.is_empty()
-        || after.starts_with([',', ';'])
-        || word_start(after, "FROM")
-        || word_start(after, "LIMIT");
-    starts && ends
+    let first = first.unwrap_or_else(|| {
+        let mut i = select + 1;
+        while i < k && word(i, MODIFIERS) {
+            i += 1;
+        }
+        i
+    });
+    // On to the item's end.
+    let mut last = k;
+    for (i, (t, _, d)) in toks.iter().enumerate().skip(k + 1) {
+        if *d < level
+            || (*d == level && (matches!(t, Token::Comma | Token::SemiColon) || word(i, OUTSIDE)))
+        {
+            break;
+        }
+        last = i;
+    }
+    let item = toks[first].1.start..toks[last].1.end;
+    if level > 0
+        && let Some(open) = (0..select)
+            .rev()
+            .find(|&i| toks[i].2 < level && matches!(toks[i].0, Token::LParen))
+        && let Some(outer) = item_of(toks, open, toks[open].1.end)
+    {
+        return Some(outer);
+    }
+    // A name or a string last may be an alias (`x AS y`, `x y`, `x 'y'`), or a keyword
+    // (`IS NULL`): left alone, unless an operator or a `.` comes right before it
+    // (`length(version()) + id`, `t.id`).
+    let maybe_alias = matches!(
+        toks[last].0,
+        Token::Word(_)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::NationalStringLiteral(_)
+    ) && !(last > first
+        && matches!(
+            toks[last - 1].0,
+            Token::Plus
+                | Token::Minus
+                | Token::Mul
+                | Token::Div
+                | Token::Mod
+                | Token::Caret
+                | Token::Ampersand
+                | Token::Pipe
+                | Token::StringConcat
+                | Token::ShiftLeft
+                | Token::ShiftRight
+                | Token::Eq
+                | Token::DoubleEq
+                | Token::Neq
+                | Token::Lt
+                | Token::Gt
+                | Token::LtEq
+                | Token::GtEq
+                | Token::Spaceship
+                | Token::Period
+        ));
+    (item.end == end || !maybe_alias).then_some(item)
 }
 
 /// Byte ranges of calls without arguments of the functions `names` (upper case) in `sql`:
@@ -506,5 +633,65 @@ mod tests {
             8
         );
         assert_eq!(operator_count("select 1 DIV 1 DIV 1"), 3);
+    }
+
+    #[test]
+    fn the_unaliased_select_item_of_a_call_is_the_label_mariadb_gives() {
+        fn item<'a>(sql: &'a str, call: &str) -> Option<&'a str> {
+            let at = sql.find(call).unwrap();
+            unaliased_select_item(sql, at..at + call.len()).map(|r| &sql[r])
+        }
+        for (sql, call, want) in [
+            ("SELECT database(), 1", "database()", Some("database()")),
+            (
+                "SELECT DISTINCT database()",
+                "database()",
+                Some("database()"),
+            ),
+            (
+                "SELECT 1, concat(database(), 'x') FROM t",
+                "database()",
+                Some("concat(database(), 'x')"),
+            ),
+            (
+                "SELECT length(version()) + 1 LIMIT 1",
+                "version()",
+                Some("length(version()) + 1"),
+            ),
+            (
+                "SELECT a, (SELECT database()) FROM t",
+                "database()",
+                Some("(SELECT database())"),
+            ),
+            (
+                "SELECT x.* FROM (SELECT database()) AS x",
+                "database()",
+                Some("database()"),
+            ),
+            ("SELECT CAST(database() AS CHAR) c", "database()", None),
+            ("SELECT database() AS d", "database()", None),
+            ("SELECT database() 'd'", "database()", None),
+            ("SELECT database() IS NULL", "database()", None),
+            (
+                "SELECT length(version()) + t.id FROM t",
+                "version()",
+                Some("length(version()) + t.id"),
+            ),
+            (
+                "SELECT version() = 'x'",
+                "version()",
+                Some("version() = 'x'"),
+            ),
+            ("SELECT version() x", "version()", None),
+            ("SELECT a FROM t WHERE b = database()", "database()", None),
+            (
+                "SELECT a FROM t WHERE b IN (SELECT database())",
+                "database()",
+                Some("database()"),
+            ),
+            ("INSERT INTO t (a) VALUES (database())", "database()", None),
+        ] {
+            assert_eq!(item(sql, call), want, "{sql}");
+        }
     }
 }

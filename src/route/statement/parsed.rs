@@ -271,17 +271,29 @@ fn parsed_statement(
         for (calls, value) in found.into_iter().filter(|(c, _)| !c.is_empty()) {
             let value = value();
             for call in calls {
-                // `DATABASE()'alias'`: a literal right before a string would join it (MySQL
-                // concatenates adjacent strings), so it goes in parentheses there.
-                let text = match stmt[call.end..].chars().next() {
-                    Some('\'' | '"') => format!("({value})"),
-                    // A select item of its own keeps its label (`@@character_set_client`).
-                    _ if stmt[call.clone()].starts_with("@@")
-                        && rewrite::whole_select_item(stmt, call.clone()) =>
-                    {
-                        format!("{value} AS `{}`", &stmt[call.clone()])
+                // An item without an alias keeps its label, its text as written
+                // (`@@character_set_client`, `database()` in `SELECT database(), 1`,
+                // `concat(version(), 'x')`); MariaDB refuses aliases over 256 characters.
+                let item = rewrite::unaliased_select_item(stmt, call.clone())
+                    .filter(|i| stmt[i.clone()].chars().count() <= 256);
+                let text = match (stmt[call.end..].chars().next(), item) {
+                    // `DATABASE()'alias'`: a literal right before a string would join it
+                    // (MySQL concatenates adjacent strings), so it goes in parentheses there.
+                    (Some('\'' | '"'), _) => format!("({value})"),
+                    (_, Some(item)) if item.end == call.end => {
+                        format!("{value} AS {}", rewrite::backquoted(&stmt[item]))
                     }
-                    _ => value.clone(),
+                    (_, Some(item)) => {
+                        // `AS` after the item's last character (`)`, a digit).
+                        let label = rewrite::backquoted(&stmt[item.clone()]);
+                        let last = stmt[..item.end].chars().next_back().unwrap_or(')');
+                        edits.push(
+                            item.end - last.len_utf8()..item.end,
+                            Replacement::Text(format!("{last} AS {label}")),
+                        );
+                        value.clone()
+                    }
+                    (_, None) => value.clone(),
                 };
                 edits.push(call, Replacement::Text(text));
             }
