@@ -225,6 +225,11 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
         "SELECT 1",
         "SELECT id FROM travelrecord ORDER BY id",
         "SELECT id FROM travelrecord ORDER BY id LIMIT 3",
+        // On one dataNode, MariaDB counts the rows the offset skipped (3, 2), and past the
+        // last row, all of them (4).
+        "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 2, 1",
+        "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1 OFFSET 1",
+        "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 LIMIT 10, 1",
         "SHOW CREATE TABLE travelrecord",
         "EXPLAIN SELECT id FROM travelrecord WHERE id = 1",
         "DESCRIBE travelrecord",

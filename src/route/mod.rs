@@ -50,7 +50,7 @@ pub use plan::{
     Having, HostHint, Local, Merge, OkMerge, ParentLookup, Plan, Routed, SequenceEdit,
     SequenceRewrite, SessionSet, SortKey, TableName, Target,
 };
-pub use rewrite::{placeholders, reads_no_table};
+pub use rewrite::{limit_offset, placeholders, reads_no_table};
 pub use scan::{unquote, without_comments};
 pub use set::{check_client_charset, check_storage_engine, switch_value};
 pub use shape::{CAPACITY as PLAN_CACHE_CAPACITY, PlanCache, statistics_key};

@@ -254,6 +254,24 @@ pub fn limit_clause(sql: &str) -> Option<Range<usize>> {
     Some(toks[at].1.start..toks[end].1.end)
 }
 
+/// The offset of a statement's top-level `LIMIT m, n` / `LIMIT n OFFSET m` (0 without one):
+/// the rows MariaDB reads and skips before sending, which its `FOUND_ROWS()` counts.
+pub fn limit_offset(sql: &str) -> u64 {
+    let Some(range) = limit_clause(sql) else {
+        return 0;
+    };
+    let numbers: Vec<u64> = sql[range.clone()]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let offset_last = super::scan::contains_ignore_ascii_case(&sql[range], "OFFSET");
+    match numbers.as_slice() {
+        [offset, _] if !offset_last => *offset,
+        [_, offset] => *offset,
+        _ => 0,
+    }
+}
+
 /// Byte ranges of `DATABASE()` and `SCHEMA()` calls, which must answer the logical schema, not
 /// the dataNode's database.
 pub fn database_calls(sql: &str) -> Vec<Range<usize>> {
@@ -625,6 +643,10 @@ mod tests {
         assert_eq!(&sql[limit_clause(sql).unwrap()], "LIMIT 10, 5");
         let sql = "select a from t limit 5 offset 7 for update";
         assert_eq!(&sql[limit_clause(sql).unwrap()], "limit 5 offset 7");
+        assert_eq!(limit_offset(sql), 7);
+        assert_eq!(limit_offset("SELECT a FROM t LIMIT 10, 5"), 10);
+        assert_eq!(limit_offset("SELECT a FROM t LIMIT 5"), 0);
+        assert_eq!(limit_offset("SELECT (SELECT 1 LIMIT 3, 1) FROM t"), 0);
         let sql = "SELECT database(), DATABASE ( ) FROM t";
         let calls: Vec<&str> = database_calls(sql).into_iter().map(|r| &sql[r]).collect();
         assert_eq!(calls, ["database()", "DATABASE ( )"]);

@@ -232,6 +232,13 @@ impl BackendConn for PooledConn {
         let clears =
             c.foreign_found_rows && crate::sqltext::contains_ignore_ascii_case(sql, "FOUND_ROWS");
         c.foreign_found_rows &= !clears;
+        // A SELECT read to its end sets FOUND_ROWS() to its own count: from then on the
+        // connection's value is this holder's (the gateway asks it after `LIMIT m, n`).
+        let own_found_rows = sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("SELECT"));
+        let foreign_found_rows = &mut c.foreign_found_rows;
         let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an
         // error or warnings keep it so).
@@ -323,48 +330,54 @@ impl BackendConn for PooledConn {
         }
         let columns: Arc<[Column]> = columns.iter().map(convert_column).collect();
         *unread = true;
-        let state = (result, dirty, unread);
-        let rows = futures::stream::try_unfold(state, move |(mut result, dirty, unread)| {
-            let track = track.clone();
-            async move {
-                match result.next().await {
-                    Ok(Some(row)) => Ok(Some((convert_row(row), (result, dirty, unread)))),
-                    Ok(None) => {
-                        if let Some(acked) = track {
-                            // A tracked statement's rows (INSERT ... RETURNING, or one that
-                            // could not be told from a write): the GTID's result follows.
-                            let gtid = async {
-                                let row = result.next().await?;
-                                while result.next().await?.is_some() {}
-                                Ok::<_, mysql_async::Error>(
-                                    row.and_then(|r| r.get_opt::<String, _>(0)?.ok()),
-                                )
-                            }
-                            .await;
-                            match gtid {
-                                Ok(Some(g)) => acked.record(&g),
-                                Ok(None) => {}
-                                Err(e) => {
-                                    *unread = false;
-                                    return Err(convert_error(e));
+        let state = (result, dirty, unread, foreign_found_rows);
+        let rows =
+            futures::stream::try_unfold(state, move |(mut result, dirty, unread, foreign)| {
+                let track = track.clone();
+                async move {
+                    match result.next().await {
+                        Ok(Some(row)) => {
+                            Ok(Some((convert_row(row), (result, dirty, unread, foreign))))
+                        }
+                        Ok(None) => {
+                            if let Some(acked) = track {
+                                // A tracked statement's rows (INSERT ... RETURNING, or one that
+                                // could not be told from a write): the GTID's result follows.
+                                let gtid = async {
+                                    let row = result.next().await?;
+                                    while result.next().await?.is_some() {}
+                                    Ok::<_, mysql_async::Error>(
+                                        row.and_then(|r| r.get_opt::<String, _>(0)?.ok()),
+                                    )
+                                }
+                                .await;
+                                match gtid {
+                                    Ok(Some(g)) => acked.record(&g),
+                                    Ok(None) => {}
+                                    Err(e) => {
+                                        *unread = false;
+                                        return Err(convert_error(e));
+                                    }
                                 }
                             }
+                            *unread = false;
+                            if own_found_rows {
+                                *foreign = false;
+                            }
+                            let count = result.warnings();
+                            warnings.store(count, Ordering::Relaxed);
+                            if stateless && count == 0 {
+                                *dirty = dirty_before;
+                            }
+                            Ok(None)
                         }
-                        *unread = false;
-                        let count = result.warnings();
-                        warnings.store(count, Ordering::Relaxed);
-                        if stateless && count == 0 {
-                            *dirty = dirty_before;
+                        Err(e) => {
+                            *unread = false;
+                            Err(convert_error(e))
                         }
-                        Ok(None)
-                    }
-                    Err(e) => {
-                        *unread = false;
-                        Err(convert_error(e))
                     }
                 }
-            }
-        });
+            });
         Ok(Response::Rows {
             columns,
             rows: rows.boxed(),

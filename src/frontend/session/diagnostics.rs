@@ -126,7 +126,8 @@ impl Session {
     /// After a result set went to the client: what the session keeps of it, read from the
     /// connections it ran on while they are still held. The warnings' rows for a later `SHOW
     /// WARNINGS` (as after an OK, see `execute`), then its found-rows count for `SELECT
-    /// FOUND_ROWS()`: the rows sent, or, after `SQL_CALC_FOUND_ROWS` on one dataNode, the
+    /// FOUND_ROWS()`: the rows sent (on one dataNode, with those its LIMIT's offset skipped),
+    /// or, after `SQL_CALC_FOUND_ROWS` or an offset past the last row on one dataNode, the
     /// node's `FOUND_ROWS()` (several dataNodes are refused at routing).
     pub(super) async fn rows_sent(
         &mut self,
@@ -140,11 +141,18 @@ impl Session {
         if !sent.complete {
             return Ok(());
         }
+        // MariaDB counts the rows a LIMIT's offset skipped too (`LIMIT 2, 1` over 5 rows: 3);
+        // with nothing sent past the offset, only the node knows how many there were.
+        let offset = match targets {
+            [one] => crate::route::limit_offset(&one.sql),
+            _ => 0,
+        };
         if targets.first().is_some_and(|t| sets_found_rows(&t.sql)) {
-            self.found_rows = sent.rows;
+            self.found_rows = sent.rows + offset;
         }
         let calc = targets.len() == 1
-            && crate::sqltext::contains_ignore_ascii_case(&targets[0].sql, "SQL_CALC_FOUND_ROWS");
+            && (crate::sqltext::contains_ignore_ascii_case(&targets[0].sql, "SQL_CALC_FOUND_ROWS")
+                || (offset > 0 && sent.rows == 0));
         if sent.warnings == 0 && !calc {
             return Ok(());
         }
