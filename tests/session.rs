@@ -263,6 +263,61 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
     assert_eq!(result.columns_ref()[0].name_str(), "found_rows()");
 }
 
+/// `SELECT ROW_COUNT()` answers the session's last statement as one database holding the
+/// rows does (forwarded, a pooled connection answered its own last statement, which may be
+/// another client's): the OK's affected rows, 0 after SET / DDL / BEGIN, -1 after a result
+/// set or an error (mysql-test `foreign_key`: -1 after the client's SHOW WARNINGS).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_count_answers_as_one_database_holding_the_rows_does() {
+    let f = Fixture::start("h7rowc", Extra::default()).await;
+    let mut r = common::primary(None).await;
+    r.query_drop("DROP DATABASE IF EXISTS t_h7rowc_ref")
+        .await
+        .unwrap();
+    r.query_drop("CREATE DATABASE t_h7rowc_ref").await.unwrap();
+    r.query_drop("USE t_h7rowc_ref").await.unwrap();
+    for stmt in common::sample_statements() {
+        r.query_drop(stmt).await.unwrap();
+    }
+    let mut c = f.client().await;
+    // Another client's statements in between may run on the same pooled connections.
+    let mut other = f.client().await;
+    let steps = [
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (5000001, 'c')",
+        "UPDATE travelrecord SET user_id = 'z' WHERE id IN (1, 5000001)",
+        "UPDATE travelrecord SET user_id = 'z' WHERE id = 1",
+        "SELECT id FROM travelrecord",
+        "INSERT INTO travelrecord (id, user_id) VALUES (1, 'dup')",
+        "SET @x = 1",
+        "INSERT IGNORE INTO travelrecord (id, user_id) VALUES (2, 'dup'), (3, 'new')",
+        "SHOW WARNINGS",
+        "DELETE FROM travelrecord WHERE id > 0",
+        "BEGIN",
+        "INSERT INTO travelrecord (id, user_id) VALUES (7, 'q')",
+        "COMMIT",
+        "TRUNCATE TABLE travelrecord",
+        "SELECT ROW_COUNT()",
+    ];
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for step in steps {
+        let _ = c.query_drop(step).await;
+        let _ = r.query_drop(step).await;
+        other
+            .query_drop("UPDATE travelrecord SET user_id = 'o' WHERE id = 999")
+            .await
+            .unwrap();
+        let g: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.unwrap();
+        let w: Option<i64> = r.query_first("SELECT ROW_COUNT()").await.unwrap();
+        got.push((step, g));
+        want.push((step, w));
+    }
+    assert_eq!(got, want);
+    assert_eq!(got[0].1, Some(3));
+    let result = c.query_iter("SELECT row_count() AS n").await.unwrap();
+    assert_eq!(result.columns_ref()[0].name_str(), "n");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_warnings_reads_the_last_statement_s_warnings_from_its_nodes() {
     let f = Fixture::start("h7warn", Extra::default()).await;

@@ -400,6 +400,12 @@ pub enum Local {
     /// own last statement's). MySQL's rule: after `SELECT SQL_CALC_FOUND_ROWS ... LIMIT`, the
     /// rows without the LIMIT; after any other result set, the rows it returned.
     FoundRows(String),
+    /// `SELECT ROW_COUNT()` (with the column label to use): the session's `ROW_COUNT()`, kept
+    /// by the gateway as MariaDB keeps it (a pooled connection asked now would answer its own
+    /// last statement's, perhaps another client's): the affected rows of the last statement
+    /// that ended with an OK packet (0 for DDL, SET, USE, ...), -1 after a result set or an
+    /// error.
+    RowCount(String),
     /// A `/*!NNNNN ... */` version comment alone, answered OK as Mycat does.
     Ok,
     /// `SELECT @@[session.|global.]max_allowed_packet` (the label as written): the gateway's own

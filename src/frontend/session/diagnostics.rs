@@ -74,6 +74,7 @@ pub(super) fn keeps_diagnostics(routed: &Result<Routed, RouteError>, query: &str
                 | Local::Autocommit(_)
                 | Local::LastInsertId(_)
                 | Local::FoundRows(_)
+                | Local::RowCount(_)
                 | Local::Ok
                 | Local::MaxAllowedPacket(_)
                 | Local::ConnectionId(_)

@@ -7,7 +7,7 @@ use std::io;
 use opensrv_mysql::{Column as WireColumn, ColumnFlags, ColumnType, QueryResultWriter};
 
 use super::diagnostics::write_warnings;
-use super::reply::{write_text_rows, write_unsigned};
+use super::reply::{write_signed, write_text_rows, write_unsigned};
 use super::{Session, Writer};
 use crate::backend::OkInfo;
 use crate::frontend::error::MysqlError;
@@ -23,6 +23,7 @@ impl Session {
         let one_row_select = matches!(
             l,
             Local::FoundRows(_)
+                | Local::RowCount(_)
                 | Local::LastInsertId(_)
                 | Local::WarningCount(_)
                 | Local::ErrorCount(_)
@@ -408,6 +409,7 @@ impl Session {
                 rw.finish().await
             }
             Local::FoundRows(label) => write_unsigned(w, label, self.found_rows).await,
+            Local::RowCount(label) => write_signed(w, label, self.row_count).await,
             Local::Autocommit(label) => {
                 let column = WireColumn {
                     table: String::new(),

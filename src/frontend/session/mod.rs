@@ -117,6 +117,7 @@ pub async fn run(
         warnings: Vec::new(),
         warning_count: 0,
         found_rows: 0,
+        row_count: 0,
         next_insert_id: None,
         statements: statements.clone(),
         tls,
@@ -296,6 +297,10 @@ struct Session {
     /// `FOUND_ROWS()` of the last result set that went to the client
     /// ([`Local::FoundRows`](crate::route::Local::FoundRows)).
     found_rows: u64,
+    /// `ROW_COUNT()` after the last statement ([`Local::RowCount`](crate::route::Local::RowCount)):
+    /// its OK packet's affected rows, or -1 after a result set or an error (0 on a new
+    /// connection, as on MariaDB).
+    row_count: i64,
     /// The insert id the next OK packet reports (the first key drawn from a sequence).
     next_insert_id: Option<u64>,
     /// Session state the client set (`SET NAMES`, `sql_mode`, user variables...), replayed on

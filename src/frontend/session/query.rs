@@ -58,6 +58,11 @@ impl Session {
             ]];
             self.warning_count = 1;
         }
+        // MariaDB's ROW_COUNT(): the OK's affected rows, -1 after a result set or an error.
+        self.row_count = match (&error, affected) {
+            (None, Some(n)) => i64::try_from(n).unwrap_or(i64::MAX),
+            _ => -1,
+        };
         let error = error.map(|(code, _)| code);
         stats.record(
             &crate::stats::Executed {
@@ -69,7 +74,7 @@ impl Session {
                 started,
                 elapsed,
                 rows_sent: self.tally.rows,
-                rows_affected: affected,
+                rows_affected: affected.unwrap_or(0),
                 error,
                 nodes: &self.tally.nodes,
                 tables: &self.tally.tables,

@@ -177,6 +177,24 @@ pub(super) async fn write_unsigned(
     rw.finish().await
 }
 
+/// A one-row, one-column `BIGINT` result the session answers itself.
+pub(super) async fn write_signed(
+    w: QueryResultWriter<'_, Writer>,
+    label: String,
+    value: i64,
+) -> io::Result<()> {
+    let column = WireColumn {
+        table: String::new(),
+        column: label,
+        coltype: ColumnType::MYSQL_TYPE_LONGLONG,
+        colflags: ColumnFlags::NOT_NULL_FLAG,
+    };
+    let mut rw = w.start(std::slice::from_ref(&column)).await?;
+    rw.write_col(value)?;
+    rw.end_row().await?;
+    rw.finish().await
+}
+
 /// How many 0xFFFFFF-byte packets a row's payload fills exactly, when it does: such a row must
 /// be followed by an empty packet, which opensrv-mysql 0.7 does not send (the client would wait
 /// for the rest of the row forever). `None` for every other row (checked cheaply: only rows

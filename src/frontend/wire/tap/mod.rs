@@ -76,8 +76,9 @@ enum Stage {
 struct Pending {
     err: Option<ErrPacket>,
     /// How the statement being answered ended: its last ERR packet's errno and message (none
-    /// when it did not fail) and its OK packet's affected rows ([`ErrorSlot::take_outcome`]).
-    outcome: (Option<(u16, String)>, u64),
+    /// when it did not fail) and its OK packet's affected rows (none when it ended with a
+    /// result set) ([`ErrorSlot::take_outcome`]).
+    outcome: (Option<(u16, String)>, Option<u64>),
     /// Metadata for the next result set or prepare response: where its packets are, then one
     /// entry per column definition still to patch.
     columns: Option<(Stage, VecDeque<ColumnMeta>)>,
@@ -155,7 +156,7 @@ impl ErrorSlot {
 
     /// The statement being answered ends with an OK packet reporting `affected` rows.
     pub fn note_ok(&self, affected: u64) {
-        self.lock().outcome.1 = affected;
+        self.lock().outcome.1 = Some(affected);
     }
 
     /// Whether the statement being answered failed (an error was set since the last
@@ -166,7 +167,7 @@ impl ErrorSlot {
 
     /// How the statement answered since the last call ended: its error (errno and message;
     /// `None` when it did not fail) and affected rows; both are reset.
-    pub fn take_outcome(&self) -> (Option<(u16, String)>, u64) {
+    pub fn take_outcome(&self) -> (Option<(u16, String)>, Option<u64>) {
         std::mem::take(&mut self.lock().outcome)
     }
 
