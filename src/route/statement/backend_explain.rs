@@ -73,6 +73,14 @@ pub(super) fn backend_explain(
         }
         Routed::Lookup(_) => Err(refuse("this one looks up its parent row first")),
         Routed::Sequence(_) => Err(refuse("this one takes a global sequence value")),
+        // Only a SELECT over several dataNodes needs its tables' columns (module `horizon`).
+        Routed::Columns(_)
+            if !scan::words(inner).first().is_some_and(|w| {
+                w.eq_ignore_ascii_case("INSERT") || w.eq_ignore_ascii_case("REPLACE")
+            }) =>
+        {
+            Err(refuse("this one reaches several dataNodes"))
+        }
         Routed::Columns(_) => Err(refuse("this one needs the table's column list")),
         Routed::Local(_) | Routed::Metadata(_) => Err(refuse("the gateway answers this one")),
     }
