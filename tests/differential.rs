@@ -55,7 +55,7 @@ const GENERATED_QUERIES: usize = 650;
 const MIN_ANSWERED: usize = 715;
 
 /// Query classes the gateway must answer: a refusal of one of them is a failure.
-const MUST_ANSWER: &[&str] = &["distinct agg", "digit-led alias"];
+const MUST_ANSWER: &[&str] = &["distinct agg", "digit-led alias", "alias or column"];
 
 /// Failures printed in full at the end.
 const MAX_SHOWN: usize = 20;
@@ -1675,6 +1675,17 @@ fn tricky(data: &Dataset) -> Vec<Query> {
         qc("digit-led alias", "SELECT id 1E, name FROM d_events ORDER BY 1E DESC LIMIT 5", Ordered, &[]),
         qc("digit-led alias", "SELECT grp AS 1Eg, COUNT(*) FROM d_orders GROUP BY 1Eg ORDER BY 1Eg", Ordered, &[]),
         qc("digit-led alias", "SELECT status 1Es, COUNT(*) AS n, MAX(qty) FROM d_orders GROUP BY 1Es ORDER BY 1Es DESC", Ordered, &[0]),
+        // Found by a hunt: a GROUP BY / HAVING name that is a select alias and a column of one
+        // FROM table is the column to MariaDB (ORDER BY: the alias); the merge grouped by the
+        // alias. In two tables (`id`), the alias.
+        qc("alias or column", "SELECT grp DIV 2 AS grp, COUNT(*), SUM(qty) FROM d_orders GROUP BY grp", Unordered, &[]),
+        qc("alias or column", "SELECT grp DIV 2 AS grp, COUNT(*) FROM d_events GROUP BY grp HAVING grp > 2", Unordered, &[]),
+        qc("alias or column", "SELECT SUM(qty) AS grp, COUNT(*) FROM d_orders GROUP BY grp", Unordered, &[]),
+        qc("alias or column", "SELECT -grp AS grp, COUNT(*) FROM d_tags GROUP BY grp ORDER BY grp", Ordered, &[]),
+        qc("alias or column", "SELECT -id AS id, qty FROM d_orders GROUP BY id LIMIT 5", Ordered, &[]),
+        qc("alias or column", "SELECT MIN(o.grp) AS cname, COUNT(*) FROM d_orders o JOIN d_cust c ON c.id = o.cust_id GROUP BY cname", Unordered, &[]),
+        qc("alias or column", "SELECT o.grp DIV 2 AS id, COUNT(*) FROM d_orders o JOIN d_cust c ON c.id = o.cust_id GROUP BY id", Unordered, &[]),
+        qc("alias or column", "SELECT qty DIV 3 AS q3, COUNT(*) FROM d_orders GROUP BY q3 HAVING q3 > 1", Unordered, &[]),
     ]
 }
 

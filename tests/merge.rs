@@ -1005,3 +1005,119 @@ async fn a_digit_led_alias_orders_and_groups_merged_rows() {
         );
     }
 }
+
+/// MariaDB reads an unqualified GROUP BY name as a column of the FROM tables before a select
+/// alias of that name (warning 1052), unless no table or several have such a column; HAVING
+/// then reads it as that group column, ORDER BY as the alias. Over three dataNodes the merge
+/// grouped by the alias (a wrong-result hunt found it). The gateway reads the tables' columns
+/// (once per table, again after a DDL) and answers what one unsharded table answers.
+#[tokio::test]
+async fn a_group_by_name_that_is_an_alias_and_a_column_reads_as_mariadb_reads_it() {
+    let f = Fixture::start("gbalias", Extra::default()).await;
+    let mut c = f.client().await;
+    let mut rf = reference("t_gbalias_ref", "SELECT 1").await;
+    // EXPLAIN first, while the gateway has read no table's columns: it reads them too.
+    let explained: Vec<(String, String)> = c
+        .query("EXPLAIN SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord GROUP BY days")
+        .await
+        .unwrap();
+    assert_eq!(explained.len(), 3, "{explained:?}");
+    assert!(
+        explained
+            .iter()
+            .all(|(_, sql)| sql.contains("days AS `__manx_0`")
+                && sql.contains("GROUP BY days ORDER BY `__manx_0`")),
+        "{explained:?}"
+    );
+    let rows = "INSERT INTO travelrecord (id, user_id, traveldate, fee, days) VALUES \
+        (1, 'a', '2024-01-02', 1.50, 1), (2, 'b', '2025-03-04', 2.00, 2), (3, 'c', NULL, NULL, 3), \
+        (5000001, 'a', '2024-05-06', 3.00, 2), (5000002, 'd', '2023-07-08', 4.00, 3), \
+        (5000003, 'e', '2025-09-10', 1.00, 4), (10000001, 'b', '2024-11-12', 2.00, 1), \
+        (10000002, 'f', NULL, NULL, 5), (10000003, 'g', '2023-01-01', 7.00, 4)";
+    let companies = "INSERT INTO company (id, name) VALUES (1, 'x'), (2, 'y'), (3, 'z'), (4, 'w')";
+    for conn in [&mut c, &mut rf] {
+        conn.query_drop(rows).await.unwrap();
+        conn.query_drop(companies).await.unwrap();
+    }
+    let same = async |c: &mut mysql_async::Conn, rf: &mut mysql_async::Conn, sql: &str| {
+        assert_eq!(answer(c, sql).await, answer(rf, sql).await, "{sql}");
+    };
+    for sql in [
+        // Grouped by the column `days`, shown as `days DIV 2` (the alias would join 2 and 3).
+        "SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord GROUP BY days",
+        "SELECT days DIV 2 AS days, COUNT(*), SUM(fee) FROM travelrecord GROUP BY days HAVING days > 2",
+        "SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord GROUP BY travelrecord.days HAVING days <= 2",
+        "SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord GROUP BY days HAVING days IS NOT NULL AND COUNT(*) > 1",
+        // ORDER BY reads the alias: grouped by the column, ordered by `-days`.
+        "SELECT -days AS days, COUNT(*) FROM travelrecord GROUP BY days ORDER BY days",
+        "SELECT -days AS days, COUNT(*) FROM travelrecord GROUP BY days ORDER BY days LIMIT 1, 2",
+        // HAVING without the name in GROUP BY reads the alias.
+        "SELECT days DIV 2 AS fee, COUNT(*) FROM travelrecord GROUP BY days DIV 2 HAVING fee > 0",
+        // The sharding column: its groups stay on their nodes, in the column's order.
+        "SELECT -id AS id, days FROM travelrecord GROUP BY id",
+        "SELECT -id AS id, days FROM travelrecord GROUP BY id LIMIT 4",
+        // No column of the name: the alias.
+        "SELECT days DIV 2 AS half, COUNT(*) FROM travelrecord GROUP BY half",
+        "SELECT days DIV 2 AS half, COUNT(*) FROM travelrecord GROUP BY half HAVING half > 0 ORDER BY half DESC",
+        "SELECT YEAR(traveldate) AS y, COUNT(*), SUM(fee) FROM travelrecord GROUP BY y ORDER BY y",
+        // `id` is a column of both tables: MariaDB passes the ambiguous column over for the
+        // alias (so the groups span nodes although `id` names the sharding column).
+        "SELECT t.days DIV 2 AS id, COUNT(*) FROM travelrecord t JOIN company c ON c.id = t.days GROUP BY id",
+        "SELECT t.days DIV 2 AS name, COUNT(*) FROM travelrecord t JOIN company c ON c.id = t.days GROUP BY name",
+    ] {
+        same(&mut c, &mut rf, sql).await;
+    }
+    // The column wins with MariaDB's warning, which the nodes give (they group as written).
+    c.query_drop("SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord GROUP BY days")
+        .await
+        .unwrap();
+    let warnings: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.unwrap();
+    assert!(
+        warnings.contains(&(
+            "Warning".to_string(),
+            1052,
+            "Column 'days' in GROUP BY is ambiguous".to_string()
+        )),
+        "{warnings:?}"
+    );
+    // Prepared, with the binary protocol.
+    let sql = "SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord WHERE id > ? GROUP BY days";
+    let got: Vec<(Option<i64>, i64)> = c.exec(sql, (1,)).await.unwrap();
+    let want: Vec<(Option<i64>, i64)> = rf.exec(sql, (1,)).await.unwrap();
+    assert_eq!(got, want, "{sql}");
+    // A FROM table whose columns the gateway cannot know: refused by name, never guessed.
+    let (code, state, msg) = server_error(
+        c.query_drop(
+            "SELECT days DIV 2 AS days, COUNT(*) FROM travelrecord t JOIN (SELECT id, name FROM company) d ON d.id = t.days GROUP BY days",
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!((code, state.as_str()), (1235, "42000"), "{msg}");
+    assert!(
+        msg.contains("Column 'days' in GROUP BY") && msg.contains("derived table d"),
+        "{msg}"
+    );
+
+    // A column of the alias's name added later (a DDL through the gateway): the columns are
+    // read again, and the plan of a range select (which the session keeps for statements of
+    // its shape, with only the two bounds for literals) is not reused.
+    let ranged = "SELECT -days AS half, COUNT(*) FROM travelrecord WHERE id BETWEEN 1 AND 20000000 GROUP BY half";
+    for _ in 0..2 {
+        same(&mut c, &mut rf, ranged).await;
+    }
+    for conn in [&mut c, &mut rf] {
+        conn.query_drop("ALTER TABLE travelrecord ADD COLUMN half INT")
+            .await
+            .unwrap();
+        conn.query_drop("UPDATE travelrecord SET half = id")
+            .await
+            .unwrap();
+    }
+    for sql in [
+        ranged,
+        "SELECT -days AS half, COUNT(*) FROM travelrecord GROUP BY half",
+    ] {
+        same(&mut c, &mut rf, sql).await;
+    }
+}

@@ -6,8 +6,9 @@
 //!
 //! - Mycat global sequences (SPEC §5.17): [`draw_sequences`] draws each sequence's values once
 //!   ([`ExecCtx::draw`]) and writes them into the statement.
-//! - An INSERT without a column list: [`read_columns`] reads the table's column order on each of
-//!   its dataNodes, which must agree.
+//! - An INSERT without a column list, a GROUP BY name over several dataNodes that may be a
+//!   column: [`read_columns`] reads the table's column order on each of its dataNodes, which
+//!   must agree.
 //! - An ER child row (SPEC §5.12): [`find_parent`] asks the parent's dataNodes in order and
 //!   places the INSERT on the first holding the parent row.
 //! - `information_schema` answers across dataHosts: [`view_columns`] and [`literal_rows`].
@@ -36,8 +37,8 @@ pub enum LookupError<E> {
     Node(EngineError),
     /// Errno 1003: a sequence edit got no value (the handler answered fewer than asked).
     NoValueDrawn,
-    /// Errno 1105: the table's dataNodes define different columns, so an INSERT without a
-    /// column list cannot mean one thing on all of them.
+    /// Errno 1105: the table's dataNodes define different columns, so a statement that needs
+    /// them (an INSERT without a column list) cannot mean one thing on all of them.
     ColumnsDiffer {
         table: String,
         first_node: String,
@@ -130,8 +131,9 @@ pub async fn draw_sequences<C: ExecCtx>(
     Ok(Drawn { sql, first })
 }
 
-/// The column order of the table an INSERT without a column list fills, read on each of its
-/// dataNodes (`lookup.probes`, in order); `None` when it has none.
+/// The column order of a table (one an INSERT without a column list fills, or that a GROUP BY
+/// name may be a column of), read on each of its dataNodes (`lookup.probes`, in order); `None`
+/// when it has none.
 ///
 /// Errors: a node's ([`LookupError::Ctx`], [`LookupError::Node`]);
 /// [`LookupError::ColumnsDiffer`] when two nodes disagree (names compared without case).

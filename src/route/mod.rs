@@ -171,10 +171,11 @@ impl RouteError {
 /// The column order of tables as their dataNodes define them, by (logical schema, table name
 /// as the statement spells it — the physical table the statement reaches, which a backend with
 /// `lower_case_table_names=0` tells apart from another spelling): what an INSERT without a
-/// column list means (module `statement::insert`). The session fills it when the router asks
-/// ([`Routed::Columns`]); DDL through manx empties it before and after it runs, and an order
-/// read while a DDL ran is not kept ([`ColumnOrders::epoch`]); each configuration generation
-/// starts with an empty one.
+/// column list means (module `statement::insert`), and whether a GROUP BY name over several
+/// dataNodes is a column or a select alias (module `horizon`). The session fills it when the
+/// router asks ([`Routed::Columns`]); DDL through manx empties it before and after it runs, and
+/// an order read while a DDL ran is not kept ([`ColumnOrders::epoch`]); each configuration
+/// generation starts with an empty one.
 #[derive(Debug, Default)]
 pub struct ColumnOrders {
     tables: std::sync::RwLock<std::collections::HashMap<SchemaTable, Arc<[String]>>>,
@@ -228,8 +229,10 @@ pub struct SessionView<'a> {
     /// The user's schemas, `readOnly` and `<privileges>`; `None` for no restriction (the
     /// gateway's own statements and tests of routing alone).
     pub access: Option<&'a Access>,
-    /// Tables' column orders (INSERT without a column list); `None`: such an INSERT into a
-    /// table whose placement needs them gets Mycat's error (`manx route`, routing tests).
+    /// Tables' column orders (INSERT without a column list, GROUP BY names that may be
+    /// columns); `None`: such an INSERT into a table whose placement needs them gets Mycat's
+    /// error, such a GROUP BY over several dataNodes a refusal naming the name (`manx route`,
+    /// routing tests).
     pub columns: Option<&'a ColumnOrders>,
     /// The session's `character_set_client` and `character_set_results` (`None`: NULL) when
     /// they are not the backends' utf8mb4 (the gateway converts, the backends' connections

@@ -497,12 +497,14 @@ pub enum Routed {
     /// A query of `information_schema`, answered for the user's logical schemas once the
     /// session knows them (module `metadata`).
     Metadata(super::metadata::MetadataQuery),
-    /// An INSERT without a column list whose placement needs the table's column order: the
-    /// session reads it ([`super::ColumnOrders`]) and routes the statement again.
+    /// An INSERT without a column list whose placement needs the table's column order, or a
+    /// SELECT over several dataNodes whose GROUP BY names a select alias that may be a column
+    /// of the table: the session reads the columns ([`super::ColumnOrders`]) and routes the
+    /// statement again (one table at a time).
     Columns(ColumnsLookup),
 }
 
-/// The table whose column order an INSERT without a column list needs ([`Routed::Columns`]).
+/// The table whose column order a statement needs ([`Routed::Columns`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColumnsLookup {
     /// The logical schema and the table name as the statement spells it: the key of

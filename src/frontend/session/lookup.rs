@@ -1,5 +1,6 @@
 //! What the router asks the session to look up before it can plan a statement: sequence values
-//! (SPEC §5.17), the column order of a table an INSERT fills without a column list, and the node
+//! (SPEC §5.17), the column order of a table an INSERT fills without a column list (or whose
+//! columns decide what a GROUP BY name over several dataNodes means), and the node
 //! of an ER child row's parent (SPEC §5.12). The engine runs them ([`crate::engine::lookup`])
 //! over the session's context ([`Session::ctx`]); the session keeps what outlives the statement
 //! (the insert id, the column orders).
@@ -28,12 +29,12 @@ impl Session {
         Ok(drawn.sql)
     }
 
-    /// Reads the column order of the table an INSERT without a column list fills
+    /// Reads the column order of the table a statement needs
     /// ([`Routed::Columns`](crate::route::Routed::Columns)) from each of its dataNodes and
     /// records it for routing ([`crate::route::ColumnOrders`]).
     ///
     /// Errors: a node's own error (1146 when the table is missing there); 1105 when the nodes
-    /// define different columns (the INSERT cannot mean one thing on all of them).
+    /// define different columns (the statement cannot mean one thing on all of them).
     pub(super) async fn read_columns(
         &mut self,
         lookup: crate::route::ColumnsLookup,

@@ -22,7 +22,11 @@ impl Session {
     /// by the first dataNode it routes to (without the merge's extra columns). Empty when it
     /// cannot be routed before its parameters are known, or returns no rows.
     pub(super) async fn describe(&mut self, sql: &str) -> Vec<Column> {
-        let plan = match self.generation().router.route_for(sql, &self.view(), None) {
+        let mut routed = self.generation().router.route_for(sql, &self.view(), None);
+        if self.with_columns(sql, &mut routed).await.is_err() {
+            return Vec::new();
+        }
+        let plan = match routed {
             Ok(Routed::Plan(plan)) => plan,
             Ok(Routed::Metadata(q)) => match self.metadata_plan(&q).await {
                 Ok(plan) => plan,

@@ -121,15 +121,10 @@ impl Session {
             .router
             .route_for(query, &self.view(), Some(&mut plans));
         self.plans = plans;
-        // An INSERT without a column list: its table's column order first, then again.
-        if let Ok(Routed::Columns(lookup)) = routed {
-            if let Err(e) = self.read_columns(lookup).await {
-                return self.error(w, e).await;
-            }
-            routed = self
-                .generation()
-                .router
-                .route_for(query, &self.view(), None);
+        // An INSERT without a column list, a GROUP BY name that may be a column: the tables'
+        // columns first, then again (one table at a time).
+        if let Err(e) = self.with_columns(query, &mut routed).await {
+            return self.error(w, e).await;
         }
         tracing::trace!(connection = self.id, sql = query, ?routed, "routed");
         // A statement that uses a table starts a new warnings list; others keep it unless
@@ -181,12 +176,38 @@ impl Session {
                     1105,
                     "HY000",
                     format!(
-                        "the column order of table {} changed while the INSERT was routed: try again",
+                        "the columns of table {} changed while the statement was routed: try again",
                         lookup.table
                     ),
                 );
                 self.error(w, e).await
             }
         }
+    }
+
+    /// Reads the columns `routed` asks for ([`Routed::Columns`]) and routes `query` again, as
+    /// long as it asks for another table's: a statement over several tables needs each one's.
+    /// A table asked for twice (its columns forgotten meanwhile by a DDL) is left in `routed`.
+    ///
+    /// Errors: those of [`Session::read_columns`].
+    pub(super) async fn with_columns(
+        &mut self,
+        query: &str,
+        routed: &mut Result<Routed, crate::route::RouteError>,
+    ) -> Result<(), MysqlError> {
+        let mut read: Vec<(String, String)> = Vec::new();
+        while let Ok(Routed::Columns(lookup)) = routed {
+            let table = (lookup.schema.clone(), lookup.table.clone());
+            if read.contains(&table) {
+                break;
+            }
+            self.read_columns(lookup.clone()).await?;
+            read.push(table);
+            *routed = self
+                .generation()
+                .router
+                .route_for(query, &self.view(), None);
+        }
+        Ok(())
     }
 }

@@ -45,6 +45,13 @@ pub(super) fn having_operand(
         e => e,
     };
     let range = expr_range(p, e).ok_or_else(unsupported_having)?;
+    // A bare name that is a group column reads as that column, even where a select alias has
+    // the name too (MariaDB warns that it is ambiguous, and takes the column).
+    if let Expr::Identifier(id) = e
+        && let Some(column) = p.group_column(&id.value)?
+    {
+        return Ok(column);
+    }
     let call = aggregate_call(e, p)?;
     if let Some(i) = p.resolve(e, &range, true)
         && i < p.items.len()

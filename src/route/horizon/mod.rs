@@ -20,10 +20,11 @@
 //! merge cannot evaluate): never a wrong answer.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use sqlparser::ast::{
-    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, LimitClause, OrderByKind,
-    OrderBySort, Query, SelectItem, SetExpr, Value,
+    Distinct, DuplicateTreatment, Expr, FunctionArguments, GroupByExpr, Ident, LimitClause,
+    OrderByKind, OrderBySort, Query, Select, SelectItem, SetExpr, Value,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::Token;
@@ -78,6 +79,114 @@ impl ShardColumn<'_> {
     }
 }
 
+/// The columns of what a SELECT's FROM clause reads, as far as its `GROUP BY` names need them.
+///
+/// MariaDB reads an unqualified `GROUP BY` name as a column of the FROM tables first and as a
+/// select alias only when no table has such a column, or more than one does (an ambiguous
+/// column is passed over there, without an error); it warns (1052, `Column 'b' in GROUP BY is
+/// ambiguous`) when a column wins over an alias. `HAVING` then reads the name as that group
+/// column, `ORDER BY` reads the alias first (`find_order_in_list`,
+/// `resolve_ref_in_select_and_group`; checked on MariaDB 10.11).
+#[derive(Debug, Default)]
+pub(super) struct FromColumns {
+    /// One entry per table of the FROM clause (joined ones included).
+    pub tables: Vec<FromTable>,
+}
+
+/// One table of a FROM clause.
+#[derive(Debug)]
+pub(super) enum FromTable {
+    /// A table or view, and its columns as its dataNodes define them.
+    Columns(Arc<[String]>),
+    /// Something whose columns the gateway does not know (a derived table, a WITH query, a
+    /// table read without a session): what it is, for the refusal.
+    Unknown(String),
+}
+
+impl FromColumns {
+    /// How many tables have a column `name` (compared without case, as MariaDB compares
+    /// column names), up to 2. Errors: what an unknown table is, when it would decide.
+    fn tables_with(&self, name: &str) -> Result<usize, &str> {
+        let name = name.to_lowercase();
+        let mut found = 0;
+        let mut unknown = None;
+        for t in &self.tables {
+            match t {
+                FromTable::Columns(columns) => {
+                    if columns.iter().any(|c| c.to_lowercase() == name) {
+                        found += 1;
+                    }
+                }
+                FromTable::Unknown(what) => {
+                    unknown.get_or_insert(what.as_str());
+                }
+            }
+        }
+        match unknown {
+            Some(what) if found < 2 => Err(what),
+            _ => Ok(found.min(2)),
+        }
+    }
+}
+
+/// The `GROUP BY` item `g` of `select` when it is an unqualified name whose meaning depends on
+/// the FROM tables' columns ([`FromColumns`]): the alias of a select item that is not that
+/// same bare column, with no select item written as the bare name. Any other item means the
+/// same whatever the columns: a bare item of that name or no alias of it is a column, an
+/// alias of `(name)` is that column too.
+pub(super) fn alias_or_column<'q>(select: &Select, g: &'q Expr) -> Option<&'q Ident> {
+    let Expr::Identifier(id) = g else {
+        return None;
+    };
+    let bare = |e: &Expr| {
+        let mut e = e;
+        while let Expr::Nested(inner) = e {
+            e = inner;
+        }
+        matches!(e, Expr::Identifier(x) if x.value.eq_ignore_ascii_case(&id.value))
+    };
+    let mut aliased = None;
+    for item in &select.projection {
+        match item {
+            // The planner matches GROUP BY items with select items by text first: a bare item
+            // of the name is that column.
+            SelectItem::UnnamedExpr(Expr::Identifier(x))
+            | SelectItem::ExprWithAlias {
+                expr: Expr::Identifier(x),
+                ..
+            } if x.value.eq_ignore_ascii_case(&id.value) => return None,
+            SelectItem::ExprWithAlias { expr, alias }
+                if aliased.is_none() && alias.value.eq_ignore_ascii_case(&id.value) =>
+            {
+                aliased = Some(expr);
+            }
+            _ => {}
+        }
+    }
+    aliased.filter(|e| !bare(e)).map(|_| id)
+}
+
+/// Whether some `GROUP BY` item of `q` needs the FROM tables' columns ([`alias_or_column`]).
+pub(super) fn needs_from_columns(q: &Query) -> bool {
+    let SetExpr::Select(select) = &*q.body else {
+        return false;
+    };
+    match &select.group_by {
+        GroupByExpr::Expressions(items, _) => {
+            items.iter().any(|g| alias_or_column(select, g).is_some())
+        }
+        GroupByExpr::All(_) => false,
+    }
+}
+
+/// The refusal of a `GROUP BY` name that is a select alias and may be a column of a FROM table
+/// whose columns are not known (`what`).
+fn ambiguous_name(name: &str, what: &str) -> RouteError {
+    RouteError::not_supported(format!(
+        "Column '{name}' in GROUP BY over several dataNodes is ambiguous: it is a select alias, and MariaDB groups by a column of that name if one table of the FROM clause has one, which the gateway cannot tell for {what}; rename the alias or qualify the column"
+    ))
+}
+
 /// The merge of a multi-node SELECT and the edits that make each node's statement serve it.
 pub(super) struct Planned {
     pub merge: Merge,
@@ -85,15 +194,19 @@ pub(super) struct Planned {
 }
 
 /// Plans the merge of `q` over several dataNodes. `edited` are the byte ranges the per-node
-/// edits change; `shard` is the sharding column of the statement's one sharded table.
+/// edits change; `shard` is the sharding column of the statement's one sharded table; `from`
+/// the columns of its FROM tables, as far as [`needs_from_columns`] asks for them.
 ///
-/// Errors: a construct whose per-node results cannot be combined exactly (1064, naming it).
+/// Errors: a construct whose per-node results cannot be combined exactly (1064, naming it); a
+/// `GROUP BY` name whose meaning `from` does not decide (1235, naming it).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn plan(
     sql: &str,
     q: &Query,
     edits: &Edits,
     edited: Vec<Range<usize>>,
     shard: Option<ShardColumn<'_>>,
+    from: &FromColumns,
     auto_limit: Option<u64>,
     max_group_bytes: usize,
 ) -> Result<Planned, RouteError> {
@@ -132,6 +245,7 @@ pub(super) fn plan(
         edited,
         sub: SubKeys::default(),
         merging: false,
+        group_columns: Vec::new(),
     };
     for (i, item) in select.projection.iter().enumerate() {
         let range = p.layout.items[i].clone();
@@ -201,6 +315,17 @@ pub(super) fn plan(
             "this GROUP BY over several dataNodes is not supported",
         ));
     }
+    // Which GROUP BY names that are also select aliases are read as a FROM table's column.
+    let mut by_column = Vec::with_capacity(group_exprs.len());
+    for g in group_exprs {
+        by_column.push(match alias_or_column(select, g) {
+            Some(name) => match from.tables_with(&name.value) {
+                Ok(n) => n == 1,
+                Err(what) => return Err(ambiguous_name(&name.value, what)),
+            },
+            None => false,
+        });
+    }
     let distinct = match &select.distinct {
         None | Some(Distinct::All) => false,
         Some(Distinct::Distinct) => true,
@@ -222,10 +347,14 @@ pub(super) fn plan(
     let grouped = !group_exprs.is_empty() || has_aggregates;
 
     // Groups keyed on the sharding column never span nodes: the nodes' rows are final and only
-    // need ordering. So are DISTINCT rows that include the sharding column.
+    // need ordering. So are DISTINCT rows that include the sharding column. (A GROUP BY name
+    // read as a select alias is not the column, whatever its name.)
     let local = shard.as_ref().filter(|s| !s.hashes_text).is_some_and(|s| {
         if !group_exprs.is_empty() {
-            group_exprs.iter().any(|g| s.is(g))
+            group_exprs
+                .iter()
+                .zip(&by_column)
+                .any(|(g, column)| s.is(g) && (*column || alias_or_column(select, g).is_none()))
         } else if distinct && !has_aggregates {
             select.projection.iter().any(|it| match it {
                 SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => s.is(e),
@@ -304,9 +433,14 @@ pub(super) fn plan(
         }
         if keys.is_empty() && !group_exprs.is_empty() {
             let mut text = Vec::new();
-            for (g, r) in group_exprs.iter().zip(p.layout.group.clone()) {
-                keys.push(p.key(g, &r, false, false)?);
-                text.push(p.text(&r)?.to_string());
+            for ((g, r), column) in group_exprs
+                .iter()
+                .zip(p.layout.group.clone())
+                .zip(&by_column)
+            {
+                let (key, key_text) = p.group_key(g, &r, *column)?;
+                keys.push(key);
+                text.push(key_text);
             }
             new_order = Some(text.join(", "));
         }
@@ -341,9 +475,14 @@ pub(super) fn plan(
                 key_text.push((i + 1).to_string());
             }
         } else {
-            for (g, r) in group_exprs.iter().zip(p.layout.group.clone()) {
-                keys.push(p.key(g, &r, false, false)?);
-                key_text.push(p.text(&r)?.to_string());
+            for ((g, r), column) in group_exprs
+                .iter()
+                .zip(p.layout.group.clone())
+                .zip(&by_column)
+            {
+                let (key, text) = p.group_key(g, &r, *column)?;
+                keys.push(key);
+                key_text.push(text);
             }
         }
         let mut aggregates = Vec::new();

@@ -29,6 +29,10 @@ pub(super) struct Planner<'a> {
     /// Groups span nodes and are merged: a GROUP_CONCAT's per-node value is then a piece, not
     /// something to sort by.
     pub(super) merging: bool,
+    /// The group keys that are columns, by column name (as written): what a bare name in
+    /// `HAVING` reads before a select alias of the same name (MariaDB's
+    /// `find_field_in_group_list`).
+    pub(super) group_columns: Vec<(String, ColumnRef)>,
 }
 
 impl<'a> Planner<'a> {
@@ -81,19 +85,86 @@ impl<'a> Planner<'a> {
             }),
             _ => None,
         };
-        let written = self.layout.normalized(range);
-        let by_text = || {
-            self.items.iter().position(|it| {
-                it.expr
-                    .as_ref()
-                    .is_some_and(|r| self.layout.normalized(r) == written)
-            })
-        };
+        let by_text = || self.by_text(range);
         if alias_first {
             by_alias().or_else(by_text)
         } else {
             by_text().or_else(by_alias)
         }
+    }
+
+    /// The select-list item written as the text at `range` (without its alias).
+    fn by_text(&self, range: &Range<usize>) -> Option<usize> {
+        let written = self.layout.normalized(range);
+        self.items.iter().position(|it| {
+            it.expr
+                .as_ref()
+                .is_some_and(|r| self.layout.normalized(r) == written)
+        })
+    }
+
+    /// A `GROUP BY` key and the text the nodes sort by for it. `column`: the item is a name
+    /// that is also a select alias but reads as a FROM table's column ([`super::FromColumns`]):
+    /// an extra column holds it, and the nodes sort by that column's alias (the name itself
+    /// would be the select alias in their ORDER BY).
+    pub(super) fn group_key(
+        &mut self,
+        g: &Expr,
+        range: &Range<usize>,
+        column: bool,
+    ) -> Result<(SortKey, String), RouteError> {
+        let name = match g {
+            Expr::Identifier(id) => Some(id.value.clone()),
+            Expr::CompoundIdentifier(parts) => parts.last().map(|p| p.value.clone()),
+            _ => None,
+        };
+        if column {
+            let at = self.add_hidden(self.text(range)?.to_string());
+            let weight = self.weight(range, None)?;
+            let ColumnRef::Hidden(i) = at else {
+                unreachable!("add_hidden gives a hidden column")
+            };
+            if let Some(name) = name {
+                self.group_columns.push((name, at));
+            }
+            let key = SortKey {
+                column: at,
+                weight,
+                desc: false,
+            };
+            return Ok((key, format!("`__manx_{i}`")));
+        }
+        // A bare name is a column unless it stands for a select alias (a qualified one always
+        // is): the select item written so, or no item at all.
+        let is_column = match g {
+            Expr::Identifier(_) => {
+                self.by_text(range).is_some() || self.resolve(g, range, false).is_none()
+            }
+            _ => name.is_some(),
+        };
+        let key = self.key(g, range, false, false)?;
+        if is_column && let Some(name) = name {
+            self.group_columns.push((name, key.column));
+        }
+        Ok((key, self.text(range)?.to_string()))
+    }
+
+    /// The group key column a bare `name` in `HAVING` reads before any select alias: a group
+    /// key that is a column of that name. Errors: two such keys (which MariaDB cannot tell
+    /// apart either).
+    pub(super) fn group_column(&self, name: &str) -> Result<Option<ColumnRef>, RouteError> {
+        let mut found = self
+            .group_columns
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, c)| *c);
+        let first = found.next();
+        if found.any(|c| Some(c) != first) {
+            return Err(RouteError::not_supported(format!(
+                "Column '{name}' in HAVING over several dataNodes is ambiguous: two GROUP BY columns have that name; qualify it"
+            )));
+        }
+        Ok(first)
     }
 
     /// A sort or group key: the column holding it and its collation weight.

@@ -7,13 +7,37 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 
+/// The FROM columns of the tests' table `t` (its GROUP BY aliases are no column of it).
+fn table_t() -> FromColumns {
+    from_tables(&[&["id", "a", "b", "grp", "name", "code", "q", "x"]])
+}
+
+/// FROM columns of tables with these columns.
+fn from_tables(tables: &[&[&str]]) -> FromColumns {
+    FromColumns {
+        tables: tables
+            .iter()
+            .map(|c| FromTable::Columns(c.iter().map(|c| c.to_string()).collect()))
+            .collect(),
+    }
+}
+
 /// The merge and the node statement of `sql` over several nodes (no sharding column known).
 fn planned(sql: &str) -> Result<(Merge, String), RouteError> {
     let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
     let Statement::Query(q) = &stmts[0] else {
         panic!("not a query: {sql}")
     };
-    let p = plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096)?;
+    let p = plan(
+        sql,
+        q,
+        &Edits::default(),
+        Vec::new(),
+        None,
+        &table_t(),
+        None,
+        4096,
+    )?;
     Ok((p.merge, p.edits.apply(sql, "db")))
 }
 
@@ -207,7 +231,17 @@ fn planned_as_routed(sql: &str) -> (Merge, String) {
     let Statement::Query(q) = &stmts[0] else {
         panic!("not a query: {sql}")
     };
-    let p = plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096).unwrap();
+    let p = plan(
+        sql,
+        q,
+        &Edits::default(),
+        Vec::new(),
+        None,
+        &table_t(),
+        None,
+        4096,
+    )
+    .unwrap();
     (p.merge, p.edits.apply(sql, "db"))
 }
 
@@ -248,8 +282,17 @@ fn a_sorted_group_by_needs_an_order_by_and_its_keys_stop_before_the_word() {
         let Statement::Query(q) = &stmts[0] else {
             panic!("not a query: {sql}")
         };
-        plan(sql, q, &Edits::default(), Vec::new(), None, None, 4096)
-            .map(|p| p.edits.apply(sql, "db"))
+        plan(
+            sql,
+            q,
+            &Edits::default(),
+            Vec::new(),
+            None,
+            &table_t(),
+            None,
+            4096,
+        )
+        .map(|p| p.edits.apply(sql, "db"))
     };
     for sql in [
         "SELECT a AS n, COUNT(*) FROM t GROUP BY n DESC",
@@ -268,4 +311,209 @@ fn a_sorted_group_by_needs_an_order_by_and_its_keys_stop_before_the_word() {
         !upper.contains("N DESC AS") && !upper.contains("(N DESC"),
         "{node}"
     );
+}
+
+/// The merge and node statement of `sql` with these FROM columns and sharding column.
+fn planned_from(
+    sql: &str,
+    from: &FromColumns,
+    shard: Option<&str>,
+) -> Result<(Merge, String), RouteError> {
+    let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
+    let Statement::Query(q) = &stmts[0] else {
+        panic!("not a query: {sql}")
+    };
+    let shard = shard.map(|column| ShardColumn {
+        column,
+        hashes_text: false,
+        qualifiers: vec!["t".to_string()],
+    });
+    let p = plan(
+        sql,
+        q,
+        &Edits::default(),
+        Vec::new(),
+        shard,
+        from,
+        None,
+        4096,
+    )?;
+    Ok((p.merge, p.edits.apply(sql, "db")))
+}
+
+/// MariaDB reads an unqualified GROUP BY name as a FROM table's column before a select alias of
+/// that name (with warning 1052); the merge grouped the nodes' rows by the alias.
+#[test]
+fn a_group_by_name_that_is_an_alias_and_a_column_groups_by_the_column() {
+    let sql = "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY b";
+    let (m, node) = planned_from(sql, &from_tables(&[&["a", "b"]]), None).unwrap();
+    // The nodes sort by an extra column holding the column: `ORDER BY b` is the alias to them.
+    assert_eq!(
+        node,
+        "SELECT a % 2 AS b, COUNT(*), b AS `__manx_0`, WEIGHT_STRING(RTRIM(b)) AS `__manx_1` FROM t GROUP BY b ORDER BY `__manx_0` "
+    );
+    let g = m.grouping.unwrap();
+    assert_eq!(
+        g.keys,
+        [SortKey {
+            column: ColumnRef::Hidden(0),
+            weight: Some(ColumnRef::Hidden(1)),
+            desc: false,
+        }]
+    );
+    assert_eq!(m.node_order, g.keys);
+    // No such column: the alias, as before.
+    let (m, node) = planned_from(sql, &from_tables(&[&["a", "c"]]), None).unwrap();
+    assert_eq!(
+        node,
+        "SELECT a % 2 AS b, COUNT(*), WEIGHT_STRING(RTRIM(a % 2)) AS `__manx_0` FROM t GROUP BY b ORDER BY b "
+    );
+    assert_eq!(m.grouping.unwrap().keys[0].column, ColumnRef::Visible(0));
+    // Two tables with the column: MariaDB passes the ambiguous column over for the alias.
+    let (m, _) = planned_from(sql, &from_tables(&[&["a", "b"], &["B"]]), None).unwrap();
+    assert_eq!(m.grouping.unwrap().keys[0].column, ColumnRef::Visible(0));
+    // An alias of another column (`a AS b`) is no more that column than an expression is.
+    let (m, _) = planned_from(
+        "SELECT a AS b, COUNT(*) FROM t GROUP BY b",
+        &from_tables(&[&["a", "b"]]),
+        None,
+    )
+    .unwrap();
+    assert_eq!(m.grouping.unwrap().keys[0].column, ColumnRef::Hidden(0));
+}
+
+/// HAVING reads a bare name as the group column of that name before the alias; without such a
+/// group column, as the alias. ORDER BY reads the alias.
+#[test]
+fn having_reads_the_group_column_and_order_by_the_alias() {
+    let from = from_tables(&[&["a", "b"]]);
+    let (m, node) = planned_from(
+        "SELECT b + 0 AS b, COUNT(*) FROM t GROUP BY b HAVING b > 1",
+        &from,
+        None,
+    )
+    .unwrap();
+    assert!(!node.contains("HAVING"), "{node}");
+    assert_eq!(
+        m.grouping.unwrap().having,
+        Some(Having::Compare {
+            column: ColumnRef::Hidden(0),
+            op: CompareOp::Gt,
+            number: "1".to_string(),
+        })
+    );
+    // A qualified GROUP BY column is a group column of that name too.
+    let (m, _) = planned_from(
+        "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY t.b HAVING b > 1",
+        &from,
+        None,
+    )
+    .unwrap();
+    let g = m.grouping.unwrap();
+    assert_eq!(
+        g.having,
+        Some(Having::Compare {
+            column: g.keys[0].column,
+            op: CompareOp::Gt,
+            number: "1".to_string(),
+        })
+    );
+    assert_eq!(g.keys[0].column, ColumnRef::Hidden(0));
+    let (m, _) = planned_from(
+        "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY a HAVING b > 0",
+        &from,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        m.grouping.unwrap().having,
+        Some(Having::Compare {
+            column: ColumnRef::Visible(0),
+            op: CompareOp::Gt,
+            number: "0".to_string(),
+        })
+    );
+    // Grouped by the column, ordered by the alias: the groups are sorted after merging.
+    let (m, node) = planned_from(
+        "SELECT -b AS b, COUNT(*) FROM t GROUP BY b ORDER BY b",
+        &from,
+        None,
+    )
+    .unwrap();
+    assert!(node.ends_with("GROUP BY b ORDER BY `__manx_0`"), "{node}");
+    assert_eq!(m.grouping.unwrap().keys[0].column, ColumnRef::Hidden(0));
+    assert_eq!(m.order[0].column, ColumnRef::Visible(0));
+}
+
+/// Groups on the sharding column stay on their nodes; a GROUP BY name that reads as the alias
+/// is not that column, whatever its name, and one that reads as the column is ordered by it.
+#[test]
+fn a_sharding_column_name_groups_locally_only_when_it_is_the_column() {
+    let sql = "SELECT -id AS id, COUNT(*) FROM t GROUP BY id";
+    let (m, node) = planned_from(sql, &from_tables(&[&["id", "a"]]), Some("ID")).unwrap();
+    assert!(m.grouping.is_none(), "groups are node-local");
+    assert!(node.ends_with("GROUP BY id ORDER BY `__manx_0` "), "{node}");
+    assert_eq!(m.node_order[0].column, ColumnRef::Hidden(0));
+    // Also in another table of the FROM clause: the alias, so groups span nodes.
+    let (m, _) = planned_from(sql, &from_tables(&[&["id", "a"], &["id"]]), Some("ID")).unwrap();
+    let g = m.grouping.expect("merged groups");
+    assert_eq!(g.keys[0].column, ColumnRef::Visible(0));
+}
+
+/// Where the FROM columns are not known the name is refused, naming it (1235), never guessed.
+#[test]
+fn a_group_by_name_the_from_columns_do_not_decide_is_refused_by_name() {
+    let from = FromColumns {
+        tables: vec![
+            FromTable::Columns(vec!["a".to_string()].into()),
+            FromTable::Unknown("the derived table d".to_string()),
+        ],
+    };
+    let e = planned_from("SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY b", &from, None).unwrap_err();
+    assert_eq!(e.refusal, Refusal::NotSupported);
+    assert!(
+        e.message
+            .starts_with("Column 'b' in GROUP BY over several dataNodes is ambiguous")
+            && e.message.contains("the derived table d"),
+        "{}",
+        e.message
+    );
+    // Known to be in two tables: decided (the alias) whatever the unknown one holds.
+    let from = FromColumns {
+        tables: vec![
+            FromTable::Columns(vec!["b".to_string()].into()),
+            FromTable::Columns(vec!["B".to_string()].into()),
+            FromTable::Unknown("the derived table d".to_string()),
+        ],
+    };
+    assert!(planned_from("SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY b", &from, None).is_ok());
+    // Names that mean the same whatever the columns need none.
+    for sql in [
+        "SELECT b, a % 2 AS b, COUNT(*) FROM t GROUP BY b",
+        "SELECT (b) AS b, COUNT(*) FROM t GROUP BY b",
+        "SELECT a % 2 AS c, COUNT(*) FROM t GROUP BY b",
+        "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY t.b",
+        "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY a % 2 ORDER BY b",
+    ] {
+        let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
+        let Statement::Query(q) = &stmts[0] else {
+            unreachable!()
+        };
+        assert!(!needs_from_columns(q), "{sql}");
+        assert!(
+            planned_from(sql, &FromColumns::default(), None).is_ok(),
+            "{sql}"
+        );
+    }
+    for sql in [
+        "SELECT a % 2 AS b, COUNT(*) FROM t GROUP BY b",
+        "SELECT a AS `B`, COUNT(*) FROM t GROUP BY b",
+        "SELECT t.b AS b, COUNT(*) FROM t GROUP BY b",
+    ] {
+        let stmts = Parser::parse_sql(&MySqlDialect {}, sql).unwrap();
+        let Statement::Query(q) = &stmts[0] else {
+            unreachable!()
+        };
+        assert!(needs_from_columns(q), "{sql}");
+    }
 }

@@ -48,6 +48,15 @@ pub(super) fn explain(
                 "insert sql using mycat seq,you must provide primaryKey value for explain",
             ));
         }
+        // A SELECT whose GROUP BY needs its tables' columns: the session reads them and routes
+        // the EXPLAIN again.
+        Routed::Columns(c)
+            if !scan::words(inner).first().is_some_and(|w| {
+                w.eq_ignore_ascii_case("INSERT") || w.eq_ignore_ascii_case("REPLACE")
+            }) =>
+        {
+            return Ok(Routed::Columns(c));
+        }
         Routed::Columns(c) => {
             return Err(RouteError::syntax(format!(
                 "EXPLAIN of an INSERT without a column list into {}: give the column list",

@@ -203,15 +203,22 @@ fn insert_columns(
         _ => None,
     }
     .ok_or_else(|| RouteError::syntax("INSERT INTO a table function is not supported"))?;
+    ctx.columns_used.set(true);
     if let Some(columns) = orders.get(&ctx.s.name, &spelled.value) {
         return Ok(ControlFlow::Continue(columns.to_vec()));
     }
-    let probe = format!(
-        "SELECT * FROM `{}` LIMIT 0",
-        spelled.value.replace('`', "``")
-    );
-    let probes = t
-        .nodes
+    Ok(ControlFlow::Break(Routed::Columns(columns_lookup(
+        ctx,
+        &spelled.value,
+        &t.nodes,
+    ))))
+}
+
+/// The look-up of the column order of `table` (as the statement spells it) of the statement's
+/// schema, on each of `nodes` ([`Routed::Columns`]).
+pub(super) fn columns_lookup(ctx: &Ctx<'_>, table: &str, nodes: &[String]) -> ColumnsLookup {
+    let probe = format!("SELECT * FROM `{}` LIMIT 0", table.replace('`', "``"));
+    let probes = nodes
         .iter()
         .collect::<BTreeSet<_>>()
         .into_iter()
@@ -220,11 +227,11 @@ fn insert_columns(
             sql: Arc::from(probe.as_str()),
         })
         .collect();
-    Ok(ControlFlow::Break(Routed::Columns(ColumnsLookup {
+    ColumnsLookup {
         schema: ctx.s.name.clone(),
-        table: spelled.value,
+        table: table.to_string(),
         probes,
-    })))
+    }
 }
 
 /// For an INSERT without a column list whose columns were read from the table
@@ -262,6 +269,7 @@ fn listed<'a>(
         stmt: ctx.stmt,
         edits,
         columns: ctx.columns,
+        columns_used: ctx.columns_used,
     }))
 }
 

@@ -241,7 +241,7 @@ pub(super) fn route(
         }
         _ => match (cache, schema) {
             (Some(cache), Some(_)) => cached(r, stmt, view, cache),
-            _ => parsed(r, stmt, view, &mut false),
+            _ => parsed(r, stmt, view, &mut CacheHints::default()),
         },
     }
 }
@@ -467,8 +467,12 @@ struct Ctx<'a> {
     stmt: &'a str,
     /// Per-node replacements (schema qualifiers, DATABASE()).
     edits: Edits,
-    /// Tables' column orders read so far (INSERT without a column list).
+    /// Tables' column orders read so far (INSERT without a column list, GROUP BY names that
+    /// may be columns).
     columns: Option<&'a super::ColumnOrders>,
+    /// Set when the answer depends on `columns`: it holds only until a DDL makes the session
+    /// read them again, so the plan cache does not keep it.
+    columns_used: &'a std::cell::Cell<bool>,
 }
 
 impl Ctx<'_> {

@@ -19,28 +19,31 @@ pub(super) fn cached(
     cache: &mut PlanCache,
 ) -> Result<Routed, RouteError> {
     let Some(schema) = view.schema else {
-        return parsed(r, stmt, view, &mut false);
+        return parsed(r, stmt, view, &mut CacheHints::default());
     };
     // `@@character_set_client` is written as the session's value: not a plan to keep.
     if view.charsets.is_some() && stmt.contains("@@") {
-        return parsed(r, stmt, view, &mut false);
+        return parsed(r, stmt, view, &mut CacheHints::default());
     }
     let (Some((key, literals)), Some(s)) =
         (shape::key_and_literals(schema, stmt), r.schema(schema))
     else {
-        return parsed(r, stmt, view, &mut false);
+        return parsed(r, stmt, view, &mut CacheHints::default());
     };
     if let Some(plan) = cache.get(&key, &literals, stmt, s) {
         cache.set_last_key(key);
         return Ok(Routed::Plan(plan));
     }
     cache.set_last_key(key.clone());
-    let mut literal_free = false;
-    let routed = parsed(r, stmt, view, &mut literal_free)?;
+    let mut hints = CacheHints::default();
+    let routed = parsed(r, stmt, view, &mut hints)?;
+    let literal_free = hints.literal_free;
     // A statement naming a sequence is placed by the sequence's node too (module
     // `sequence`), which the cache's learned placements do not know: never cached.
+    // A plan read from the tables' columns holds until a DDL has them read again.
     if let Routed::Plan(plan) = &routed
         && plan.fallback.is_empty()
+        && !hints.columns_used
         && !sequence::may_name_sequence(stmt)
     {
         // One node, the statement as written, no merge.
@@ -57,17 +60,27 @@ pub(super) fn cached(
     Ok(routed)
 }
 
-/// Parses and routes `stmt`. Sets `literal_free` when the plan cannot depend on the statement's
-/// literals: a SELECT whose first table is undeclared in a schema with a default dataNode
-/// (SPEC §5.4: the whole statement goes there).
+/// What routing a statement tells the plan cache about its plan.
+#[derive(Debug, Default)]
+pub(super) struct CacheHints {
+    /// The plan cannot depend on the statement's literals: a SELECT whose first table is
+    /// undeclared in a schema with a default dataNode (SPEC §5.4: the whole statement goes
+    /// there).
+    pub(super) literal_free: bool,
+    /// The plan depends on tables' columns the session read ([`super::super::ColumnOrders`]),
+    /// which a DDL has read again: not kept.
+    pub(super) columns_used: bool,
+}
+
+/// Parses and routes `stmt`, with what the plan cache may do with the plan in `hints`.
 pub(super) fn parsed(
     r: &Router,
     stmt: &str,
     view: &SessionView<'_>,
-    literal_free: &mut bool,
+    hints: &mut CacheHints,
 ) -> Result<Routed, RouteError> {
     let mut tables = Vec::new();
-    let mut routed = parsed_statement(r, stmt, view, literal_free, &mut tables)?;
+    let mut routed = parsed_statement(r, stmt, view, hints, &mut tables)?;
     if let Routed::Plan(plan) = &mut routed {
         plan.tables = Arc::from(tables);
     }
@@ -80,7 +93,7 @@ fn parsed_statement(
     r: &Router,
     stmt: &str,
     view: &SessionView<'_>,
-    literal_free: &mut bool,
+    hints: &mut CacheHints,
     tables: &mut Vec<String>,
 ) -> Result<Routed, RouteError> {
     let schema = view.schema;
@@ -299,12 +312,14 @@ fn parsed_statement(
             }
         }
     }
+    let columns_used = std::cell::Cell::new(false);
     let ctx = Ctx {
         r,
         s,
         stmt,
         edits,
         columns: view.columns,
+        columns_used: &columns_used,
     };
     // Occurrences that name configured-or-unknown tables of this schema (not CTEs, not system
     // tables, not other schemas).
@@ -342,7 +357,8 @@ fn parsed_statement(
     if let Some(place) = &sequence_node {
         sequence::keep_on_node(&mut routed, place)?;
     }
-    *literal_free = matches!(statement, Statement::Query(_))
+    hints.columns_used = columns_used.get();
+    hints.literal_free = matches!(statement, Statement::Query(_))
         && s.default_node.is_some()
         && occurrences
             .first()

@@ -170,6 +170,7 @@ pub(super) fn select(
                 stmt: ctx.stmt,
                 edits,
                 columns: ctx.columns,
+                columns_used: ctx.columns_used,
             };
             &limited
         }
@@ -239,12 +240,17 @@ pub(super) fn select(
             _ => None,
         }
     };
+    let from = match from_columns(ctx, q) {
+        ControlFlow::Continue(from) => from,
+        ControlFlow::Break(lookup) => return Ok(Routed::Columns(lookup)),
+    };
     let planned = horizon::plan(
         ctx.stmt,
         q,
         &merge_edits,
         merge_edits.ranges(),
         shard,
+        &from,
         auto_limit,
         ctx.r.max_group_bytes,
     )?;
@@ -272,6 +278,97 @@ pub(super) fn select(
         server_variables: false,
         table_names: None,
     }))
+}
+
+/// The columns of the FROM tables of a SELECT over several dataNodes, when its GROUP BY needs
+/// them ([`horizon::needs_from_columns`]; none otherwise): from the session's column orders
+/// ([`super::super::ColumnOrders`], read once per table and configuration, again after a DDL).
+/// `Break`: the look-up of the first table whose columns the session has not read yet; it
+/// reads them and routes the statement again ([`Routed::Columns`]). A derived table, a WITH
+/// query, a table of another database, or any table when routing without a session, is
+/// [`horizon::FromTable::Unknown`]: the planner refuses a name it would decide.
+pub(super) fn from_columns(
+    ctx: &Ctx<'_>,
+    q: &Query,
+) -> ControlFlow<ColumnsLookup, horizon::FromColumns> {
+    use horizon::FromTable;
+    let mut from = horizon::FromColumns::default();
+    let SetExpr::Select(select) = &*q.body else {
+        return ControlFlow::Continue(from);
+    };
+    if !horizon::needs_from_columns(q) {
+        return ControlFlow::Continue(from);
+    }
+    fn leaves<'f>(f: &'f TableFactor, out: &mut Vec<&'f TableFactor>) {
+        match f {
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => {
+                leaves(&table_with_joins.relation, out);
+                for j in &table_with_joins.joins {
+                    leaves(&j.relation, out);
+                }
+            }
+            f => out.push(f),
+        }
+    }
+    let mut factors = Vec::new();
+    for t in &select.from {
+        leaves(&t.relation, &mut factors);
+        for j in &t.joins {
+            leaves(&j.relation, &mut factors);
+        }
+    }
+    let is_cte = |name: &str| {
+        q.with.as_ref().is_some_and(|w| {
+            w.cte_tables
+                .iter()
+                .any(|c| c.alias.name.value.eq_ignore_ascii_case(name))
+        })
+    };
+    for f in factors {
+        let table = match f {
+            TableFactor::Table {
+                name, args: None, ..
+            } => {
+                let (qualifier, table) = split_name(name);
+                let nodes: Option<Vec<String>> = match ctx.table(&table.to_ascii_uppercase()) {
+                    Some(t) => Some(t.nodes.clone()),
+                    None => ctx.s.default_node.clone().map(|d| vec![d]),
+                };
+                match (ctx.columns, nodes) {
+                    _ if qualifier.as_deref().is_some_and(|q| q != ctx.s.name) => {
+                        FromTable::Unknown(format!("table {} of another database", name))
+                    }
+                    _ if qualifier.is_none() && is_cte(&table) => {
+                        FromTable::Unknown(format!("the WITH query {table}"))
+                    }
+                    (None, _) => FromTable::Unknown(format!(
+                        "table {table} (its columns are read only for a client's session)"
+                    )),
+                    (Some(_), None) => FromTable::Unknown(format!("table {table}")),
+                    (Some(orders), Some(nodes)) => {
+                        ctx.columns_used.set(true);
+                        match orders.get(&ctx.s.name, &table) {
+                            Some(columns) => FromTable::Columns(columns),
+                            None => {
+                                return ControlFlow::Break(columns_lookup(ctx, &table, &nodes));
+                            }
+                        }
+                    }
+                }
+            }
+            TableFactor::Derived {
+                alias: Some(alias), ..
+            } => FromTable::Unknown(format!("the derived table {}", alias.name)),
+            f => FromTable::Unknown(format!(
+                "`{}` in FROM",
+                f.to_string().chars().take(60).collect::<String>()
+            )),
+        };
+        from.tables.push(table);
+    }
+    ControlFlow::Continue(from)
 }
 
 /// The nodes of a join whose non-global tables are co-located: every table is linked to the

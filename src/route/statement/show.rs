@@ -176,12 +176,14 @@ pub(super) fn show(
                     .find(|s| view.access.is_none_or(|a| a.may_use(&s.name)))
                     .ok_or_else(RouteError::no_database)?,
             };
+            let columns_used = std::cell::Cell::new(false);
             let ctx = Ctx {
                 r,
                 s,
                 stmt,
                 edits: Edits::default(),
                 columns: view.columns,
+                columns_used: &columns_used,
             };
             let mut routed = ctx.plan_any(&s.nodes);
             if let Routed::Plan(p) = &mut routed {
@@ -638,7 +640,7 @@ pub(super) fn show_tables(
         schema: routing_schema.as_deref().or(schema),
         ..*view
     };
-    match parsed(r, &sql, &inner, &mut false)? {
+    match parsed(r, &sql, &inner, &mut CacheHints::default())? {
         Routed::Metadata(q) => Ok(Routed::Metadata(match s {
             Some(s) => q.requiring(&s.name),
             None => q,
