@@ -327,6 +327,21 @@ fn variable_refs(sql: &str, name: &str, scopes: &[&str]) -> Vec<Range<usize>> {
         .collect()
 }
 
+/// The words that may follow `SELECT` before its select list (MariaDB's select options).
+pub const SELECT_MODIFIERS: &[&str] = &[
+    "ALL",
+    "DISTINCT",
+    "DISTINCTROW",
+    "HIGH_PRIORITY",
+    "STRAIGHT_JOIN",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "SQL_BUFFER_RESULT",
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+    "SQL_CALC_FOUND_ROWS",
+];
+
 /// The select item that holds the text at `range` of `sql` (a token's start), when it has no
 /// alias and ends with that text or with neither a name nor a string (`)`, a number), so that
 /// `AS` written after it names the item
@@ -375,19 +390,6 @@ fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Optio
         "PROCEDURE",
         "RETURNING",
     ];
-    const MODIFIERS: &[&str] = &[
-        "ALL",
-        "DISTINCT",
-        "DISTINCTROW",
-        "HIGH_PRIORITY",
-        "STRAIGHT_JOIN",
-        "SQL_SMALL_RESULT",
-        "SQL_BIG_RESULT",
-        "SQL_BUFFER_RESULT",
-        "SQL_CACHE",
-        "SQL_NO_CACHE",
-        "SQL_CALC_FOUND_ROWS",
-    ];
     let word = |i: usize, set: &[&str]| {
         matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none()
             && set.iter().any(|k| w.value.eq_ignore_ascii_case(k)))
@@ -419,7 +421,7 @@ fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Optio
     };
     let first = first.unwrap_or_else(|| {
         let mut i = select + 1;
-        while i < k && word(i, MODIFIERS) {
+        while i < k && word(i, SELECT_MODIFIERS) {
             i += 1;
         }
         i

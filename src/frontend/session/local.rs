@@ -410,18 +410,7 @@ impl Session {
             }
             Local::FoundRows(label) => write_unsigned(w, label, self.found_rows).await,
             Local::RowCount(label) => write_signed(w, label, self.row_count).await,
-            Local::Autocommit(label) => {
-                let column = WireColumn {
-                    table: String::new(),
-                    column: label,
-                    coltype: ColumnType::MYSQL_TYPE_LONGLONG,
-                    colflags: ColumnFlags::NOT_NULL_FLAG,
-                };
-                let mut rw = w.start(std::slice::from_ref(&column)).await?;
-                rw.write_col(i64::from(self.autocommit))?;
-                rw.end_row().await?;
-                rw.finish().await
-            }
+            Local::Autocommit(label) => write_signed(w, label, i64::from(self.autocommit)).await,
             Local::LastInsertId(label) => write_unsigned(w, label, self.last_insert_id).await,
             Local::Database(label) => {
                 write_text_rows(w, &[&label], std::iter::once(vec![self.schema.clone()])).await

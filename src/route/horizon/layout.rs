@@ -2,20 +2,6 @@
 
 use super::*;
 
-/// Words that may follow `SELECT` before the select list.
-pub(super) const MODIFIERS: &[&str] = &[
-    "ALL",
-    "DISTINCT",
-    "DISTINCTROW",
-    "HIGH_PRIORITY",
-    "STRAIGHT_JOIN",
-    "SQL_SMALL_RESULT",
-    "SQL_BIG_RESULT",
-    "SQL_BUFFER_RESULT",
-    "SQL_NO_CACHE",
-    "SQL_CACHE",
-];
-
 /// Words that end the select list.
 pub(super) const AFTER_SELECT_LIST: &[&str] = &[
     "FROM",
@@ -86,7 +72,7 @@ impl Layout {
         let at = |k: usize| &tokens[top[k]];
         let select = (0..top.len()).find(|&k| is_keyword(&at(k).0, Keyword::SELECT))?;
         let mut k = select + 1;
-        while k < top.len() && word_is(&at(k).0, MODIFIERS) {
+        while k < top.len() && word_is(&at(k).0, rewrite::SELECT_MODIFIERS) {
             k += 1;
         }
         let list_start = top[k];
