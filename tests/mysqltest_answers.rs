@@ -778,6 +778,27 @@ async fn describe_of_a_statement_is_its_explain() {
     gw.query_drop("DROP TABLE tdesc").await.unwrap();
 }
 
+/// MariaDB's `SET STATEMENT var = literal FOR <statement>` (mysql-test `bigint`, `type_enum`,
+/// ...: `SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR CREATE TABLE ..`): the statement
+/// runs with the variables, and the session's own stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_statement_for_runs_one_statement_with_the_variables() {
+    same_answers(
+        "mtasetst",
+        &[
+            "SET sql_mode = 'STRICT_ALL_TABLES'",
+            "CREATE TABLE tss (a INT, b VARCHAR(3))",
+            "INSERT INTO tss VALUES (1, 'abcdef')",
+            "SET STATEMENT sql_mode = 'NO_ENGINE_SUBSTITUTION' FOR INSERT INTO tss VALUES (2, 'abcdef')",
+            "set statement max_statement_time = 100, sql_mode = '' for\nSELECT a, b FROM tss ORDER BY a",
+            "INSERT INTO tss VALUES (3, 'abcdef')",
+            "SELECT @@sql_mode",
+            "SELECT a, b FROM tss ORDER BY a",
+        ],
+    )
+    .await;
+}
+
 /// `DATABASE()`, `VERSION()`, `@@version` and `@@version_comment` answer the gateway's values
 /// (written into the statement as literals) under the labels MariaDB gives them: the text as
 /// written, also beside other select items (`SELECT database(), 1` was labelled by its value).

@@ -16,8 +16,10 @@
 //! Refused, whatever the spelling or position: any `GLOBAL` / `PERSIST` scope (`SET GLOBAL x`,
 //! `SET @@global.x`, `SET @@Global . x`, `SET @a = 1, GLOBAL x = 1`), `SET PASSWORD`, `SET ROLE`,
 //! `SET DEFAULT ROLE`, replication and logging controls (`sql_log_bin`, `gtid_*`,
-//! `pseudo_thread_id`, ...) with 1227; `SET STATEMENT ... FOR` and variables manx does not know
-//! with 1235.
+//! `pseudo_thread_id`, ...) with 1227; variables manx does not know with 1235.
+//!
+//! `SET STATEMENT name = literal, ... FOR <statement>` ([`set_statement`]): the same variables
+//! with literal values, for one statement routed as if sent alone.
 
 use super::admit;
 use super::{Local, RouteError, SessionSet};
@@ -64,7 +66,7 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
     }
     if word_is(0, "STATEMENT") {
         return Err(RouteError::not_supported(
-            "SET STATEMENT ... FOR is not supported by the gateway: set the variables with SET, then run the statement".to_string(),
+            "SET STATEMENT without FOR <statement>".to_string(),
         ));
     }
     let standalone = |key: &str| {
@@ -244,6 +246,116 @@ pub fn set(stmt: &str, known_function: &dyn Fn(&str) -> bool) -> Result<Local, R
         return Ok(Local::SetAutocommit(v));
     }
     Ok(Local::Set { autocommit, items })
+}
+
+/// MariaDB's `SET STATEMENT name = value [, ...] FOR <statement>`, read: the statement that
+/// runs, where it starts in the text, and the assignments that run with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetStatement {
+    /// Byte offset in the text where the statement after `FOR` starts.
+    pub at: usize,
+    /// The assignments rebuilt from their parts (`sql_mode = 'ANSI'`, comma-separated), to
+    /// send as `SET STATEMENT <assignments> FOR <the statement as routed>`.
+    pub assignments: String,
+    /// How the backend lexes the statement when an assignment sets `sql_mode` (MariaDB's
+    /// `SET STATEMENT sql_mode` replaces the session's mode for it).
+    pub sql_mode: Option<crate::sqltext::SqlMode>,
+}
+
+/// Whether `stmt` (canonical, `SET` first) is `SET STATEMENT ...`.
+pub fn is_set_statement(stmt: &str) -> bool {
+    let mut words = stmt.split_ascii_whitespace();
+    words.next().is_some_and(|w| w.eq_ignore_ascii_case("SET"))
+        && words
+            .next()
+            .is_some_and(|w| w.eq_ignore_ascii_case("STATEMENT"))
+}
+
+/// Reads `SET STATEMENT name = literal [, ...] FOR <statement>` (`stmt` canonical): each
+/// variable one a `SET` may set ([`SESSION_VARIABLES`], checked by [`set`]), with a literal
+/// value; not `autocommit`, `xa`, the character set variables (the gateway converts for the
+/// session's) nor user variables (MariaDB's grammar has none there). A `sql_mode` must be a
+/// string the gateway can follow ([`SqlMode::from_server`](crate::sqltext::SqlMode)).
+///
+/// Errors: 1064 without `FOR` or a statement after it; 1227 / 1235 as [`set`] gives for the
+/// variables; 1235 for the refused variables and for values that are not literals.
+pub fn set_statement(
+    stmt: &str,
+    known_function: &dyn Fn(&str) -> bool,
+) -> Result<SetStatement, RouteError> {
+    use sqlparser::tokenizer::Token;
+    let toks = super::rewrite::tokens(stmt)
+        .ok_or_else(|| RouteError::syntax("SET STATEMENT: the statement cannot be tokenized"))?;
+    let for_at = toks
+        .iter()
+        .skip(2)
+        .position(|(t, _, depth)| {
+            *depth == 0
+                && matches!(t, Token::Word(w) if w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("FOR"))
+        })
+        .map(|i| i + 2)
+        .filter(|&i| i + 1 < toks.len() && i > 2)
+        .ok_or_else(|| {
+            RouteError::syntax("SET STATEMENT needs assignments, FOR and a statement")
+        })?;
+    let assignments = stmt[toks[2].1.start..toks[for_at].1.start].trim();
+    let at = toks[for_at + 1].1.start;
+    let refuse =
+        |why: String| RouteError::not_supported(format!("SET STATEMENT {assignments} FOR: {why}"));
+    let items = match set(&format!("SET {assignments}"), known_function)? {
+        Local::Set {
+            autocommit: None,
+            items,
+        } => items,
+        _ => {
+            return Err(refuse(
+                "autocommit and XA are set for a session, not for one statement".into(),
+            ));
+        }
+    };
+    let mut rebuilt = Vec::with_capacity(items.len());
+    let mut sql_mode = None;
+    for item in &items {
+        let value = item
+            .assignment
+            .split_once('=')
+            .map_or("", |(_, v)| v.trim());
+        if item.standalone
+            || item.key.starts_with('@')
+            || item.key.starts_with("character_set")
+            || item.key.starts_with("collation")
+        {
+            return Err(refuse(format!(
+                "{} is not set for one statement through the gateway (set it with SET)",
+                item.key
+            )));
+        }
+        if !is_literal(value) {
+            return Err(refuse(format!(
+                "the value of {} must be a literal",
+                item.key
+            )));
+        }
+        if item.key == "sql_mode" {
+            if !(value.starts_with('\'') || value.starts_with('"')) {
+                return Err(refuse("sql_mode must be given as a string".into()));
+            }
+            let mode = crate::sqltext::SqlMode::from_server(super::scan::unquote(value))
+                .map_err(|bad| {
+                    refuse(format!(
+                        "sql_mode {bad} is not supported by the gateway: its statements could not be checked as the backend parses them"
+                    ))
+                })?;
+            sql_mode = Some(mode);
+        }
+        rebuilt.push(format!("{} = {value}", item.key));
+    }
+    Ok(SetStatement {
+        at,
+        assignments: rebuilt.join(", "),
+        sql_mode,
+    })
 }
 
 /// The token slices of the comma-separated assignments (commas inside parentheses belong to

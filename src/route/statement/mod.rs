@@ -38,6 +38,7 @@ mod parsed;
 mod select;
 mod sequence;
 mod session;
+mod set_statement;
 mod show;
 mod write;
 
@@ -162,6 +163,7 @@ pub(super) fn route(
         "USE" if words.len() == 2 => Ok(Routed::Local(Local::Use(
             scan::unquote(words[1]).to_string(),
         ))),
+        "SET" if super::set::is_set_statement(stmt) => set_statement::set_statement(r, stmt, view),
         "SET" => super::set::set(stmt, &|n| r.knows_function(n)).map(Routed::Local),
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
