@@ -39,6 +39,8 @@
 //!   is dropped, in CREATE INDEX too; `IF EXISTS` after `DROP FOREIGN KEY` / `DROP INDEX | KEY`
 //!   is dropped; Aria's table options `TRANSACTIONAL` and `PAGE_CHECKSUM` (with their values) are
 //!   dropped from CREATE TABLE.
+//! - `UPDATE [LOW_PRIORITY] [IGNORE]` → `UPDATE`, `DELETE [LOW_PRIORITY] [QUICK] [IGNORE]` →
+//!   `DELETE [QUICK]` (the parser read `UPDATE IGNORE t` as a table `ignore` aliased `t`).
 //! - `ALTER ONLINE [IGNORE] TABLE`, `ALTER IGNORE TABLE` → `ALTER TABLE` (with no item at all,
 //!   `ALTER TABLE t ALGORITHM = DEFAULT`); `CREATE OR REPLACE [UNIQUE] INDEX` → `CREATE
 //!   [UNIQUE] INDEX` (the same index of the same table), its `[NOT] IGNORED`, `WAIT n` and
@@ -278,6 +280,16 @@ fn normalize(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 if first == "ALTER"
                     && (k == 1 || (k == 2 && is(1, "ONLINE")))
                     && (is(k + 1, "TABLE") || (w == "ONLINE" && is(k + 1, "IGNORE"))) =>
+            {
+                change[k] = Some(Vec::new());
+            }
+            // `UPDATE [LOW_PRIORITY] [IGNORE] t`, `DELETE [LOW_PRIORITY] [QUICK] [IGNORE]`: how
+            // the server runs it. (The parser read `UPDATE IGNORE t` as a table `ignore` with an
+            // alias `t`; both words are reserved, so they are never a table's name there.)
+            "LOW_PRIORITY" | "IGNORE"
+                if (first == "UPDATE" || first == "DELETE")
+                    && (1..=k)
+                        .all(|j| is(j, "LOW_PRIORITY") || is(j, "IGNORE") || is(j, "QUICK")) =>
             {
                 change[k] = Some(Vec::new());
             }

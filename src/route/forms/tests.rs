@@ -621,3 +621,48 @@ fn a_lock_wait_clause_reaches_each_node_as_written() {
         }
     }
 }
+
+/// `UPDATE IGNORE t` / `UPDATE LOW_PRIORITY t`, which sqlparser reads as a table `ignore` /
+/// `low_priority` with an alias `t` (a hunt found it running on the default dataNode), and
+/// DELETE's options in any combination, read as the statement without them.
+#[test]
+fn update_and_delete_options_are_not_tables() {
+    for (client, equivalent) in [
+        (
+            "UPDATE IGNORE t SET a = 1 WHERE id = 2",
+            "UPDATE t SET a = 1 WHERE id = 2",
+        ),
+        ("update low_priority t set a = 1", "UPDATE t SET a = 1"),
+        (
+            "UPDATE LOW_PRIORITY IGNORE t AS x SET x.a = 1",
+            "UPDATE t AS x SET x.a = 1",
+        ),
+        (
+            "UPDATE IGNORE t1, t2 SET t1.a = t2.a",
+            "UPDATE t1 CROSS JOIN t2 SET t1.a = t2.a",
+        ),
+        (
+            "DELETE LOW_PRIORITY QUICK IGNORE FROM t WHERE id = 1",
+            "DELETE QUICK FROM t WHERE id = 1",
+        ),
+        (
+            "DELETE IGNORE FROM t WHERE id = 1",
+            "DELETE FROM t WHERE id = 1",
+        ),
+    ] {
+        let ours = parse(client).unwrap_or_else(|e| panic!("{client}: {e}"));
+        let theirs = Parser::parse_sql(&MySqlDialect {}, equivalent).unwrap();
+        assert_eq!(
+            ours.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            theirs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "{client}"
+        );
+    }
+    // Quoted, they are names.
+    let quoted = parse("UPDATE `ignore` t SET a = 1").unwrap();
+    assert!(
+        quoted[0].to_string().starts_with("UPDATE `ignore` "),
+        "{}",
+        quoted[0]
+    );
+}
