@@ -847,6 +847,27 @@ async fn inlined_session_functions_keep_their_labels() {
         .unwrap()
         .unwrap();
     assert_eq!(v, ("MTA".to_string(), 1));
+    // An alias after a space is still an alias, not a string the literal would join (the
+    // breaker got `MTAx`).
+    for sql in ["SELECT database() 'x'", "SELECT database()  \"x\", 1"] {
+        assert_eq!(
+            labels(&mut gw, sql).await,
+            labels(&mut plain, sql).await,
+            "{sql}"
+        );
+    }
+    let v: Option<String> = gw.query_first("SELECT database() 'x'").await.unwrap();
+    assert_eq!(v.as_deref(), Some("MTA"));
+    // Past the bound on calls, the values are still the gateway's (the labels are not
+    // worked out: a cost bound).
+    let many = vec!["database()"; 100].join(", ");
+    let row: mysql_async::Row = gw
+        .query_first(format!("SELECT {many}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.len(), 100);
+    assert_eq!(row.get::<String, _>(99).as_deref(), Some("MTA"));
 }
 
 /// server.xml `explainMode=backend`: a plain `EXPLAIN` / `DESCRIBE` of a query or row write

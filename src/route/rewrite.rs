@@ -350,10 +350,15 @@ pub const SELECT_MODIFIERS: &[&str] = &[
 /// clause (`FROM`, `WHERE`, ...), `;`, a closing parenthesis or the end. `None` when the text
 /// is not in a select list (a `WHERE`, function arguments of a FROM-clause construct, ...) or
 /// its item may have an alias (it ends with a name or a string: `x AS y`, `COLLATE x`).
-pub fn unaliased_select_item(sql: &str, range: Range<usize>) -> Option<Range<usize>> {
-    let toks = tokens(sql)?;
-    let k = toks.iter().position(|(_, r, _)| r.start == range.start)?;
-    item_of(&toks, k, range.end)
+/// `toks` are the statement's [`tokens`]: read once by the caller for all its calls.
+pub fn unaliased_select_item(
+    toks: &[(Token, Range<usize>, usize)],
+    range: Range<usize>,
+) -> Option<Range<usize>> {
+    let k = toks
+        .binary_search_by_key(&range.start, |(_, r, _)| r.start)
+        .ok()?;
+    item_of(toks, k, range.end)
 }
 
 /// [`unaliased_select_item`] for the token `k` of `toks`, whose text ends at `end`. A
@@ -663,7 +668,7 @@ mod tests {
     fn the_unaliased_select_item_of_a_call_is_the_label_mariadb_gives() {
         fn item<'a>(sql: &'a str, call: &str) -> Option<&'a str> {
             let at = sql.find(call).unwrap();
-            unaliased_select_item(sql, at..at + call.len()).map(|r| &sql[r])
+            unaliased_select_item(&tokens(sql).unwrap(), at..at + call.len()).map(|r| &sql[r])
         }
         for (sql, call, want) in [
             ("SELECT database(), 1", "database()", Some("database()")),

@@ -281,22 +281,37 @@ fn parsed_statement(
             ));
         }
         // (The literals are written only for a statement that has such a call: most have none.)
-        for (calls, value) in found.into_iter().filter(|(c, _)| !c.is_empty()) {
+        let found: Vec<_> = found.into_iter().filter(|(c, _)| !c.is_empty()).collect();
+        // An item without an alias keeps its label, its text as written
+        // (`@@character_set_client`, `database()` in `SELECT database(), 1`, `concat(version(),
+        // 'x')`): found on the statement's tokens, read once, for a statement of at most
+        // LABELLED_BYTES with at most LABELLED_CALLS calls (each call's select list is scanned:
+        // beyond, the items keep the values as labels rather than cost a client's statement
+        // calls × length).
+        const LABELLED_BYTES: usize = 64 * 1024;
+        const LABELLED_CALLS: usize = 64;
+        let calls: usize = found.iter().map(|(c, _)| c.len()).sum();
+        let toks = (stmt.len() <= LABELLED_BYTES && calls <= LABELLED_CALLS)
+            .then(|| rewrite::tokens(stmt))
+            .flatten()
+            .unwrap_or_default();
+        for (calls, value) in found {
             let value = value();
             for call in calls {
-                // An item without an alias keeps its label, its text as written
-                // (`@@character_set_client`, `database()` in `SELECT database(), 1`,
-                // `concat(version(), 'x')`); MariaDB refuses aliases over 256 characters.
-                let item = rewrite::unaliased_select_item(stmt, call.clone())
+                // MariaDB refuses aliases over 256 characters.
+                let item = rewrite::unaliased_select_item(&toks, call.clone())
                     .filter(|i| stmt[i.clone()].chars().count() <= 256);
-                let text = match (stmt[call.end..].chars().next(), item) {
-                    // `DATABASE()'alias'`: a literal right before a string would join it
-                    // (MySQL concatenates adjacent strings), so it goes in parentheses there.
-                    (Some('\'' | '"'), _) => format!("({value})"),
-                    (_, Some(item)) if item.end == call.end => {
+                // A string after the call (`DATABASE() 'alias'`, the canonical text has no
+                // comments) would join a literal there (MySQL concatenates adjacent strings).
+                let after = stmt[call.end..].trim_start();
+                let string_follows = after.starts_with(['\'', '"'])
+                    || (after.starts_with(['N', 'n']) && after[1..].starts_with('\''));
+                let text = match (string_follows, item) {
+                    (true, _) => format!("({value})"),
+                    (false, Some(item)) if item.end == call.end => {
                         format!("{value} AS {}", rewrite::backquoted(&stmt[item]))
                     }
-                    (_, Some(item)) => {
+                    (false, Some(item)) => {
                         // `AS` after the item's last character (`)`, a digit).
                         let label = rewrite::backquoted(&stmt[item.clone()]);
                         let last = stmt[..item.end].chars().next_back().unwrap_or(')');
@@ -306,7 +321,7 @@ fn parsed_statement(
                         );
                         value.clone()
                     }
-                    (_, None) => value.clone(),
+                    (false, None) => value.clone(),
                 };
                 edits.push(call, Replacement::Text(text));
             }
