@@ -921,6 +921,15 @@ async fn create_table_select_runs_only_where_one_node_holds_the_table_and_its_ro
     );
     assert_eq!(code, 1044, "{msg}");
     assert!(!tables_on(&f, 2).await.contains(&"solo2".to_string()));
+    // A target named like the query's first word is still a qualified table name.
+    for sql in [
+        "CREATE TABLE mysql.select SELECT 1 AS a",
+        "CREATE TABLE mysql.`values` (a INT) WITH w AS (SELECT 1 AS a) SELECT a FROM w",
+    ] {
+        let (code, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(code, 1044, "{sql}: {msg}");
+        assert!(msg.contains("'mysql'"), "{sql}: {msg}");
+    }
     for n in [1, 3] {
         let t = tables_on(&f, n).await;
         assert!(

@@ -136,11 +136,12 @@ fn check_ddl_qualifiers(
     let Some(toks) = super::rewrite::tokens(text) else {
         return Err(RouteError::syntax("the statement cannot be tokenized"));
     };
-    let end = toks
-        .iter()
-        .position(|(t, _, _)| {
+    // (Not a word after a `.`: `victim.select` is a table's name.)
+    let end = (0..toks.len())
+        .find(|&i| {
             has_query
-                && matches!(t, Token::Word(w) if w.quote_style.is_none()
+                && !(i > 0 && matches!(toks[i - 1].0, Token::Period))
+                && matches!(&toks[i].0, Token::Word(w) if w.quote_style.is_none()
                     && ["SELECT", "WITH", "VALUES"].iter().any(|k| w.value.eq_ignore_ascii_case(k)))
         })
         .unwrap_or(toks.len());
