@@ -770,6 +770,7 @@ fn placement() -> Extra {
                 <table name="sh2" dataNode="dn1,dn2,dn3" rule="mod-long" />
                 <table name="gl" type="global" dataNode="dn1,dn2,dn3" />
                 <table name="gl2" type="global" dataNode="dn1,dn2,dn3" />
+                <table name="gl13" type="global" dataNode="dn1,dn3" />
                 <table name="solo" dataNode="dn2" />
                 <table name="one1" dataNode="dn1" />
             </schema>"#
@@ -1129,4 +1130,61 @@ async fn a_group_by_name_that_is_an_alias_and_a_column_reads_as_mariadb_reads_it
     ] {
         same(&mut c, &mut rf, sql).await;
     }
+}
+
+/// A statement whose first table is undeclared goes whole to the schema's default dataNode
+/// (SPEC §5.4) only when every table it reads has all its rows there: a sharded table or one on
+/// another node named beside it was read from whatever copy that node held (a hunt found a
+/// stale copy answering, and a write deciding its rows from it).
+#[tokio::test]
+async fn an_undeclared_table_s_statement_reads_only_tables_whose_rows_are_on_the_default_node() {
+    let f = Fixture::start("undecl", placement()).await;
+    let mut c = placement_client(&f).await;
+    for t in ["u", "a", "gl", "gl13", "one1", "solo"] {
+        c.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY)"))
+            .await
+            .unwrap();
+        c.query_drop(format!("INSERT INTO {t} (id) VALUES (1), (2), (3)"))
+            .await
+            .unwrap();
+    }
+    // Stale copies on the default dataNode dn2 of tables whose rows are elsewhere.
+    let mut dn2 = f.backend(2).await;
+    dn2.query_drop("CREATE TABLE one1 (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    dn2.query_drop("INSERT INTO one1 VALUES (1), (2), (3), (7)")
+        .await
+        .unwrap();
+    dn2.query_drop("INSERT INTO a VALUES (7)").await.unwrap();
+    for sql in [
+        "SELECT COUNT(*) FROM u JOIN a USING (id)",
+        "SELECT COUNT(*) FROM u WHERE id IN (SELECT id FROM one1)",
+        "SELECT COUNT(*) FROM u, (SELECT id FROM a) x WHERE x.id = u.id",
+        "SELECT id FROM u WHERE id = 1 UNION SELECT id FROM one1 WHERE id = 7",
+        "DELETE FROM u WHERE id IN (SELECT id FROM one1)",
+        "UPDATE u SET id = id + 10 WHERE EXISTS (SELECT 1 FROM a WHERE a.id = u.id)",
+        // A global table that is not on dn2.
+        "SELECT COUNT(*) FROM u JOIN gl13 USING (id)",
+        "DELETE FROM u WHERE id IN (SELECT id FROM gl13)",
+        "INSERT INTO u (id) SELECT id + 10 FROM gl13",
+    ] {
+        let (code, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(
+            ["ONE1", "A ", "GL13"].iter().any(|t| msg.contains(t)),
+            "{sql}: {msg}"
+        );
+    }
+    assert_eq!(f.ids_on(2, "u").await, [1, 2, 3], "nothing written");
+    // Tables whose rows are all on dn2: a global table, a table on dn2 alone.
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM u JOIN gl USING (id) JOIN solo USING (id)")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(3));
+    c.query_drop("DELETE FROM u WHERE id IN (SELECT id FROM gl WHERE id = 1)")
+        .await
+        .unwrap();
+    assert_eq!(f.ids_on(2, "u").await, [2, 3]);
 }

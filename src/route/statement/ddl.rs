@@ -66,15 +66,7 @@ pub(super) fn create_table(
     };
     let mut elsewhere: Vec<&str> = Vec::new();
     for o in occurrences.iter().filter(|o| !o.sequence) {
-        let here = match (ctx.table(&o.name), &ctx.s.default_node) {
-            (Some(t), _) => {
-                t.nodes.iter().all(|n| *n == node)
-                    || (t.kind == TableKind::Global && t.nodes.contains(&node))
-            }
-            (None, Some(d)) => *d == node,
-            (None, None) => false,
-        };
-        if !here && !elsewhere.contains(&o.name.as_str()) {
+        if !ctx.all_rows_on(&o.name, &node) && !elsewhere.contains(&o.name.as_str()) {
             elsewhere.push(&o.name);
         }
     }

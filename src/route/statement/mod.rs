@@ -397,7 +397,31 @@ fn route_parsed(
                     .last()
                     .and_then(|p| p.as_ident())
                     .map(|i| i.value.to_ascii_uppercase());
-                insert_route(ctx, statement, occurrences, table.unwrap_or_default())
+                let table = table.unwrap_or_default();
+                let routed = insert_route(ctx, statement, occurrences, table.clone())?;
+                // A global table the values read is read on each node the rows go to.
+                if let Routed::Plan(p) = &routed
+                    && let Some((o, t)) = occurrences
+                        .iter()
+                        .filter(|o| !o.sequence && o.name != table)
+                        .find_map(|o| {
+                            p.targets
+                                .iter()
+                                .find(|t| {
+                                    !ctx.all_rows_on(&o.name, &t.node)
+                                        && ctx
+                                            .table(&o.name)
+                                            .is_some_and(|x| x.kind == TableKind::Global)
+                                })
+                                .map(|t| (o, t))
+                        })
+                {
+                    return Err(RouteError::syntax(format!(
+                        "an INSERT on dataNode {} may not read global table {}, which is not on that node",
+                        t.node, o.name
+                    )));
+                }
+                Ok(routed)
             }
             _ => Err(RouteError::syntax(
                 "INSERT INTO a table function is not supported",
@@ -540,6 +564,20 @@ impl Ctx<'_> {
 
     fn table(&self, name: &str) -> Option<&TableRoute> {
         self.s.tables.get(name)
+    }
+
+    /// Whether every row of table `name` (upper case) is on dataNode `node`: an undeclared table
+    /// when `node` is the default dataNode, a table on that node alone, a global table it is one
+    /// of. Sequences are not tables here (callers skip them).
+    fn all_rows_on(&self, name: &str, node: &str) -> bool {
+        match (self.table(name), &self.s.default_node) {
+            (Some(t), _) => {
+                t.nodes.iter().all(|n| n == node)
+                    || (t.kind == TableKind::Global && t.nodes.iter().any(|n| n == node))
+            }
+            (None, Some(d)) => d == node,
+            (None, None) => false,
+        }
     }
 }
 

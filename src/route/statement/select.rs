@@ -176,8 +176,25 @@ pub(super) fn select(
         }
         _ => ctx,
     };
-    // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4).
+    // The first table undeclared and a default node: the whole statement goes there (SPEC §5.4),
+    // when every table it reads has all its rows there (Mycat sends it all the same: a sharded
+    // or global table named beside it was then read from a stale copy on that node, or not
+    // found).
     if let (Some(d), None) = (&ctx.s.default_node, ctx.table(&occurrences[0].name)) {
+        let elsewhere: BTreeSet<&str> = occurrences
+            .iter()
+            .filter(|o| !o.sequence && !ctx.all_rows_on(&o.name, d))
+            .map(|o| o.name.as_str())
+            .collect();
+        if !elsewhere.is_empty() {
+            return Err(RouteError::syntax(format!(
+                "a statement over table {} of schema {} (on its default dataNode {d}) may read only tables whose rows are all there: {} {} not",
+                occurrences[0].name,
+                ctx.s.name,
+                elsewhere.iter().copied().collect::<Vec<_>>().join(", "),
+                if elsewhere.len() == 1 { "is" } else { "are" },
+            )));
+        }
         return Ok(ctx.plan(BTreeSet::from([d.clone()]), true, OkMerge::Sum));
     }
     let selection = match &*q.body {

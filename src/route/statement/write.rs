@@ -150,6 +150,22 @@ pub(super) fn write(
         }
     }
     let placements = placements(ctx, occurrences, selection, 0)?;
+    // A global table only read (in a subquery) is read where the write runs: it must be on
+    // every one of those nodes (it was read from whatever the default dataNode held).
+    let reads_globals_on = |nodes: &BTreeSet<String>| -> Result<(), RouteError> {
+        for p in &placements {
+            if let Placement::Global(t) = p
+                && !top.iter().any(|o| o.name == t.name)
+                && let Some(n) = nodes.iter().find(|n| !t.nodes.contains(n))
+            {
+                return Err(RouteError::syntax(format!(
+                    "a write on dataNode {n} may not read global table {}, which is not on that node",
+                    t.name
+                )));
+            }
+        }
+        Ok(())
+    };
     let non_global_in_subquery = occurrences
         .iter()
         .find(|o| o.depth > 0 && !is_global(ctx, o));
@@ -177,6 +193,7 @@ pub(super) fn write(
                 "{what} over several dataNodes is not supported (each node would see only its own rows)"
             )));
         }
+        reads_globals_on(&nodes)?;
         return Ok(ctx.plan(nodes, false, OkMerge::Sum));
     }
     match placements.first() {
@@ -188,7 +205,9 @@ pub(super) fn write(
                     t.name
                 )));
             }
-            Ok(ctx.plan(t.nodes.iter().cloned().collect(), false, OkMerge::First))
+            let nodes: BTreeSet<String> = t.nodes.iter().cloned().collect();
+            reads_globals_on(&nodes)?;
+            Ok(ctx.plan(nodes, false, OkMerge::First))
         }
         Some(Placement::Nodes(name, nodes)) => {
             if has_limit && nodes.len() > 1 {
@@ -196,6 +215,7 @@ pub(super) fn write(
                     "UPDATE/DELETE with LIMIT on table {name} over several dataNodes is not supported (the LIMIT would apply on each node)"
                 )));
             }
+            reads_globals_on(nodes)?;
             Ok(ctx.plan(nodes.clone(), false, OkMerge::Sum))
         }
         None => Err(RouteError::syntax("no table to write")),
