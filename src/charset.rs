@@ -12,16 +12,33 @@
 //! multibyte character whose second byte is `\` (0x5C) hiding a quote cannot work.
 //!
 //! Names are looked up in [`CHARSETS`] (case-insensitively) and written to a backend only from
-//! this table, never copied from a client's text. The codecs are `encoding_rs`'s (WHATWG
-//! Encoding Standard): MySQL's `latin1` is Windows-1252 (so is WHATWG's), `gbk` as GBK, held to
-//! MariaDB's byte ranges (WHATWG's GBK decoder is GB18030's), `cp932` as Shift_JIS (WHATWG's
-//! is Windows-31J, which cp932 is: the NEC and IBM extensions, user-defined characters in the
-//! private use area), held to MariaDB's byte ranges and without the three characters WHATWG's
-//! encoder adds (¥, ‾ and − are `?` in cp932). Character sets whose WHATWG table differs from
-//! MariaDB's (big5, sjis, ujis, eucjpms, greek, koi8u, tis620, gb2312, cp1256, cp1257) are not
-//! in the table: they are refused rather than converted wrongly.
+//! this table, never copied from a client's text. The single-byte sets (latin1, cp1250, dec8,
+//! swe7, tis620, ... every one MariaDB has) convert by MariaDB's own tables
+//! ([`single_byte`], derived from the server and checked against it by
+//! `tests/charset_tables.rs`); a byte a set does not define is refused in a statement (1300)
+//! and `?` in a parameter value. swe7 (whose 0x40, 0x5B-0x5E, 0x60, 0x7B-0x7E are letters) and
+//! armscii8 (whose 0xA4, 0xA5, 0xA9, 0xAB, 0xAC, 0xFF are ASCII punctuation) are decoded as
+//! MariaDB's lexer reads their bytes ([`Charset::decode_sql`]). The multibyte codecs are
+//! `encoding_rs`'s (WHATWG Encoding Standard): `gbk` as GBK, held to MariaDB's byte ranges
+//! (WHATWG's GBK decoder is GB18030's), `cp932` as Shift_JIS (WHATWG's is Windows-31J, which
+//! cp932 is: the NEC and IBM extensions, user-defined characters in the private use area), held
+//! to MariaDB's byte ranges and without the three characters WHATWG's encoder adds (¥, ‾ and −
+//! are `?` in cp932), `euckr` as EUC-KR. Character sets whose WHATWG table differs from
+//! MariaDB's (big5, sjis, ujis, eucjpms, gb2312) are not in the table: they are refused rather
+//! than converted wrongly.
 
 use encoding_rs::Encoding;
+
+pub mod single_byte;
+
+/// How a character set converts: UTF-8 (nothing to convert), a WHATWG codec of `encoding_rs`
+/// (the multibyte sets), or MariaDB's own table (the single-byte sets, [`single_byte`]).
+#[derive(Debug)]
+enum Codec {
+    Utf8,
+    Whatwg(&'static Encoding),
+    Table(&'static single_byte::SingleByte),
+}
 
 /// One character set of the table: its MySQL name, the id and name of its default collation
 /// (MariaDB's `SHOW CHARACTER SET`), the ids of its other collations that a client can name in
@@ -37,8 +54,8 @@ pub struct Charset {
     pub default_collation: &'static str,
     /// Ids of its other collations (a client's handshake may name any of them).
     pub other_collation_ids: &'static [u8],
-    /// The codec; `None` for UTF-8 (utf8mb4, utf8mb3).
-    encoding: Option<&'static Encoding>,
+    /// The codec.
+    codec: Codec,
 }
 
 /// The character sets the gateway converts (MariaDB's ids). utf8mb4 first: the gateway's own.
@@ -51,7 +68,7 @@ pub static CHARSETS: &[Charset] = &[
             46, 224, 225, 226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239,
             240, 241, 242, 243, 244, 245, 246, 247, 255,
         ],
-        encoding: None,
+        codec: Codec::Utf8,
     },
     Charset {
         name: "utf8mb3",
@@ -61,70 +78,203 @@ pub static CHARSETS: &[Charset] = &[
             83, 192, 193, 194, 195, 196, 197, 198, 199, 200, 201, 202, 203, 204, 205, 206, 207,
             208, 209, 210, 211, 212, 213, 214, 215, 223,
         ],
-        encoding: None,
+        codec: Codec::Utf8,
     },
     Charset {
         name: "latin1",
         default_collation_id: 8,
         default_collation: "latin1_swedish_ci",
         other_collation_ids: &[5, 15, 31, 47, 48, 49, 94],
-        encoding: Some(encoding_rs::WINDOWS_1252),
+        codec: Codec::Table(&single_byte::LATIN1),
     },
     Charset {
         name: "gbk",
         default_collation_id: 28,
         default_collation: "gbk_chinese_ci",
         other_collation_ids: &[87],
-        encoding: Some(encoding_rs::GBK),
+        codec: Codec::Whatwg(encoding_rs::GBK),
     },
     Charset {
         name: "cp932",
         default_collation_id: 95,
         default_collation: "cp932_japanese_ci",
         other_collation_ids: &[96],
-        encoding: Some(encoding_rs::SHIFT_JIS),
+        codec: Codec::Whatwg(encoding_rs::SHIFT_JIS),
     },
     Charset {
         name: "euckr",
         default_collation_id: 19,
         default_collation: "euckr_korean_ci",
         other_collation_ids: &[85],
-        encoding: Some(encoding_rs::EUC_KR),
+        codec: Codec::Whatwg(encoding_rs::EUC_KR),
     },
     Charset {
         name: "cp1250",
         default_collation_id: 26,
         default_collation: "cp1250_general_ci",
         other_collation_ids: &[34, 44, 66, 99],
-        encoding: Some(encoding_rs::WINDOWS_1250),
+        codec: Codec::Table(&single_byte::CP1250),
     },
     Charset {
         name: "cp1251",
         default_collation_id: 51,
         default_collation: "cp1251_general_ci",
         other_collation_ids: &[14, 23, 50, 52],
-        encoding: Some(encoding_rs::WINDOWS_1251),
+        codec: Codec::Table(&single_byte::CP1251),
     },
     Charset {
         name: "latin2",
         default_collation_id: 9,
         default_collation: "latin2_general_ci",
         other_collation_ids: &[2, 21, 27, 77],
-        encoding: Some(encoding_rs::ISO_8859_2),
+        codec: Codec::Table(&single_byte::LATIN2),
     },
     Charset {
         name: "hebrew",
         default_collation_id: 16,
         default_collation: "hebrew_general_ci",
         other_collation_ids: &[71],
-        encoding: Some(encoding_rs::ISO_8859_8),
+        codec: Codec::Table(&single_byte::HEBREW),
     },
     Charset {
         name: "koi8r",
         default_collation_id: 7,
         default_collation: "koi8r_general_ci",
         other_collation_ids: &[74],
-        encoding: Some(encoding_rs::KOI8_R),
+        codec: Codec::Table(&single_byte::KOI8R),
+    },
+    Charset {
+        name: "armscii8",
+        default_collation_id: 32,
+        default_collation: "armscii8_general_ci",
+        other_collation_ids: &[64],
+        codec: Codec::Table(&single_byte::ARMSCII8),
+    },
+    Charset {
+        name: "ascii",
+        default_collation_id: 11,
+        default_collation: "ascii_general_ci",
+        other_collation_ids: &[65],
+        codec: Codec::Table(&single_byte::ASCII),
+    },
+    Charset {
+        name: "cp1256",
+        default_collation_id: 57,
+        default_collation: "cp1256_general_ci",
+        other_collation_ids: &[67],
+        codec: Codec::Table(&single_byte::CP1256),
+    },
+    Charset {
+        name: "cp1257",
+        default_collation_id: 59,
+        default_collation: "cp1257_general_ci",
+        other_collation_ids: &[29, 58],
+        codec: Codec::Table(&single_byte::CP1257),
+    },
+    Charset {
+        name: "cp850",
+        default_collation_id: 4,
+        default_collation: "cp850_general_ci",
+        other_collation_ids: &[80],
+        codec: Codec::Table(&single_byte::CP850),
+    },
+    Charset {
+        name: "cp852",
+        default_collation_id: 40,
+        default_collation: "cp852_general_ci",
+        other_collation_ids: &[81],
+        codec: Codec::Table(&single_byte::CP852),
+    },
+    Charset {
+        name: "cp866",
+        default_collation_id: 36,
+        default_collation: "cp866_general_ci",
+        other_collation_ids: &[68],
+        codec: Codec::Table(&single_byte::CP866),
+    },
+    Charset {
+        name: "dec8",
+        default_collation_id: 3,
+        default_collation: "dec8_swedish_ci",
+        other_collation_ids: &[69],
+        codec: Codec::Table(&single_byte::DEC8),
+    },
+    Charset {
+        name: "geostd8",
+        default_collation_id: 92,
+        default_collation: "geostd8_general_ci",
+        other_collation_ids: &[93],
+        codec: Codec::Table(&single_byte::GEOSTD8),
+    },
+    Charset {
+        name: "greek",
+        default_collation_id: 25,
+        default_collation: "greek_general_ci",
+        other_collation_ids: &[70],
+        codec: Codec::Table(&single_byte::GREEK),
+    },
+    Charset {
+        name: "hp8",
+        default_collation_id: 6,
+        default_collation: "hp8_english_ci",
+        other_collation_ids: &[72],
+        codec: Codec::Table(&single_byte::HP8),
+    },
+    Charset {
+        name: "keybcs2",
+        default_collation_id: 37,
+        default_collation: "keybcs2_general_ci",
+        other_collation_ids: &[73],
+        codec: Codec::Table(&single_byte::KEYBCS2),
+    },
+    Charset {
+        name: "koi8u",
+        default_collation_id: 22,
+        default_collation: "koi8u_general_ci",
+        other_collation_ids: &[75],
+        codec: Codec::Table(&single_byte::KOI8U),
+    },
+    Charset {
+        name: "latin5",
+        default_collation_id: 30,
+        default_collation: "latin5_turkish_ci",
+        other_collation_ids: &[78],
+        codec: Codec::Table(&single_byte::LATIN5),
+    },
+    Charset {
+        name: "latin7",
+        default_collation_id: 41,
+        default_collation: "latin7_general_ci",
+        other_collation_ids: &[20, 42, 79],
+        codec: Codec::Table(&single_byte::LATIN7),
+    },
+    Charset {
+        name: "macce",
+        default_collation_id: 38,
+        default_collation: "macce_general_ci",
+        other_collation_ids: &[43],
+        codec: Codec::Table(&single_byte::MACCE),
+    },
+    Charset {
+        name: "macroman",
+        default_collation_id: 39,
+        default_collation: "macroman_general_ci",
+        other_collation_ids: &[53],
+        codec: Codec::Table(&single_byte::MACROMAN),
+    },
+    Charset {
+        name: "swe7",
+        default_collation_id: 10,
+        default_collation: "swe7_swedish_ci",
+        other_collation_ids: &[82],
+        codec: Codec::Table(&single_byte::SWE7),
+    },
+    Charset {
+        name: "tis620",
+        default_collation_id: 18,
+        default_collation: "tis620_thai_ci",
+        other_collation_ids: &[89],
+        codec: Codec::Table(&single_byte::TIS620),
     },
 ];
 
@@ -166,7 +316,30 @@ impl Charset {
 
     /// Whether this is a UTF-8 character set (no conversion).
     pub fn is_utf8(&self) -> bool {
-        self.encoding.is_none()
+        matches!(self.codec, Codec::Utf8)
+    }
+
+    /// Whether every character of this set is one byte (MariaDB's `mbmaxlen` 1): its table.
+    pub fn single_byte(&self) -> Option<&'static single_byte::SingleByte> {
+        match self.codec {
+            Codec::Table(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Whether a byte below 0x80 is always that ASCII character, and no other byte decodes to
+    /// an ASCII character: then the text a statement decodes to has its quotes, backslashes and
+    /// comments where MariaDB's lexer, which reads bytes, finds them. Not so for swe7 (0x5C
+    /// is Ö, 0x60 é, ...) or armscii8 (0xFF is `'`, 0xA5 `(`, ...).
+    pub fn ascii_transparent(&self) -> bool {
+        match self.codec {
+            Codec::Table(t) => (0..=255u8).all(|b| match t.char_of(b) {
+                Some(c) if b < 0x80 => c == char::from(b),
+                Some(c) => !c.is_ascii(),
+                None => b >= 0x80,
+            }),
+            _ => true,
+        }
     }
 
     /// `bytes` in this character set as UTF-8. `Err` with the first bytes that are not a
@@ -176,35 +349,80 @@ impl Charset {
         if let Some(at) = self.not_mariadb(bytes) {
             return Err(bad(at));
         }
-        match self.encoding {
-            None => std::str::from_utf8(bytes)
+        match self.codec {
+            Codec::Utf8 => std::str::from_utf8(bytes)
                 .map(std::borrow::Cow::Borrowed)
                 .map_err(|e| bad(e.valid_up_to())),
-            Some(enc) => match enc.decode_without_bom_handling_and_without_replacement(bytes) {
-                Some(text) => Ok(text),
-                None => {
-                    // Where it stops: the longest prefix that decodes.
-                    let mut decoder = enc.new_decoder_without_bom_handling();
-                    let mut out = String::with_capacity(bytes.len() * 3 + 16);
-                    let (result, read) =
-                        decoder.decode_to_string_without_replacement(bytes, &mut out, true);
-                    let at = match result {
-                        encoding_rs::DecoderResult::Malformed(len, after) => {
-                            read.saturating_sub(usize::from(len) + usize::from(after))
-                        }
-                        _ => read,
-                    };
-                    Err(bad(at.min(bytes.len().saturating_sub(1))))
+            Codec::Table(t) => {
+                if bytes.is_ascii() && t.ascii_is_ascii() {
+                    // ASCII is ASCII in the set: nothing to convert.
+                    return Ok(std::borrow::Cow::Borrowed(
+                        std::str::from_utf8(bytes).unwrap_or_default(),
+                    ));
                 }
-            },
+                let mut out = String::with_capacity(bytes.len() * 2);
+                for (at, &b) in bytes.iter().enumerate() {
+                    out.push(t.char_of(b).ok_or_else(|| bad(at))?);
+                }
+                Ok(std::borrow::Cow::Owned(out))
+            }
+            Codec::Whatwg(enc) => {
+                match enc.decode_without_bom_handling_and_without_replacement(bytes) {
+                    Some(text) => Ok(text),
+                    None => {
+                        // Where it stops: the longest prefix that decodes.
+                        let mut decoder = enc.new_decoder_without_bom_handling();
+                        let mut out = String::with_capacity(bytes.len() * 3 + 16);
+                        let (result, read) =
+                            decoder.decode_to_string_without_replacement(bytes, &mut out, true);
+                        let at = match result {
+                            encoding_rs::DecoderResult::Malformed(len, after) => {
+                                read.saturating_sub(usize::from(len) + usize::from(after))
+                            }
+                            _ => read,
+                        };
+                        Err(bad(at.min(bytes.len().saturating_sub(1))))
+                    }
+                }
+            }
+        }
+    }
+
+    /// A statement's `bytes` in this character set as the UTF-8 text that means to a parser
+    /// what the bytes mean to MariaDB's lexer, which reads bytes: [`Charset::decode`], but for
+    /// a single-byte set that is not [`Charset::ascii_transparent`] (swe7, armscii8) a byte
+    /// below 0x80 outside quotes is that ASCII character (swe7's 0x40 is `@`, 0x60 a backtick,
+    /// `a[b` an identifier spelt so, as MariaDB keeps it), the bodies of strings and quoted
+    /// identifiers are decoded character by character with their escapes as MariaDB reads them
+    /// (in swe7 `'\\'` is the byte 0x5C, Ö; `\%` is Ö%; `\[` is Ä), and a character written
+    /// in such a body that is a quote or backslash in UTF-8 (armscii8's 0xFF, `'`) is escaped
+    /// so it stays in its body. `backslash_escapes`: `\` escapes in strings (not
+    /// `NO_BACKSLASH_ESCAPES`).
+    ///
+    /// Errors: as [`Charset::decode`], the bytes from the first one that is no character of
+    /// the set (outside a body: also one that decodes to an ASCII character).
+    pub fn decode_sql<'a>(
+        &self,
+        bytes: &'a [u8],
+        backslash_escapes: bool,
+    ) -> Result<std::borrow::Cow<'a, str>, Vec<u8>> {
+        match self.codec {
+            Codec::Table(t) if !self.ascii_transparent() => {
+                decode_sql_by_bytes(t, bytes, backslash_escapes)
+                    .map(std::borrow::Cow::Owned)
+                    .map_err(|at| bytes[at..bytes.len().min(at + 4)].to_vec())
+            }
+            _ => self.decode(bytes),
         }
     }
 
     /// `bytes` in this character set as UTF-8, each byte that is not part of a character as
     /// `?` (how the server converts a string parameter from `character_set_client`).
     pub fn decode_lossy(&self, bytes: &[u8]) -> String {
-        let Some(enc) = self.encoding else {
-            return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?");
+        let enc = match self.codec {
+            Codec::Utf8 => return String::from_utf8_lossy(bytes).replace('\u{fffd}', "?"),
+            Codec::Table(t) => return bytes.iter().map(|&b| t.char_of(b).unwrap_or('?')).collect(),
+            Codec::Whatwg(enc) => enc,
         };
         if let Some(at) = self.not_mariadb(bytes) {
             // What precedes the first byte MariaDB does not have, that byte as `?`, the rest.
@@ -230,8 +448,18 @@ impl Charset {
     /// UTF-8 `text` in this character set; a character it cannot hold becomes `?`, as the
     /// MySQL server converts results to `character_set_results`.
     pub fn encode<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, [u8]> {
-        let Some(enc) = self.encoding else {
-            return std::borrow::Cow::Borrowed(text.as_bytes());
+        let enc = match self.codec {
+            Codec::Utf8 => return std::borrow::Cow::Borrowed(text.as_bytes()),
+            Codec::Table(t) => {
+                if text.is_ascii() && t.ascii_is_ascii() {
+                    return std::borrow::Cow::Borrowed(text.as_bytes());
+                }
+                // A character outside the set (one outside the BMP too) is one `?`.
+                return std::borrow::Cow::Owned(
+                    text.chars().map(|c| t.byte_of(c).unwrap_or(b'?')).collect(),
+                );
+            }
+            Codec::Whatwg(enc) => enc,
         };
         if text.is_ascii() {
             return std::borrow::Cow::Borrowed(text.as_bytes());
@@ -315,6 +543,116 @@ impl Charset {
             Err(_) => std::borrow::Cow::Borrowed(bytes),
         }
     }
+}
+
+/// [`Charset::decode_sql`] for a table that is not ASCII-transparent: `Err` with the position
+/// of the first byte that is not a character of it where one is needed.
+fn decode_sql_by_bytes(
+    t: &single_byte::SingleByte,
+    sql: &[u8],
+    backslash_escapes: bool,
+) -> Result<String, usize> {
+    let mut out = String::with_capacity(sql.len() * 2);
+    // Outside quotes: ASCII as itself, another byte as its character when that is not ASCII.
+    let syntax = |b: u8, at: usize| -> Result<char, usize> {
+        match t.char_of(b) {
+            _ if b < 0x80 => Ok(char::from(b)),
+            Some(c) if !c.is_ascii() => Ok(c),
+            _ => Err(at),
+        }
+    };
+    // A comment's text: what it holds does not matter, as long as it stays a comment.
+    let comment = |b: u8| match t.char_of(b) {
+        _ if b < 0x80 => char::from(b),
+        Some(c) if !c.is_ascii() => c,
+        _ => '?',
+    };
+    let mut i = 0;
+    while i < sql.len() {
+        let b = sql[i];
+        let rest = &sql[i..];
+        if matches!(b, b'\'' | b'"' | b'`') {
+            let quote = char::from(b);
+            let escapes = backslash_escapes && b != b'`';
+            // One byte of the body, as its character, escaped so it stays in the body.
+            let body = |out: &mut String, c: u8, at: usize| -> Result<(), usize> {
+                let ch = t.char_of(c).ok_or(at)?;
+                if ch == quote || (escapes && ch == '\\') {
+                    out.push(if ch == quote { quote } else { '\\' });
+                }
+                out.push(ch);
+                Ok(())
+            };
+            out.push(quote);
+            i += 1;
+            while let Some(&c) = sql.get(i) {
+                if c == b {
+                    if sql.get(i + 1) == Some(&b) {
+                        // A doubled quote: the quote's byte in the body.
+                        body(&mut out, c, i)?;
+                        i += 2;
+                        continue;
+                    }
+                    out.push(quote);
+                    i += 1;
+                    break;
+                }
+                if c == b'\\' && escapes {
+                    let Some(&e) = sql.get(i + 1) else {
+                        out.push('\\');
+                        i += 1;
+                        continue;
+                    };
+                    match e {
+                        // An escape that names a byte; ASCII letters and quotes are ASCII in
+                        // every such set.
+                        b'0' | b'b' | b'n' | b'r' | b't' | b'Z' | b'\'' | b'"' => {
+                            out.push('\\');
+                            out.push(char::from(e));
+                        }
+                        // `\%` and `\_` keep their backslash (the byte 0x5C).
+                        b'%' | b'_' => {
+                            body(&mut out, b'\\', i)?;
+                            out.push(char::from(e));
+                        }
+                        // `\\` is the byte 0x5C, `\x` the byte x.
+                        _ => body(&mut out, e, i + 1)?,
+                    }
+                    i += 2;
+                    continue;
+                }
+                body(&mut out, c, i)?;
+                i += 1;
+            }
+            continue;
+        }
+        let line_comment = b == b'#'
+            || (rest.starts_with(b"--")
+                && rest
+                    .get(2)
+                    .is_none_or(|&c| c.is_ascii_whitespace() || c.is_ascii_control()));
+        let block_comment = rest.starts_with(b"/*")
+            && !rest[2..].starts_with(b"!")
+            && !rest[2..].starts_with(b"M!");
+        if line_comment || block_comment {
+            let end = if line_comment {
+                rest.iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(sql.len(), |p| i + p)
+            } else {
+                rest[2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(sql.len(), |p| i + 2 + p + 2)
+            };
+            out.extend(sql[i..end].iter().map(|&c| comment(c)));
+            i = end;
+            continue;
+        }
+        out.push(syntax(b, i)?);
+        i += 1;
+    }
+    Ok(out)
 }
 
 /// cp932's bytes for `c`, which WHATWG's Shift_JIS encoder does not write, where MariaDB's
@@ -522,5 +860,82 @@ mod tests {
         assert_eq!(latin1.encode("café € 中").as_ref(), b"caf\xe9 \x80 ?");
         // Not UTF-8 in a text column: passed as it is.
         assert_eq!(latin1.encode_bytes(b"\xff\xfe").as_ref(), b"\xff\xfe");
+    }
+
+    #[test]
+    fn single_byte_sets_convert_by_mariadbs_tables() {
+        let dec8 = Charset::by_name("dec8").unwrap();
+        assert_eq!(Charset::by_collation_id(69).unwrap().name, "dec8");
+        assert_eq!(dec8.decode(b"caf\xe9").unwrap(), "café");
+        // 0xA4 is no dec8 character: refused in a statement, `?` in a parameter value.
+        assert_eq!(dec8.decode(b"a\xa4b").unwrap_err(), b"\xa4b");
+        assert_eq!(dec8.decode_lossy(b"a\xa4b"), "a?b");
+        assert_eq!(dec8.encode("café € 😀").as_ref(), b"caf\xe9 ? ?");
+        // tis620's holes are U+FFFD, as MariaDB converts them; U+FFFD is written 0xFF.
+        let tis620 = Charset::by_name("tis620").unwrap();
+        assert_eq!(tis620.decode(b"\xa1\xa0").unwrap(), "\u{e01}\u{fffd}");
+        assert_eq!(tis620.encode("\u{e01}\u{fffd}").as_ref(), b"\xa1\xff");
+        // cp1250's 0x81 is none of its characters (WHATWG's windows-1250 reads U+0081).
+        let cp1250 = Charset::by_name("cp1250").unwrap();
+        assert!(cp1250.decode(b"\x81").is_err());
+        assert_eq!(cp1250.encode("\u{81}").as_ref(), b"?");
+        for (name, t) in single_byte::TABLES {
+            if t.ascii_is_ascii() {
+                for c in 0..0x80u8 {
+                    assert_eq!(t.byte_of(char::from(c)), Some(c), "{name}");
+                }
+            }
+            assert_eq!(
+                Charset::by_name(name).unwrap().ascii_transparent(),
+                !matches!(*name, "swe7" | "armscii8"),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn swe7_statements_read_as_mariadbs_lexer_reads_their_bytes() {
+        let swe7 = Charset::by_name("swe7").unwrap();
+        // Outside quotes ASCII is ASCII (`@`, backticks, `\N`); in strings and quoted names
+        // 0x40 is É, 0x5B Ä, 0x5C Ö, 0x60 é; `\\` is 0x5C and `\%` keeps it.
+        assert_eq!(
+            swe7.decode_sql(
+                b"SELECT @@version, @a, `x@``y`, '[@]', '\\\\', '\\%', '\\['",
+                true
+            )
+            .unwrap(),
+            "SELECT @@version, @a, `x\u{c9}\u{e9}y`, '\u{c4}\u{c9}\u{c5}', '\u{d6}', '\u{d6}%', '\u{c4}'"
+        );
+        assert_eq!(
+            swe7.decode_sql(b"SELECT 'a\\'b\\n' -- [\n, \"x\"", true)
+                .unwrap(),
+            "SELECT 'a\\'b\\n' -- [\n, \"x\""
+        );
+        // Without backslash escapes 0x5C is Ö.
+        assert_eq!(swe7.decode_sql(b"'\\'", false).unwrap(), "'\u{d6}'");
+        // Bytes above 0x7F are no swe7 character (MariaDB's 1300 for `Ｔ`).
+        assert_eq!(
+            swe7.decode_sql(b"SELECT `\xef\xbc\xb4`", true).unwrap_err(),
+            b"\xef\xbc\xb4`"
+        );
+        assert_eq!(swe7.encode("@\u{c9}\u{d6}").as_ref(), b"?@\\");
+    }
+
+    #[test]
+    fn armscii8_bytes_that_are_quotes_stay_in_their_string() {
+        let armscii8 = Charset::by_name("armscii8").unwrap();
+        // 0xFF is `'` and 0xA5 `(` in armscii8: written in a string, they stay in it.
+        assert_eq!(
+            armscii8
+                .decode_sql(b"SELECT 'a\xff OR 1=1 \xa5' AS `\xff`", true)
+                .unwrap(),
+            "SELECT 'a'' OR 1=1 (' AS `'`"
+        );
+        // Outside quotes they would be syntax MariaDB does not read there: refused.
+        assert_eq!(
+            armscii8.decode_sql(b"SELECT 1 \xff", true).unwrap_err(),
+            b"\xff"
+        );
+        assert_eq!(armscii8.encode("'").as_ref(), b"'");
     }
 }

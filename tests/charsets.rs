@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 /// one per test (tests run at the same time).
 const REFERENCE: &str = "t_cs_ref1";
 const REFERENCE_PREPARED: &str = "t_cs_ref3";
+const REFERENCE_SINGLE_BYTE: &str = "t_cs_ref5";
 
 /// Runs `script` (bytes in `charset`) with the `mariadb` client in `--batch` mode against
 /// 127.0.0.1:`port` as `user`/`password` in `db`: (success, stdout bytes, stderr).
@@ -91,7 +92,32 @@ async fn latin1_gbk_cp1251_and_cp932_clients_get_the_bytes_mariadb_gives() {
         // row 13 (①, Ⅰ).
         ("cp932", 14, "ソ表示 ｱｲｳ ①Ⅰ", "名前"),
     ];
-    for (charset, id, text, label) in cases {
+    round_trips(&f, REFERENCE, &cases).await;
+}
+
+/// MariaDB's single-byte sets the gateway converts by MariaDB's own tables
+/// (`manx::charset::single_byte`): the same answers, byte for byte, as directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dec8_cp850_tis620_and_koi8u_clients_get_the_bytes_mariadb_gives() {
+    let f = Fixture::start("cs5", Extra::default()).await;
+    sample_database(REFERENCE_SINGLE_BYTE).await;
+    let cases = [
+        ("dec8", 21, "café Ünïcödé £ ¿", "naïve"),
+        ("cp850", 22, "Ñandú çà ½ ░▒ ß", "año"),
+        ("tis620", 23, "ภาษาไทย ๑๒๓", "ชื่อ"),
+        ("koi8u", 24, "Україна ґЄї", "імя"),
+    ];
+    round_trips(&f, REFERENCE_SINGLE_BYTE, &cases).await;
+}
+
+/// Each case's [`script`] (character set, row id, text, label) through the gateway `f` and
+/// directly on the sandbox's `reference` database: the same bytes back, the same text stored.
+async fn round_trips(
+    f: &Fixture,
+    reference: &'static str,
+    cases: &[(&'static str, u32, &str, &str)],
+) {
+    for &(charset, id, text, label) in cases {
         let bytes = encoded(charset, &script(id, text, label));
         let (port, bytes2) = (f.port, bytes.clone());
         let through = tokio::task::spawn_blocking(move || {
@@ -100,7 +126,7 @@ async fn latin1_gbk_cp1251_and_cp932_clients_get_the_bytes_mariadb_gives() {
         .await
         .unwrap();
         let direct = tokio::task::spawn_blocking(move || {
-            mariadb(PRIMARY_PORT, "manx", "manx", REFERENCE, charset, &bytes)
+            mariadb(PRIMARY_PORT, "manx", "manx", reference, charset, &bytes)
         })
         .await
         .unwrap();
@@ -126,8 +152,8 @@ async fn latin1_gbk_cp1251_and_cp932_clients_get_the_bytes_mariadb_gives() {
         }
         let expected = text.replace("\\\\", "\\");
         assert_eq!(stored, std::slice::from_ref(&expected), "{charset}");
-        let reference = on(common::primary(Some(REFERENCE)).await).await;
-        assert_eq!(reference, [expected], "{charset}");
+        let stored_directly = on(common::primary(Some(reference)).await).await;
+        assert_eq!(stored_directly, [expected], "{charset}");
     }
 }
 
@@ -425,7 +451,7 @@ async fn unknown_and_unconverted_character_sets_are_refused() {
     let mut c = f.client().await;
     for (sql, code) in [
         ("SET NAMES nosuch", 1115),
-        ("SET NAMES ucs2", 1235),
+        ("SET NAMES ucs2", 1231),
         // Their WHATWG tables differ from MariaDB's: refused, not converted wrongly.
         ("SET NAMES big5", 1235),
         ("SET NAMES sjis", 1235),
@@ -439,6 +465,20 @@ async fn unknown_and_unconverted_character_sets_are_refused() {
     ] {
         let (got, _, msg) = server_error(c.query_drop(sql).await.unwrap_err());
         assert_eq!(got, code, "{sql}: {msg}");
+    }
+    // A character set MariaDB refuses for a client: its errno, SQLSTATE and message.
+    let mut direct = common::primary(None).await;
+    for sql in [
+        "SET NAMES filename",
+        "SET NAMES 'FILENAME'",
+        "SET CHARACTER SET filename",
+        "SET character_set_client = 'FileName'",
+        "SET character_set_client = utf32",
+    ] {
+        let through = server_error(c.query_drop(sql).await.unwrap_err());
+        let directly = server_error(direct.query_drop(sql).await.unwrap_err());
+        assert_eq!(through, directly, "{sql}");
+        assert_eq!(through.0, 1231, "{sql}");
     }
     let cs: Option<String> = c
         .query_first("SELECT @@character_set_client")

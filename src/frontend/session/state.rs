@@ -339,13 +339,35 @@ const CHARSET_KEYS: &[&str] = &[
 /// Character sets MariaDB has that the gateway does not convert (refused with 1235, where a
 /// name MariaDB does not know gets its 1115).
 const UNCONVERTED_CHARSETS: &[&str] = &[
-    "ascii", "binary", "ucs2", "utf16", "utf16le", "utf32", "swe7", "dec8", "cp850", "cp852",
-    "cp866", "hp8", "armscii8", "keybcs2", "macce", "macroman", "geostd8", "latin5", "filename",
+    "binary", "ucs2", "utf16", "utf16le", "utf32", "filename",
     // Their WHATWG tables (encoding_rs) differ from MariaDB's for some characters (sjis
-    // 0x8160, big5 C7xx, greek 0xA1, koi8u 0xAE, tis620 0x80-0x9F, cp932 ED40, ujis A1C1;
-    // gb2312 would be read as all of GBK): converting them would change data silently.
-    "gb2312", "big5", "sjis", "cp932", "ujis", "greek", "koi8u", "tis620", "cp1256", "cp1257",
+    // 0x8160, big5 C7xx, ujis A1C1; gb2312 would be read as all of GBK): converting them
+    // would change data silently.
+    "gb2312", "big5", "sjis", "ujis", "eucjpms",
 ];
+
+/// Character sets MariaDB refuses as `character_set_client` (its characters are not at least
+/// one byte each, or it is not a character set of text): 1231, as MariaDB answers.
+const NOT_CLIENT_CHARSETS: &[&str] = &["filename", "ucs2", "utf16", "utf16le", "utf32"];
+
+/// MariaDB's 1231 for `character_set_client` set to `value` (written as MariaDB names it:
+/// `SET NAMES` and `SET CHARACTER SET` by the character set's name, the variable by the value
+/// as written) when that is a character set MariaDB refuses for a client
+/// ([`NOT_CLIENT_CHARSETS`]); `None` otherwise.
+fn not_a_client_charset(value: &str, as_written: bool) -> Option<MysqlError> {
+    let name = crate::route::unquote(value.trim());
+    let lower = name.to_ascii_lowercase();
+    NOT_CLIENT_CHARSETS.contains(&lower.as_str()).then(|| {
+        MysqlError::new(
+            1231,
+            "42000",
+            format!(
+                "Variable 'character_set_client' can't be set to the value of '{}'",
+                if as_written { name } else { &lower }
+            ),
+        )
+    })
+}
 
 /// The value of the character set variable `name` (lower case, without `@@`) in `cs`, as a
 /// SQL literal; `None` for another variable.
@@ -453,7 +475,11 @@ async fn charset_items(
             } else {
                 1
             };
-            let charset = charset_named(words.get(at).copied().unwrap_or_default())?;
+            let written = words.get(at).copied().unwrap_or_default();
+            if let Some(e) = not_a_client_charset(written, false) {
+                return Err(e);
+            }
+            let charset = charset_named(written)?;
             if names {
                 cs = ClientCharsets::all(charset);
                 if let Some(collation) = words.get(at + 2) {
@@ -494,7 +520,12 @@ async fn charset_items(
                 cs.results = None
             }
             "character_set_results" => cs.results = Some(charset_named(&value)?),
-            "character_set_client" => cs.client = charset_named(&value)?,
+            "character_set_client" => {
+                if let Some(e) = not_a_client_charset(&value, true) {
+                    return Err(e);
+                }
+                cs.client = charset_named(&value)?
+            }
             "character_set_connection" => {
                 // Only the backend uses the connection's character set: one the gateway does
                 // not convert (ucs2, utf16, ...) is the backend's to check, by a checked name.

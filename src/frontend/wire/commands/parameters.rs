@@ -19,7 +19,7 @@ pub(super) fn decode_statement(
     sql: &[u8],
     backslash_escapes: bool,
 ) -> Result<String, MysqlError> {
-    let text = client.decode(sql).map_err(|bad| {
+    let text = client.decode_sql(sql, backslash_escapes).map_err(|bad| {
         let hex: String = bad.iter().map(|b| format!("{b:02X}")).collect();
         MysqlError::new(
             1300,
@@ -30,7 +30,8 @@ pub(super) fn decode_statement(
     // `_utf8'...'` holds UTF-8 bytes whatever the client's set: its body as sent (single-byte
     // sets only, see `utf8_literals_as_sent`).
     let text = match crate::sqltext::contains_ignore_ascii_case(&text, "_utf8")
-        && SINGLE_BYTE.contains(&client.name)
+        && client.single_byte().is_some()
+        && client.ascii_transparent()
     {
         true => crate::sqltext::utf8_literals_as_sent(&text, backslash_escapes, &|b| {
             client.encode_bytes(b).into_owned()
@@ -56,10 +57,6 @@ pub(super) fn decode_statement(
         .unwrap_or_else(|| text.into_owned()),
     )
 }
-
-/// The client character sets the gateway converts whose every character is one byte (MariaDB's
-/// `mbmaxlen` 1): a byte below 0x80 is always that ASCII character in them.
-const SINGLE_BYTE: &[&str] = &["latin1", "latin2", "cp1250", "cp1251", "hebrew", "koi8r"];
 
 /// One parameter value of a COM_STMT_EXECUTE payload: its type byte, where its bytes start
 /// (its length prefix, for a length-encoded value) and where its data starts and ends.
