@@ -361,6 +361,13 @@ pub fn unaliased_select_item(
     item_of(toks, k, range.end)
 }
 
+/// Words that, right before an item's last name or string, make it an operand rather than an
+/// alias.
+const WORD_OPERATORS: &[&str] = &[
+    "IS", "NOT", "LIKE", "AND", "OR", "XOR", "DIV", "MOD", "REGEXP", "RLIKE", "BETWEEN", "ESCAPE",
+    "THEN", "ELSE", "WHEN", "COLLATE", "BINARY", "SOUNDS", "INTERVAL",
+];
+
 /// [`unaliased_select_item`] for the token `k` of `toks`, whose text ends at `end`. A
 /// subquery's item (`(SELECT database())`) is the enclosing list's item when that has no alias
 /// (the label the client sees), else its own.
@@ -482,7 +489,12 @@ fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Optio
                 | Token::GtEq
                 | Token::Spaceship
                 | Token::Period
-        ));
+        ))
+        // A word operator before it (`x IS NULL`, `x LIKE 'a'`, `x COLLATE c`), a literal word
+        // no alias can be, or the END of a CASE in the item.
+        && !(last > first && word(last - 1, WORD_OPERATORS))
+        && !word(last, &["NULL", "TRUE", "FALSE", "UNKNOWN"])
+        && !(word(last, &["END"]) && (first..last).any(|i| word(i, &["CASE"])));
     (item.end == end || !maybe_alias).then_some(item)
 }
 
@@ -700,7 +712,11 @@ mod tests {
             ("SELECT CAST(database() AS CHAR) c", "database()", None),
             ("SELECT database() AS d", "database()", None),
             ("SELECT database() 'd'", "database()", None),
-            ("SELECT database() IS NULL", "database()", None),
+            (
+                "SELECT database() IS NULL",
+                "database()",
+                Some("database() IS NULL"),
+            ),
             (
                 "SELECT length(version()) + t.id FROM t",
                 "version()",
@@ -712,6 +728,32 @@ mod tests {
                 Some("version() = 'x'"),
             ),
             ("SELECT version() x", "version()", None),
+            (
+                "SELECT version() IS NULL, 1",
+                "version()",
+                Some("version() IS NULL"),
+            ),
+            (
+                "SELECT database() like 'H'",
+                "database()",
+                Some("database() like 'H'"),
+            ),
+            (
+                "SELECT database() IS NOT TRUE",
+                "database()",
+                Some("database() IS NOT TRUE"),
+            ),
+            (
+                "SELECT CASE WHEN database() = 'x' THEN 1 ELSE version() END",
+                "database()",
+                Some("CASE WHEN database() = 'x' THEN 1 ELSE version() END"),
+            ),
+            (
+                "SELECT database() COLLATE utf8mb4_bin",
+                "database()",
+                Some("database() COLLATE utf8mb4_bin"),
+            ),
+            ("SELECT NOT database() d", "database()", None),
             ("SELECT a FROM t WHERE b = database()", "database()", None),
             (
                 "SELECT a FROM t WHERE b IN (SELECT database())",
