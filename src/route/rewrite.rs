@@ -457,17 +457,20 @@ fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Optio
     {
         return Some(outer);
     }
-    // A name or a string last may be an alias (`x AS y`, `x y`, `x 'y'`), or a keyword
-    // (`IS NULL`): left alone, unless an operator or a `.` comes right before it
-    // (`length(version()) + id`, `t.id`).
-    let maybe_alias = matches!(
+    // A name or a string last may be an alias (`x AS y`, `x y`, `x 'y'`): left alone unless
+    // it is an operand or a keyword.
+    let alias_like = matches!(
         toks[last].0,
         Token::Word(_)
             | Token::SingleQuotedString(_)
             | Token::DoubleQuotedString(_)
             | Token::NationalStringLiteral(_)
-    ) && !(last > first
-        && matches!(
+    );
+    // An operator or a word operator right before it (`length(version()) + id`, `t.id`,
+    // `x IS NULL`, `x LIKE 'a'`, `x COLLATE c`), a literal word no alias can be, or the END
+    // of a CASE in the item.
+    let operand = last > first
+        && (matches!(
             toks[last - 1].0,
             Token::Plus
                 | Token::Minus
@@ -489,12 +492,10 @@ fn item_of(toks: &[(Token, Range<usize>, usize)], k: usize, end: usize) -> Optio
                 | Token::GtEq
                 | Token::Spaceship
                 | Token::Period
-        ))
-        // A word operator before it (`x IS NULL`, `x LIKE 'a'`, `x COLLATE c`), a literal word
-        // no alias can be, or the END of a CASE in the item.
-        && !(last > first && word(last - 1, WORD_OPERATORS))
-        && !word(last, &["NULL", "TRUE", "FALSE", "UNKNOWN"])
-        && !(word(last, &["END"]) && (first..last).any(|i| word(i, &["CASE"])));
+        ) || word(last - 1, WORD_OPERATORS));
+    let keyword = word(last, &["NULL", "TRUE", "FALSE", "UNKNOWN"])
+        || (word(last, &["END"]) && (first..last).any(|i| word(i, &["CASE"])));
+    let maybe_alias = alias_like && !operand && !keyword;
     (item.end == end || !maybe_alias).then_some(item)
 }
 
