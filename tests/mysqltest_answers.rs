@@ -835,6 +835,8 @@ async fn inlined_session_functions_keep_their_labels() {
         "SELECT id, concat(database(), '-', id) FROM company ORDER BY id LIMIT 2",
         "SELECT id, length(version()) + id, version() = 'x' FROM company",
         "SELECT version() is null, database() like 'M%', @@version_comment IS NOT NULL",
+        "SELECT @@vErsion_comment",
+        "select @@VERSION_COMMENT limit 1",
         "SELECT CASE WHEN database() = 'x' THEN 1 ELSE 2 END, 3",
     ] {
         assert_eq!(

@@ -367,8 +367,8 @@ pub enum Local {
     RollbackToSavepoint(SavepointName),
     /// `RELEASE SAVEPOINT name`: removes it and every later savepoint.
     ReleaseSavepoint(SavepointName),
-    /// `SELECT @@version_comment [LIMIT 1]`.
-    VersionComment,
+    /// `SELECT @@version_comment [LIMIT 1]` (the label as written).
+    VersionComment(String),
     /// `SELECT DATABASE()` / `SELECT SCHEMA()` (the label as written).
     Database(String),
     /// `SELECT VERSION()` / `SELECT @@version` (the label as written): the version the greeting

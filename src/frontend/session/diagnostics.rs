@@ -68,7 +68,7 @@ pub(super) fn keeps_diagnostics(routed: &Result<Routed, RouteError>, query: &str
                 | Local::Savepoint(_)
                 | Local::RollbackToSavepoint(_)
                 | Local::ReleaseSavepoint(_)
-                | Local::VersionComment
+                | Local::VersionComment(_)
                 | Local::Database(_)
                 | Local::Version(_)
                 | Local::Autocommit(_)

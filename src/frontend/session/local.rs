@@ -32,7 +32,7 @@ impl Session {
                 | Local::Database(_)
                 | Local::Version(_)
                 | Local::ConnectionId(_)
-                | Local::VersionComment
+                | Local::VersionComment(_)
                 | Local::MaxAllowedPacket(_)
         );
         let answered = self.answer_local(l, w).await;
@@ -367,10 +367,10 @@ impl Session {
                 let tree = crate::route::explain::text(&plan);
                 write_text_rows(w, &["EXPLAIN"], std::iter::once(vec![Some(tree)])).await
             }
-            Local::VersionComment => {
+            Local::VersionComment(label) => {
                 write_text_rows(
                     w,
-                    &["@@version_comment"],
+                    &[&label],
                     std::iter::once(vec![Some(crate::version::VERSION_COMMENT.to_string())]),
                 )
                 .await

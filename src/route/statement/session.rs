@@ -22,7 +22,12 @@ pub(super) fn canned_select(stmt: &str) -> Option<Local> {
     let normalized: String = scan::words(stmt).join(" ").to_ascii_lowercase();
     match normalized.as_str() {
         "select @@version_comment limit 1" | "select @@version_comment" => {
-            Some(Local::VersionComment)
+            // Labelled as written (`@@vErsion_comment`), as MariaDB labels it.
+            let label = stmt
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("@@version_comment");
+            Some(Local::VersionComment(label.to_string()))
         }
         "select database()" | "select schema()" => {
             Some(Local::Database(stmt[6..].trim().to_string()))
