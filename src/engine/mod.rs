@@ -204,12 +204,17 @@ fn t_node(plan: &Plan, i: usize) -> String {
 }
 
 /// Combines OK packets: affected rows summed (or the first node's for global tables), warnings
-/// summed, and the smallest positive insert id (SPEC §5.15).
+/// summed, and the smallest positive insert id (SPEC §5.15); the info texts summed
+/// ([`sum_info`]).
 pub fn merge_ok(oks: Vec<OkInfo>, merge: OkMerge) -> OkInfo {
     match merge {
         OkMerge::First => oks.into_iter().next().unwrap_or_default(),
         OkMerge::Sum => {
-            let mut out = OkInfo::default();
+            let info = sum_info(oks.iter().map(|ok| ok.info.as_str()));
+            let mut out = OkInfo {
+                info,
+                ..OkInfo::default()
+            };
             for ok in oks {
                 out.affected_rows += ok.affected_rows;
                 out.warnings = out.warnings.saturating_add(ok.warnings);
@@ -218,13 +223,62 @@ pub fn merge_ok(oks: Vec<OkInfo>, merge: OkMerge) -> OkInfo {
                         (Some(a), Some(b)) => Some(a.min(b)),
                         (a, b) => a.or(b),
                     };
-                if out.info.is_empty() {
-                    out.info = ok.info;
-                }
             }
             out
         }
     }
+}
+
+/// The info texts of several nodes' OK packets as one server would write them for all their
+/// rows: each count summed, when every text has the same labels (MariaDB's `Records: 3
+/// Duplicates: 0  Warnings: 0`, `Rows matched: 2  Changed: 2  Warnings: 0`); empty otherwise:
+/// a text of another shape is not one to add up, and a node without one (MariaDB writes none
+/// for a one-row INSERT) leaves the sum unknown.
+pub fn sum_info<'a>(infos: impl Iterator<Item = &'a str>) -> String {
+    // (label, count) pairs of one text: `Label: n` separated by two spaces.
+    fn parse(info: &str) -> Option<Vec<(&str, u64)>> {
+        info.split("  ")
+            .map(|part| {
+                let (label, n) = part.split_once(": ")?;
+                Some((label, n.trim().parse().ok()?))
+            })
+            .collect()
+    }
+    let mut total: Option<Vec<(&str, u64)>> = None;
+    let mut without = false;
+    for info in infos {
+        if info.is_empty() {
+            without = true;
+            continue;
+        }
+        let Some(parts) = parse(info) else {
+            return String::new();
+        };
+        total = match total {
+            None => Some(parts),
+            Some(mut sum) => {
+                if sum.len() != parts.len() || sum.iter().zip(&parts).any(|(a, b)| a.0 != b.0) {
+                    return String::new();
+                }
+                for (s, p) in sum.iter_mut().zip(&parts) {
+                    s.1 += p.1;
+                }
+                Some(sum)
+            }
+        };
+    }
+    if without {
+        return String::new();
+    }
+    total
+        .map(|parts| {
+            parts
+                .iter()
+                .map(|(label, n)| format!("{label}: {n}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -251,6 +305,32 @@ mod tests {
             warnings: 0,
             info: String::new(),
         };
+        assert_eq!(
+            sum_info(
+                [
+                    "Rows matched: 2  Changed: 1  Warnings: 0",
+                    "Rows matched: 3  Changed: 3  Warnings: 1"
+                ]
+                .into_iter()
+            ),
+            "Rows matched: 5  Changed: 4  Warnings: 1"
+        );
+        assert_eq!(
+            sum_info(
+                [
+                    "Records: 2  Duplicates: 0  Warnings: 0",
+                    "Rows matched: 1  Changed: 1  Warnings: 0"
+                ]
+                .into_iter()
+            ),
+            ""
+        );
+        assert_eq!(sum_info(["Records: 2  Duplicates: x"].into_iter()), "");
+        assert_eq!(
+            sum_info(["Records: 2  Duplicates: 0  Warnings: 0", ""].into_iter()),
+            ""
+        );
+        assert_eq!(sum_info(["", ""].into_iter()), "");
         let sum = merge_ok(vec![a.clone(), b, c], OkMerge::Sum);
         assert_eq!(
             (sum.affected_rows, sum.last_insert_id, sum.warnings),

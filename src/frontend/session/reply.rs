@@ -17,10 +17,10 @@ use crate::frontend::error::MysqlError;
 use crate::frontend::wire::binary::{Cell, TextRow};
 use crate::frontend::wire::tap::{ColumnMeta, ErrPacket, ErrorSlot};
 
-/// An OK packet. The server's `info` text ("Records: 2  Duplicates: 0 ...") is left out:
-/// opensrv-mysql 0.7 writes it as a raw string unless the client negotiated session tracking,
-/// while MySQL sends it length-encoded and clients (mysql_common) parse it so; a raw text there
-/// makes them misread the whole packet. For merged results it would be one node's counts anyway.
+/// An OK packet. The server's `info` text ("Records: 2  Duplicates: 0 ...", summed over the
+/// nodes by [`crate::engine::merge_ok`]) is written length-encoded as MySQL writes it
+/// ([`ok_payload`], swapped in for opensrv-mysql 0.7's, which writes it raw unless the client
+/// negotiated session tracking: clients (mysql_common) then misread the whole packet).
 /// Its warning count goes through `slot`: opensrv-mysql 0.7 writes 0 whatever it is given.
 pub(super) async fn write_ok(
     slot: &ErrorSlot,
@@ -32,6 +32,15 @@ pub(super) async fn write_ok(
         slot.set_end_warnings(ok.warnings);
     }
     slot.note_ok(ok.affected_rows);
+    if !ok.info.is_empty() {
+        slot.replace_next(vec![ok_payload_with(
+            ok.affected_rows,
+            ok.last_insert_id.unwrap_or(0),
+            status,
+            ok.warnings,
+            &ok.info,
+        )]);
+    }
     w.completed(OkResponse {
         affected_rows: ok.affected_rows,
         last_insert_id: ok.last_insert_id.unwrap_or(0),
@@ -48,13 +57,24 @@ pub(super) async fn write_ok(
 /// client without `CLIENT_SESSION_TRACK`, and such clients (mysql_async, Connector/J) then read
 /// a length out of its first letter and lose the message (Mycat's `Reload config success`).
 pub(super) fn ok_payload(affected: u64, status: StatusFlags, info: &str) -> Vec<u8> {
+    ok_payload_with(affected, 0, status, 0, info)
+}
+
+/// [`ok_payload`] with an insert id and a warning count.
+pub(super) fn ok_payload_with(
+    affected: u64,
+    insert_id: u64,
+    status: StatusFlags,
+    warnings: u16,
+    info: &str,
+) -> Vec<u8> {
     use mysql_common::io::WriteMysqlExt;
     let mut p = vec![0x00];
     // Writing into a Vec cannot fail.
     let _ = p.write_lenenc_int(affected);
-    let _ = p.write_lenenc_int(0);
+    let _ = p.write_lenenc_int(insert_id);
     p.extend_from_slice(&status.bits().to_le_bytes());
-    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(&warnings.to_le_bytes());
     let _ = p.write_lenenc_str(info.as_bytes());
     p
 }
