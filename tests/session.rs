@@ -230,6 +230,13 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 2, 1",
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1 OFFSET 1",
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 LIMIT 10, 1",
+        // Merged over several dataNodes, the rows the merge's offset skipped count too (5, 3,
+        // 3, 3), and past the last row, all of them (6).
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 3, 2",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 2 OFFSET 1",
+        "SELECT user_id, COUNT(*) FROM travelrecord GROUP BY user_id ORDER BY user_id LIMIT 1, 2",
+        "SELECT DISTINCT user_id FROM travelrecord ORDER BY user_id LIMIT 1, 2",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 100, 2",
         "SHOW CREATE TABLE travelrecord",
         "EXPLAIN SELECT id FROM travelrecord WHERE id = 1",
         "DESCRIBE travelrecord",
@@ -239,6 +246,16 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
         "BEGIN",
         "SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id = 5000002 OR id = 5000001 LIMIT 1",
         "COMMIT",
+        // SQL-level prepared statements on one dataNode: counted as the text prepared (4, 3,
+        // 4), not as `EXECUTE s`. First one the node is asked about (past the last row), on
+        // the connection the PREPARE took from the pool: the EXECUTE's own count, not cleared
+        // as a previous holder's.
+        "PREPARE s FROM 'SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 LIMIT 10, 1'",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1, 2'",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1, 2'",
+        "EXECUTE s",
     ];
     let mut got = Vec::new();
     let mut want = Vec::new();

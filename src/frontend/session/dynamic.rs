@@ -189,7 +189,10 @@ impl Session {
             sql.push_str(" USING ");
             sql.push_str(&using.join(", "));
         }
-        self.run_on(&p, sql, w).await
+        self.executing = Some(p.sql.clone());
+        let answered = self.run_on(&p, sql, w).await;
+        self.executing = None;
+        answered
     }
 
     /// Runs `sql` on the session's connection to `p`'s dataNode, as a statement of `p`'s kind
