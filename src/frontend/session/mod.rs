@@ -455,6 +455,11 @@ impl Session {
                 (!utf8(cs.client) || cs.results.is_none_or(|r| !utf8(r)))
                     .then(|| (cs.client.name, cs.results.map(|r| r.name)))
             },
+            counters: Some(crate::route::Counters {
+                found_rows: self.found_rows,
+                last_insert_id: self.last_insert_id,
+                row_count: self.row_count,
+            }),
         }
     }
 
