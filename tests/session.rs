@@ -230,6 +230,13 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 2, 1",
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1 OFFSET 1",
         "SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 LIMIT 10, 1",
+        // Merged over several dataNodes, the rows the merge's offset skipped count too (5, 3,
+        // 3, 3), and past the last row, all of them (6).
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 3, 2",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 2 OFFSET 1",
+        "SELECT user_id, COUNT(*) FROM travelrecord GROUP BY user_id ORDER BY user_id LIMIT 1, 2",
+        "SELECT DISTINCT user_id FROM travelrecord ORDER BY user_id LIMIT 1, 2",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 100, 2",
         "SHOW CREATE TABLE travelrecord",
         "EXPLAIN SELECT id FROM travelrecord WHERE id = 1",
         "DESCRIBE travelrecord",
@@ -239,6 +246,16 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
         "BEGIN",
         "SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id = 5000002 OR id = 5000001 LIMIT 1",
         "COMMIT",
+        // SQL-level prepared statements on one dataNode: counted as the text prepared (4, 3,
+        // 4), not as `EXECUTE s`. First one the node is asked about (past the last row), on
+        // the connection the PREPARE took from the pool: the EXECUTE's own count, not cleared
+        // as a previous holder's.
+        "PREPARE s FROM 'SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 LIMIT 10, 1'",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1, 2'",
+        "EXECUTE s",
+        "PREPARE s FROM 'SELECT SQL_CALC_FOUND_ROWS id FROM travelrecord WHERE id BETWEEN 1 AND 100 ORDER BY id LIMIT 1, 2'",
+        "EXECUTE s",
     ];
     let mut got = Vec::new();
     let mut want = Vec::new();
@@ -261,6 +278,86 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
     drop(result);
     let result = c.query_iter("SELECT found_rows()").await.unwrap();
     assert_eq!(result.columns_ref()[0].name_str(), "found_rows()");
+}
+
+/// `FOUND_ROWS()`, `LAST_INSERT_ID()`, `@@identity`, `@@last_insert_id` and `ROW_COUNT()`
+/// inside a larger statement answer the session's values, as one database holding the rows
+/// does (forwarded, they were the pooled connection's, another statement's): in a select list
+/// (labelled as written), in an expression, in `SET @y = ...`, in an INSERT's values, and in a
+/// statement the plan cache would keep (the same shape twice, with other values).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counters_inside_statements_answer_as_one_database_holding_the_rows_does() {
+    let f = Fixture::start("h7ctr", Extra::default()).await;
+    let mut r = common::primary(None).await;
+    r.query_drop("DROP DATABASE IF EXISTS t_h7ctr_ref")
+        .await
+        .unwrap();
+    r.query_drop("CREATE DATABASE t_h7ctr_ref").await.unwrap();
+    r.query_drop("USE t_h7ctr_ref").await.unwrap();
+    for stmt in common::sample_statements() {
+        r.query_drop(stmt).await.unwrap();
+    }
+    let mut c = f.client().await;
+    // Another client's statements in between run on the same pooled connections and leave
+    // them other values.
+    let mut other = f.client().await;
+    // Each step runs on both; its answer (column labels, rows as text) must agree.
+    let steps = [
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3), (5000001, 'd', 4), (5000002, 'e', 5)",
+        "SELECT row_count(), 1",
+        "UPDATE travelrecord SET days = LAST_INSERT_ID(7) WHERE id = 1",
+        "SELECT last_insert_id()+0, @@identity + 0, row_count() * 10",
+        "SELECT @@last_insert_id",
+        "SELECT @@session.identity, 1 AS one",
+        "INSERT INTO travelrecord (id, user_id, days) VALUES (4, 'x', last_insert_id())",
+        "SELECT id, days FROM travelrecord WHERE id = 4",
+        "SELECT id FROM travelrecord ORDER BY id LIMIT 3",
+        "SELECT found_rows(), 1",
+        "SELECT found_rows()+0",
+        "SET @y = found_rows()",
+        "SELECT @y",
+        "SELECT id, found_rows() FROM travelrecord WHERE id BETWEEN 1 AND 2",
+        "SELECT id, found_rows() FROM travelrecord WHERE id BETWEEN 1 AND 3",
+        "SELECT id, found_rows() FROM travelrecord WHERE id BETWEEN 1 AND 3",
+        "UPDATE travelrecord SET user_id = 'q' WHERE id IN (1, 5000001)",
+        "SELECT 5-row_count(), ROW_COUNT()",
+        "SET @r = row_count()",
+        "SELECT @r, row_count() + 0",
+        "SELECT id FROM travelrecord WHERE id = 9",
+        "SELECT found_rows()'x'",
+    ];
+    let answer = |rows: Vec<mysql_async::Row>| -> Vec<Vec<Option<String>>> {
+        rows.into_iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| match row.as_ref(i) {
+                        Some(mysql_async::Value::NULL) | None => None,
+                        Some(v) => Some(v.as_sql(true).trim_matches('\'').to_string()),
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let mut got = Vec::new();
+    let mut want = Vec::new();
+    for step in steps {
+        for (conn, out) in [(&mut c, &mut got), (&mut r, &mut want)] {
+            let mut result = conn.query_iter(step).await.unwrap();
+            let labels: Vec<String> = result
+                .columns_ref()
+                .iter()
+                .map(|c| c.name_str().into_owned())
+                .collect();
+            let rows: Vec<mysql_async::Row> = result.collect().await.unwrap();
+            out.push((step, labels, answer(rows)));
+        }
+        other
+            .query_drop("UPDATE travelrecord SET days = LAST_INSERT_ID(99) WHERE id = 999")
+            .await
+            .unwrap();
+        other.query_drop("SELECT 1 FROM DUAL").await.unwrap();
+    }
+    assert_eq!(got, want);
 }
 
 /// `SELECT ROW_COUNT()` answers the session's last statement as one database holding the

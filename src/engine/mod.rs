@@ -10,6 +10,7 @@ pub mod lookup;
 mod merge;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use futures::StreamExt;
 use futures::future::join_all;
@@ -35,6 +36,10 @@ pub enum Output<'a> {
     Rows {
         columns: Arc<[Column]>,
         rows: RowStream<'a>,
+        /// The rows a merge's `LIMIT` offset read and dropped, counted as `rows` is read
+        /// (always 0 without a merge: a node's own offset is in its statement). MariaDB's
+        /// `FOUND_ROWS()` counts them with the rows sent.
+        skipped: Arc<AtomicU64>,
     },
 }
 
@@ -119,14 +124,19 @@ pub async fn execute<'a>(
                 ),
             });
         }
+        let skipped = Arc::<AtomicU64>::default();
         if let Some(m) = &plan.merge {
-            let (columns, rows) =
-                merge::rows(m, columns, streams, mixed_weights).map_err(|source| EngineError {
+            let (columns, rows) = merge::rows(m, columns, streams, mixed_weights, skipped.clone())
+                .map_err(|source| EngineError {
                     node: t_node(plan, 0),
                     source,
                     applied: None,
                 })?;
-            return Ok(Output::Rows { columns, rows });
+            return Ok(Output::Rows {
+                columns,
+                rows,
+                skipped,
+            });
         }
         if let Some(names) = &plan.table_names {
             // Table maintenance: each node's rows together, in dataNode order, each naming its
@@ -136,7 +146,11 @@ pub async fn execute<'a>(
                     rows.map(move |row| row.map(|row| relabelled(row, names)))
                 })
                 .boxed();
-            return Ok(Output::Rows { columns, rows });
+            return Ok(Output::Rows {
+                columns,
+                rows,
+                skipped,
+            });
         }
         let rows = if streams.len() == 1 {
             streams.pop().expect("one stream")
@@ -148,7 +162,11 @@ pub async fn execute<'a>(
         } else {
             rows
         };
-        return Ok(Output::Rows { columns, rows });
+        return Ok(Output::Rows {
+            columns,
+            rows,
+            skipped,
+        });
     }
     tracing::debug!(?oks, "node OK packets");
     Ok(Output::Ok(merge_ok(oks, plan.ok_merge)))

@@ -239,6 +239,49 @@ pub struct SessionView<'a> {
     /// say utf8mb4): `@@character_set_client` and `@@character_set_results` answer them.
     /// `None` for a session in utf8mb4.
     pub charsets: Option<(&'static str, Option<&'static str>)>,
+    /// The session's `FOUND_ROWS()`, `LAST_INSERT_ID()` and `ROW_COUNT()`, which a statement
+    /// reading them gets as literals (a pooled connection's own would be another statement's);
+    /// `None` leaves them to the backend (routing tests, `manx route`, the text of an SQL
+    /// `PREPARE`, which must route the same at each `EXECUTE`).
+    pub counters: Option<Counters>,
+}
+
+/// The counters the gateway keeps for a session as MariaDB keeps them for a connection, as
+/// the previous statement left them: MariaDB's `FOUND_ROWS()`, `LAST_INSERT_ID()` (also
+/// `@@identity`, `@@last_insert_id`) and `ROW_COUNT()` answer that value for the whole of the
+/// next statement.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// `FOUND_ROWS()`.
+    pub found_rows: u64,
+    /// `LAST_INSERT_ID()`.
+    pub last_insert_id: u64,
+    /// `ROW_COUNT()` (-1 after a result set or an error).
+    pub row_count: i64,
+}
+
+/// One of the [`Counters`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// [`Counters::found_rows`].
+    FoundRows,
+    /// [`Counters::last_insert_id`].
+    LastInsertId,
+    /// [`Counters::row_count`].
+    RowCount,
+}
+
+impl Counters {
+    /// `counter`'s value as an SQL literal: the number, a negative one in parentheses (so
+    /// that `5-ROW_COUNT()` does not become `5--1`).
+    pub fn literal(&self, counter: Counter) -> String {
+        match counter {
+            Counter::FoundRows => self.found_rows.to_string(),
+            Counter::LastInsertId => self.last_insert_id.to_string(),
+            Counter::RowCount if self.row_count < 0 => format!("({})", self.row_count),
+            Counter::RowCount => self.row_count.to_string(),
+        }
+    }
 }
 
 impl<'a> SessionView<'a> {

@@ -283,6 +283,105 @@ pub fn version_calls(sql: &str) -> Vec<Range<usize>> {
     niladic_calls(sql, &["VERSION"])
 }
 
+/// Where a statement reads the session's counters, which the gateway keeps itself
+/// ([`super::Counters`]): byte ranges, none inside strings and comments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CounterRefs {
+    /// `FOUND_ROWS()` calls.
+    pub found_rows: Vec<Range<usize>>,
+    /// `LAST_INSERT_ID()` calls without an argument and `@@identity` / `@@last_insert_id`
+    /// references (also `@@session.` / `@@local.`), in text order. None at all when the
+    /// statement also calls `LAST_INSERT_ID(expr)`: that setter changes the value the backend
+    /// gives the later calls of the statement, as MariaDB's does, so they are left to it.
+    pub last_insert_id: Vec<Range<usize>>,
+    /// `ROW_COUNT()` calls.
+    pub row_count: Vec<Range<usize>>,
+}
+
+impl CounterRefs {
+    /// Whether the statement reads none of the counters.
+    pub fn is_empty(&self) -> bool {
+        self.found_rows.is_empty() && self.last_insert_id.is_empty() && self.row_count.is_empty()
+    }
+}
+
+/// Whether `sql` may read one of the session's counters ([`counter_refs`]): it names one of
+/// them somewhere (a cheap test, true for a column named `identity` too).
+pub fn mentions_counters(sql: &str) -> bool {
+    ["found_rows", "last_insert_id", "row_count", "identity"]
+        .iter()
+        .any(|n| super::scan::contains_ignore_ascii_case(sql, n))
+}
+
+/// Where `sql` reads the session's counters ([`CounterRefs`]).
+pub fn counter_refs(sql: &str) -> CounterRefs {
+    if !mentions_counters(sql) {
+        return CounterRefs::default();
+    }
+    let mut last_insert_id = niladic_calls(sql, &["LAST_INSERT_ID"]);
+    last_insert_id.extend(session_variable_refs(sql, "identity"));
+    last_insert_id.extend(session_variable_refs(sql, "last_insert_id"));
+    last_insert_id.sort_by_key(|r| r.start);
+    if sets_last_insert_id(sql) {
+        last_insert_id.clear();
+    }
+    CounterRefs {
+        found_rows: niladic_calls(sql, &["FOUND_ROWS"]),
+        last_insert_id,
+        row_count: niladic_calls(sql, &["ROW_COUNT"]),
+    }
+}
+
+/// Whether `sql` calls `LAST_INSERT_ID(expr)`, with an argument (MariaDB's setter).
+fn sets_last_insert_id(sql: &str) -> bool {
+    let Some(toks) = tokens(sql) else {
+        return false;
+    };
+    toks.windows(3).enumerate().any(|(i, w)| {
+        matches!(&w[0].0, Token::Word(x) if x.quote_style.is_none()
+            && x.value.eq_ignore_ascii_case("LAST_INSERT_ID"))
+            && matches!(w[1].0, Token::LParen)
+            && !matches!(w[2].0, Token::RParen)
+            && !(i > 0 && matches!(toks[i - 1].0, Token::Period))
+    })
+}
+
+/// `sql` with each read of the session's counters ([`counter_refs`]) replaced by the value in
+/// `counters`, as a literal ([`super::Counters::literal`]); `None` when it reads none. (For
+/// statements whose select labels do not matter: `SET @y = FOUND_ROWS()`.)
+pub fn with_counters(sql: &str, counters: &super::Counters) -> Option<String> {
+    let refs = counter_refs(sql);
+    if refs.is_empty() {
+        return None;
+    }
+    let mut all: Vec<(Range<usize>, String)> = Vec::new();
+    for (ranges, value) in [
+        (refs.found_rows, counters.literal(super::Counter::FoundRows)),
+        (
+            refs.last_insert_id,
+            counters.literal(super::Counter::LastInsertId),
+        ),
+        (refs.row_count, counters.literal(super::Counter::RowCount)),
+    ] {
+        all.extend(ranges.into_iter().map(|r| (r, value.clone())));
+    }
+    all.sort_by_key(|(r, _)| r.start);
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut at = 0;
+    for (r, value) in all {
+        out.push_str(&sql[at..r.start]);
+        // A literal right before a string would join it: in parentheses there.
+        if sql[r.end..].starts_with(['\'', '"']) {
+            out.push_str(&format!("({value})"));
+        } else {
+            out.push_str(&value);
+        }
+        at = r.end;
+    }
+    out.push_str(&sql[at..]);
+    Some(out)
+}
+
 /// Byte ranges of the references to the global system variable `name` (lower case): `@@name`
 /// and `@@global.name`, in any case, none inside strings and comments. (`@@session.name` is
 /// left alone: MariaDB refuses it for a global-only variable such as `version`.)
@@ -675,6 +774,40 @@ mod tests {
             8
         );
         assert_eq!(operator_count("select 1 DIV 1 DIV 1"), 3);
+    }
+
+    /// The session's counters are found as calls and variable references, never in strings,
+    /// comments or qualified names; `LAST_INSERT_ID(expr)` leaves the statement's
+    /// `LAST_INSERT_ID()` reads to the backend; the literals keep a string after them apart.
+    #[test]
+    fn counters_are_found_and_written_as_literals() {
+        let sql = "SELECT found_rows()+0, 'found_rows()', db.row_count(), ROW_COUNT(), @@identity, @@session.LAST_INSERT_ID, last_insert_id() /* found_rows() */";
+        let refs = counter_refs(sql);
+        let text = |v: &[Range<usize>]| v.iter().map(|r| &sql[r.clone()]).collect::<Vec<_>>();
+        assert_eq!(text(&refs.found_rows), ["found_rows()"]);
+        assert_eq!(text(&refs.row_count), ["ROW_COUNT()"]);
+        assert_eq!(
+            text(&refs.last_insert_id),
+            ["@@identity", "@@session.LAST_INSERT_ID", "last_insert_id()"]
+        );
+        let setter = counter_refs("SELECT LAST_INSERT_ID(5), LAST_INSERT_ID(), FOUND_ROWS()");
+        assert!(setter.last_insert_id.is_empty());
+        assert_eq!(setter.found_rows.len(), 1);
+        assert!(counter_refs("SELECT @@identity_x, identity FROM t").is_empty());
+        let counters = super::super::Counters {
+            found_rows: 7,
+            last_insert_id: 3,
+            row_count: -1,
+        };
+        assert_eq!(
+            with_counters(
+                "SET @y = found_rows(), @z = 5-row_count(), @w = found_rows()'x'",
+                &counters
+            )
+            .as_deref(),
+            Some("SET @y = 7, @z = 5-(-1), @w = (7)'x'")
+        );
+        assert_eq!(with_counters("SET @y = 1", &counters), None);
     }
 
     #[test]

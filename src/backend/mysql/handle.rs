@@ -233,11 +233,14 @@ impl BackendConn for PooledConn {
             c.foreign_found_rows && crate::sqltext::contains_ignore_ascii_case(sql, "FOUND_ROWS");
         c.foreign_found_rows &= !clears;
         // A SELECT read to its end sets FOUND_ROWS() to its own count: from then on the
-        // connection's value is this holder's (the gateway asks it after `LIMIT m, n`).
-        let own_found_rows = sql
-            .trim_start()
-            .get(..6)
-            .is_some_and(|w| w.eq_ignore_ascii_case("SELECT"));
+        // connection's value is this holder's (the gateway asks it after `LIMIT m, n`). So
+        // does the result of an SQL-level `EXECUTE` (of a statement this holder prepared; the
+        // gateway asks only after one of a SELECT).
+        let own_found_rows = ["SELECT", "EXECUTE"].iter().any(|k| {
+            sql.trim_start()
+                .get(..k.len())
+                .is_some_and(|w| w.eq_ignore_ascii_case(k))
+        });
         let foreign_found_rows = &mut c.foreign_found_rows;
         let stateless = kind != Kind::Other;
         // Dirty until the statement is seen to end cleanly (a result dropped half-read, an

@@ -20,6 +20,7 @@
 use std::cmp::Ordering;
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use bigdecimal::{BigDecimal, RoundingMode};
 use futures::StreamExt;
@@ -95,7 +96,8 @@ fn not_supported(what: String) -> BackendError {
 
 /// Combines the nodes' row streams as `merge` says. `columns` are the nodes' columns (extra
 /// columns included); returns the client's columns and rows. `mixed_weights`: the nodes compute
-/// string weights in different ways (MySQL and PostgreSQL dataNodes at once).
+/// string weights in different ways (MySQL and PostgreSQL dataNodes at once). `skipped` counts
+/// the rows the merge's `LIMIT` offset reads and drops (the client's `FOUND_ROWS()` counts them).
 ///
 /// Errors: `Refused` 1235 when a key's column type cannot be merged exactly (ENUM / SET, JSON,
 /// geometry, a string key given only by its position in `*`, or any string key when
@@ -105,6 +107,7 @@ pub(super) fn rows<'a>(
     columns: Arc<[Column]>,
     streams: Vec<RowStream<'a>>,
     mixed_weights: bool,
+    skipped: Arc<AtomicU64>,
 ) -> Result<(Arc<[Column]>, RowStream<'a>), BackendError> {
     let total = columns.len();
     let visible = total.checked_sub(merge.hidden).ok_or_else(|| {
@@ -193,7 +196,7 @@ pub(super) fn rows<'a>(
         rows = sort(rows, order);
     }
     if let Some((offset, count)) = merge.limit {
-        rows = limit(rows, offset, count);
+        rows = limit(rows, offset, count, skipped);
     }
     if visible < total {
         rows = rows

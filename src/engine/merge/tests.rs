@@ -33,7 +33,7 @@ async fn run(
     columns: Vec<Column>,
     streams: Vec<RowStream<'static>>,
 ) -> Vec<Vec<Option<String>>> {
-    let (_, rows) = super::rows(m, Arc::from(columns), streams, false).unwrap();
+    let (_, rows) = super::rows(m, Arc::from(columns), streams, false, Arc::default()).unwrap();
     rows.map(|r| {
         r.unwrap()
             .into_iter()
@@ -340,9 +340,15 @@ async fn count_distinct_skips_values_repeated_across_nodes() {
     if let Some(g) = &mut m2.grouping {
         g.aggregates[0].1 = Aggregate::Distinct(DistinctOp::Sum);
     }
-    let e = super::rows(&m2, Arc::from(cols), vec![stream(vec![])], false)
-        .err()
-        .expect("refused");
+    let e = super::rows(
+        &m2,
+        Arc::from(cols),
+        vec![stream(vec![])],
+        false,
+        Arc::default(),
+    )
+    .err()
+    .expect("refused");
     let (code, _, message) = e.refusal().unwrap();
     assert_eq!(code, 1235, "{message}");
     assert!(
@@ -527,6 +533,7 @@ async fn group_concat_cuts_at_a_character_and_refuses_past_the_bound() {
             stream(vec![row("ijklmnop", "2", "100")]),
         ],
         false,
+        Arc::default(),
     )
     .unwrap();
     let got: Vec<Result<Row, BackendError>> = rows.collect().await;
@@ -572,6 +579,7 @@ async fn a_node_failure_mid_merge_reaches_the_client() {
         Arc::from(cols),
         vec![failing, stream(vec![vec![Some("2")]])],
         false,
+        Arc::default(),
     )
     .unwrap();
     let got: Vec<Result<Row, BackendError>> = rows.collect().await;
@@ -609,4 +617,31 @@ fn decimal_and_time_text_compare_by_value() {
     );
     assert_eq!(double_text(3.0), "3");
     assert_eq!(double_text(1e20), "1e20");
+}
+
+/// The rows a LIMIT's offset drops are counted (MariaDB's `FOUND_ROWS()` counts them): the
+/// offset when rows pass it, every row when it is past the last.
+#[tokio::test]
+async fn a_limit_counts_the_rows_its_offset_skipped() {
+    let cols = vec![column("i", ColumnType::MYSQL_TYPE_LONG, 63, 0)];
+    let nodes = || {
+        vec![
+            stream(vec![vec![Some("1")], vec![Some("3")], vec![Some("5")]]),
+            stream(vec![vec![Some("2")], vec![Some("4")]]),
+        ]
+    };
+    for (offset, count, sent, skipped) in [(3, 4, 2, 3), (1, 2, 2, 1), (100, 2, 0, 5)] {
+        let mut m = merge(vec![key(0, false)]);
+        m.limit = Some((offset, count));
+        let counted = Arc::<std::sync::atomic::AtomicU64>::default();
+        let (_, rows) =
+            super::rows(&m, Arc::from(cols.clone()), nodes(), false, counted.clone()).unwrap();
+        let got: Vec<Result<Row, BackendError>> = rows.collect().await;
+        assert_eq!(got.len(), sent, "LIMIT {offset}, {count}");
+        assert_eq!(
+            counted.load(std::sync::atomic::Ordering::Relaxed),
+            skipped,
+            "LIMIT {offset}, {count}"
+        );
+    }
 }

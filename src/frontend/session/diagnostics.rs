@@ -127,9 +127,10 @@ impl Session {
     /// After a result set went to the client: what the session keeps of it, read from the
     /// connections it ran on while they are still held. The warnings' rows for a later `SHOW
     /// WARNINGS` (as after an OK, see `execute`), then its found-rows count for `SELECT
-    /// FOUND_ROWS()`: the rows sent (on one dataNode, with those its LIMIT's offset skipped),
-    /// or, after `SQL_CALC_FOUND_ROWS` or an offset past the last row on one dataNode, the
-    /// node's `FOUND_ROWS()` (several dataNodes are refused at routing).
+    /// FOUND_ROWS()`: the rows sent, with those a LIMIT's offset skipped (on the node, or in
+    /// the gateway's merge over several), or, after `SQL_CALC_FOUND_ROWS` or an offset past
+    /// the last row on one dataNode, the node's `FOUND_ROWS()` (several dataNodes are refused
+    /// at routing). After an `EXECUTE s`, the rules read the text prepared as `s`.
     pub(super) async fn rows_sent(
         &mut self,
         sent: io::Result<Sent>,
@@ -142,18 +143,26 @@ impl Session {
         if !sent.complete {
             return Ok(());
         }
-        // MariaDB counts the rows a LIMIT's offset skipped too (`LIMIT 2, 1` over 5 rows: 3);
-        // with nothing sent past the offset, only the node knows how many there were.
+        // What the node ran: for an `EXECUTE s`, the text prepared as `s`.
+        let ran = |t: &crate::route::Target| match &self.executing {
+            Some(text) => text.clone(),
+            None => t.sql.clone(),
+        };
+        // MariaDB counts the rows a LIMIT's offset skipped too (`LIMIT 2, 1` over 5 rows: 3):
+        // those the node skipped (its statement's offset) and those the merge skipped. With
+        // nothing sent past a node's offset, only the node knows how many there were.
         let offset = match targets {
-            [one] => crate::route::limit_offset(&one.sql),
+            [one] => crate::route::limit_offset(&ran(one)),
             _ => 0,
         };
-        if targets.first().is_some_and(|t| sets_found_rows(&t.sql)) {
-            self.found_rows = sent.rows + offset;
+        if targets.first().is_some_and(|t| sets_found_rows(&ran(t))) {
+            self.found_rows = sent.rows + offset + sent.skipped;
         }
         let calc = targets.len() == 1
-            && (crate::sqltext::contains_ignore_ascii_case(&targets[0].sql, "SQL_CALC_FOUND_ROWS")
-                || (offset > 0 && sent.rows == 0));
+            && (crate::sqltext::contains_ignore_ascii_case(
+                &ran(&targets[0]),
+                "SQL_CALC_FOUND_ROWS",
+            ) || (offset > 0 && sent.rows == 0));
         if sent.warnings == 0 && !calc {
             return Ok(());
         }

@@ -79,8 +79,11 @@ impl Session {
 
     /// The one-node plan a prepared text routes to in `schema` now, or why there is none.
     fn prepared_plan(&self, text: &str, schema: Option<&str>) -> Result<Plan, MysqlError> {
+        // The text must route the same at each EXECUTE: the session's counters are not
+        // written into it (the backend's answer them).
         let view = SessionView {
             schema,
+            counters: None,
             ..self.view()
         };
         let refused = || {
@@ -189,7 +192,10 @@ impl Session {
             sql.push_str(" USING ");
             sql.push_str(&using.join(", "));
         }
-        self.run_on(&p, sql, w).await
+        self.executing = Some(p.sql.clone());
+        let answered = self.run_on(&p, sql, w).await;
+        self.executing = None;
+        answered
     }
 
     /// Runs `sql` on the session's connection to `p`'s dataNode, as a statement of `p`'s kind

@@ -603,12 +603,19 @@ async fn run_plan<'w>(
     handle.running(conns.iter().filter_map(|c| c.canceller()));
     let warning_counts: Vec<_> = conns.iter().filter_map(|c| c.warning_count()).collect();
     let ran = match engine::execute(plan, conns).await {
-        Ok(Output::Rows { columns, rows }) => {
+        Ok(Output::Rows {
+            columns,
+            rows,
+            skipped,
+        }) => {
             let sent = stream_rows(w, &columns, rows, slot, binary, &warning_counts).await;
             if sent.is_err() {
                 handle.cancel_running(!transactional).await;
             }
-            Ran::Rows(sent)
+            Ran::Rows(sent.map(|s| Sent {
+                skipped: skipped.load(std::sync::atomic::Ordering::Relaxed),
+                ..s
+            }))
         }
         Ok(Output::Ok(ok)) => Ran::Done(w, Ok(ok)),
         Err(e) => Ran::Done(w, Err(e)),

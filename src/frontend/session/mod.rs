@@ -117,6 +117,7 @@ pub async fn run(
         warnings: Vec::new(),
         warning_count: 0,
         found_rows: 0,
+        executing: None,
         row_count: 0,
         next_insert_id: None,
         statements: statements.clone(),
@@ -297,6 +298,9 @@ struct Session {
     /// `FOUND_ROWS()` of the last result set that went to the client
     /// ([`Local::FoundRows`](crate::route::Local::FoundRows)).
     found_rows: u64,
+    /// While an SQL-level `EXECUTE s` runs: the text prepared as `s` on its dataNode, which
+    /// the `FOUND_ROWS()` rules read in place of `EXECUTE s` (module `dynamic`).
+    executing: Option<Arc<str>>,
     /// `ROW_COUNT()` after the last statement ([`Local::RowCount`](crate::route::Local::RowCount)):
     /// its OK packet's affected rows, or -1 after a result set or an error (0 on a new
     /// connection, as on MariaDB).
@@ -451,6 +455,11 @@ impl Session {
                 (!utf8(cs.client) || cs.results.is_none_or(|r| !utf8(r)))
                     .then(|| (cs.client.name, cs.results.map(|r| r.name)))
             },
+            counters: Some(crate::route::Counters {
+                found_rows: self.found_rows,
+                last_insert_id: self.last_insert_id,
+                row_count: self.row_count,
+            }),
         }
     }
 

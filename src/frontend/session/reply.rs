@@ -162,6 +162,7 @@ pub(super) async fn stream_rows(
         rows: sent,
         warnings,
         complete: true,
+        skipped: 0,
     })
 }
 
@@ -177,6 +178,9 @@ pub(super) struct Sent {
     pub(super) warnings: u16,
     /// The result set ended with its EOF, not with an error.
     pub(super) complete: bool,
+    /// The rows the gateway's merge read and dropped for a `LIMIT` offset before those sent
+    /// ([`Output::Rows`](crate::engine::Output::Rows)).
+    pub(super) skipped: u64,
 }
 
 /// A one-row, one-column `BIGINT UNSIGNED` result the session answers itself.

@@ -22,8 +22,8 @@ use super::rewrite::{self, Edits, Replacement};
 use super::scan::{self, is};
 use super::shape::{self, PlanCache};
 use super::{
-    ColumnsLookup, Completion, Condition, HostHint, Local, OkMerge, Plan, RouteError, Routed,
-    Router, SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
+    ColumnsLookup, Completion, Condition, Counter, HostHint, Local, OkMerge, Plan, RouteError,
+    Routed, Router, SchemaRoute, SequenceEdit, SequenceRewrite, SessionView, TableRoute, Target,
 };
 use crate::config::TableKind;
 use crate::sqltext::SavepointName;
@@ -164,7 +164,12 @@ pub(super) fn route(
             scan::unquote(words[1]).to_string(),
         ))),
         "SET" if super::set::is_set_statement(stmt) => set_statement::set_statement(r, stmt, view),
-        "SET" => super::set::set(stmt, &|n| r.knows_function(n)).map(Routed::Local),
+        // `SET @y = FOUND_ROWS()`: the session's counters, as literals, as in any statement
+        // (the SET may be evaluated on any connection).
+        "SET" => match view.counters.and_then(|c| rewrite::with_counters(stmt, &c)) {
+            Some(text) => super::set::set(&text, &|n| r.knows_function(n)).map(Routed::Local),
+            None => super::set::set(stmt, &|n| r.knows_function(n)).map(Routed::Local),
+        },
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" => {
             transaction(stmt).map(Routed::Local)
         }

@@ -21,8 +21,11 @@ pub(super) fn cached(
     let Some(schema) = view.schema else {
         return parsed(r, stmt, view, &mut CacheHints::default());
     };
-    // `@@character_set_client` is written as the session's value: not a plan to keep.
-    if view.charsets.is_some() && stmt.contains("@@") {
+    // `@@character_set_client` is written as the session's value: not a plan to keep. Nor
+    // is a statement that reads the session's counters, written as their values now.
+    if (view.charsets.is_some() && stmt.contains("@@"))
+        || (view.counters.is_some() && rewrite::mentions_counters(stmt))
+    {
         return parsed(r, stmt, view, &mut CacheHints::default());
     }
     let (Some((key, literals)), Some(s)) =
@@ -279,6 +282,18 @@ fn parsed_statement(
                 rewrite::session_variable_refs(stmt, "character_set_results"),
                 &results,
             ));
+        }
+        // FOUND_ROWS(), LAST_INSERT_ID() and ROW_COUNT() answer the session's values, which
+        // the gateway keeps: a pooled connection's own are another statement's.
+        let (found_rows, last_insert_id, row_count);
+        if let Some(counters) = view.counters {
+            let refs = rewrite::counter_refs(stmt);
+            found_rows = move || counters.literal(Counter::FoundRows);
+            last_insert_id = move || counters.literal(Counter::LastInsertId);
+            row_count = move || counters.literal(Counter::RowCount);
+            found.push((refs.found_rows, &found_rows));
+            found.push((refs.last_insert_id, &last_insert_id));
+            found.push((refs.row_count, &row_count));
         }
         // (The literals are written only for a statement that has such a call: most have none.)
         let found: Vec<_> = found.into_iter().filter(|(c, _)| !c.is_empty()).collect();
