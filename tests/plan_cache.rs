@@ -58,8 +58,8 @@ const STATEMENTS: &[&str] = &[
     "SELECT * FROM travelrecord WHERE id = 5000001.0",
     "SELECT * FROM hotnews h WHERE h.id = 4",
     "SELECT * FROM hotnews WHERE id = 4 AND title = 'x'",
-    "SELECT * FROM sbtest1 s JOIN hotnews h ON s.id = h.id WHERE h.id = 1",
-    "SELECT * FROM sbtest1 s JOIN hotnews h ON s.id = h.id WHERE h.id = 2",
+    "SELECT * FROM sbtest1 s JOIN company h ON s.id = h.id WHERE h.id = 1",
+    "SELECT * FROM sbtest1 s JOIN company h ON s.id = h.id WHERE h.id = 2",
     "UPDATE sbtest1 SET k = k + 1 WHERE id = 3",
     "INSERT INTO sbtest1 (id, k) VALUES (1, 2)",
     "DELETE FROM hotnews WHERE id = 7",
@@ -79,7 +79,7 @@ fn cached_routing_answers_exactly_what_routing_answers() {
     }
     // Kept: the undeclared-table SELECTs that go to dn1 unchanged (two point-select spellings,
     // BETWEEN, SUM, DISTINCT, the plain and the doubled-quote string shapes, and the join led
-    // by sbtest1; not the DATABASE() or qualified ones, which are edited), and the three
+    // by sbtest1 with the global company, whose rows are all on dn1; not the DATABASE() or qualified ones, which are edited), and the three
     // sharded point selects `WHERE <sharding column> = <integer>` (travelrecord, hotnews,
     // employee), whose later values are placed by the function — or, when it rejects them,
     // routed in full. Not kept: range and IN conditions, joins, aliases, other literals.
