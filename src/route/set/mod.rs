@@ -338,8 +338,12 @@ pub fn set_statement(
             )));
         }
         if item.key == "sql_mode" {
-            if !(value.starts_with('\'') || value.starts_with('"')) {
-                return Err(refuse("sql_mode must be given as a string".into()));
+            // A plain string: MariaDB unescapes `\` in it ('ORAC\LE' is ORACLE), the
+            // gateway would read it otherwise.
+            if !(value.starts_with('\'') || value.starts_with('"')) || value.contains('\\') {
+                return Err(refuse(
+                    "sql_mode must be given as a string without backslashes".into(),
+                ));
             }
             let mode = crate::sqltext::SqlMode::from_server(super::scan::unquote(value))
                 .map_err(|bad| {

@@ -118,6 +118,10 @@ mod tests {
                 Refusal::NotSupported,
             ),
             (
+                "SET STATEMENT sql_mode = 'ORAC\\LE' FOR SELECT * FROM company",
+                Refusal::NotSupported,
+            ),
+            (
                 "SET STATEMENT autocommit = 0 FOR SELECT * FROM company",
                 Refusal::NotSupported,
             ),
