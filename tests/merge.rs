@@ -1188,3 +1188,63 @@ async fn an_undeclared_table_s_statement_reads_only_tables_whose_rows_are_on_the
         .unwrap();
     assert_eq!(f.ids_on(2, "u").await, [2, 3]);
 }
+
+/// A schema whose default dataNode's database also holds another schema's tables (here dn1,
+/// which holds a shard of TESTDB's `hotnews` and `travelrecord`): an undeclared name there
+/// that is such a table is refused, not read or written past TESTDB's rules (the breaker read
+/// a masked table's shard and wrote a row on a node its id does not belong to).
+#[tokio::test]
+async fn a_default_node_does_not_reach_another_schema_s_tables_in_its_database() {
+    let f = Fixture::start(
+        "shadow",
+        Extra {
+            schema_xml: r#"<schema name="DEF" dataNode="dn1" />"#.to_string(),
+            users_xml: r#"<user name="def"><property name="password">def</property><property name="schemas">DEF,TESTDB</property></user>"#
+                .to_string(),
+            ..Extra::default()
+        },
+    )
+    .await;
+    let mut t = f.client().await;
+    t.query_drop("INSERT INTO hotnews (id, title) VALUES (3, 'dn1 row')")
+        .await
+        .unwrap();
+    let mut c = mysql_async::Conn::new(common::opts(f.port, "def", "def", Some("DEF")))
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT * FROM hotnews",
+        "SELECT COUNT(*) FROM Travelrecord",
+        "INSERT INTO hotnews (id, title) VALUES (4, 'misplaced')",
+        "DELETE FROM hotnews",
+        "DROP TABLE hotnews",
+        "TRUNCATE TABLE hotnews",
+        "ALTER TABLE hotnews ADD COLUMN x INT",
+        "CREATE TABLE hotnews (id INT)",
+        "CREATE TABLE copy SELECT * FROM hotnews",
+        "SELECT * FROM (SELECT id FROM hotnews) x",
+        "LOCK TABLES hotnews WRITE",
+        "OPTIMIZE TABLE hotnews",
+        "SHOW CREATE TABLE hotnews",
+    ] {
+        let e = c.query_drop(sql).await.expect_err(sql);
+        let (code, _, msg) = server_error(e);
+        assert_eq!(code, 1064, "{sql}: {msg}");
+        assert!(msg.contains("schema TESTDB's table"), "{sql}: {msg}");
+    }
+    let ids: Vec<i64> = t.query("SELECT id FROM hotnews").await.unwrap();
+    assert_eq!(ids, [3], "nothing changed");
+    // Its own undeclared tables, and TESTDB's named as TESTDB's, still work.
+    c.query_drop("CREATE TABLE mine (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO mine VALUES (1)").await.unwrap();
+    let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM mine").await.unwrap();
+    assert_eq!(n, Some(1));
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM TESTDB.hotnews")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(1));
+    c.query_drop("DROP TABLE mine").await.unwrap();
+}

@@ -811,6 +811,9 @@ async fn inlined_session_functions_keep_their_labels() {
     let mut gw = mysql_async::Conn::new(common::opts(f.port, "mta", "mta", Some("MTA")))
         .await
         .unwrap();
+    for c in [&mut gw, &mut plain] {
+        c.query_drop("CREATE TABLE lt (id INT)").await.unwrap();
+    }
     async fn labels(c: &mut mysql_async::Conn, sql: &str) -> Vec<String> {
         let r = c.query_iter(sql).await.unwrap();
         let labels = r
@@ -832,8 +835,8 @@ async fn inlined_session_functions_keep_their_labels() {
         "SELECT concat(database(), version()), database() = 'x' AS eq, @@version_comment",
         "SELECT (SELECT database()), (SELECT version() FROM dual) AS v",
         "SELECT CAST(database() AS CHAR(10)), 8 FROM (SELECT database()) AS d",
-        "SELECT id, concat(database(), '-', id) FROM company ORDER BY id LIMIT 2",
-        "SELECT id, length(version()) + id, version() = 'x' FROM company",
+        "SELECT id, concat(database(), '-', id) FROM lt ORDER BY id LIMIT 2",
+        "SELECT id, length(version()) + id, version() = 'x' FROM lt",
         "SELECT version() is null, database() like 'M%', @@version_comment IS NOT NULL",
         "SELECT @@vErsion_comment",
         "select @@VERSION_COMMENT limit 1",

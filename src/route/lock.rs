@@ -72,12 +72,13 @@ pub(super) fn table_nodes(
     schema: &super::SchemaRoute,
     name: &str,
 ) -> Result<Vec<String>, RouteError> {
-    match (
-        schema.tables.get(&name.to_ascii_uppercase()),
-        &schema.default_node,
-    ) {
+    let upper = name.to_ascii_uppercase();
+    match (schema.tables.get(&upper), &schema.default_node) {
         (Some(t), _) => Ok(t.nodes.clone()),
-        (None, Some(d)) => Ok(vec![d.clone()]),
+        (None, Some(d)) => {
+            schema.check_undeclared(&upper)?;
+            Ok(vec![d.clone()])
+        }
         (None, None) => Err(RouteError::new(
             Refusal::NoSuchTable,
             format!("Table '{}.{name}' doesn't exist", schema.name),

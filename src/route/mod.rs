@@ -446,6 +446,26 @@ pub struct SchemaRoute {
     pub nodes: Vec<String>,
     /// `sqlMaxLimit` when ≥ 0: the `LIMIT` Mycat adds to single-table SELECTs without one.
     pub sql_max_limit: Option<u64>,
+    /// Tables of other schemas (upper-case name → that schema) with rows in the physical
+    /// database of this schema's default dataNode (the same dataHost and database): an
+    /// undeclared name here would reach them past their schema's rules and `<privileges>`.
+    pub shadowed: BTreeMap<String, String>,
+}
+
+impl SchemaRoute {
+    /// Checks that an undeclared table `name` (upper case) may be placed on the default
+    /// dataNode: not a table of another schema there ([`SchemaRoute::shadowed`]).
+    ///
+    /// Errors: 1064 naming both schemas.
+    pub fn check_undeclared(&self, name: &str) -> Result<(), RouteError> {
+        match self.shadowed.get(name) {
+            Some(other) => Err(RouteError::syntax(format!(
+                "table {name} is not defined in schema {}, and its default dataNode's database holds schema {other}'s table {name}: use it as {other}.{name}",
+                self.name
+            ))),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Routes statements for every schema of one configuration.
@@ -624,11 +644,42 @@ impl Router {
                     tables,
                     nodes: nodes.into_iter().collect(),
                     sql_max_limit: s.sql_max_limit.and_then(|n| u64::try_from(n).ok()),
+                    shadowed: BTreeMap::new(),
                 },
             );
         }
         if !errors.is_empty() {
             return Err(ConfigErrors(errors));
+        }
+        // Where a default dataNode's physical database also holds another schema's tables.
+        let place = |node: &str| {
+            config
+                .data_nodes
+                .get(node)
+                .map(|n| (n.data_host.clone(), n.database.clone()))
+        };
+        let shadowed: Vec<(String, BTreeMap<String, String>)> = schemas
+            .values()
+            .filter_map(|s| {
+                let here = place(s.default_node.as_deref()?)?;
+                let names = schemas
+                    .values()
+                    .filter(|o| o.name != s.name)
+                    .flat_map(|o| {
+                        o.tables
+                            .values()
+                            .filter(|t| t.nodes.iter().any(|n| place(n).as_ref() == Some(&here)))
+                            .map(|t| (t.name.to_ascii_uppercase(), o.name.clone()))
+                    })
+                    .filter(|(name, _)| !s.tables.contains_key(name))
+                    .collect::<BTreeMap<_, _>>();
+                (!names.is_empty()).then(|| (s.name.clone(), names))
+            })
+            .collect();
+        for (schema, names) in shadowed {
+            if let Some(s) = schemas.get_mut(&schema) {
+                s.shadowed = names;
+            }
         }
         let databases = config
             .data_nodes

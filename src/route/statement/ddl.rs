@@ -61,7 +61,10 @@ pub(super) fn create_table(
                 }
             }
         }
-        (None, Some(d)) => d.clone(),
+        (None, Some(d)) => {
+            ctx.s.check_undeclared(&table)?;
+            d.clone()
+        }
         (None, None) => return Err(unknown_table(&table, &ctx.s.name)),
     };
     let mut elsewhere: Vec<&str> = Vec::new();
@@ -100,7 +103,10 @@ pub(super) fn ddl(ctx: &Ctx<'_>, names: &[&ObjectName]) -> Result<Routed, RouteE
                     OkMerge::Sum
                 },
             ),
-            (None, Some(d)) => (BTreeSet::from([d.clone()]), OkMerge::Sum),
+            (None, Some(d)) => {
+                ctx.s.check_undeclared(&table)?;
+                (BTreeSet::from([d.clone()]), OkMerge::Sum)
+            }
             (None, None) => return Err(unknown_table(&table, &ctx.s.name)),
         };
         match &chosen {

@@ -336,7 +336,10 @@ fn table_node(
     let upper = name.to_ascii_uppercase();
     let node = match (s.tables.get(&upper), &s.default_node) {
         (Some(t), _) => t.nodes[0].clone(),
-        (None, Some(d)) => d.clone(),
+        (None, Some(d)) => {
+            s.check_undeclared(&upper)?;
+            d.clone()
+        }
         // MySQL's answer to DESC / SHOW COLUMNS of a missing table: ORMs (SQLAlchemy's
         // has_table) read 1146 as "no such table".
         (None, None) => {

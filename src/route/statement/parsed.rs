@@ -376,6 +376,31 @@ fn parsed_statement(
             tables.into_iter().chain(sequences).collect()
         }
     };
+    // An undeclared name that is another schema's table in the default dataNode's database
+    // would reach that table past its schema's rules and `<privileges>`.
+    // (An INSERT's target is not among the occurrences.)
+    let target = match &statement {
+        Statement::Insert(i) => match &i.table {
+            TableObject::TableName(n) => {
+                n.0.last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.to_ascii_uppercase())
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    if !s.shadowed.is_empty() {
+        for name in occurrences
+            .iter()
+            .filter(|o| !o.sequence)
+            .map(|o| o.name.as_str())
+            .chain(target.as_deref())
+            .filter(|name| ctx.table(name).is_none())
+        {
+            s.check_undeclared(name)?;
+        }
+    }
     let sequence_node = sequence::node_of_sequences(r, s, &c.sequences)?;
     let returning = match &statement {
         Statement::Insert(i) => i.returning.is_some(),
