@@ -670,3 +670,30 @@ async fn geometry_and_binary_user_variables_keep_their_type_on_every_connection(
         assert!(buffer.starts_with("POLYGON"), "{rows:?}");
     }
 }
+
+/// `CONNECTION_ID()` anywhere in a statement (and in a SET value) is the gateway's connection
+/// id, as `SELECT CONNECTION_ID()` alone answers: forwarded, each statement got its pooled
+/// connection's thread id (mysql-test `user_var`: `SET @a := connection_id() + 3; SELECT @a -
+/// connection_id()` gave 1690 where MariaDB answers 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_id_is_the_gateway_s_everywhere() {
+    let f = Fixture::start("h7connid", Extra::default()).await;
+    let mut c = f.client().await;
+    let id: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await.unwrap();
+    let plus: Option<u64> = c
+        .query_first("SELECT connection_id() + 0, 1")
+        .await
+        .unwrap();
+    assert_eq!(id, plus);
+    c.query_drop("SET @a := connection_id() + 3").await.unwrap();
+    // Another client's statements may take the pooled connections in between.
+    let mut other = f.client().await;
+    other.query_drop("SELECT 1").await.unwrap();
+    let d: Option<i64> = c.query_first("SELECT @a - connection_id()").await.unwrap();
+    assert_eq!(d, Some(3));
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM travelrecord WHERE id = connection_id()")
+        .await
+        .unwrap();
+    assert_eq!(n, Some(0));
+}

@@ -258,6 +258,9 @@ pub struct Counters {
     pub last_insert_id: u64,
     /// `ROW_COUNT()` (-1 after a result set or an error).
     pub row_count: i64,
+    /// `CONNECTION_ID()`: the gateway's connection id (the one `KILL` takes; a backend would
+    /// answer its own pooled connection's thread id, another one each statement).
+    pub connection_id: u32,
 }
 
 /// One of the [`Counters`].
@@ -269,6 +272,8 @@ pub enum Counter {
     LastInsertId,
     /// [`Counters::row_count`].
     RowCount,
+    /// [`Counters::connection_id`].
+    ConnectionId,
 }
 
 impl Counters {
@@ -280,6 +285,7 @@ impl Counters {
             Counter::LastInsertId => self.last_insert_id.to_string(),
             Counter::RowCount if self.row_count < 0 => format!("({})", self.row_count),
             Counter::RowCount => self.row_count.to_string(),
+            Counter::ConnectionId => self.connection_id.to_string(),
         }
     }
 }

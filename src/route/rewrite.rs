@@ -296,21 +296,32 @@ pub struct CounterRefs {
     pub last_insert_id: Vec<Range<usize>>,
     /// `ROW_COUNT()` calls.
     pub row_count: Vec<Range<usize>>,
+    /// `CONNECTION_ID()` calls.
+    pub connection_id: Vec<Range<usize>>,
 }
 
 impl CounterRefs {
     /// Whether the statement reads none of the counters.
     pub fn is_empty(&self) -> bool {
-        self.found_rows.is_empty() && self.last_insert_id.is_empty() && self.row_count.is_empty()
+        self.found_rows.is_empty()
+            && self.last_insert_id.is_empty()
+            && self.row_count.is_empty()
+            && self.connection_id.is_empty()
     }
 }
 
 /// Whether `sql` may read one of the session's counters ([`counter_refs`]): it names one of
 /// them somewhere (a cheap test, true for a column named `identity` too).
 pub fn mentions_counters(sql: &str) -> bool {
-    ["found_rows", "last_insert_id", "row_count", "identity"]
-        .iter()
-        .any(|n| super::scan::contains_ignore_ascii_case(sql, n))
+    [
+        "found_rows",
+        "last_insert_id",
+        "row_count",
+        "identity",
+        "connection_id",
+    ]
+    .iter()
+    .any(|n| super::scan::contains_ignore_ascii_case(sql, n))
 }
 
 /// Where `sql` reads the session's counters ([`CounterRefs`]).
@@ -329,6 +340,7 @@ pub fn counter_refs(sql: &str) -> CounterRefs {
         found_rows: niladic_calls(sql, &["FOUND_ROWS"]),
         last_insert_id,
         row_count: niladic_calls(sql, &["ROW_COUNT"]),
+        connection_id: niladic_calls(sql, &["CONNECTION_ID"]),
     }
 }
 
@@ -362,6 +374,10 @@ pub fn with_counters(sql: &str, counters: &super::Counters) -> Option<String> {
             counters.literal(super::Counter::LastInsertId),
         ),
         (refs.row_count, counters.literal(super::Counter::RowCount)),
+        (
+            refs.connection_id,
+            counters.literal(super::Counter::ConnectionId),
+        ),
     ] {
         all.extend(ranges.into_iter().map(|r| (r, value.clone())));
     }
@@ -798,6 +814,7 @@ mod tests {
             found_rows: 7,
             last_insert_id: 3,
             row_count: -1,
+            connection_id: 42,
         };
         assert_eq!(
             with_counters(
@@ -806,6 +823,10 @@ mod tests {
             )
             .as_deref(),
             Some("SET @y = 7, @z = 5-(-1), @w = (7)'x'")
+        );
+        assert_eq!(
+            with_counters("SET @a := connection_id() + 3", &counters).as_deref(),
+            Some("SET @a := 42 + 3")
         );
         assert_eq!(with_counters("SET @y = 1", &counters), None);
     }

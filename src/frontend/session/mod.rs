@@ -459,6 +459,7 @@ impl Session {
                 found_rows: self.found_rows,
                 last_insert_id: self.last_insert_id,
                 row_count: self.row_count,
+                connection_id: self.id,
             }),
         }
     }

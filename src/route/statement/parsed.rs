@@ -283,17 +283,20 @@ fn parsed_statement(
                 &results,
             ));
         }
-        // FOUND_ROWS(), LAST_INSERT_ID() and ROW_COUNT() answer the session's values, which
-        // the gateway keeps: a pooled connection's own are another statement's.
-        let (found_rows, last_insert_id, row_count);
+        // FOUND_ROWS(), LAST_INSERT_ID(), ROW_COUNT() and CONNECTION_ID() answer the
+        // session's values, which the gateway keeps: a pooled connection's own are another
+        // statement's (its thread id another connection's).
+        let (found_rows, last_insert_id, row_count, connection_id);
         if let Some(counters) = view.counters {
             let refs = rewrite::counter_refs(stmt);
             found_rows = move || counters.literal(Counter::FoundRows);
             last_insert_id = move || counters.literal(Counter::LastInsertId);
             row_count = move || counters.literal(Counter::RowCount);
+            connection_id = move || counters.literal(Counter::ConnectionId);
             found.push((refs.found_rows, &found_rows));
             found.push((refs.last_insert_id, &last_insert_id));
             found.push((refs.row_count, &row_count));
+            found.push((refs.connection_id, &connection_id));
         }
         // (The literals are written only for a statement that has such a call: most have none.)
         let found: Vec<_> = found.into_iter().filter(|(c, _)| !c.is_empty()).collect();
