@@ -135,9 +135,11 @@ pub(super) fn decode_parameters(
     let mut out = Vec::with_capacity(payload.len());
     let mut copied = 0;
     let mut changed = false;
+    // ASCII bytes are those characters, except in swe7 (0x40 is É, ...).
+    let ascii_as_is = client.ascii_transparent();
     for v in values {
         let value = &payload[v.data..v.end];
-        if matches!(v.kind, 0x0F | 0xFD | 0xFE) && !value.is_ascii() {
+        if matches!(v.kind, 0x0F | 0xFD | 0xFE) && (!ascii_as_is || !value.is_ascii()) {
             out.extend_from_slice(&payload[copied..v.start]);
             let text = client.decode_lossy(value);
             let _ = out.write_lenenc_str(text.as_bytes());
@@ -154,4 +156,28 @@ pub(super) fn statement_id(payload: &[u8]) -> u32 {
     payload
         .get(1..5)
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_parameters;
+
+    /// A COM_STMT_EXECUTE payload binding one VAR_STRING parameter `value`.
+    fn execute(value: &[u8]) -> Vec<u8> {
+        let mut p = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0x00, 0x01, 0xFD, 0x00];
+        p.push(u8::try_from(value.len()).unwrap());
+        p.extend_from_slice(value);
+        p
+    }
+
+    #[test]
+    fn ascii_bytes_of_a_set_that_reads_them_otherwise_are_decoded() {
+        let swe7 = crate::charset::Charset::by_name("swe7").unwrap();
+        // swe7's 0x5B is Ä and 0x40 É (the breaker got `??x`).
+        let out = decode_parameters(&execute(b"[@x"), 1, &[], swe7).expect("decoded");
+        assert!(out.ends_with("\u{c4}\u{c9}x".as_bytes()), "{out:?}");
+        // In latin1, ASCII is left as it is (nothing to change).
+        let latin1 = crate::charset::Charset::by_name("latin1").unwrap();
+        assert_eq!(decode_parameters(&execute(b"[@x"), 1, &[], latin1), None);
+    }
 }
