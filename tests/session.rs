@@ -7,6 +7,23 @@ use common::{Extra, Fixture, server_error};
 use mysql_async::consts::{ColumnFlags, ColumnType};
 use mysql_async::prelude::Queryable;
 
+/// A connection to a fresh plain database `name` on the sandbox primary holding the sample
+/// tables: the one database a differential test compares the gateway with.
+async fn reference(name: &str) -> mysql_async::Conn {
+    let mut r = common::primary(None).await;
+    r.query_drop(format!("DROP DATABASE IF EXISTS {name}"))
+        .await
+        .unwrap();
+    r.query_drop(format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    r.query_drop(format!("USE {name}")).await.unwrap();
+    for stmt in common::sample_statements() {
+        r.query_drop(stmt).await.unwrap();
+    }
+    r
+}
+
 #[tokio::test]
 async fn session_variables_follow_the_session_onto_every_connection() {
     let f = Fixture::start("sess", Extra::default()).await;
@@ -205,15 +222,7 @@ async fn a_select_s_warnings_are_counted_in_its_eof_and_shown() {
 async fn found_rows_answers_as_one_database_holding_the_rows_does() {
     let f = Fixture::start("h7found", Extra::default()).await;
     // The reference: one database holding the same rows.
-    let mut r = common::primary(None).await;
-    r.query_drop("DROP DATABASE IF EXISTS t_h7found_ref")
-        .await
-        .unwrap();
-    r.query_drop("CREATE DATABASE t_h7found_ref").await.unwrap();
-    r.query_drop("USE t_h7found_ref").await.unwrap();
-    for stmt in common::sample_statements() {
-        r.query_drop(stmt).await.unwrap();
-    }
+    let mut r = reference("t_h7found_ref").await;
     let mut c = f.client().await;
     let rows = "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5000001, 'e'), (5000002, 'f')";
     c.query_drop(rows).await.unwrap();
@@ -288,15 +297,7 @@ async fn found_rows_answers_as_one_database_holding_the_rows_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counters_inside_statements_answer_as_one_database_holding_the_rows_does() {
     let f = Fixture::start("h7ctr", Extra::default()).await;
-    let mut r = common::primary(None).await;
-    r.query_drop("DROP DATABASE IF EXISTS t_h7ctr_ref")
-        .await
-        .unwrap();
-    r.query_drop("CREATE DATABASE t_h7ctr_ref").await.unwrap();
-    r.query_drop("USE t_h7ctr_ref").await.unwrap();
-    for stmt in common::sample_statements() {
-        r.query_drop(stmt).await.unwrap();
-    }
+    let mut r = reference("t_h7ctr_ref").await;
     let mut c = f.client().await;
     // Another client's statements in between run on the same pooled connections and leave
     // them other values.
@@ -367,15 +368,7 @@ async fn counters_inside_statements_answer_as_one_database_holding_the_rows_does
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_count_answers_as_one_database_holding_the_rows_does() {
     let f = Fixture::start("h7rowc", Extra::default()).await;
-    let mut r = common::primary(None).await;
-    r.query_drop("DROP DATABASE IF EXISTS t_h7rowc_ref")
-        .await
-        .unwrap();
-    r.query_drop("CREATE DATABASE t_h7rowc_ref").await.unwrap();
-    r.query_drop("USE t_h7rowc_ref").await.unwrap();
-    for stmt in common::sample_statements() {
-        r.query_drop(stmt).await.unwrap();
-    }
+    let mut r = reference("t_h7rowc_ref").await;
     let mut c = f.client().await;
     // Another client's statements in between may run on the same pooled connections.
     let mut other = f.client().await;
@@ -421,15 +414,7 @@ async fn row_count_answers_as_one_database_holding_the_rows_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ok_info_text_answers_as_one_database_holding_the_rows_does() {
     let f = Fixture::start("h7info", Extra::default()).await;
-    let mut r = common::primary(None).await;
-    r.query_drop("DROP DATABASE IF EXISTS t_h7info_ref")
-        .await
-        .unwrap();
-    r.query_drop("CREATE DATABASE t_h7info_ref").await.unwrap();
-    r.query_drop("USE t_h7info_ref").await.unwrap();
-    for stmt in common::sample_statements() {
-        r.query_drop(stmt).await.unwrap();
-    }
+    let mut r = reference("t_h7info_ref").await;
     let mut c = f.client().await;
     let steps = [
         "INSERT INTO travelrecord (id, user_id) VALUES (1, 'a'), (2, 'b'), (5000001, 'c')",
