@@ -208,14 +208,20 @@ async fn losing_a_kept_connection_ends_the_session() {
     c.query_drop("CREATE TEMPORARY TABLE scratch (id INT)")
         .await
         .unwrap();
-    // The backend thread of the kept connection (the expression keeps the gateway from
-    // answering CONNECTION_ID() itself).
-    let thread: Option<u64> = c
-        .query_first("SELECT CONNECTION_ID() + 0 FROM scratch UNION ALL SELECT CONNECTION_ID() + 0")
+    // The backend thread of the kept connection: the one holding a named lock taken there
+    // (CONNECTION_ID() anywhere answers the gateway's own id).
+    c.query_drop("INSERT INTO scratch VALUES (1)")
+        .await
+        .unwrap();
+    c.query_drop("SELECT GET_LOCK('afflost_kept', 0) FROM scratch")
+        .await
+        .unwrap();
+    let mut admin = primary(None).await;
+    let thread: Option<u64> = admin
+        .query_first("SELECT IS_USED_LOCK('afflost_kept')")
         .await
         .unwrap();
     let thread = thread.expect("a thread id");
-    let mut admin = primary(None).await;
     admin
         .query_drop(format!("KILL CONNECTION {thread}"))
         .await
