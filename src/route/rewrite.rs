@@ -257,6 +257,19 @@ pub fn limit_clause(sql: &str) -> Option<Range<usize>> {
 /// The offset of a statement's top-level `LIMIT m, n` / `LIMIT n OFFSET m` (0 without one):
 /// the rows MariaDB reads and skips before sending, which its `FOUND_ROWS()` counts.
 pub fn limit_offset(sql: &str) -> u64 {
+    // Asked after every result set of one dataNode: the tokens are read only when a `,` or
+    // `OFFSET` follows the first `LIMIT` (a `LIMIT 1` alone has no offset).
+    let bytes = sql.as_bytes();
+    let Some(at) = bytes
+        .windows(5)
+        .position(|w| w.eq_ignore_ascii_case(b"LIMIT"))
+    else {
+        return 0;
+    };
+    let rest = &sql[at..];
+    if !rest.contains(',') && !super::scan::contains_ignore_ascii_case(rest, "OFFSET") {
+        return 0;
+    }
     let Some(range) = limit_clause(sql) else {
         return 0;
     };
